@@ -1,0 +1,564 @@
+//! AAL3/4 segmentation and reassembly, with MID multiplexing.
+//!
+//! Many PDUs may be in flight on one VC at once, told apart by their 10-bit
+//! MID. The receiver checks more than Penn's board did: the CRC-10 of every
+//! cell, sequence-number continuity within a PDU, segment-type order, LI
+//! ranges, Btag = Etag, BAsize ≥ Length and the Length itself. The number of
+//! PDUs being reassembled at once is limited (256 by default, as on Penn's
+//! board), and so is the memory they hold.
+
+use std::collections::{BTreeSet, HashMap};
+
+use aurora_time::{Duration, Instant};
+use aurora_wire::aal34::{
+    self as frame, CpcsError, CpcsHeader, CpcsTrailer, SarPdu, SarRepr, SegmentType, LI_ABORT,
+    SAR_PAYLOAD_LEN,
+};
+use aurora_wire::cell::{Format, Header, VcId};
+use aurora_wire::{CellBytes, PayloadBytes, HEADER_LEN};
+
+use crate::counters::{DropReason, RxStats, VcCounters};
+use crate::TxError;
+
+/// The AAL3/4 sender of one VC.
+#[derive(Clone, Debug)]
+pub struct Aal34Tx {
+    vc: VcId,
+    header: [u8; HEADER_LEN],
+    /// Next sequence number, per MID.
+    sn: Vec<u8>,
+    btag: u8,
+    counters: VcCounters,
+}
+
+impl Aal34Tx {
+    /// A sender for `vc` with headers in `format`.
+    pub fn new(vc: VcId, format: Format) -> Result<Self, TxError> {
+        let header = Header {
+            format,
+            ..Header::data(vc)
+        }
+        .to_bytes()
+        .map_err(TxError::Header)?;
+        Ok(Aal34Tx {
+            vc,
+            header,
+            sn: vec![0; usize::from(frame::MAX_MID) + 1],
+            btag: 0,
+            counters: VcCounters::default(),
+        })
+    }
+
+    /// The VC this sender writes.
+    pub fn vc(&self) -> VcId {
+        self.vc
+    }
+
+    /// The sender's counters (`tx`, `tx_err`).
+    pub fn counters(&self) -> VcCounters {
+        self.counters
+    }
+
+    /// Segments `sdu` on multiplexing identifier `mid` into `out`, which must
+    /// hold [`aurora_wire::aal34::cells_for`] cells. Returns the cell count.
+    pub fn segment_into(
+        &mut self,
+        sdu: &[u8],
+        mid: u16,
+        out: &mut [CellBytes],
+    ) -> Result<usize, TxError> {
+        if sdu.len() > frame::MAX_SDU {
+            self.counters.tx_err += 1;
+            return Err(TxError::TooLong {
+                len: sdu.len(),
+                max: frame::MAX_SDU,
+            });
+        }
+        if mid > frame::MAX_MID {
+            self.counters.tx_err += 1;
+            return Err(TxError::Field("mid"));
+        }
+        let n = frame::cells_for(sdu.len());
+        if out.len() < n {
+            self.counters.tx_err += 1;
+            return Err(TxError::NoRoom {
+                need: n,
+                have: out.len(),
+            });
+        }
+        self.counters.tx += 1;
+        self.btag = self.btag.wrapping_add(1);
+        let len = sdu.len() as u16;
+        let head = CpcsHeader {
+            cpi: 0,
+            btag: self.btag,
+            basize: len,
+        }
+        .to_bytes();
+        let tail = CpcsTrailer {
+            al: 0,
+            etag: self.btag,
+            length: len,
+        }
+        .to_bytes();
+        let total = frame::cpcs_len(sdu.len());
+        let pad_end = total - 4;
+        let sn = &mut self.sn[usize::from(mid)];
+        for (i, cell) in out[..n].iter_mut().enumerate() {
+            let from = i * SAR_PAYLOAD_LEN;
+            let to = (from + SAR_PAYLOAD_LEN).min(total);
+            let mut data = [0u8; SAR_PAYLOAD_LEN];
+            // The CPCS-PDU is header | sdu | pad | trailer; copy the part of
+            // it that falls in [from, to).
+            for (pos, byte) in (from..to).zip(data.iter_mut()) {
+                *byte = if pos < 4 {
+                    head[pos]
+                } else if pos < 4 + sdu.len() {
+                    sdu[pos - 4]
+                } else if pos < pad_end {
+                    0
+                } else {
+                    tail[pos - pad_end]
+                };
+            }
+            let st = match (i == 0, i + 1 == n) {
+                (true, true) => SegmentType::Ssm,
+                (true, false) => SegmentType::Bom,
+                (false, false) => SegmentType::Com,
+                (false, true) => SegmentType::Eom,
+            };
+            let repr = SarRepr {
+                st,
+                sn: *sn,
+                mid,
+                li: (to - from) as u8,
+            };
+            *sn = (*sn + 1) & 0x0F;
+            cell[..HEADER_LEN].copy_from_slice(&self.header);
+            let payload: &mut PayloadBytes = (&mut cell[HEADER_LEN..])
+                .try_into()
+                .expect("a cell has 48 payload bytes");
+            repr.emit(&data[..to - from], payload)
+                .expect("fields were range-checked");
+        }
+        Ok(n)
+    }
+}
+
+/// Settings shared by all VCs of an AAL3/4 receiver.
+#[derive(Clone, Copy, Debug)]
+pub struct Aal34Config {
+    /// Header layout of arriving cells.
+    pub format: Format,
+    /// Most VCs open at once.
+    pub max_vcs: usize,
+    /// Most PDUs (VC, MID pairs) being reassembled at once.
+    pub max_reassemblies: usize,
+    /// Bytes of buffer all reassemblies together may hold.
+    pub memory_budget: usize,
+}
+
+impl Default for Aal34Config {
+    fn default() -> Self {
+        Aal34Config {
+            format: Format::Uni,
+            max_vcs: 256,
+            max_reassemblies: 256,
+            memory_budget: 4 << 20,
+        }
+    }
+}
+
+/// Settings of one AAL3/4 VC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Aal34VcConfig {
+    /// Largest SDU accepted.
+    pub max_sdu: usize,
+    /// Time from a PDU's BOM by which its EOM must have arrived.
+    pub timeout: Duration,
+}
+
+impl Default for Aal34VcConfig {
+    fn default() -> Self {
+        Aal34VcConfig {
+            max_sdu: frame::MAX_SDU,
+            timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A reassembled AAL3/4 SDU.
+#[derive(Debug)]
+pub struct Delivery {
+    /// The VC it arrived on.
+    pub vc: VcId,
+    /// Its multiplexing identifier.
+    pub mid: u16,
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Delivery {
+    /// The SDU's bytes.
+    pub fn sdu(&self) -> &[u8] {
+        &self.buf[frame::CPCS_HEADER_LEN..frame::CPCS_HEADER_LEN + self.len]
+    }
+    /// The SDU's length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True for an empty SDU.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The SDU as a vector of exactly its length.
+    pub fn into_sdu(self) -> Vec<u8> {
+        let mut b = self.buf;
+        b.truncate(frame::CPCS_HEADER_LEN + self.len);
+        b.drain(..frame::CPCS_HEADER_LEN);
+        b
+    }
+}
+
+#[derive(Debug)]
+struct Reassembly {
+    buf: Vec<u8>,
+    cells: u64,
+    next_sn: u8,
+    deadline: Instant,
+    /// Set once the PDU is known bad: later cells are dropped for this
+    /// reason until its EOM.
+    discarding: Option<DropReason>,
+}
+
+/// The AAL3/4 receiver for any number of VCs and MIDs.
+#[derive(Debug)]
+pub struct Aal34Rx {
+    cfg: Aal34Config,
+    vcs: HashMap<VcId, (Aal34VcConfig, VcCounters)>,
+    active: HashMap<(VcId, u16), Reassembly>,
+    timers: BTreeSet<(Instant, VcId, u16)>,
+    used: usize,
+    stats: RxStats,
+}
+
+impl Aal34Rx {
+    /// A receiver with no VCs open.
+    pub fn new(cfg: Aal34Config) -> Self {
+        Aal34Rx {
+            cfg,
+            vcs: HashMap::new(),
+            active: HashMap::new(),
+            timers: BTreeSet::new(),
+            used: 0,
+            stats: RxStats::default(),
+        }
+    }
+
+    /// Opens (or reconfigures) a VC. Fails when `max_vcs` are open.
+    pub fn open_vc(&mut self, vc: VcId, cfg: Aal34VcConfig) -> Result<(), crate::aal5::RxError> {
+        if let Some(e) = self.vcs.get_mut(&vc) {
+            e.0 = cfg;
+            return Ok(());
+        }
+        if self.vcs.len() >= self.cfg.max_vcs {
+            return Err(crate::aal5::RxError::TooManyVcs);
+        }
+        self.vcs.insert(vc, (cfg, VcCounters::default()));
+        Ok(())
+    }
+
+    /// Drops every reassembly in progress on a VC (the datagram flush of
+    /// Penn's board), counted as [`DropReason::Flushed`].
+    pub fn flush_vc(&mut self, vc: VcId) {
+        let keys: Vec<_> = self.active.keys().filter(|k| k.0 == vc).copied().collect();
+        for k in keys {
+            self.drop_active(k, DropReason::Flushed, 0);
+        }
+    }
+
+    /// Drops the reassembly of one datagram (VC and MID), if any.
+    pub fn flush_mid(&mut self, vc: VcId, mid: u16) {
+        if self.active.contains_key(&(vc, mid)) {
+            self.drop_active((vc, mid), DropReason::Flushed, 0);
+        }
+    }
+
+    /// Totals so far.
+    pub fn stats(&self) -> RxStats {
+        self.stats
+    }
+
+    /// A VC's counters.
+    pub fn vc_counters(&self, vc: VcId) -> Option<VcCounters> {
+        self.vcs.get(&vc).map(|e| e.1)
+    }
+
+    /// Cells held in reassemblies in progress.
+    pub fn cells_in_progress(&self) -> u64 {
+        self.active.values().map(|r| r.cells).sum()
+    }
+
+    /// PDUs being reassembled now.
+    pub fn reassemblies(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Bytes of the memory budget in use.
+    pub fn memory_in_use(&self) -> usize {
+        self.used
+    }
+
+    /// When the next reassembly timer runs out.
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.timers.first().map(|t| t.0)
+    }
+
+    /// Drops every PDU whose timer has run out by `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(t, vc, mid)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            self.drop_active((vc, mid), DropReason::Timeout, 0);
+        }
+    }
+
+    /// Removes a reassembly, counting it (and `extra` cells that arrived with
+    /// the decision) as dropped for `reason`. A reassembly already being
+    /// discarded was counted as a PDU when discarding began.
+    fn drop_active(&mut self, key: (VcId, u16), reason: DropReason, extra: u64) {
+        let Some(r) = self.active.remove(&key) else {
+            return;
+        };
+        self.timers.remove(&(r.deadline, key.0, key.1));
+        self.used -= r.buf.capacity();
+        let reason = r.discarding.unwrap_or(reason);
+        self.stats.cells_dropped.add(reason, r.cells + extra);
+        if r.discarding.is_none() {
+            self.count_pdu_drop(key.0, reason);
+        }
+    }
+
+    fn count_pdu_drop(&mut self, vc: VcId, reason: DropReason) {
+        self.stats.pdus_dropped.add(reason, 1);
+        if let Some(e) = self.vcs.get_mut(&vc) {
+            if reason.is_resource() {
+                e.1.rx_drop += 1;
+            } else {
+                e.1.rx_err += 1;
+            }
+        }
+    }
+
+    /// Marks a reassembly bad: its buffer is freed now, its cells so far and
+    /// `extra` are dropped, and later cells up to its EOM are dropped too.
+    fn start_discard(&mut self, key: (VcId, u16), reason: DropReason, extra: u64) {
+        let Some(r) = self.active.get_mut(&key) else {
+            return;
+        };
+        if r.discarding.is_some() {
+            self.stats.cells_dropped.add(r.discarding.unwrap_or(reason), extra);
+            return;
+        }
+        let cells = r.cells + extra;
+        r.cells = 0;
+        r.discarding = Some(reason);
+        self.used -= r.buf.capacity();
+        r.buf = Vec::new();
+        self.stats.cells_dropped.add(reason, cells);
+        self.count_pdu_drop(key.0, reason);
+    }
+
+    /// A single-cell drop that belongs to no PDU attempt.
+    fn drop_cell(&mut self, reason: DropReason) {
+        self.stats.cells_dropped.add(reason, 1);
+    }
+
+    /// A PDU that failed before it got a reassembly entry.
+    fn drop_new_pdu(&mut self, vc: VcId, reason: DropReason) {
+        self.stats.cells_dropped.add(reason, 1);
+        self.count_pdu_drop(vc, reason);
+    }
+
+    /// Takes a batch of cells (HEC already checked by the link) and calls
+    /// `deliver` for each PDU completed, in order.
+    pub fn push(&mut self, now: Instant, cells: &[CellBytes], deliver: &mut impl FnMut(Delivery)) {
+        self.stats.cells_in += cells.len() as u64;
+        for cell in cells {
+            self.cell(now, cell, deliver);
+        }
+    }
+
+    fn cell(&mut self, now: Instant, cell: &CellBytes, deliver: &mut impl FnMut(Delivery)) {
+        let h = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], self.cfg.format);
+        if !h.pti.is_user() {
+            return self.drop_cell(DropReason::NotUserData);
+        }
+        let vc = h.vc();
+        let Some(&(vcfg, _)) = self.vcs.get(&vc) else {
+            return self.drop_cell(DropReason::UnknownVc);
+        };
+        let sar = SarPdu::new_unchecked(&cell[HEADER_LEN..]);
+        if !sar.crc_ok() {
+            return self.drop_cell(DropReason::CellCrc);
+        }
+        let repr = SarRepr {
+            st: sar.segment_type(),
+            sn: sar.sn(),
+            mid: sar.mid(),
+            li: sar.li(),
+        };
+        let key = (vc, repr.mid);
+        // A timer that ran out but has not been fired yet.
+        if self.active.get(&key).is_some_and(|r| now >= r.deadline) {
+            self.drop_active(key, DropReason::Timeout, 0);
+        }
+        let data = &sar.payload()[..usize::from(repr.li.min(SAR_PAYLOAD_LEN as u8))];
+        let max_pdu = frame::cpcs_len(vcfg.max_sdu.min(frame::MAX_SDU));
+        match repr.st {
+            SegmentType::Bom | SegmentType::Ssm => {
+                if self.active.contains_key(&key) {
+                    // The previous PDU on this MID lost its EOM.
+                    self.drop_active(key, DropReason::UnexpectedSegment, 0);
+                }
+                let li_ok = match repr.st {
+                    SegmentType::Bom => usize::from(repr.li) == SAR_PAYLOAD_LEN,
+                    _ => (8..=44).contains(&repr.li) && repr.li % 4 == 0,
+                };
+                if !li_ok {
+                    return self.drop_new_pdu(vc, DropReason::InvalidLi);
+                }
+                let head = CpcsHeader::parse(data).expect("LI of at least 8 bytes");
+                if head.cpi != 0 {
+                    return self.drop_new_pdu(vc, DropReason::Cpi);
+                }
+                if frame::cpcs_len(usize::from(head.basize)) > max_pdu {
+                    return self.drop_new_pdu(vc, DropReason::Oversize);
+                }
+                if repr.st == SegmentType::Ssm {
+                    return self.finish(vc, repr.mid, data.to_vec(), 1, deliver);
+                }
+                if self.active.len() >= self.cfg.max_reassemblies {
+                    return self.drop_new_pdu(vc, DropReason::TooManyReassemblies);
+                }
+                // Room for what BAsize announces (at least one SAR payload).
+                let want = frame::cpcs_len(usize::from(head.basize)).max(SAR_PAYLOAD_LEN);
+                if self.used + want > self.cfg.memory_budget {
+                    return self.drop_new_pdu(vc, DropReason::BudgetExhausted);
+                }
+                let mut buf = Vec::with_capacity(want);
+                buf.extend_from_slice(data);
+                self.used += buf.capacity();
+                let deadline = now + vcfg.timeout;
+                self.timers.insert((deadline, vc, repr.mid));
+                self.active.insert(
+                    key,
+                    Reassembly {
+                        buf,
+                        cells: 1,
+                        next_sn: (repr.sn + 1) & 0x0F,
+                        deadline,
+                        discarding: None,
+                    },
+                );
+            }
+            SegmentType::Com | SegmentType::Eom => {
+                let Some(r) = self.active.get_mut(&key) else {
+                    return self.drop_cell(DropReason::UnexpectedSegment);
+                };
+                let ends = repr.st == SegmentType::Eom;
+                if let Some(reason) = r.discarding {
+                    if ends {
+                        self.drop_active(key, reason, 1);
+                    } else {
+                        self.stats.cells_dropped.add(reason, 1);
+                    }
+                    return;
+                }
+                let problem = if repr.sn != r.next_sn {
+                    Some(DropReason::Sequence)
+                } else if ends && repr.li == LI_ABORT {
+                    Some(DropReason::Aborted)
+                } else if !(if ends {
+                    (4..=44).contains(&repr.li) && repr.li % 4 == 0
+                } else {
+                    usize::from(repr.li) == SAR_PAYLOAD_LEN
+                }) {
+                    Some(DropReason::InvalidLi)
+                } else if r.buf.len() + data.len() > max_pdu {
+                    Some(DropReason::Oversize)
+                } else {
+                    None
+                };
+                if let Some(reason) = problem {
+                    if ends {
+                        self.drop_active(key, reason, 1);
+                    } else {
+                        self.start_discard(key, reason, 1);
+                    }
+                    return;
+                }
+                r.next_sn = (r.next_sn + 1) & 0x0F;
+                r.cells += 1;
+                let need = r.buf.len() + data.len();
+                if need > r.buf.capacity() {
+                    let grow = need.max(r.buf.capacity() * 2).min(max_pdu) - r.buf.len();
+                    let before = r.buf.capacity();
+                    if self.used + (r.buf.len() + grow - before) > self.cfg.memory_budget {
+                        return if ends {
+                            self.drop_active(key, DropReason::BudgetExhausted, 0)
+                        } else {
+                            self.start_discard(key, DropReason::BudgetExhausted, 0)
+                        };
+                    }
+                    r.buf.reserve_exact(grow);
+                    self.used = self.used + r.buf.capacity() - before;
+                }
+                r.buf.extend_from_slice(data);
+                if ends {
+                    let r = self.active.remove(&key).expect("present");
+                    self.timers.remove(&(r.deadline, vc, repr.mid));
+                    self.used -= r.buf.capacity();
+                    self.finish(vc, repr.mid, r.buf, r.cells, deliver);
+                }
+            }
+        }
+    }
+
+    fn finish(
+        &mut self,
+        vc: VcId,
+        mid: u16,
+        buf: Vec<u8>,
+        cells: u64,
+        deliver: &mut impl FnMut(Delivery),
+    ) {
+        match frame::decode_cpcs(&buf) {
+            Ok((_, t, _)) => {
+                self.stats.cells_delivered += cells;
+                self.stats.pdus_delivered += 1;
+                if let Some(e) = self.vcs.get_mut(&vc) {
+                    e.1.rx += 1;
+                }
+                deliver(Delivery {
+                    vc,
+                    mid,
+                    buf,
+                    len: usize::from(t.length),
+                });
+            }
+            Err(e) => {
+                let reason = match e {
+                    CpcsError::BadSize | CpcsError::Length => DropReason::Length,
+                    CpcsError::TagMismatch => DropReason::TagMismatch,
+                    CpcsError::BaSize => DropReason::BaSize,
+                    CpcsError::Cpi => DropReason::Cpi,
+                };
+                self.stats.cells_dropped.add(reason, cells);
+                self.count_pdu_drop(vc, reason);
+            }
+        }
+    }
+}

@@ -1,0 +1,826 @@
+//! AAL5 segmentation and reassembly.
+//!
+//! [`Aal5Tx`] turns SDUs (one slice or a scatter-gather list) into cells for
+//! one VC; [`Aal5Rx`] turns cells from any number of VCs back into SDUs. Both
+//! fold the CRC-32 into their copy (see [`crate::fold`]), take batches, and
+//! never read a clock: the caller passes `now`, and asks
+//! [`Aal5Rx::poll_at`] when the next reassembly timer runs out.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use aurora_time::{Duration, Instant};
+use aurora_wire::aal5::{self as frame, Trailer, TRAILER_LEN};
+use aurora_wire::cell::{Format, Header, Pti, VcId};
+use aurora_wire::crc::CRC32_RESIDUE;
+use aurora_wire::{CellBytes, CELL_LEN, HEADER_LEN, PAYLOAD_LEN};
+
+use crate::counters::{DropReason, RxStats, VcCounters};
+use crate::fold::{Crc32State, Kernel};
+use crate::{header_key, TxError};
+
+/// Per-PDU choices a sender may make.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PduOptions {
+    /// CPCS user-to-user byte.
+    pub uu: u8,
+    /// Common part indicator (0 unless you know better).
+    pub cpi: u8,
+    /// Cell loss priority for this PDU's cells; `None` uses the VC's setting.
+    pub clp: Option<bool>,
+}
+
+/// The AAL5 sender of one VC.
+#[derive(Clone, Debug)]
+pub struct Aal5Tx {
+    vc: VcId,
+    /// Headers (HEC included) indexed by `[clp][end_of_pdu]`.
+    headers: [[[u8; HEADER_LEN]; 2]; 2],
+    clp: bool,
+    kernel: Kernel,
+    counters: VcCounters,
+}
+
+impl Aal5Tx {
+    /// A sender for `vc` with headers in `format`, using the fastest kernel.
+    pub fn new(vc: VcId, format: Format) -> Result<Self, TxError> {
+        Self::with_kernel(vc, format, Kernel::best())
+    }
+
+    /// A sender using a chosen CRC kernel.
+    pub fn with_kernel(vc: VcId, format: Format, kernel: Kernel) -> Result<Self, TxError> {
+        let mut headers = [[[0u8; HEADER_LEN]; 2]; 2];
+        for (clp, row) in headers.iter_mut().enumerate() {
+            for (end, h) in row.iter_mut().enumerate() {
+                *h = Header {
+                    format,
+                    pti: if end == 1 { Pti::DATA_END } else { Pti::DATA },
+                    clp: clp == 1,
+                    ..Header::data(vc)
+                }
+                .to_bytes()
+                .map_err(TxError::Header)?;
+            }
+        }
+        Ok(Aal5Tx {
+            vc,
+            headers,
+            clp: false,
+            kernel,
+            counters: VcCounters::default(),
+        })
+    }
+
+    /// The VC this sender writes.
+    pub fn vc(&self) -> VcId {
+        self.vc
+    }
+
+    /// Sets the VC's default cell loss priority.
+    pub fn set_clp(&mut self, clp: bool) {
+        self.clp = clp;
+    }
+
+    /// The sender's counters (`tx`, `tx_err`).
+    pub fn counters(&self) -> VcCounters {
+        self.counters
+    }
+
+    /// Starts segmenting an SDU given as a list of slices (scatter-gather).
+    /// The returned [`Segmentation`] fills cells in as many batches as the
+    /// caller likes; the SDU is borrowed, never copied except into cells.
+    pub fn segment<'a>(
+        &mut self,
+        parts: &'a [&'a [u8]],
+        opts: PduOptions,
+    ) -> Result<Segmentation<'a>, TxError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > frame::MAX_SDU {
+            self.counters.tx_err += 1;
+            return Err(TxError::TooLong {
+                len,
+                max: frame::MAX_SDU,
+            });
+        }
+        self.counters.tx += 1;
+        let clp = usize::from(opts.clp.unwrap_or(self.clp));
+        Ok(Segmentation {
+            parts,
+            part: 0,
+            off: 0,
+            body_left: len / PAYLOAD_LEN,
+            tail: [0; 2 * PAYLOAD_LEN],
+            tail_cells: frame::cells_for(len) - len / PAYLOAD_LEN,
+            tail_done: 0,
+            tail_built: false,
+            sdu_len: len,
+            uu: opts.uu,
+            cpi: opts.cpi,
+            header: self.headers[clp][0],
+            header_end: self.headers[clp][1],
+            crc: Crc32State::new(self.kernel),
+        })
+    }
+
+    /// Segments a contiguous SDU into `out`, which must have room for
+    /// [`aurora_wire::aal5::cells_for`] cells. Returns the number of cells.
+    pub fn segment_into(
+        &mut self,
+        sdu: &[u8],
+        opts: PduOptions,
+        out: &mut [CellBytes],
+    ) -> Result<usize, TxError> {
+        let need = frame::cells_for(sdu.len());
+        if out.len() < need && sdu.len() <= frame::MAX_SDU {
+            self.counters.tx_err += 1;
+            return Err(TxError::NoRoom {
+                need,
+                have: out.len(),
+            });
+        }
+        let parts = [sdu];
+        let mut seg = self.segment(&parts, opts)?;
+        Ok(seg.fill(out))
+    }
+}
+
+/// One SDU being cut into cells. Created by [`Aal5Tx::segment`].
+#[derive(Clone, Debug)]
+pub struct Segmentation<'a> {
+    parts: &'a [&'a [u8]],
+    part: usize,
+    off: usize,
+    body_left: usize,
+    tail: [u8; 2 * PAYLOAD_LEN],
+    tail_cells: usize,
+    tail_done: usize,
+    tail_built: bool,
+    sdu_len: usize,
+    uu: u8,
+    cpi: u8,
+    header: [u8; HEADER_LEN],
+    header_end: [u8; HEADER_LEN],
+    crc: Crc32State,
+}
+
+impl Segmentation<'_> {
+    /// Cells still to be produced.
+    pub fn cells_left(&self) -> usize {
+        self.body_left + self.tail_cells - self.tail_done
+    }
+
+    /// True when every cell has been produced.
+    pub fn is_done(&self) -> bool {
+        self.cells_left() == 0
+    }
+
+    /// Copies up to 48 bytes of SDU from the current position into `dst`,
+    /// crossing slice boundaries; returns how many were copied.
+    fn gather(&mut self, dst: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < dst.len() && self.part < self.parts.len() {
+            let cur = &self.parts[self.part][self.off..];
+            let k = cur.len().min(dst.len() - n);
+            dst[n..n + k].copy_from_slice(&cur[..k]);
+            n += k;
+            self.off += k;
+            if self.off == self.parts[self.part].len() {
+                self.part += 1;
+                self.off = 0;
+            }
+        }
+        n
+    }
+
+    /// Writes the next cells into `out`; returns how many were written (less
+    /// than `out.len()` only when the PDU is finished).
+    pub fn fill(&mut self, out: &mut [CellBytes]) -> usize {
+        let mut n = 0;
+        // Whole cells straight from the SDU.
+        while n < out.len() && self.body_left > 0 {
+            while self.part < self.parts.len() && self.off == self.parts[self.part].len() {
+                self.part += 1;
+                self.off = 0;
+            }
+            let cur = &self.parts[self.part][self.off..];
+            let k = (cur.len() / PAYLOAD_LEN)
+                .min(self.body_left)
+                .min(out.len() - n);
+            if k > 0 {
+                self.crc
+                    .build_cells(&self.header, &cur[..k * PAYLOAD_LEN], &mut out[n..n + k]);
+                self.off += k * PAYLOAD_LEN;
+                n += k;
+                self.body_left -= k;
+            } else {
+                // A cell straddles two slices.
+                let mut tmp = [0u8; PAYLOAD_LEN];
+                self.gather(&mut tmp);
+                self.crc
+                    .build_cells(&self.header, &tmp, &mut out[n..n + 1]);
+                n += 1;
+                self.body_left -= 1;
+            }
+        }
+        if self.body_left > 0 {
+            return n;
+        }
+        // The last one or two cells: SDU tail, pad, trailer.
+        if !self.tail_built {
+            self.tail_built = true;
+            let mut tail = [0u8; 2 * PAYLOAD_LEN];
+            let r = self.gather(&mut tail);
+            debug_assert_eq!(r, self.sdu_len % PAYLOAD_LEN);
+            let end = self.tail_cells * PAYLOAD_LEN;
+            let t = Trailer {
+                uu: self.uu,
+                cpi: self.cpi,
+                length: self.sdu_len as u16,
+                crc: 0,
+            };
+            tail[end - TRAILER_LEN..end].copy_from_slice(&t.to_bytes());
+            self.tail = tail;
+        }
+        while n < out.len() && self.tail_done < self.tail_cells {
+            let last = self.tail_done + 1 == self.tail_cells;
+            let h = if last { self.header_end } else { self.header };
+            let src = &self.tail[self.tail_done * PAYLOAD_LEN..(self.tail_done + 1) * PAYLOAD_LEN];
+            self.crc.build_cells(&h, src, &mut out[n..n + 1]);
+            if last {
+                let field = self.crc.field_for_zeroed_tail();
+                out[n][CELL_LEN - 4..].copy_from_slice(&field.to_be_bytes());
+            }
+            self.tail_done += 1;
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Settings shared by all VCs of a reassembler.
+#[derive(Clone, Copy, Debug)]
+pub struct RxConfig {
+    /// Header layout of arriving cells.
+    pub format: Format,
+    /// Most VCs that may be open at once.
+    pub max_vcs: usize,
+    /// Bytes of reassembly memory (pool buffers in use) shared by all VCs.
+    /// Buffers the application posts are its own and are not counted.
+    pub memory_budget: usize,
+    /// Free pool buffers kept for reuse; beyond this they are freed.
+    pub pool_buffers: usize,
+    /// Size a new pool buffer starts at (it grows as a PDU needs it).
+    pub initial_buffer: usize,
+    /// CRC kernel.
+    pub kernel: Kernel,
+}
+
+impl Default for RxConfig {
+    fn default() -> Self {
+        RxConfig {
+            format: Format::Uni,
+            max_vcs: 1024,
+            memory_budget: 4 << 20,
+            pool_buffers: 64,
+            initial_buffer: 2048,
+            kernel: Kernel::best(),
+        }
+    }
+}
+
+/// Settings of one VC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VcConfig {
+    /// Largest SDU accepted; longer PDUs are dropped as [`DropReason::Oversize`].
+    pub max_sdu: usize,
+    /// Time from a PDU's first cell by which its last must have arrived.
+    pub timeout: Duration,
+    /// Deliver PDUs that fail the CRC or length check, flagged as corrupted
+    /// (I.363.5's "corrupted data delivery" option), instead of dropping them.
+    pub deliver_corrupted: bool,
+    /// Most buffers that may be posted on the VC at once.
+    pub max_posted: usize,
+}
+
+impl Default for VcConfig {
+    fn default() -> Self {
+        VcConfig {
+            max_sdu: frame::MAX_SDU,
+            timeout: Duration::from_secs(1),
+            deliver_corrupted: false,
+            max_posted: 16,
+        }
+    }
+}
+
+/// Whether a delivered SDU is intact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Passed every check.
+    Intact,
+    /// Failed the given check; delivered only because the VC asked for
+    /// corrupted data.
+    Corrupted(DropReason),
+}
+
+/// A reassembled SDU handed to the application.
+#[derive(Debug)]
+pub struct Delivery {
+    /// The VC it arrived on.
+    pub vc: VcId,
+    /// CPCS user-to-user byte.
+    pub uu: u8,
+    /// Common part indicator.
+    pub cpi: u8,
+    /// Intact or flagged.
+    pub status: Status,
+    /// True when the data went straight into a buffer posted for the VC.
+    pub posted: bool,
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Delivery {
+    /// The SDU's bytes.
+    pub fn sdu(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    /// The SDU's length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// True for an empty SDU.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The whole buffer (longer than the SDU), to post again or recycle
+    /// without re-initialising it.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
+    }
+    /// The SDU as a vector of exactly its length.
+    pub fn into_sdu(mut self) -> Vec<u8> {
+        self.buf.truncate(self.len);
+        self.buf
+    }
+}
+
+/// Why a reassembler refused a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxError {
+    /// `max_vcs` VCs are already open.
+    TooManyVcs,
+    /// The VC is not open.
+    UnknownVc,
+    /// The VC already has `max_posted` buffers waiting.
+    PostedFull,
+}
+
+impl std::fmt::Display for RxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RxError::TooManyVcs => "the reassembler's VC table is full",
+            RxError::UnknownVc => "the VC is not open on this reassembler",
+            RxError::PostedFull => "the VC already has as many posted buffers as it allows",
+        })
+    }
+}
+
+impl std::error::Error for RxError {}
+
+#[derive(Debug)]
+struct Current {
+    buf: Vec<u8>,
+    len: usize,
+    cells: u64,
+    crc: Crc32State,
+    deadline: Instant,
+    posted: bool,
+    /// Bytes of `buf` charged to the memory budget (0 for posted buffers).
+    charged: usize,
+}
+
+#[derive(Debug)]
+struct VcState {
+    cfg: VcConfig,
+    counters: VcCounters,
+    posted: VecDeque<Vec<u8>>,
+    cur: Option<Current>,
+    /// Dropping cells until the end of the current PDU, for this reason.
+    discarding: Option<DropReason>,
+}
+
+/// The memory every reassembly draws from.
+#[derive(Debug)]
+struct Pool {
+    free: Vec<Vec<u8>>,
+    keep: usize,
+    initial: usize,
+    budget: usize,
+    used: usize,
+}
+
+impl Pool {
+    /// A buffer charged to the budget, or `None` if the budget is spent.
+    fn take(&mut self) -> Option<(Vec<u8>, usize)> {
+        let buf = self.free.pop().unwrap_or_else(|| vec![0; self.initial]);
+        if self.used + buf.len() > self.budget {
+            self.put(buf, 0);
+            return None;
+        }
+        self.used += buf.len();
+        let n = buf.len();
+        Some((buf, n))
+    }
+
+    /// Grows `buf` to at least `need` bytes (doubling), charging the budget.
+    fn grow(&mut self, buf: &mut Vec<u8>, charged: &mut usize, need: usize, cap: usize) -> bool {
+        let new = need.max(buf.len() * 2).min(cap.max(need));
+        let extra = new.saturating_sub(buf.len());
+        if self.used + extra > self.budget {
+            return false;
+        }
+        buf.resize(new, 0);
+        self.used += extra;
+        *charged += extra;
+        true
+    }
+
+    fn put(&mut self, buf: Vec<u8>, charged: usize) {
+        self.used -= charged;
+        if self.free.len() < self.keep && !buf.is_empty() {
+            self.free.push(buf);
+        }
+    }
+}
+
+/// The AAL5 receiver for any number of VCs.
+#[derive(Debug)]
+pub struct Aal5Rx {
+    cfg: RxConfig,
+    vcs: HashMap<VcId, VcState>,
+    timers: BTreeSet<(Instant, VcId)>,
+    pool: Pool,
+    stats: RxStats,
+}
+
+impl Aal5Rx {
+    /// A reassembler with no VCs open.
+    pub fn new(cfg: RxConfig) -> Self {
+        Aal5Rx {
+            cfg,
+            vcs: HashMap::new(),
+            timers: BTreeSet::new(),
+            pool: Pool {
+                free: Vec::new(),
+                keep: cfg.pool_buffers,
+                initial: cfg.initial_buffer.max(PAYLOAD_LEN),
+                budget: cfg.memory_budget,
+                used: 0,
+            },
+            stats: RxStats::default(),
+        }
+    }
+
+    /// Opens (or reconfigures) a VC.
+    pub fn open_vc(&mut self, vc: VcId, cfg: VcConfig) -> Result<(), RxError> {
+        if let Some(st) = self.vcs.get_mut(&vc) {
+            st.cfg = cfg;
+            return Ok(());
+        }
+        if self.vcs.len() >= self.cfg.max_vcs {
+            return Err(RxError::TooManyVcs);
+        }
+        self.vcs.insert(
+            vc,
+            VcState {
+                cfg,
+                counters: VcCounters::default(),
+                posted: VecDeque::new(),
+                cur: None,
+                discarding: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Closes a VC, dropping any reassembly in progress, and hands back the
+    /// buffers still posted on it.
+    pub fn close_vc(&mut self, vc: VcId) -> Result<Vec<Vec<u8>>, RxError> {
+        self.flush_vc(vc)?;
+        let st = self.vcs.remove(&vc).ok_or(RxError::UnknownVc)?;
+        Ok(st.posted.into())
+    }
+
+    /// Drops any reassembly in progress on a VC (counted as
+    /// [`DropReason::Flushed`]).
+    pub fn flush_vc(&mut self, vc: VcId) -> Result<(), RxError> {
+        let st = self.vcs.get_mut(&vc).ok_or(RxError::UnknownVc)?;
+        if let Some(cur) = st.cur.take() {
+            self.timers.remove(&(cur.deadline, vc));
+            Self::drop_pdu(&mut self.stats, &mut self.pool, st, cur, DropReason::Flushed);
+        }
+        st.discarding = None;
+        Ok(())
+    }
+
+    /// Posts a buffer for the VC's next PDU: reassembly will write straight
+    /// into it. Its current length is the room offered (give it initialised
+    /// bytes, e.g. `vec![0; n]`, or a buffer from [`Delivery::into_buffer`]).
+    /// A PDU needs room for its SDU rounded up to whole cells plus the trailer.
+    pub fn post_buffer(&mut self, vc: VcId, buf: Vec<u8>) -> Result<(), (RxError, Vec<u8>)> {
+        let Some(st) = self.vcs.get_mut(&vc) else {
+            return Err((RxError::UnknownVc, buf));
+        };
+        if st.posted.len() >= st.cfg.max_posted {
+            return Err((RxError::PostedFull, buf));
+        }
+        st.posted.push_back(buf);
+        Ok(())
+    }
+
+    /// Returns a delivered buffer to the pool for reuse.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        self.pool.put(buf, 0);
+    }
+
+    /// Totals so far.
+    pub fn stats(&self) -> RxStats {
+        self.stats
+    }
+
+    /// A VC's counters (`rx`, `rx_err`, `rx_drop`).
+    pub fn vc_counters(&self, vc: VcId) -> Option<VcCounters> {
+        self.vcs.get(&vc).map(|s| s.counters)
+    }
+
+    /// Cells held in reassemblies in progress.
+    pub fn cells_in_progress(&self) -> u64 {
+        self.vcs
+            .values()
+            .map(|s| s.cur.as_ref().map_or(0, |c| c.cells))
+            .sum()
+    }
+
+    /// Bytes of the memory budget in use.
+    pub fn memory_in_use(&self) -> usize {
+        self.pool.used
+    }
+
+    /// When the next reassembly timer runs out, if any is running.
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.timers.first().map(|&(t, _)| t)
+    }
+
+    /// Drops every PDU whose timer has run out by `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(t, vc)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.timers.pop_first();
+            if let Some(st) = self.vcs.get_mut(&vc) {
+                if let Some(cur) = st.cur.take() {
+                    Self::drop_pdu(&mut self.stats, &mut self.pool, st, cur, DropReason::Timeout);
+                }
+            }
+        }
+    }
+
+    /// Takes a batch of cells (HEC already checked by the link) and calls
+    /// `deliver` for each PDU completed, in order.
+    pub fn push(&mut self, now: Instant, cells: &[CellBytes], deliver: &mut impl FnMut(Delivery)) {
+        self.stats.cells_in += cells.len() as u64;
+        let mut i = 0;
+        while i < cells.len() {
+            let c = &cells[i];
+            let key = header_key(c);
+            let user = c[3] & 0x08 == 0;
+            let vc = Header::parse(&[c[0], c[1], c[2], c[3]], self.cfg.format).vc();
+            match self.vcs.get_mut(&vc) {
+                Some(st) if user => {
+                    i += Self::run(
+                        &mut self.stats,
+                        &mut self.pool,
+                        &mut self.timers,
+                        self.cfg.kernel,
+                        now,
+                        vc,
+                        st,
+                        key,
+                        &cells[i..],
+                        deliver,
+                    );
+                }
+                _ => {
+                    let n = cells[i..]
+                        .iter()
+                        .take_while(|c| header_key(c) == key)
+                        .count();
+                    let reason = if user {
+                        DropReason::UnknownVc
+                    } else {
+                        DropReason::NotUserData
+                    };
+                    self.stats.cells_dropped.add(reason, n as u64);
+                    i += n;
+                }
+            }
+        }
+    }
+
+    /// Handles the leading cells of `cells` whose header matches `key` (all of
+    /// them belong to `vc`); returns how many it consumed (at least one).
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        stats: &mut RxStats,
+        pool: &mut Pool,
+        timers: &mut BTreeSet<(Instant, VcId)>,
+        kernel: Kernel,
+        now: Instant,
+        vc: VcId,
+        st: &mut VcState,
+        key: u32,
+        cells: &[CellBytes],
+        deliver: &mut impl FnMut(Delivery),
+    ) -> usize {
+        let max_pdu = frame::cpcs_len(st.cfg.max_sdu.min(frame::MAX_SDU));
+        let mut done = 0;
+        loop {
+            let rest = &cells[done..];
+            if rest.first().is_none_or(|c| header_key(c) != key) {
+                return done;
+            }
+            if let Some(reason) = st.discarding {
+                // Drop cells up to and including the end of the bad PDU.
+                let mut n = 0;
+                let mut ended = false;
+                for c in rest.iter().take_while(|c| header_key(c) == key) {
+                    n += 1;
+                    if c[3] & 0x02 != 0 {
+                        ended = true;
+                        break;
+                    }
+                }
+                stats.cells_dropped.add(reason, n as u64);
+                done += n;
+                if ended {
+                    st.discarding = None;
+                }
+                continue;
+            }
+            // A timer that ran out but has not been fired by the caller yet.
+            if st.cur.as_ref().is_some_and(|c| now >= c.deadline) {
+                let cur = st.cur.take().expect("checked");
+                timers.remove(&(cur.deadline, vc));
+                Self::drop_pdu(stats, pool, st, cur, DropReason::Timeout);
+            }
+            if st.cur.is_none() {
+                let deadline = now + st.cfg.timeout;
+                let (buf, posted, charged) = if let Some(buf) = st.posted.pop_front() {
+                    stats.posted_hits += 1;
+                    (buf, true, 0)
+                } else {
+                    stats.posted_misses += 1;
+                    let Some((buf, charged)) = pool.take() else {
+                        stats.pdus_dropped.add(DropReason::BudgetExhausted, 1);
+                        st.counters.rx_drop += 1;
+                        st.discarding = Some(DropReason::BudgetExhausted);
+                        continue;
+                    };
+                    (buf, false, charged)
+                };
+                timers.insert((deadline, vc));
+                st.cur = Some(Current {
+                    buf,
+                    len: 0,
+                    cells: 0,
+                    crc: Crc32State::new(kernel),
+                    deadline,
+                    posted,
+                    charged,
+                });
+            }
+            let cur = st.cur.as_mut().expect("started above");
+            let need = cur.len + PAYLOAD_LEN;
+            if need > cur.buf.len().min(max_pdu) {
+                let reason = if need > max_pdu {
+                    Some(DropReason::Oversize)
+                } else if cur.posted {
+                    // Outgrew the posted buffer: carry on in a pool buffer.
+                    stats.posted_overflows += 1;
+                    match pool.take() {
+                        Some((mut buf, mut charged)) => {
+                            if buf.len() < need
+                                && !pool.grow(&mut buf, &mut charged, need, max_pdu)
+                            {
+                                pool.put(buf, charged);
+                                Some(DropReason::BudgetExhausted)
+                            } else {
+                                buf[..cur.len].copy_from_slice(&cur.buf[..cur.len]);
+                                let posted = std::mem::replace(&mut cur.buf, buf);
+                                cur.charged = charged;
+                                cur.posted = false;
+                                st.posted.push_front(posted);
+                                None
+                            }
+                        }
+                        None => Some(DropReason::BudgetExhausted),
+                    }
+                } else if !pool.grow(&mut cur.buf, &mut cur.charged, need, max_pdu) {
+                    Some(DropReason::BudgetExhausted)
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    let cur = st.cur.take().expect("present");
+                    timers.remove(&(cur.deadline, vc));
+                    Self::drop_pdu(stats, pool, st, cur, reason);
+                    st.discarding = Some(reason);
+                }
+                continue;
+            }
+            let limit = cur.buf.len().min(max_pdu);
+            let room = (limit - cur.len) / PAYLOAD_LEN * PAYLOAD_LEN;
+            let start = cur.len;
+            let (n, ended) = cur
+                .crc
+                .drain_run(rest, Some(key), &mut cur.buf[start..start + room]);
+            cur.len += n * PAYLOAD_LEN;
+            cur.cells += n as u64;
+            done += n;
+            if ended {
+                let cur = st.cur.take().expect("present");
+                timers.remove(&(cur.deadline, vc));
+                Self::complete(stats, pool, vc, st, cur, deliver);
+            }
+        }
+    }
+
+    fn drop_pdu(stats: &mut RxStats, pool: &mut Pool, st: &mut VcState, cur: Current, reason: DropReason) {
+        stats.pdus_dropped.add(reason, 1);
+        stats.cells_dropped.add(reason, cur.cells);
+        if reason.is_resource() {
+            st.counters.rx_drop += 1;
+        } else {
+            st.counters.rx_err += 1;
+        }
+        Self::release(pool, st, cur.buf, cur.posted, cur.charged);
+    }
+
+    fn release(pool: &mut Pool, st: &mut VcState, buf: Vec<u8>, posted: bool, charged: usize) {
+        if posted {
+            st.posted.push_front(buf);
+        } else {
+            pool.put(buf, charged);
+        }
+    }
+
+    fn complete(
+        stats: &mut RxStats,
+        pool: &mut Pool,
+        vc: VcId,
+        st: &mut VcState,
+        cur: Current,
+        deliver: &mut impl FnMut(Delivery),
+    ) {
+        let t = Trailer::parse(&cur.buf[..cur.len]).unwrap_or_default();
+        let verdict = if cur.crc.register() != CRC32_RESIDUE {
+            Err(DropReason::Crc)
+        } else {
+            frame::check_length(t.length, cur.len).map_err(|e| match e {
+                frame::PduError::Aborted => DropReason::Aborted,
+                _ => DropReason::Length,
+            })
+        };
+        let status = match verdict {
+            Ok(()) => Status::Intact,
+            Err(r @ (DropReason::Crc | DropReason::Length)) if st.cfg.deliver_corrupted => {
+                Status::Corrupted(r)
+            }
+            Err(r) => return Self::drop_pdu(stats, pool, st, cur, r),
+        };
+        let len = usize::from(t.length).min(cur.len - TRAILER_LEN);
+        stats.cells_delivered += cur.cells;
+        match status {
+            Status::Intact => {
+                stats.pdus_delivered += 1;
+                st.counters.rx += 1;
+            }
+            Status::Corrupted(_) => {
+                stats.pdus_corrupted += 1;
+                st.counters.rx_err += 1;
+            }
+        }
+        // The buffer leaves the budget with the application.
+        pool.used -= cur.charged;
+        deliver(Delivery {
+            vc,
+            uu: t.uu,
+            cpi: t.cpi,
+            status,
+            posted: cur.posted,
+            buf: cur.buf,
+            len,
+        });
+    }
+}
