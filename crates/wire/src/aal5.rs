@@ -6,8 +6,12 @@
 //! ```
 //!
 //! The last cell of a PDU has the AUU bit of its PTI set. The CRC is
-//! CRC-32/BZIP2 over everything before it. A Length of zero means the sender
-//! aborted the PDU.
+//! CRC-32/BZIP2 over everything before it.
+//!
+//! I.363.5 reserves a Length of zero for aborting a PDU. An empty SDU also
+//! has Length zero, so Aurora reads Length 0 in a one-cell PDU as an empty
+//! SDU and Length 0 in a longer PDU as an abort (a sender that aborts in its
+//! first cell is therefore seen as sending an empty SDU).
 //!
 //! This module holds the reference (portable) framing; `aurora-sar` has the
 //! engines that build and check PDUs on the fly, and is tested against it.
@@ -76,7 +80,8 @@ pub enum PduError {
     BadSize,
     /// The CRC-32 does not match.
     Crc,
-    /// The Length field is zero: the sender aborted the PDU.
+    /// The Length field is zero in a PDU of more than one cell: the sender
+    /// aborted it.
     Aborted,
     /// The Length field does not fit the number of cells received.
     Length,
@@ -122,9 +127,10 @@ pub fn decode(pdu: &[u8]) -> core::result::Result<(Trailer, &[u8]), PduError> {
 }
 
 /// Checks a trailer's Length against a CPCS-PDU of `pdu_len` bytes: it must
-/// be non-zero and leave between 0 and 47 bytes of pad.
+/// leave between 0 and 47 bytes of pad. Zero in a PDU longer than one cell is
+/// an abort.
 pub fn check_length(length: u16, pdu_len: usize) -> core::result::Result<(), PduError> {
-    if length == 0 {
+    if length == 0 && pdu_len > PAYLOAD_LEN {
         return Err(PduError::Aborted);
     }
     if cpcs_len(usize::from(length)) != pdu_len {
@@ -203,5 +209,9 @@ mod tests {
         t.crc = crc::crc32(&wrong[..92]);
         wrong[88..].copy_from_slice(&t.to_bytes());
         assert_eq!(decode(&wrong), Err(PduError::Aborted));
+        // Zero in a single cell is an empty SDU.
+        let mut empty = [0u8; 48];
+        encode(&[], 0, 0, &mut empty).unwrap();
+        assert_eq!(decode(&empty).unwrap().1, &[] as &[u8]);
     }
 }
