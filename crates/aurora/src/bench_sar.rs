@@ -131,7 +131,10 @@ fn aal5_reasm_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
             spare = Some(d.into_buffer());
         });
     });
-    assert!(ok > 0 && rx.stats().pdus_dropped.total() == 0, "bench PDUs must verify");
+    assert!(
+        ok > 0 && rx.stats().pdus_dropped.total() == 0,
+        "bench PDUs must verify"
+    );
     r
 }
 
@@ -174,7 +177,9 @@ fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> (f64, f64, f64) {
     }
     let mut rx = Aal5Rx::new(rx_config(kernel));
     rx.open_vc(VC, VcConfig::default()).expect("room");
-    let mut bufs: Vec<Option<Vec<u8>>> = (0..n).map(|_| Some(vec![0u8; aal5::cpcs_len(size)])).collect();
+    let mut bufs: Vec<Option<Vec<u8>>> = (0..n)
+        .map(|_| Some(vec![0u8; aal5::cpcs_len(size)]))
+        .collect();
     let mut i = 0;
     let reasm = rate(secs, size, || {
         let k = i % n;
@@ -222,7 +227,8 @@ fn aal34_rates(secs: f64, size: usize) -> (f64, f64) {
     let mut tx = Aal34Tx::new(VC, Format::Uni).expect("valid VC");
     let mut cells = vec![[0u8; 53]; aal34::cells_for(size)];
     let seg = rate(secs, size, || {
-        tx.segment_into(black_box(&sdu), 7, &mut cells).expect("fits");
+        tx.segment_into(black_box(&sdu), 7, &mut cells)
+            .expect("fits");
     });
     let mut rx = Aal34Rx::new(Default::default());
     rx.open_vc(VC, Default::default()).expect("room");
@@ -234,7 +240,10 @@ fn aal34_rates(secs: f64, size: usize) -> (f64, f64) {
             ok += d.len() as u64;
         });
     });
-    assert!(ok > 0 && rx.stats().pdus_dropped.total() == 0, "bench PDUs must verify");
+    assert!(
+        ok > 0 && rx.stats().pdus_dropped.total() == 0,
+        "bench PDUs must verify"
+    );
     (seg, reasm)
 }
 
@@ -345,7 +354,11 @@ pub fn table(rows: &[Row], kernel: Kernel) -> String {
         s += &format!(
             "{:<24} {:>7} {:>9.2} {:>10} {:>14}\n",
             r.what,
-            if r.size == 0 { "-".into() } else { r.size.to_string() },
+            if r.size == 0 {
+                "-".into()
+            } else {
+                r.size.to_string()
+            },
             r.gbps,
             r.vs_memcpy.map_or("-".into(), |v| format!("{v:.3}")),
             r.per_sec.map_or("-".into(), |v| format!("{:.1}M", v / 1e6)),

@@ -113,7 +113,10 @@ fn main() -> ExitCode {
                 }
             });
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows).expect("rows serialise"));
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).expect("rows serialise")
+                );
             } else {
                 print!("{}", bench_sar::table(&rows, kernel));
             }

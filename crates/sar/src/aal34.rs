@@ -359,7 +359,9 @@ impl Aal34Rx {
             return;
         };
         if r.discarding.is_some() {
-            self.stats.cells_dropped.add(r.discarding.unwrap_or(reason), extra);
+            self.stats
+                .cells_dropped
+                .add(r.discarding.unwrap_or(reason), extra);
             return;
         }
         let cells = r.cells + extra;
@@ -425,7 +427,7 @@ impl Aal34Rx {
                 }
                 let li_ok = match repr.st {
                     SegmentType::Bom => usize::from(repr.li) == SAR_PAYLOAD_LEN,
-                    _ => (8..=44).contains(&repr.li) && repr.li % 4 == 0,
+                    _ => (8..=44).contains(&repr.li) && repr.li.is_multiple_of(4),
                 };
                 if !li_ok {
                     return self.drop_new_pdu(vc, DropReason::InvalidLi);
@@ -482,7 +484,7 @@ impl Aal34Rx {
                 } else if ends && repr.li == LI_ABORT {
                     Some(DropReason::Aborted)
                 } else if !(if ends {
-                    (4..=44).contains(&repr.li) && repr.li % 4 == 0
+                    (4..=44).contains(&repr.li) && repr.li.is_multiple_of(4)
                 } else {
                     usize::from(repr.li) == SAR_PAYLOAD_LEN
                 }) {

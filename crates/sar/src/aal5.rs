@@ -215,8 +215,7 @@ impl Segmentation<'_> {
                 // A cell straddles two slices.
                 let mut tmp = [0u8; PAYLOAD_LEN];
                 self.gather(&mut tmp);
-                self.crc
-                    .build_cells(&self.header, &tmp, &mut out[n..n + 1]);
+                self.crc.build_cells(&self.header, &tmp, &mut out[n..n + 1]);
                 n += 1;
                 self.body_left -= 1;
             }
@@ -517,7 +516,13 @@ impl Aal5Rx {
         let st = self.vcs.get_mut(&vc).ok_or(RxError::UnknownVc)?;
         if let Some(cur) = st.cur.take() {
             self.timers.remove(&(cur.deadline, vc));
-            Self::drop_pdu(&mut self.stats, &mut self.pool, st, cur, DropReason::Flushed);
+            Self::drop_pdu(
+                &mut self.stats,
+                &mut self.pool,
+                st,
+                cur,
+                DropReason::Flushed,
+            );
         }
         st.discarding = None;
         Ok(())
@@ -580,7 +585,13 @@ impl Aal5Rx {
             self.timers.pop_first();
             if let Some(st) = self.vcs.get_mut(&vc) {
                 if let Some(cur) = st.cur.take() {
-                    Self::drop_pdu(&mut self.stats, &mut self.pool, st, cur, DropReason::Timeout);
+                    Self::drop_pdu(
+                        &mut self.stats,
+                        &mut self.pool,
+                        st,
+                        cur,
+                        DropReason::Timeout,
+                    );
                 }
             }
         }
@@ -710,8 +721,7 @@ impl Aal5Rx {
                     stats.posted_overflows += 1;
                     match pool.take() {
                         Some((mut buf, mut charged)) => {
-                            if buf.len() < need
-                                && !pool.grow(&mut buf, &mut charged, need, max_pdu)
+                            if buf.len() < need && !pool.grow(&mut buf, &mut charged, need, max_pdu)
                             {
                                 pool.put(buf, charged);
                                 Some(DropReason::BudgetExhausted)
@@ -756,7 +766,13 @@ impl Aal5Rx {
         }
     }
 
-    fn drop_pdu(stats: &mut RxStats, pool: &mut Pool, st: &mut VcState, cur: Current, reason: DropReason) {
+    fn drop_pdu(
+        stats: &mut RxStats,
+        pool: &mut Pool,
+        st: &mut VcState,
+        cur: Current,
+        reason: DropReason,
+    ) {
         stats.pdus_dropped.add(reason, 1);
         stats.cells_dropped.add(reason, cur.cells);
         if reason.is_resource() {

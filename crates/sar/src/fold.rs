@@ -201,7 +201,11 @@ impl Crc32State {
     /// order from `src` (which must hold `48 × cells.len()` bytes), folding
     /// every payload into the CRC.
     pub fn build_cells(&mut self, header: &[u8; HEADER_LEN], src: &[u8], cells: &mut [CellBytes]) {
-        assert_eq!(src.len(), cells.len() * PAYLOAD_LEN, "source must fill the cells");
+        assert_eq!(
+            src.len(),
+            cells.len() * PAYLOAD_LEN,
+            "source must fill the cells"
+        );
         match self.kernel {
             Kernel::Portable => {
                 for (cell, p) in cells.iter_mut().zip(src.chunks_exact(PAYLOAD_LEN)) {
@@ -223,7 +227,11 @@ impl Crc32State {
     /// Copies the payloads of `cells` in order into `dst` (which must hold
     /// `48 × cells.len()` bytes), folding each into the CRC.
     pub fn drain_cells(&mut self, cells: &[CellBytes], dst: &mut [u8]) {
-        assert_eq!(dst.len(), cells.len() * PAYLOAD_LEN, "destination must fit the cells");
+        assert_eq!(
+            dst.len(),
+            cells.len() * PAYLOAD_LEN,
+            "destination must fit the cells"
+        );
         let (n, _) = self.drain_run(cells, None, dst);
         debug_assert_eq!(n, cells.len());
     }
@@ -235,12 +243,21 @@ impl Crc32State {
     /// with AUU set, before a cell whose header differs, or when `dst` is
     /// full. Returns the cells consumed and whether the last one had AUU.
     #[inline]
-    pub fn drain_run(&mut self, cells: &[CellBytes], key: Option<u32>, dst: &mut [u8]) -> (usize, bool) {
+    pub fn drain_run(
+        &mut self,
+        cells: &[CellBytes],
+        key: Option<u32>,
+        dst: &mut [u8],
+    ) -> (usize, bool) {
         let room = dst.len() / PAYLOAD_LEN;
         let cells = &cells[..cells.len().min(room)];
         match self.kernel {
             Kernel::Portable => {
-                for (c, (cell, d)) in cells.iter().zip(dst.chunks_exact_mut(PAYLOAD_LEN)).enumerate() {
+                for (c, (cell, d)) in cells
+                    .iter()
+                    .zip(dst.chunks_exact_mut(PAYLOAD_LEN))
+                    .enumerate()
+                {
                     let h = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
                     if let Some(k) = key {
                         if h & KEY_MASK != k {

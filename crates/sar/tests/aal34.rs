@@ -168,7 +168,10 @@ fn sequence_gap_tag_mismatch_and_limits_are_named() {
     assert_eq!(r.stats().pdus_dropped.get(DropReason::TagMismatch), 1);
     // Orphan COM/EOM cells are cell drops.
     r.push(Instant::ZERO, &second[1..], &mut |_| panic!("orphan"));
-    assert_eq!(r.stats().cells_dropped.get(DropReason::UnexpectedSegment), 1);
+    assert_eq!(
+        r.stats().cells_dropped.get(DropReason::UnexpectedSegment),
+        1
+    );
     assert_eq!(r.stats().cells_balance(), 0);
 }
 
@@ -192,7 +195,10 @@ fn simultaneous_reassemblies_are_limited_and_timers_clear_them() {
         r.push(Instant::ZERO, &cells[..1], &mut |_| panic!("incomplete"));
     }
     assert_eq!(r.reassemblies(), 4);
-    assert_eq!(r.stats().pdus_dropped.get(DropReason::TooManyReassemblies), 2);
+    assert_eq!(
+        r.stats().pdus_dropped.get(DropReason::TooManyReassemblies),
+        2
+    );
     assert_eq!(r.poll_at(), Some(Instant::from_millis(5)));
     r.handle_timeout(Instant::from_millis(5));
     assert_eq!(r.reassemblies(), 0);

@@ -3,9 +3,7 @@
 
 mod common;
 
-use aurora_sar::{
-    Aal5Rx, Aal5Tx, DropReason, Kernel, PduOptions, RxConfig, Status, VcConfig,
-};
+use aurora_sar::{Aal5Rx, Aal5Tx, DropReason, Kernel, PduOptions, RxConfig, Status, VcConfig};
 use aurora_time::{Duration, Instant};
 use aurora_wire::aal5;
 use aurora_wire::cell::{Format, VcId};
@@ -19,7 +17,9 @@ const FAR: Instant = Instant::from_millis(1_000_000);
 
 fn segment(tx: &mut Aal5Tx, sdu: &[u8]) -> Vec<CellBytes> {
     let mut cells = vec![[0u8; 53]; aal5::cells_for(sdu.len())];
-    let n = tx.segment_into(sdu, PduOptions::default(), &mut cells).unwrap();
+    let n = tx
+        .segment_into(sdu, PduOptions::default(), &mut cells)
+        .unwrap();
     assert_eq!(n, cells.len());
     cells
 }
@@ -252,7 +252,9 @@ fn timeout_drops_a_stalled_pdu_and_the_next_one_arrives() {
     };
     let mut rx = rx_with(Kernel::best(), &[A], vcfg);
     let cells = segment(&mut tx, &[7u8; 500]);
-    rx.push(Instant::from_millis(1), &cells[..5], &mut |_| panic!("incomplete"));
+    rx.push(Instant::from_millis(1), &cells[..5], &mut |_| {
+        panic!("incomplete")
+    });
     assert_eq!(rx.poll_at(), Some(Instant::from_millis(11)));
     rx.handle_timeout(Instant::from_millis(10));
     assert_eq!(rx.stats().pdus_dropped.get(DropReason::Timeout), 0);
@@ -314,11 +316,16 @@ fn memory_budget_bounds_reassembly_and_counts_exhaustion() {
     // Every VC starts a 4 KiB PDU and stalls one cell before its end.
     for t in tx.iter_mut() {
         let cells = segment(t, &[3u8; 4000]);
-        rx.push(Instant::ZERO, &cells[..cells.len() - 1], &mut |_| panic!("incomplete"));
+        rx.push(Instant::ZERO, &cells[..cells.len() - 1], &mut |_| {
+            panic!("incomplete")
+        });
         assert!(rx.memory_in_use() <= 16 * 1024);
     }
     let st = rx.stats();
-    assert!(st.pdus_dropped.get(DropReason::BudgetExhausted) >= 40, "{st:?}");
+    assert!(
+        st.pdus_dropped.get(DropReason::BudgetExhausted) >= 40,
+        "{st:?}"
+    );
     assert_eq!(
         st.cells_balance(),
         i128::from(rx.cells_in_progress()),
@@ -346,7 +353,9 @@ fn posted_buffers_take_the_data_and_small_ones_overflow_to_the_pool() {
     assert!(!got[0].posted, "moved to a pool buffer");
     assert_eq!(rx.stats().posted_overflows, 1);
     // The small posted buffer went back to the front of the queue.
-    rx.push(Instant::ZERO, &segment(&mut tx, b"hi"), &mut |d| got.push(d));
+    rx.push(Instant::ZERO, &segment(&mut tx, b"hi"), &mut |d| {
+        got.push(d)
+    });
     assert!(got[1].posted);
     assert_eq!(got[1].sdu(), b"hi");
     rx.push(Instant::ZERO, &segment(&mut tx, &big), &mut |d| got.push(d));
@@ -354,7 +363,10 @@ fn posted_buffers_take_the_data_and_small_ones_overflow_to_the_pool() {
     assert_eq!(rx.stats().posted_hits, 3);
     let b = got.pop().unwrap().into_buffer();
     assert_eq!(b.len(), 4096, "the posted buffer comes back whole");
-    assert_eq!(rx.post_buffer(VcId::new(9, 9), b).unwrap_err().0, aurora_sar::aal5::RxError::UnknownVc);
+    assert_eq!(
+        rx.post_buffer(VcId::new(9, 9), b).unwrap_err().0,
+        aurora_sar::aal5::RxError::UnknownVc
+    );
 }
 
 #[test]
@@ -393,7 +405,9 @@ fn length_and_abort_errors_are_named() {
             .collect()
     };
     let mut rx = rx_with(Kernel::best(), &[A], VcConfig::default());
-    rx.push(Instant::ZERO, &to_cells(&pdu), &mut |_| panic!("bad length"));
+    rx.push(Instant::ZERO, &to_cells(&pdu), &mut |_| {
+        panic!("bad length")
+    });
     t.length = 0;
     seal(&mut pdu, &mut t);
     rx.push(Instant::ZERO, &to_cells(&pdu), &mut |_| panic!("aborted"));
@@ -417,8 +431,12 @@ fn sender_refuses_what_it_cannot_carry() {
     let mut tx = Aal5Tx::new(A, Format::Uni).unwrap();
     let big = vec![0u8; 65536];
     let mut cells = vec![[0u8; 53]; 2000];
-    assert!(tx.segment_into(&big, PduOptions::default(), &mut cells).is_err());
-    assert!(tx.segment_into(&[0; 100], PduOptions::default(), &mut cells[..2]).is_err());
+    assert!(tx
+        .segment_into(&big, PduOptions::default(), &mut cells)
+        .is_err());
+    assert!(tx
+        .segment_into(&[0; 100], PduOptions::default(), &mut cells[..2])
+        .is_err());
     assert_eq!(tx.counters().tx_err, 2);
     assert!(Aal5Tx::new(VcId::new(300, 1), Format::Uni).is_err());
     assert!(Aal5Tx::new(VcId::new(300, 1), Format::Nni).is_ok());

@@ -290,7 +290,7 @@ pub enum CpcsError {
 pub fn decode_cpcs(
     pdu: &[u8],
 ) -> core::result::Result<(CpcsHeader, CpcsTrailer, &[u8]), CpcsError> {
-    if pdu.len() < CPCS_HEADER_LEN + CPCS_TRAILER_LEN || pdu.len() % 4 != 0 {
+    if pdu.len() < CPCS_HEADER_LEN + CPCS_TRAILER_LEN || !pdu.len().is_multiple_of(4) {
         return Err(CpcsError::BadSize);
     }
     let h = CpcsHeader::parse(pdu).map_err(|_| CpcsError::BadSize)?;

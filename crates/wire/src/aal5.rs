@@ -115,7 +115,7 @@ pub fn encode(sdu: &[u8], uu: u8, cpi: u8, out: &mut [u8]) -> Result<usize> {
 
 /// Checks a whole received CPCS-PDU and returns its trailer and SDU.
 pub fn decode(pdu: &[u8]) -> core::result::Result<(Trailer, &[u8]), PduError> {
-    if pdu.is_empty() || pdu.len() % PAYLOAD_LEN != 0 {
+    if pdu.is_empty() || !pdu.len().is_multiple_of(PAYLOAD_LEN) {
         return Err(PduError::BadSize);
     }
     let t = Trailer::parse(pdu).map_err(|_| PduError::BadSize)?;

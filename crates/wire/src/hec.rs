@@ -172,7 +172,9 @@ mod tests {
     fn batch_filter_keeps_order() {
         let mut cells = [[0u8; 53]; 4];
         for (i, c) in cells.iter_mut().enumerate() {
-            let h = Header::data(VcId::new(0, 100 + i as u16)).to_bytes().unwrap();
+            let h = Header::data(VcId::new(0, 100 + i as u16))
+                .to_bytes()
+                .unwrap();
             c[..5].copy_from_slice(&h);
             c[5] = i as u8;
         }

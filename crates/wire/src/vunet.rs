@@ -118,7 +118,10 @@ mod tests {
             ..Header::data(VcId::new(0x12, 0x3456))
         };
         let mut payload = [0u8; 48];
-        payload.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        payload
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = i as u8);
         let v = build_vucell(&h, &payload).unwrap();
         assert_eq!(&v[..8], &[0x01, 0x23, 0x45, 0x63, 0, 0, 0, 0]);
         assert_eq!(v[8], 0);

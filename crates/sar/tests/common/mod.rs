@@ -167,10 +167,12 @@ pub fn match_allowing_replays(sent: &[Vec<u8>], got: &[Vec<u8>], replay_max: usi
                 continue;
             }
         }
-        let pos = sent[next..]
-            .iter()
-            .position(|s| s == g)
-            .unwrap_or_else(|| panic!("delivered an SDU of {} bytes that was never sent (or out of order)", g.len()));
+        let pos = sent[next..].iter().position(|s| s == g).unwrap_or_else(|| {
+            panic!(
+                "delivered an SDU of {} bytes that was never sent (or out of order)",
+                g.len()
+            )
+        });
         idx.push(next + pos);
         next += pos + 1;
     }

@@ -1,0 +1,64 @@
+//! The `aurora` command as a user runs it.
+
+use std::process::Command;
+
+fn aurora() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_aurora"))
+}
+
+#[test]
+fn version_names_the_kernel() {
+    let out = aurora().arg("version").output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.starts_with("aurora "), "{s}");
+    assert!(s.contains("CRC kernel"), "{s}");
+}
+
+#[test]
+fn bench_sar_reports_every_figure_as_json() {
+    let out = aurora()
+        .args([
+            "bench",
+            "sar",
+            "--secs",
+            "0.02",
+            "--stream-mib",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let has = |what: &str, size: u64| {
+        rows.iter()
+            .any(|r| r["what"] == what && r["size"] == size && r["gbps"].as_f64().unwrap() > 0.0)
+    };
+    for size in [48, 1500, 9180, 65535] {
+        assert!(has("memcpy", size));
+        assert!(has("aal5 segment", size));
+        assert!(has("aal5 reassemble", size));
+    }
+    assert!(has("aal5 segment stream", 65535));
+    assert!(has("aal3/4 reassemble", 65535));
+    assert!(rows
+        .iter()
+        .any(|r| r["what"] == "hec check" && r["per_sec"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn bad_arguments_get_one_clear_sentence() {
+    let out = aurora()
+        .args(["bench", "sar", "--secs=0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(e.contains("--secs"), "{e}");
+}
