@@ -274,7 +274,7 @@ mod tests {
             // Pseudo-random payloads, as a scrambled line would carry: regular
             // patterns make false HEC matches while hunting far too common.
             let mut x = 0x9E37_79B9_7F4A_7C15u64;
-            let mut cells = stream(120);
+            let mut cells = stream(200);
             for (i, b) in cells.iter_mut().enumerate() {
                 if i % 53 >= 5 {
                     x ^= x << 13;
@@ -308,13 +308,13 @@ mod tests {
             let bogus = got.iter().filter(|c| !originals.contains(*c)).count();
             proptest::prop_assert!(bogus <= 3 * slips.len(), "{} bogus cells for {} slips", bogus, slips.len());
             proptest::prop_assert!(d.in_sync());
-            // After the last slip, re-finding the boundary costs at most the
-            // straddling cell, ALPHA misaligned cells to lose sync, one cell
-            // of hunting, the candidate and DELTA confirmations, a cell of
-            // rounding, and a few for false candidates found while hunting;
-            // every later cell must be delivered.
+            // After the last slip, re-finding the boundary costs the
+            // straddling cell, ALPHA misaligned cells to lose sync, a cell of
+            // hunting and DELTA + 1 to confirm; a slip that lands while the
+            // delineator is still confirming an earlier, wrong alignment can
+            // cost that again. Every cell after that window must arrive.
             let tail_cells = (cells.len() - last.min(cells.len())) / 53;
-            let spare = ALPHA as usize + DELTA as usize + 8;
+            let spare = 2 * (ALPHA as usize + DELTA as usize + 2);
             if tail_cells > spare {
                 let last_sent = &cells[cells.len() - 53..];
                 proptest::prop_assert_eq!(got.last().map(|c| &c[..]), Some(last_sent));
