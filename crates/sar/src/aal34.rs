@@ -7,7 +7,9 @@
 //! PDUs being reassembled at once is limited (256 by default, as on Penn's
 //! board), and so is the memory they hold.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use aurora_time::{Duration, Instant};
 use aurora_wire::aal34::{
@@ -104,22 +106,24 @@ impl Aal34Tx {
         let total = frame::cpcs_len(sdu.len());
         let pad_end = total - 4;
         let sn = &mut self.sn[usize::from(mid)];
+        // The CPCS-PDU is header | sdu | pad | trailer; each cell carries
+        // the 44 bytes of it at [44·i, 44·i + 44).
+        let pieces: [(usize, &[u8]); 3] = [(0, &head), (4, sdu), (pad_end, &tail)];
         for (i, cell) in out[..n].iter_mut().enumerate() {
             let from = i * SAR_PAYLOAD_LEN;
             let to = (from + SAR_PAYLOAD_LEN).min(total);
-            let mut data = [0u8; SAR_PAYLOAD_LEN];
-            // The CPCS-PDU is header | sdu | pad | trailer; copy the part of
-            // it that falls in [from, to).
-            for (pos, byte) in (from..to).zip(data.iter_mut()) {
-                *byte = if pos < 4 {
-                    head[pos]
-                } else if pos < 4 + sdu.len() {
-                    sdu[pos - 4]
-                } else if pos < pad_end {
-                    0
-                } else {
-                    tail[pos - pad_end]
-                };
+            cell[..HEADER_LEN].copy_from_slice(&self.header);
+            let payload: &mut PayloadBytes = (&mut cell[HEADER_LEN..])
+                .try_into()
+                .expect("a cell has 48 payload bytes");
+            let data = &mut payload[2..2 + SAR_PAYLOAD_LEN];
+            data.fill(0);
+            for &(at, bytes) in &pieces {
+                let lo = from.max(at);
+                let hi = to.min(at + bytes.len());
+                if lo < hi {
+                    data[lo - from..hi - from].copy_from_slice(&bytes[lo - at..hi - at]);
+                }
             }
             let st = match (i == 0, i + 1 == n) {
                 (true, true) => SegmentType::Ssm,
@@ -134,11 +138,7 @@ impl Aal34Tx {
                 li: (to - from) as u8,
             };
             *sn = (*sn + 1) & 0x0F;
-            cell[..HEADER_LEN].copy_from_slice(&self.header);
-            let payload: &mut PayloadBytes = (&mut cell[HEADER_LEN..])
-                .try_into()
-                .expect("a cell has 48 payload bytes");
-            repr.emit(&data[..to - from], payload)
+            repr.emit_fields(payload)
                 .expect("fields were range-checked");
         }
         Ok(n)
@@ -247,8 +247,8 @@ impl Aal34Rx {
     pub fn new(cfg: Aal34Config) -> Self {
         Aal34Rx {
             cfg,
-            vcs: HashMap::new(),
-            active: HashMap::new(),
+            vcs: HashMap::default(),
+            active: HashMap::default(),
             timers: BTreeSet::new(),
             used: 0,
             stats: RxStats::default(),

@@ -6,7 +6,9 @@
 //! never read a clock: the caller passes `now`, and asks
 //! [`Aal5Rx::poll_at`] when the next reassembly timer runs out.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use aurora_time::{Duration, Instant};
 use aurora_wire::aal5::{self as frame, Trailer, TRAILER_LEN};
@@ -467,7 +469,7 @@ impl Aal5Rx {
     pub fn new(cfg: RxConfig) -> Self {
         Aal5Rx {
             cfg,
-            vcs: HashMap::new(),
+            vcs: HashMap::default(),
             timers: BTreeSet::new(),
             pool: Pool {
                 free: Vec::new(),

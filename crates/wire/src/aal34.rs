@@ -166,6 +166,20 @@ impl SarRepr {
     /// Writes a SAR-PDU: these fields, `data` (at most 44 bytes, zero-filled
     /// to 44) and the CRC-10.
     pub fn emit(&self, data: &[u8], out: &mut PayloadBytes) -> Result<()> {
+        if data.len() > SAR_PAYLOAD_LEN {
+            return Err(Error::Length {
+                expected: SAR_PAYLOAD_LEN,
+                got: data.len(),
+            });
+        }
+        out[2..2 + data.len()].copy_from_slice(data);
+        out[2 + data.len()..46].fill(0);
+        self.emit_fields(out)
+    }
+
+    /// Writes the header (ST, SN, MID), LI and CRC-10 of a SAR-PDU whose 44
+    /// payload bytes are already in place at offsets 2..46.
+    pub fn emit_fields(&self, out: &mut PayloadBytes) -> Result<()> {
         if self.mid > MAX_MID {
             return Err(Error::FieldRange {
                 field: "mid",
@@ -178,16 +192,8 @@ impl SarRepr {
                 value: u32::from(self.sn.max(self.li)),
             });
         }
-        if data.len() > SAR_PAYLOAD_LEN {
-            return Err(Error::Length {
-                expected: SAR_PAYLOAD_LEN,
-                got: data.len(),
-            });
-        }
         out[0] = (self.st.bits() << 6) | (self.sn << 2) | (self.mid >> 8) as u8;
         out[1] = self.mid as u8;
-        out[2..2 + data.len()].copy_from_slice(data);
-        out[2 + data.len()..46].fill(0);
         out[46] = self.li << 2;
         out[47] = 0;
         crc::set_crc10_field(out);

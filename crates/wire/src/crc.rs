@@ -13,8 +13,8 @@
 use crc::{Crc, CRC_10_ATM, CRC_32_BZIP2, CRC_8_I_432_1};
 
 const HEC: Crc<u8> = Crc::<u8>::new(&CRC_8_I_432_1);
-const CRC10: Crc<u16> = Crc::<u16>::new(&CRC_10_ATM);
-const CRC32: Crc<u32, crc::Table<16>> = Crc::<u32, crc::Table<16>>::new(&CRC_32_BZIP2);
+static CRC10: Crc<u16, crc::Table<16>> = Crc::<u16, crc::Table<16>>::new(&CRC_10_ATM);
+static CRC32: Crc<u32, crc::Table<16>> = Crc::<u32, crc::Table<16>>::new(&CRC_32_BZIP2);
 
 /// CRC-10/ATM generator polynomial without its x^10 term.
 pub const CRC10_POLY: u16 = 0x233;

@@ -161,7 +161,7 @@ pub fn match_allowing_replays(sent: &[Vec<u8>], got: &[Vec<u8>], replay_max: usi
     let mut next = 0;
     let mut idx = Vec::new();
     for g in got {
-        if g.len() <= replay_max {
+        if replay_max > 0 && g.len() <= replay_max {
             if let Some(old) = sent[..next].iter().rposition(|s| s == g) {
                 idx.push(old);
                 continue;
