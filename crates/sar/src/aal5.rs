@@ -13,7 +13,6 @@ use rustc_hash::FxHashMap as HashMap;
 use aurora_time::{Duration, Instant};
 use aurora_wire::aal5::{self as frame, Trailer, TRAILER_LEN};
 use aurora_wire::cell::{Format, Header, Pti, VcId};
-use aurora_wire::crc::CRC32_RESIDUE;
 use aurora_wire::{CellBytes, CELL_LEN, HEADER_LEN, PAYLOAD_LEN};
 
 use crate::counters::{DropReason, RxStats, VcCounters};
@@ -802,7 +801,7 @@ impl Aal5Rx {
         deliver: &mut impl FnMut(Delivery),
     ) {
         let t = Trailer::parse(&cur.buf[..cur.len]).unwrap_or_default();
-        let verdict = if cur.crc.register() != CRC32_RESIDUE {
+        let verdict = if !cur.crc.is_valid_pdu() {
             Err(DropReason::Crc)
         } else {
             frame::check_length(t.length, cur.len).map_err(|e| match e {

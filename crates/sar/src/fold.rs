@@ -32,6 +32,10 @@ const P: u64 = 0x1_04C1_1DB7;
 const INIT: u32 = 0xFFFF_FFFF;
 /// Lane 0's starting value in the Clmul kernel (see the module docs).
 const CLMUL_INIT: u32 = div_xpow(INIT, 288);
+/// The register after a valid CPCS-PDU.
+const RESIDUE: u32 = aurora_wire::crc::CRC32_RESIDUE;
+/// The remainder (message mod P) whose register is the residue.
+const RESIDUE_REMAINDER: u32 = div_xpow(RESIDUE, 32);
 /// Header bits a run of cells may differ in: EFCI, AUU and CLP.
 pub(crate) const KEY_MASK: u32 = !0x7;
 /// The AUU bit in the first four header bytes read big-endian.
@@ -141,21 +145,18 @@ impl Crc32State {
         self.kernel
     }
 
-    /// `M·x^32 mod P` and `M mod P` for the (init-adjusted) message M fed.
-    fn reduce(&self) -> (u32, u32) {
+    /// `M mod P` for the (init-adjusted) message M fed so far: the CRC
+    /// register of M without its last 32 bits.
+    #[inline]
+    fn remainder(&self) -> u32 {
         match self.kernel {
-            Kernel::Portable => {
-                let reg = self.lanes[0] as u32;
-                (reg, div_xpow(reg, 32))
-            }
+            Kernel::Portable => div_xpow(self.lanes[0] as u32, 32),
             Kernel::Clmul => {
                 #[cfg(target_arch = "x86_64")]
                 {
                     // SAFETY: a Clmul state exists only where the CPU has
                     // PCLMULQDQ and SSSE3 (`new` enforces it).
-                    let a = unsafe { clmul::combine(&self.lanes) }.to_be_bytes();
-                    let low = u32::from_be_bytes([a[12], a[13], a[14], a[15]]);
-                    (RAW_CRC.checksum(&a), RAW_CRC.checksum(&a[..12]) ^ low)
+                    unsafe { clmul::remainder(&self.lanes) }
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Clmul kernel exists only on x86-64")
@@ -166,14 +167,29 @@ impl Crc32State {
     /// The CRC register after everything fed (before the final inversion), as
     /// a plain bitwise CRC-32/BZIP2 would hold it.
     pub fn register(&self) -> u32 {
-        self.reduce().0
+        match self.kernel {
+            Kernel::Portable => self.lanes[0] as u32,
+            Kernel::Clmul => RAW_CRC.checksum(&self.remainder().to_be_bytes()),
+        }
+    }
+
+    /// True when what was fed is a whole valid AAL5 CPCS-PDU (CRC field
+    /// included): the register ends at the CRC-32 residue.
+    #[inline]
+    pub fn is_valid_pdu(&self) -> bool {
+        match self.kernel {
+            Kernel::Portable => self.lanes[0] as u32 == RESIDUE,
+            // register = remainder·x^32 mod P, so compare remainders instead.
+            Kernel::Clmul => self.remainder() == RESIDUE_REMAINDER,
+        }
     }
 
     /// The CRC-32 field for a PDU whose last four bytes (the CRC field) were
     /// fed as zeros.
+    #[inline]
     pub fn field_for_zeroed_tail(&self) -> u32 {
         // Fed: body·x^32, so the fed message mod P is the register of body.
-        !self.reduce().1
+        !self.remainder()
     }
 
     /// Folds one 48-byte payload without copying it anywhere.
@@ -454,19 +470,61 @@ mod clmul {
         (done, ended)
     }
 
-    /// `lane0·x^256 + lane1·x^128 + lane2`, congruent mod P to the message.
+    /// `floor(x^64 / P)`, the Barrett constant (33 bits).
+    const MU: u64 = {
+        // Long division of x^64 by P, one quotient bit at a time.
+        let mut rem: u128 = 1 << 64;
+        let mut q: u64 = 0;
+        let mut bit = 32;
+        loop {
+            if rem & (1u128 << (bit + 32)) != 0 {
+                rem ^= (super::P as u128) << bit;
+                q |= 1 << bit;
+            }
+            if bit == 0 {
+                break;
+            }
+            bit -= 1;
+        }
+        q
+    };
+    const K_64: u64 = xpow(64) as u64;
+
+    #[inline(always)]
+    unsafe fn clmul(a: u64, b: u64) -> u128 {
+        // SAFETY: the caller runs with PCLMULQDQ enabled; the store writes one
+        // u128 that we own.
+        unsafe {
+            let r =
+                _mm_clmulepi64_si128(_mm_set_epi64x(0, a as i64), _mm_set_epi64x(0, b as i64), 0);
+            let mut out = 0u128;
+            _mm_storeu_si128((&mut out as *mut u128).cast(), r);
+            out
+        }
+    }
+
+    /// The message fed, reduced modulo P: combine the lanes
+    /// (`lane0·x^256 + lane1·x^128 + lane2`), fold 128 bits down to 64, then
+    /// a Barrett reduction to 32.
     #[target_feature(enable = "pclmulqdq,ssse3")]
-    pub(super) unsafe fn combine(lanes: &[u128; 3]) -> u128 {
-        // SAFETY: register arithmetic plus one 16-byte store into `out`.
+    pub(super) unsafe fn remainder(lanes: &[u128; 3]) -> u32 {
+        // SAFETY: register arithmetic plus stores into locals.
         unsafe {
             let a = load_lanes(lanes);
             let r = _mm_xor_si128(
                 _mm_xor_si128(fold(a[0], consts(K_256)), fold(a[1], consts(K_128))),
                 a[2],
             );
-            let mut out = 0u128;
-            _mm_storeu_si128((&mut out as *mut u128).cast(), r);
-            out
+            let mut v = 0u128;
+            _mm_storeu_si128((&mut v as *mut u128).cast(), r);
+            // v = H·x^64 + L ≡ H·(x^64 mod P) + L, under 96 bits.
+            let b = clmul((v >> 64) as u64, K_64) ^ (v & u128::from(u64::MAX));
+            // Once more for the top 32 bits: under 64 bits.
+            let c = (clmul((b >> 64) as u64, K_64) ^ (b & u128::from(u64::MAX))) as u64;
+            // Barrett: q = floor(floor(c / x^32) · μ / x^32); c − q·P.
+            let t1 = clmul(c >> 32, MU) >> 32;
+            let t2 = clmul(t1 as u64, super::P);
+            (u128::from(c) ^ t2) as u32
         }
     }
 }
@@ -536,6 +594,12 @@ mod tests {
             r.feed(pdu[..48].try_into().unwrap());
             r.feed(pdu[48..].try_into().unwrap());
             assert_eq!(r.register(), CRC32_RESIDUE);
+            assert!(r.is_valid_pdu());
+            pdu[50] ^= 4;
+            let mut bad = Crc32State::new(kernel);
+            bad.feed(pdu[..48].try_into().unwrap());
+            bad.feed(pdu[48..].try_into().unwrap());
+            assert!(!bad.is_valid_pdu());
         }
     }
 }
