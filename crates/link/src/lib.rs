@@ -1,0 +1,198 @@
+//! Physical layers for Aurora: links that move batches of cells.
+//!
+//! | module | link |
+//! |---|---|
+//! | [`ring`] | lock-free SPSC ring in shared memory: threads (heap) or processes |
+//! | [`shm`] | rings in files under `/dev/shm`, mapped by two processes |
+//! | [`udp`] | many cells per datagram, sequence-numbered, one peer only |
+//! | [`stream`] | bare cells on TCP or a Unix socket, HEC-delineated on receipt |
+//! | [`shape`] | pacing, delay, seeded loss and bit errors around any sender |
+//!
+//! Every link is bounded: a full link pushes back (the sender is told how
+//! many cells were taken) or drops with a count, never grows.
+
+pub mod ring;
+pub mod shape;
+pub mod shm;
+pub mod stream;
+pub mod udp;
+
+use std::fmt;
+use std::time::Duration;
+
+use aurora_wire::hec::{HecReceiver, HecVerdict};
+use aurora_wire::CellBytes;
+
+/// The sending side of a link.
+pub trait CellSink: Send {
+    /// Offers `cells`; returns how many the link took (the rest are the
+    /// caller's to retry: backpressure, never a silent drop).
+    fn send(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError>;
+    /// Blocks until the link can probably take more, or `timeout` passes.
+    fn wait_ready(&mut self, timeout: Duration);
+    /// Pushes out anything the link still holds; true when nothing is held.
+    fn flush(&mut self) -> Result<bool, LinkError> {
+        Ok(true)
+    }
+    /// Counters so far.
+    fn counters(&self) -> LinkCounters;
+}
+
+/// The receiving side of a link. Every cell has its HEC checked (and a
+/// single-bit error corrected) before it is handed up.
+pub trait CellSource: Send {
+    /// Moves waiting cells into `out`; returns how many (0 when none wait).
+    fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError>;
+    /// Blocks until cells are probably waiting, or `timeout` passes.
+    fn wait_ready(&mut self, timeout: Duration);
+    /// Counters so far.
+    fn counters(&self) -> LinkCounters;
+}
+
+/// Why a link dropped cells or frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum LinkDrop {
+    /// A cell whose header failed the HEC check (cells).
+    HecDiscarded,
+    /// A datagram from an address other than the configured peer (datagrams).
+    Stranger,
+    /// A datagram too short, ragged, or with a wrong magic or version (datagrams).
+    BadFrame,
+    /// Cells missing from a UDP link's sequence: lost on the way (cells).
+    LostInTransit,
+    /// Cells sent while the peer's port was closed (cells).
+    PeerUnreachable,
+    /// Bytes of a stream skipped while finding cell boundaries (bytes).
+    BytesSkipped,
+    /// Cells dropped by configured loss injection (cells).
+    InjectedLoss,
+}
+
+impl LinkDrop {
+    /// Every reason, in counter order.
+    pub const ALL: [LinkDrop; 7] = [
+        LinkDrop::HecDiscarded,
+        LinkDrop::Stranger,
+        LinkDrop::BadFrame,
+        LinkDrop::LostInTransit,
+        LinkDrop::PeerUnreachable,
+        LinkDrop::BytesSkipped,
+        LinkDrop::InjectedLoss,
+    ];
+
+    /// A short snake-case name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LinkDrop::HecDiscarded => "hec_discarded",
+            LinkDrop::Stranger => "stranger",
+            LinkDrop::BadFrame => "bad_frame",
+            LinkDrop::LostInTransit => "lost_in_transit",
+            LinkDrop::PeerUnreachable => "peer_unreachable",
+            LinkDrop::BytesSkipped => "bytes_skipped",
+            LinkDrop::InjectedLoss => "injected_loss",
+        }
+    }
+}
+
+/// A count per [`LinkDrop`] (each in the unit its doc names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkDrops([u64; LinkDrop::ALL.len()]);
+
+impl LinkDrops {
+    /// Adds `n` to a reason.
+    pub fn add(&mut self, r: LinkDrop, n: u64) {
+        self.0[r as usize] += n;
+    }
+    /// One reason's count.
+    pub fn get(&self, r: LinkDrop) -> u64 {
+        self.0[r as usize]
+    }
+    /// The non-zero counts.
+    pub fn nonzero(&self) -> impl Iterator<Item = (LinkDrop, u64)> + '_ {
+        LinkDrop::ALL
+            .iter()
+            .map(|&r| (r, self.get(r)))
+            .filter(|&(_, n)| n != 0)
+    }
+}
+
+/// What one side of a link has done. On a receiver,
+/// `cells_in = cells_delivered + drops[HecDiscarded] + cells still queued`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkCounters {
+    /// Cells the link took for sending.
+    pub cells_out: u64,
+    /// Datagrams (or writes) sent.
+    pub datagrams_out: u64,
+    /// Cells that arrived from the medium, before the HEC check.
+    pub cells_in: u64,
+    /// Cells handed up.
+    pub cells_delivered: u64,
+    /// Cells handed up after a single-bit header error was corrected.
+    pub hec_corrected: u64,
+    /// Datagrams that arrived (from anyone).
+    pub datagrams_in: u64,
+    /// Datagrams that arrived after a later one (delivered all the same).
+    pub datagrams_late: u64,
+    /// Drops by reason.
+    pub drops: LinkDrops,
+}
+
+/// The receive-side cell check every link applies: HEC correction and
+/// detection, with the result counted.
+#[derive(Clone, Debug, Default)]
+pub struct RxFilter {
+    hec: HecReceiver,
+}
+
+impl RxFilter {
+    /// Checks one arriving cell in place; true when it may be handed up.
+    #[inline]
+    pub fn accept(&mut self, cell: &mut CellBytes, c: &mut LinkCounters) -> bool {
+        match self.hec.check_cell(cell) {
+            HecVerdict::Valid => true,
+            HecVerdict::Corrected(_) => {
+                c.hec_corrected += 1;
+                true
+            }
+            HecVerdict::Discarded => {
+                c.drops.add(LinkDrop::HecDiscarded, 1);
+                false
+            }
+        }
+    }
+}
+
+pub(crate) fn timespec(d: Duration) -> rustix::time::Timespec {
+    rustix::time::Timespec {
+        tv_sec: d.as_secs() as _,
+        tv_nsec: d.subsec_nanos() as _,
+    }
+}
+
+/// Why a link operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkError {
+    /// The other end closed the link.
+    Closed,
+    /// The shared state or a peer's data broke the link's rules.
+    Corrupt(String),
+    /// The link could not be set up as asked.
+    Config(String),
+    /// An operating-system call failed.
+    Io(String),
+}
+
+impl fmt::Display for LinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkError::Closed => f.write_str("the other end closed the link"),
+            LinkError::Corrupt(why) => write!(f, "the link's shared state is corrupt: {why}"),
+            LinkError::Config(why) => write!(f, "the link cannot be set up: {why}"),
+            LinkError::Io(why) => write!(f, "link I/O failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for LinkError {}

@@ -1,0 +1,557 @@
+//! A single-producer, single-consumer ring of cells in a shared memory
+//! region, lock-free, with futex wake-ups for the event-driven mode.
+//!
+//! The same code serves threads (the region is heap memory) and processes
+//! (the region is a mapped file under `/dev/shm`). The region starts with a
+//! header and is followed by `capacity` 53-byte slots:
+//!
+//! ```text
+//!  offset 0    magic, version, slot size, capacity      (written once)
+//!  offset 64   head: slots written by the producer      (producer only)
+//!  offset 128  tail: slots read by the consumer         (consumer only)
+//!  offset 192  data_seq / rx_sleeping                   (wake-up for the consumer)
+//!  offset 256  space_seq / tx_sleeping                  (wake-up for the producer)
+//!  offset 320  closed flags
+//!  offset 384  slots
+//! ```
+//!
+//! Head and tail only grow (wrapping u64), so `head - tail` is the number of
+//! cells in flight. In a region shared with another process the peer's
+//! counter is untrusted: an impossible value is reported as
+//! [`LinkError::Corrupt`], never followed.
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aurora_wire::{CellBytes, CELL_LEN};
+use rustix::thread::futex;
+
+use crate::{CellSink, CellSource, LinkCounters, LinkError, RxFilter};
+
+const MAGIC: u64 = u64::from_be_bytes(*b"AURORARG");
+const VERSION: u32 = 1;
+/// Bytes before the first slot.
+pub const HEADER_LEN: usize = 384;
+const CLOSED_TX: u32 = 1;
+const CLOSED_RX: u32 = 2;
+
+#[repr(C, align(64))]
+struct Line<T>(T);
+
+#[repr(C)]
+struct Header {
+    magic: AtomicU64,
+    version: AtomicU32,
+    slot_len: AtomicU32,
+    capacity: AtomicU64,
+    head: Line<AtomicU64>,
+    tail: Line<AtomicU64>,
+    data: Line<[AtomicU32; 2]>,
+    space: Line<[AtomicU32; 2]>,
+    closed: Line<AtomicU32>,
+}
+
+const _: () = assert!(std::mem::size_of::<Header>() <= HEADER_LEN);
+
+/// Memory a ring lives in. Implementors hand out a pointer that stays valid
+/// and writable for as long as the value lives.
+///
+/// # Safety
+///
+/// `base()` must point to `len()` bytes, aligned to 64, that remain mapped and
+/// writable while `self` lives, and may be accessed from several threads.
+pub unsafe trait Region: Send + Sync {
+    /// Start of the region.
+    fn base(&self) -> *mut u8;
+    /// Size of the region in bytes.
+    fn len(&self) -> usize;
+    /// True for an empty region.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A region on the heap, for rings between threads.
+pub struct HeapRegion {
+    mem: Box<[Line<[u8; 64]>]>,
+    ptr: *mut u8,
+}
+
+impl HeapRegion {
+    /// A zeroed region of at least `len` bytes.
+    pub fn new(len: usize) -> Self {
+        let lines = len.div_ceil(64);
+        let mut mem: Box<[Line<[u8; 64]>]> = (0..lines).map(|_| Line([0u8; 64])).collect();
+        let ptr = mem.as_mut_ptr().cast::<u8>();
+        HeapRegion { mem, ptr }
+    }
+}
+
+// SAFETY: the boxed slice is never moved or freed while the region lives,
+// its lines are 64-byte aligned, and all shared access goes through the
+// ring's atomics (header) or the SPSC protocol (slots).
+unsafe impl Region for HeapRegion {
+    fn base(&self) -> *mut u8 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.mem.len() * 64
+    }
+}
+
+// SAFETY: as above; the raw pointer is only a cached address of `mem`.
+unsafe impl Send for HeapRegion {}
+// SAFETY: as above.
+unsafe impl Sync for HeapRegion {}
+
+/// Bytes a region needs for `capacity` cells.
+pub fn region_len(capacity: usize) -> usize {
+    HEADER_LEN + capacity * CELL_LEN
+}
+
+/// One end of a ring.
+struct End {
+    region: Arc<dyn Region>,
+    cap: u64,
+}
+
+impl End {
+    fn header(&self) -> &Header {
+        // SAFETY: the region is at least HEADER_LEN bytes, 64-byte aligned,
+        // and the header is made only of atomics, valid for any bit pattern.
+        unsafe { &*self.region.base().cast::<Header>() }
+    }
+
+    fn slot_ptr(&self, index: u64) -> *mut CellBytes {
+        let i = (index & (self.cap - 1)) as usize;
+        // SAFETY: i < cap and the region holds cap slots after the header
+        // (checked when the end was made), so the pointer is in bounds.
+        unsafe {
+            self.region
+                .base()
+                .add(HEADER_LEN + i * CELL_LEN)
+                .cast::<CellBytes>()
+        }
+    }
+
+    fn wait_on(word: &AtomicU32, seen: u32, timeout: Option<Duration>) {
+        let ts = timeout.map(|t| rustix::time::Timespec {
+            tv_sec: t.as_secs() as _,
+            tv_nsec: t.subsec_nanos() as _,
+        });
+        // Spurious returns (EAGAIN, EINTR, timeout) are fine: callers re-check.
+        let _ = futex::wait(word, futex::Flags::empty(), seen, ts.as_ref());
+    }
+
+    fn wake(seq: &AtomicU32, sleeping: &AtomicU32) {
+        fence(Ordering::SeqCst);
+        if sleeping.load(Ordering::SeqCst) != 0 {
+            seq.fetch_add(1, Ordering::SeqCst);
+            let _ = futex::wake(seq, futex::Flags::empty(), u32::MAX);
+        }
+    }
+}
+
+/// Writes a ring of `capacity` cells (rounded up to a power of two) into
+/// `region`, which must be zeroed and at least [`region_len`] bytes, and
+/// returns the creator's end, to be made the producer or the consumer.
+pub fn create(region: Arc<dyn Region>, capacity: usize) -> Result<End2, LinkError> {
+    let cap = capacity.max(2).next_power_of_two();
+    if region.len() < region_len(cap) {
+        return Err(LinkError::Config(format!(
+            "a ring of {cap} cells needs {} bytes but the region has {}",
+            region_len(cap),
+            region.len()
+        )));
+    }
+    let end = End {
+        region,
+        cap: cap as u64,
+    };
+    let h = end.header();
+    h.version.store(VERSION, Ordering::Relaxed);
+    h.slot_len.store(CELL_LEN as u32, Ordering::Relaxed);
+    h.capacity.store(cap as u64, Ordering::Relaxed);
+    h.magic.store(MAGIC, Ordering::Release);
+    Ok(End2(end))
+}
+
+/// Attaches to a ring another party created in `region`, checking its header.
+pub fn attach(region: Arc<dyn Region>) -> Result<End2, LinkError> {
+    if region.len() < HEADER_LEN {
+        return Err(LinkError::Corrupt(format!(
+            "the region is {} bytes, too small for a ring header",
+            region.len()
+        )));
+    }
+    let probe = End {
+        region: region.clone(),
+        cap: 1,
+    };
+    let h = probe.header();
+    if h.magic.load(Ordering::Acquire) != MAGIC {
+        return Err(LinkError::Corrupt(
+            "the region holds no Aurora ring (bad magic)".into(),
+        ));
+    }
+    if h.version.load(Ordering::Relaxed) != VERSION {
+        return Err(LinkError::Corrupt(format!(
+            "ring version {} is not the supported {VERSION}",
+            h.version.load(Ordering::Relaxed)
+        )));
+    }
+    if h.slot_len.load(Ordering::Relaxed) != CELL_LEN as u32 {
+        return Err(LinkError::Corrupt(
+            "ring slots are not 53-byte cells".into(),
+        ));
+    }
+    let cap = h.capacity.load(Ordering::Relaxed);
+    if cap < 2 || !cap.is_power_of_two() || region_len(cap as usize) > region.len() {
+        return Err(LinkError::Corrupt(format!(
+            "ring capacity {cap} does not fit a region of {} bytes",
+            region.len()
+        )));
+    }
+    Ok(End2(End { region, cap }))
+}
+
+/// One end of a ring, not yet chosen as producer or consumer.
+pub struct End2(End);
+
+impl End2 {
+    /// Use this end as the producer.
+    pub fn producer(self) -> RingTx {
+        RingTx {
+            end: self.0,
+            corrupt: false,
+            counters: LinkCounters::default(),
+        }
+    }
+    /// Use this end as the consumer.
+    pub fn consumer(self) -> RingRx {
+        RingRx {
+            end: self.0,
+            corrupt: false,
+            filter: RxFilter::default(),
+            counters: LinkCounters::default(),
+        }
+    }
+}
+
+/// The producer end.
+pub struct RingTx {
+    end: End,
+    corrupt: bool,
+    counters: LinkCounters,
+}
+
+/// The consumer end.
+pub struct RingRx {
+    end: End,
+    corrupt: bool,
+    filter: RxFilter,
+    counters: LinkCounters,
+}
+
+impl RingTx {
+    /// Slots in the ring.
+    pub fn capacity(&self) -> usize {
+        self.end.cap as usize
+    }
+
+    /// Copies as many of `cells` as there is room for; returns how many.
+    pub fn push(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
+        if self.corrupt {
+            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
+        }
+        let h = self.end.header();
+        if h.closed.0.load(Ordering::Acquire) & CLOSED_RX != 0 {
+            return Err(LinkError::Closed);
+        }
+        let head = h.head.0.load(Ordering::Relaxed);
+        let tail = h.tail.0.load(Ordering::Acquire);
+        let used = head.wrapping_sub(tail);
+        if used > self.end.cap {
+            self.corrupt = true;
+            return Err(LinkError::Corrupt(format!(
+                "ring tail {tail} is ahead of head {head}"
+            )));
+        }
+        let n = (cells.len() as u64).min(self.end.cap - used) as usize;
+        for (i, cell) in cells[..n].iter().enumerate() {
+            // SAFETY: slots head..head+n are free (used + n <= cap), so the
+            // consumer does not touch them until head is published below.
+            unsafe { self.end.slot_ptr(head + i as u64).write(*cell) };
+        }
+        if n > 0 {
+            h.head.0.store(head + n as u64, Ordering::Release);
+            End::wake(&h.data.0[0], &h.data.0[1]);
+        }
+        self.counters.cells_out += n as u64;
+        Ok(n)
+    }
+
+    /// Blocks until there is room for at least one cell, the consumer closes,
+    /// or `timeout` passes.
+    pub fn wait_space(&mut self, timeout: Option<Duration>) {
+        let h = self.end.header();
+        let [seq, sleeping] = &h.space.0;
+        sleeping.store(1, Ordering::SeqCst);
+        let seen = seq.load(Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let used = h
+            .head
+            .0
+            .load(Ordering::Relaxed)
+            .wrapping_sub(h.tail.0.load(Ordering::SeqCst));
+        if used >= self.end.cap && h.closed.0.load(Ordering::SeqCst) & CLOSED_RX == 0 {
+            End::wait_on(seq, seen, timeout);
+        }
+        sleeping.store(0, Ordering::SeqCst);
+    }
+
+    /// Tells the consumer no more cells will come.
+    pub fn close(&mut self) {
+        let h = self.end.header();
+        h.closed.0.fetch_or(CLOSED_TX, Ordering::SeqCst);
+        h.data.0[0].fetch_add(1, Ordering::SeqCst);
+        let _ = futex::wake(&h.data.0[0], futex::Flags::empty(), u32::MAX);
+    }
+}
+
+impl RingRx {
+    /// Slots in the ring.
+    pub fn capacity(&self) -> usize {
+        self.end.cap as usize
+    }
+
+    /// Copies up to `out.len()` waiting cells into `out`; returns how many.
+    /// `Err(Closed)` once the producer closed and the ring is empty.
+    pub fn pop(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
+        if self.corrupt {
+            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
+        }
+        let h = self.end.header();
+        let tail = h.tail.0.load(Ordering::Relaxed);
+        let head = h.head.0.load(Ordering::Acquire);
+        let avail = head.wrapping_sub(tail);
+        if avail > self.end.cap {
+            self.corrupt = true;
+            return Err(LinkError::Corrupt(format!(
+                "ring head {head} is more than a ring ahead of tail {tail}"
+            )));
+        }
+        if avail == 0 {
+            if h.closed.0.load(Ordering::Acquire) & CLOSED_TX != 0
+                && h.head.0.load(Ordering::Acquire) == tail
+            {
+                return Err(LinkError::Closed);
+            }
+            return Ok(0);
+        }
+        let n = (out.len() as u64).min(avail) as usize;
+        for (i, o) in out[..n].iter_mut().enumerate() {
+            // SAFETY: slots tail..tail+n were published by the producer's
+            // Release store of head, which our Acquire load saw; the producer
+            // does not reuse them until tail moves past them below.
+            *o = unsafe { self.end.slot_ptr(tail + i as u64).read() };
+        }
+        h.tail.0.store(tail + n as u64, Ordering::Release);
+        End::wake(&h.space.0[0], &h.space.0[1]);
+        // The peer may be another process: check every header.
+        self.counters.cells_in += n as u64;
+        let mut kept = 0;
+        for i in 0..n {
+            let mut c = out[i];
+            if self.filter.accept(&mut c, &mut self.counters) {
+                out[kept] = c;
+                kept += 1;
+            }
+        }
+        self.counters.cells_delivered += kept as u64;
+        Ok(kept)
+    }
+
+    /// Blocks until at least one cell is waiting, the producer closes, or
+    /// `timeout` passes.
+    pub fn wait_data(&mut self, timeout: Option<Duration>) {
+        let h = self.end.header();
+        let [seq, sleeping] = &h.data.0;
+        sleeping.store(1, Ordering::SeqCst);
+        let seen = seq.load(Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let empty = h.head.0.load(Ordering::SeqCst) == h.tail.0.load(Ordering::Relaxed);
+        if empty && h.closed.0.load(Ordering::SeqCst) & CLOSED_TX == 0 {
+            End::wait_on(seq, seen, timeout);
+        }
+        sleeping.store(0, Ordering::SeqCst);
+    }
+
+    /// Tells the producer no more cells will be read.
+    pub fn close(&mut self) {
+        let h = self.end.header();
+        h.closed.0.fetch_or(CLOSED_RX, Ordering::SeqCst);
+        h.space.0[0].fetch_add(1, Ordering::SeqCst);
+        let _ = futex::wake(&h.space.0[0], futex::Flags::empty(), u32::MAX);
+    }
+}
+
+impl Drop for RingTx {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Drop for RingRx {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl CellSink for RingTx {
+    fn send(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
+        self.push(cells)
+    }
+    fn wait_ready(&mut self, timeout: Duration) {
+        self.wait_space(Some(timeout))
+    }
+    fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+}
+
+impl CellSource for RingRx {
+    fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
+        // A batch whose every header failed must not look like "no cells".
+        loop {
+            let n = self.pop(out)?;
+            if n > 0 || self.is_empty() {
+                return Ok(n);
+            }
+        }
+    }
+    fn wait_ready(&mut self, timeout: Duration) {
+        self.wait_data(Some(timeout))
+    }
+    fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+}
+
+impl RingRx {
+    fn is_empty(&self) -> bool {
+        let h = self.end.header();
+        h.head.0.load(Ordering::Acquire) == h.tail.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A ring between two threads of this process.
+pub fn in_process(capacity: usize) -> (RingTx, RingRx) {
+    let cap = capacity.max(2).next_power_of_two();
+    let region: Arc<dyn Region> = Arc::new(HeapRegion::new(region_len(cap)));
+    let tx = create(region.clone(), cap)
+        .expect("the region was sized for the ring")
+        .producer();
+    let rx = attach(region)
+        .expect("the ring was just written")
+        .consumer();
+    (tx, rx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(i: u32) -> CellBytes {
+        let mut c = [0u8; 53];
+        aurora_wire::cell::Header::data(aurora_wire::cell::VcId::new(0, 32))
+            .emit(&mut c)
+            .unwrap();
+        c[5..9].copy_from_slice(&i.to_be_bytes());
+        c
+    }
+
+    #[test]
+    fn fills_wraps_and_reports_backpressure() {
+        let (mut tx, mut rx) = in_process(8);
+        let cells: Vec<_> = (0..20).map(cell).collect();
+        assert_eq!(tx.push(&cells).unwrap(), 8);
+        assert_eq!(tx.push(&cells[8..]).unwrap(), 0, "full ring pushes nothing");
+        let mut out = [[0u8; 53]; 5];
+        assert_eq!(rx.pop(&mut out).unwrap(), 5);
+        assert_eq!(out[4], cells[4]);
+        assert_eq!(tx.push(&cells[8..]).unwrap(), 5);
+        let mut all = Vec::new();
+        loop {
+            let n = rx.pop(&mut out).unwrap();
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&out[..n]);
+        }
+        assert_eq!(all, cells[5..13]);
+        drop(tx);
+        assert_eq!(rx.pop(&mut out), Err(LinkError::Closed));
+    }
+
+    #[test]
+    fn threads_move_a_million_cells_in_order_with_wakeups() {
+        let (mut tx, mut rx) = in_process(256);
+        const N: u32 = 1_000_000;
+        let t = std::thread::spawn(move || {
+            let batch: Vec<_> = (0..64).collect();
+            let mut i = 0;
+            while i < N {
+                let cells: Vec<_> = batch
+                    .iter()
+                    .map(|k| cell(i + k))
+                    .take((N - i) as usize)
+                    .collect();
+                let mut sent = 0;
+                while sent < cells.len() {
+                    let n = tx.push(&cells[sent..]).unwrap();
+                    sent += n;
+                    if n == 0 {
+                        tx.wait_space(Some(Duration::from_millis(50)));
+                    }
+                }
+                i += cells.len() as u32;
+            }
+        });
+        let mut out = [[0u8; 53]; 100];
+        let mut next = 0u32;
+        loop {
+            match rx.pop(&mut out) {
+                Ok(0) => rx.wait_data(Some(Duration::from_millis(50))),
+                Ok(n) => {
+                    for c in &out[..n] {
+                        assert_eq!(*c, cell(next));
+                        next += 1;
+                    }
+                }
+                Err(LinkError::Closed) => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        t.join().unwrap();
+        assert_eq!(next, N);
+    }
+
+    #[test]
+    fn a_corrupt_peer_is_reported_not_followed() {
+        let region: Arc<dyn Region> = Arc::new(HeapRegion::new(region_len(8)));
+        let mut rx = create(region.clone(), 8).unwrap().consumer();
+        // A hostile peer writes an impossible head.
+        let end = End {
+            region: region.clone(),
+            cap: 8,
+        };
+        end.header().head.0.store(1_000_000, Ordering::Release);
+        let mut out = [[0u8; 53]; 4];
+        assert!(matches!(rx.pop(&mut out), Err(LinkError::Corrupt(_))));
+        // Attaching to garbage fails with a sentence.
+        let junk: Arc<dyn Region> = Arc::new(HeapRegion::new(4096));
+        assert!(matches!(attach(junk), Err(LinkError::Corrupt(_))));
+    }
+}

@@ -1,0 +1,201 @@
+//! Line-rate pacing, added delay, and seeded loss and bit-error injection,
+//! wrapped around any sending link.
+//!
+//! Each cell is judged once, when the wrapper takes it: lost (counted as
+//! [`LinkDrop::InjectedLoss`]), or given a bit error, then staged until its
+//! delay has passed and handed to the link underneath. The staging queue is
+//! bounded, so a slow link pushes back through the wrapper.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use aurora_wire::CellBytes;
+
+use crate::{CellSink, LinkCounters, LinkDrop, LinkError};
+
+/// What to do to the cells.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shaping {
+    /// Pace to this many cells per second (None: as fast as the link goes).
+    pub rate: Option<f64>,
+    /// Hold each cell this long before sending it.
+    pub delay: Duration,
+    /// Probability that a cell is lost.
+    pub loss: f64,
+    /// Probability that a cell gets one flipped bit (anywhere in its 53 bytes).
+    pub bit_error: f64,
+    /// Seed of the loss and error decisions.
+    pub seed: u64,
+    /// Most cells staged at once.
+    pub queue: usize,
+}
+
+impl Default for Shaping {
+    fn default() -> Self {
+        Shaping {
+            rate: None,
+            delay: Duration::ZERO,
+            loss: 0.0,
+            bit_error: 0.0,
+            seed: 1,
+            queue: 4096,
+        }
+    }
+}
+
+/// Named line rates in cells per second (payload rate / 424 bits).
+pub fn line_rate(name: &str) -> Option<f64> {
+    Some(match name {
+        "oc3" | "oc3c" => 353_207.5,
+        "oc12" | "oc12c" => 1_412_830.0,
+        "oc48" | "oc48c" => 5_651_320.0,
+        "oc192" | "oc192c" => 22_605_280.0,
+        "oc768" | "oc768c" => 90_421_120.0,
+        _ => return None,
+    })
+}
+
+/// A sending link with shaping applied.
+pub struct Shaped<S> {
+    inner: S,
+    cfg: Shaping,
+    rng: u64,
+    tokens: f64,
+    last: Instant,
+    staged: VecDeque<(Instant, CellBytes)>,
+    batch: Vec<CellBytes>,
+    lost: u64,
+    bit_errors: u64,
+}
+
+impl<S: CellSink> Shaped<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S, cfg: Shaping) -> Self {
+        Shaped {
+            inner,
+            cfg,
+            rng: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            tokens: 0.0,
+            last: Instant::now(),
+            staged: VecDeque::new(),
+            batch: Vec::new(),
+            lost: 0,
+            bit_errors: 0,
+        }
+    }
+
+    /// The wrapped link.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// Cells with an injected bit error so far.
+    pub fn bit_errors(&self) -> u64 {
+        self.bit_errors
+    }
+
+    fn next(&mut self) -> u64 {
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if let Some(rate) = self.cfg.rate {
+            let burst = (rate / 1000.0).max(64.0);
+            self.tokens =
+                (self.tokens + now.duration_since(self.last).as_secs_f64() * rate).min(burst);
+        }
+        self.last = now;
+    }
+
+    /// Hands every due staged cell to the link underneath.
+    fn release(&mut self, now: Instant) -> Result<(), LinkError> {
+        while !self.staged.is_empty() {
+            self.batch.clear();
+            for &(due, cell) in self.staged.iter().take(256) {
+                if due > now {
+                    break;
+                }
+                self.batch.push(cell);
+            }
+            if self.batch.is_empty() {
+                break;
+            }
+            let n = self.inner.send(&self.batch)?;
+            self.staged.drain(..n);
+            if n < self.batch.len() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<S: CellSink> CellSink for Shaped<S> {
+    fn send(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
+        let now = Instant::now();
+        self.refill(now);
+        self.release(now)?;
+        let mut take = cells
+            .len()
+            .min(self.cfg.queue.saturating_sub(self.staged.len()));
+        if self.cfg.rate.is_some() {
+            take = take.min(self.tokens as usize);
+            self.tokens -= take as f64;
+        }
+        let due = now + self.cfg.delay;
+        for cell in &cells[..take] {
+            if self.chance(self.cfg.loss) {
+                self.lost += 1;
+                continue;
+            }
+            let mut c = *cell;
+            if self.chance(self.cfg.bit_error) {
+                let bit = (self.next() % (53 * 8)) as usize;
+                c[bit / 8] ^= 0x80 >> (bit % 8);
+                self.bit_errors += 1;
+            }
+            self.staged.push_back((due, c));
+        }
+        self.release(now)?;
+        Ok(take)
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) {
+        let now = Instant::now();
+        let mut wait = timeout;
+        if let Some(&(due, _)) = self.staged.front() {
+            if due > now {
+                wait = wait.min(due - now);
+            }
+        }
+        if let Some(rate) = self.cfg.rate {
+            if self.tokens < 1.0 {
+                wait = wait.min(Duration::from_secs_f64((1.0 - self.tokens) / rate));
+            }
+        }
+        if self.staged.len() >= self.cfg.queue {
+            self.inner.wait_ready(wait);
+        } else {
+            std::thread::sleep(wait);
+        }
+        let _ = self.release(Instant::now());
+    }
+
+    fn flush(&mut self) -> Result<bool, LinkError> {
+        self.release(Instant::now())?;
+        Ok(self.staged.is_empty() && self.inner.flush()?)
+    }
+
+    fn counters(&self) -> LinkCounters {
+        let mut c = self.inner.counters();
+        c.drops.add(LinkDrop::InjectedLoss, self.lost);
+        c
+    }
+}

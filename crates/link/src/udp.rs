@@ -1,0 +1,261 @@
+//! Cells over UDP, many to a datagram.
+//!
+//! ```text
+//!  offset 0  "AU" (0x41 0x55)
+//!  offset 2  version (1)
+//!  offset 3  flags (0)
+//!  offset 4  index of the first cell, u32 big-endian (cells sent before it)
+//!  offset 8  N whole 53-byte cells, N ≥ 1
+//! ```
+//!
+//! The receiver takes datagrams only from its configured peer; anything else
+//! (strangers, short or ragged datagrams, a wrong magic or version) is a
+//! counted drop. A gap in the cell index counts the cells lost on the way
+//! (UDP drops silently when a socket buffer overflows), so
+//! `cells delivered + cells lost + HEC discards` equals the sender's index
+//! of the next cell expected ([`UdpRx::cells_accounted`]).
+
+use std::io::ErrorKind;
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+
+use aurora_wire::{CellBytes, CELL_LEN};
+
+use crate::{CellSink, CellSource, LinkCounters, LinkDrop, LinkError, RxFilter};
+
+/// Bytes before the cells in each datagram.
+pub const HEADER_LEN: usize = 8;
+const MAGIC: [u8; 2] = *b"AU";
+const VERSION: u8 = 1;
+/// Cells per datagram by default: the most that fit a 1500-byte Ethernet
+/// MTU with IPv4 and UDP headers.
+pub const DEFAULT_CELLS_PER_DATAGRAM: usize = (1472 - HEADER_LEN) / CELL_LEN;
+/// The most cells a datagram may carry.
+pub const MAX_CELLS_PER_DATAGRAM: usize = (65507 - HEADER_LEN) / CELL_LEN;
+
+fn io(what: &str, e: std::io::Error) -> LinkError {
+    LinkError::Io(format!("{what}: {e}"))
+}
+
+/// The sending half.
+pub struct UdpTx {
+    sock: UdpSocket,
+    peer: SocketAddr,
+    per_datagram: usize,
+    seq: u32,
+    buf: Vec<u8>,
+    counters: LinkCounters,
+}
+
+/// The receiving half.
+pub struct UdpRx {
+    sock: UdpSocket,
+    peer: SocketAddr,
+    expect: Option<u32>,
+    accounted: u64,
+    buf: Vec<u8>,
+    pending: Vec<CellBytes>,
+    taken: usize,
+    filter: RxFilter,
+    counters: LinkCounters,
+}
+
+/// Binds `local` and opens both halves of a link to `peer`.
+/// `cells_per_datagram` is clamped to 1..=[`MAX_CELLS_PER_DATAGRAM`].
+pub fn open(
+    local: SocketAddr,
+    peer: SocketAddr,
+    cells_per_datagram: usize,
+) -> Result<(UdpTx, UdpRx), LinkError> {
+    let sock = UdpSocket::bind(local).map_err(|e| io(&format!("cannot bind UDP {local}"), e))?;
+    sock.set_nonblocking(true)
+        .map_err(|e| io("cannot make the UDP socket non-blocking", e))?;
+    // Best effort: the kernel caps this at net.core.rmem_max.
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&sock, 4 << 20);
+    let rx_sock = sock
+        .try_clone()
+        .map_err(|e| io("cannot clone the UDP socket", e))?;
+    let per = cells_per_datagram.clamp(1, MAX_CELLS_PER_DATAGRAM);
+    Ok((
+        UdpTx {
+            sock,
+            peer,
+            per_datagram: per,
+            seq: 0,
+            buf: Vec::with_capacity(HEADER_LEN + per * CELL_LEN),
+            counters: LinkCounters::default(),
+        },
+        UdpRx {
+            sock: rx_sock,
+            peer,
+            expect: None,
+            accounted: 0,
+            buf: vec![0; 65536],
+            pending: Vec::new(),
+            taken: 0,
+            filter: RxFilter::default(),
+            counters: LinkCounters::default(),
+        },
+    ))
+}
+
+impl UdpTx {
+    /// The local address (useful after binding port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
+    }
+}
+
+impl UdpRx {
+    /// The local address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
+    }
+
+    /// Cells the sender had sent up to the last datagram seen: each is
+    /// delivered, lost in transit, discarded by the HEC check, or still
+    /// queued here.
+    pub fn cells_accounted(&self) -> u64 {
+        self.accounted
+    }
+
+    /// Reads one datagram, if any, into `pending`. Returns false when the
+    /// socket had nothing.
+    fn read_datagram(&mut self) -> Result<bool, LinkError> {
+        let (n, from) = match self.sock.recv_from(&mut self.buf) {
+            Ok(x) => x,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Ok(false),
+            Err(e) => return Err(io("UDP receive failed", e)),
+        };
+        self.counters.datagrams_in += 1;
+        if from != self.peer {
+            self.counters.drops.add(LinkDrop::Stranger, 1);
+            return Ok(true);
+        }
+        let d = &self.buf[..n];
+        if n < HEADER_LEN + CELL_LEN || !(n - HEADER_LEN).is_multiple_of(CELL_LEN) {
+            self.counters.drops.add(LinkDrop::BadFrame, 1);
+            return Ok(true);
+        }
+        if d[..2] != MAGIC || d[2] != VERSION {
+            self.counters.drops.add(LinkDrop::BadFrame, 1);
+            return Ok(true);
+        }
+        let first = u32::from_be_bytes([d[4], d[5], d[6], d[7]]);
+        let cells = ((n - HEADER_LEN) / CELL_LEN) as u32;
+        if let Some(want) = self.expect {
+            let gap = first.wrapping_sub(want);
+            if gap != 0 && gap < 1 << 31 {
+                self.counters
+                    .drops
+                    .add(LinkDrop::LostInTransit, u64::from(gap));
+            } else if gap >= 1 << 31 {
+                // Late or duplicated: its cells still go up (the AAL judges
+                // them), but the index does not move back.
+                self.counters.datagrams_late += 1;
+            }
+        }
+        if self.expect.is_none_or(|w| first.wrapping_sub(w) < 1 << 31) {
+            self.accounted += u64::from(
+                first
+                    .wrapping_add(cells)
+                    .wrapping_sub(self.expect.unwrap_or(first)),
+            );
+            self.expect = Some(first.wrapping_add(cells));
+        }
+        self.pending.clear();
+        self.taken = 0;
+        for c in d[HEADER_LEN..].chunks_exact(CELL_LEN) {
+            let mut cell: CellBytes = c.try_into().expect("chunks of 53");
+            self.counters.cells_in += 1;
+            if self.filter.accept(&mut cell, &mut self.counters) {
+                self.pending.push(cell);
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl CellSink for UdpTx {
+    fn send(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
+        let mut done = 0;
+        for chunk in cells.chunks(self.per_datagram) {
+            self.buf.clear();
+            self.buf.extend_from_slice(&MAGIC);
+            self.buf.push(VERSION);
+            self.buf.push(0);
+            self.buf.extend_from_slice(&self.seq.to_be_bytes());
+            for c in chunk {
+                self.buf.extend_from_slice(c);
+            }
+            match self.sock.send_to(&self.buf, self.peer) {
+                Ok(_) => {
+                    self.seq = self.seq.wrapping_add(chunk.len() as u32);
+                    self.counters.datagrams_out += 1;
+                    self.counters.cells_out += chunk.len() as u64;
+                    done += chunk.len();
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // The peer's port is closed (ICMP refused): the cells are lost
+                // on the way, as on a cut fibre; count them and go on.
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    self.counters
+                        .drops
+                        .add(LinkDrop::PeerUnreachable, chunk.len() as u64);
+                    done += chunk.len();
+                }
+                Err(e) => return Err(io(&format!("UDP send to {} failed", self.peer), e)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) {
+        let fd = rustix::fd::AsFd::as_fd(&self.sock);
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::OUT,
+        )];
+        let ts = crate::timespec(timeout);
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
+    }
+
+    fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+}
+
+impl CellSource for UdpRx {
+    fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
+        let mut n = 0;
+        while n < out.len() {
+            if self.taken == self.pending.len() && !self.read_datagram()? {
+                break;
+            }
+            let k = (self.pending.len() - self.taken).min(out.len() - n);
+            out[n..n + k].copy_from_slice(&self.pending[self.taken..self.taken + k]);
+            self.taken += k;
+            n += k;
+        }
+        self.counters.cells_delivered += n as u64;
+        Ok(n)
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) {
+        if self.taken < self.pending.len() {
+            return;
+        }
+        let fd = rustix::fd::AsFd::as_fd(&self.sock);
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let ts = crate::timespec(timeout);
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
+    }
+
+    fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+}
