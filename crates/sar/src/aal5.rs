@@ -94,7 +94,25 @@ impl Aal5Tx {
         parts: &'a [&'a [u8]],
         opts: PduOptions,
     ) -> Result<Segmentation<'a>, TxError> {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.start(&[], parts, opts)
+    }
+
+    /// Starts segmenting a contiguous SDU, read in place.
+    pub fn segment_slice<'a>(
+        &mut self,
+        sdu: &'a [u8],
+        opts: PduOptions,
+    ) -> Result<Segmentation<'a>, TxError> {
+        self.start(sdu, &[], opts)
+    }
+
+    fn start<'a>(
+        &mut self,
+        first: &'a [u8],
+        parts: &'a [&'a [u8]],
+        opts: PduOptions,
+    ) -> Result<Segmentation<'a>, TxError> {
+        let len: usize = first.len() + parts.iter().map(|p| p.len()).sum::<usize>();
         if len > frame::MAX_SDU {
             self.counters.tx_err += 1;
             return Err(TxError::TooLong {
@@ -105,6 +123,7 @@ impl Aal5Tx {
         self.counters.tx += 1;
         let clp = usize::from(opts.clp.unwrap_or(self.clp));
         Ok(Segmentation {
+            first,
             parts,
             part: 0,
             off: 0,
@@ -138,8 +157,7 @@ impl Aal5Tx {
                 have: out.len(),
             });
         }
-        let parts = [sdu];
-        let mut seg = self.segment(&parts, opts)?;
+        let mut seg = self.segment_slice(sdu, opts)?;
         Ok(seg.fill(out))
     }
 }
@@ -147,6 +165,8 @@ impl Aal5Tx {
 /// One SDU being cut into cells. Created by [`Aal5Tx::segment`].
 #[derive(Clone, Debug)]
 pub struct Segmentation<'a> {
+    /// The SDU is `first` followed by `parts`.
+    first: &'a [u8],
     parts: &'a [&'a [u8]],
     part: usize,
     off: usize,
@@ -163,7 +183,7 @@ pub struct Segmentation<'a> {
     crc: Crc32State,
 }
 
-impl Segmentation<'_> {
+impl<'a> Segmentation<'a> {
     /// Cells still to be produced.
     pub fn cells_left(&self) -> usize {
         self.body_left + self.tail_cells - self.tail_done
@@ -174,17 +194,29 @@ impl Segmentation<'_> {
         self.cells_left() == 0
     }
 
+    /// Piece `i` of the SDU (0 is `first`).
+    fn piece(&self, i: usize) -> Option<&'a [u8]> {
+        if i == 0 {
+            Some(self.first)
+        } else {
+            self.parts.get(i - 1).copied()
+        }
+    }
+
     /// Copies up to 48 bytes of SDU from the current position into `dst`,
     /// crossing slice boundaries; returns how many were copied.
     fn gather(&mut self, dst: &mut [u8]) -> usize {
         let mut n = 0;
-        while n < dst.len() && self.part < self.parts.len() {
-            let cur = &self.parts[self.part][self.off..];
+        while n < dst.len() {
+            let Some(p) = self.piece(self.part) else {
+                break;
+            };
+            let cur = &p[self.off..];
             let k = cur.len().min(dst.len() - n);
             dst[n..n + k].copy_from_slice(&cur[..k]);
             n += k;
             self.off += k;
-            if self.off == self.parts[self.part].len() {
+            if self.off == p.len() {
                 self.part += 1;
                 self.off = 0;
             }
@@ -198,11 +230,11 @@ impl Segmentation<'_> {
         let mut n = 0;
         // Whole cells straight from the SDU.
         while n < out.len() && self.body_left > 0 {
-            while self.part < self.parts.len() && self.off == self.parts[self.part].len() {
+            while self.piece(self.part).is_some_and(|p| self.off == p.len()) {
                 self.part += 1;
                 self.off = 0;
             }
-            let cur = &self.parts[self.part][self.off..];
+            let cur = &self.piece(self.part).unwrap_or_default()[self.off..];
             let k = (cur.len() / PAYLOAD_LEN)
                 .min(self.body_left)
                 .min(out.len() - n);
