@@ -292,6 +292,50 @@ impl RingTx {
         Ok(n)
     }
 
+    /// Lets `fill` write cells straight into free slots (no staging copy):
+    /// it gets up to `max` contiguous free slots and returns how many it
+    /// filled, which are then published. Returns that count.
+    pub fn write_with(
+        &mut self,
+        max: usize,
+        fill: impl FnOnce(&mut [CellBytes]) -> usize,
+    ) -> Result<usize, LinkError> {
+        if self.corrupt {
+            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
+        }
+        let h = self.end.header();
+        if h.closed.0.load(Ordering::Acquire) & CLOSED_RX != 0 {
+            return Err(LinkError::Closed);
+        }
+        let head = h.head.0.load(Ordering::Relaxed);
+        let tail = h.tail.0.load(Ordering::Acquire);
+        let used = head.wrapping_sub(tail);
+        if used > self.end.cap {
+            self.corrupt = true;
+            return Err(LinkError::Corrupt(format!(
+                "ring tail {tail} is ahead of head {head}"
+            )));
+        }
+        let start = head & (self.end.cap - 1);
+        let n = (self.end.cap - used)
+            .min(self.end.cap - start)
+            .min(max as u64) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        // SAFETY: slots head..head+n are free (n <= cap - used) and do not
+        // wrap (n <= cap - start); the consumer reads none of them until
+        // head is published below, so this is the only reference to them.
+        let slots = unsafe { std::slice::from_raw_parts_mut(self.end.slot_ptr(head), n) };
+        let k = fill(slots).min(n);
+        if k > 0 {
+            h.head.0.store(head + k as u64, Ordering::Release);
+            End::wake(&h.data.0[0], &h.data.0[1]);
+        }
+        self.counters.cells_out += k as u64;
+        Ok(k)
+    }
+
     /// Blocks until there is room for at least one cell, the consumer closes,
     /// or `timeout` passes.
     pub fn wait_space(&mut self, timeout: Option<Duration>) {
@@ -371,6 +415,59 @@ impl RingRx {
         }
         self.counters.cells_delivered += kept as u64;
         Ok(kept)
+    }
+
+    /// Hands waiting cells to `use_cells` in place (no copy out of the ring),
+    /// after checking each header; up to `max` contiguous cells, all of
+    /// which are consumed. Returns how many cells were taken from the ring
+    /// (including any the HEC check discarded); `Err(Closed)` once the
+    /// producer closed and the ring is empty.
+    pub fn read_with(
+        &mut self,
+        max: usize,
+        use_cells: impl FnOnce(&[CellBytes]),
+    ) -> Result<usize, LinkError> {
+        if self.corrupt {
+            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
+        }
+        let h = self.end.header();
+        let tail = h.tail.0.load(Ordering::Relaxed);
+        let head = h.head.0.load(Ordering::Acquire);
+        let avail = head.wrapping_sub(tail);
+        if avail > self.end.cap {
+            self.corrupt = true;
+            return Err(LinkError::Corrupt(format!(
+                "ring head {head} is more than a ring ahead of tail {tail}"
+            )));
+        }
+        if avail == 0 {
+            if h.closed.0.load(Ordering::Acquire) & CLOSED_TX != 0 {
+                return Err(LinkError::Closed);
+            }
+            return Ok(0);
+        }
+        let start = tail & (self.end.cap - 1);
+        let n = avail.min(self.end.cap - start).min(max as u64) as usize;
+        // SAFETY: slots tail..tail+n were published by the producer's
+        // Release store of head (seen by our Acquire load), do not wrap, and
+        // stay ours until tail moves past them below. A peer process that
+        // breaks the protocol can only make us read torn cells, which every
+        // layer above treats as untrusted data.
+        let cells = unsafe { std::slice::from_raw_parts_mut(self.end.slot_ptr(tail), n) };
+        self.counters.cells_in += n as u64;
+        let mut kept = 0;
+        for i in 0..n {
+            let mut c = cells[i];
+            if self.filter.accept(&mut c, &mut self.counters) {
+                cells[kept] = c;
+                kept += 1;
+            }
+        }
+        self.counters.cells_delivered += kept as u64;
+        use_cells(&cells[..kept]);
+        h.tail.0.store(tail + n as u64, Ordering::Release);
+        End::wake(&h.space.0[0], &h.space.0[1]);
+        Ok(n)
     }
 
     /// Blocks until at least one cell is waiting, the producer closes, or
@@ -536,6 +633,37 @@ mod tests {
         }
         t.join().unwrap();
         assert_eq!(next, N);
+    }
+
+    #[test]
+    fn in_place_writes_and_reads_wrap_correctly() {
+        let (mut tx, mut rx) = in_process(8);
+        let mut next = 0u32;
+        let mut seen = Vec::new();
+        for round in 0..50 {
+            let want = 1 + round % 7;
+            let mut made = 0;
+            while made < want {
+                made += tx
+                    .write_with(want - made, |slots| {
+                        for s in slots.iter_mut() {
+                            *s = cell(next);
+                            next += 1;
+                        }
+                        slots.len()
+                    })
+                    .unwrap();
+            }
+            while rx
+                .read_with(3, |cells| seen.extend_from_slice(cells))
+                .unwrap()
+                > 0
+            {}
+        }
+        assert_eq!(seen.len(), next as usize);
+        for (i, c) in seen.iter().enumerate() {
+            assert_eq!(*c, cell(i as u32));
+        }
     }
 
     #[test]
