@@ -84,7 +84,8 @@ fn pattern(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-fn memcpy_rate(secs: f64, size: usize) -> f64 {
+/// memcpy bytes per second for blocks of `size` bytes, cache-resident.
+pub fn memcpy_rate(secs: f64, size: usize) -> f64 {
     let src = pattern(size, 1);
     let mut dst = vec![0u8; size];
     rate(secs, size, || {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench_sar;
+mod ttcp;
 
 /// Aurora: a software gigabit-networking testbed.
 #[derive(Parser)]
@@ -18,6 +19,9 @@ struct Cli {
 enum Command {
     /// Print the version and the CPU features the fast paths use.
     Version,
+    /// Move PDUs between two ends through a host interface and a link,
+    /// verifying every byte (ttcp_atm's options, plus sweeps and a TCP baseline).
+    Ttcp(Box<ttcp::TtcpArgs>),
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
     Bench {
@@ -69,6 +73,13 @@ fn llc_bytes() -> Option<usize> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Ttcp(a) => match ttcp::main(*a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("aurora ttcp: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Version => {
             println!("aurora {}", env!("CARGO_PKG_VERSION"));
             println!("AAL5 CRC kernel: {:?}", aurora_sar::Kernel::best());

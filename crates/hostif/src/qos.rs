@@ -146,6 +146,34 @@ impl Qos {
     }
 }
 
+impl fmt::Display for Qos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let class = match self.class {
+            TrafficClass::Ubr => "ubr",
+            TrafficClass::Cbr => "cbr",
+            TrafficClass::Vbr => "vbr",
+            TrafficClass::Abr => "abr",
+        };
+        let aal = match self.aal {
+            Aal::Aal0 => "aal0",
+            Aal::Aal34 => "aal34",
+            Aal::Aal5 => "aal5",
+        };
+        write!(f, "{class},{aal}:max_sdu={}", self.max_sdu)?;
+        for (k, v) in [
+            ("pcr", self.pcr),
+            ("min_pcr", self.min_pcr),
+            ("max_pcr", self.max_pcr),
+            ("cdv", self.cdv),
+        ] {
+            if let Some(v) = v {
+                write!(f, ",{k}={v}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn rate(v: &str, whole: &str) -> Result<u64, ParseError> {
     let (digits, mult) = match v.char_indices().last() {
         Some((i, 'k')) => (&v[..i], 1_000),
@@ -261,5 +289,13 @@ mod tests {
             .contains("bogus"));
         assert!("xbr".parse::<Qos>().is_err());
         assert!("ubr,aal34".parse::<Qos>().is_ok());
+        for text in [
+            "ubr",
+            "cbr,aal0:pcr=1000,cdv=20",
+            "vbr,aal34:max_sdu=100,max_pcr=5k",
+        ] {
+            let q: Qos = text.parse().unwrap();
+            assert_eq!(q.to_string().parse::<Qos>().unwrap(), q);
+        }
     }
 }

@@ -1,0 +1,120 @@
+//! Sweep plots: Mb/s against PDU size per series, with memcpy as a line.
+
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use super::sweep::Sweep;
+
+const FONT_PATHS: [&str; 2] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+];
+
+/// Makes fonts available to the PNG backend; false when none is installed.
+fn load_font() -> bool {
+    static LOADED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LOADED.get_or_init(|| {
+        for p in FONT_PATHS {
+            if let Ok(bytes) = std::fs::read(p) {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return true;
+                }
+            }
+        }
+        false
+    })
+}
+
+fn draw<DB: DrawingBackend>(
+    s: &Sweep,
+    root: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("cannot draw the plot: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let min = s.rows.iter().map(|r| r.size).min().unwrap_or(1024) as f64;
+    let max = s.rows.iter().map(|r| r.size).max().unwrap_or(65536) as f64;
+    let top = s.rows.iter().map(|r| r.mbps).fold(s.memcpy_mbps, f64::max) * 1.1;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("aurora ttcp over {}: goodput against PDU size", s.link),
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((min * 0.9..max * 1.1).log_scale(), 0.0..top)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("PDU size (bytes)")
+        .y_desc("Mb/s")
+        .x_label_formatter(&|v| format!("{:.0}", v))
+        .draw()
+        .map_err(err)?;
+    let palette = [RED, BLUE, GREEN, MAGENTA, BLACK, CYAN];
+    let mut names: Vec<&str> = Vec::new();
+    for r in &s.rows {
+        if !names.contains(&r.series.as_str()) {
+            names.push(&r.series);
+        }
+    }
+    for (i, name) in names.iter().enumerate() {
+        let color = palette[i % palette.len()];
+        let pts: Vec<(f64, f64)> = s
+            .rows
+            .iter()
+            .filter(|r| r.series == *name)
+            .map(|r| (r.size as f64, r.mbps))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(name.to_string())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+            .map_err(err)?;
+    }
+    let m = s.memcpy_mbps;
+    chart
+        .draw_series(LineSeries::new(
+            vec![(min * 0.9, m), (max * 1.1, m)],
+            BLACK.stroke_width(1),
+        ))
+        .map_err(err)?
+        .label(format!("memcpy 64 KiB, one core ({:.0} Mb/s)", m))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// Writes `sweep.svg` and, when a font is installed, `sweep.png` into `dir`.
+pub fn sweep(s: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let svg = dir.join("sweep.svg");
+    draw(s, SVGBackend::new(&svg, (960, 600)).into_drawing_area())?;
+    let mut out = vec![svg];
+    if load_font() {
+        let png = dir.join("sweep.png");
+        draw(s, BitMapBackend::new(&png, (960, 600)).into_drawing_area())?;
+        out.push(png);
+    } else {
+        eprintln!(
+            "aurora ttcp: no DejaVu font found (install fonts-dejavu-core), so only the SVG plot was written"
+        );
+    }
+    Ok(out)
+}

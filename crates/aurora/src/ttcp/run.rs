@@ -1,0 +1,515 @@
+//! One ttcp transfer: a transmitter or a receiver on a host interface and a
+//! link.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::time::Duration as StdDuration;
+
+use aurora_hostif::{DataPath, HostConfig, HostInterface, PvcAddr, Qos, SyncMode, VcHandle};
+use aurora_link::ring::{RingRx, RingTx};
+use aurora_link::{ring, shm, stream, udp, CellSink, CellSource, LinkCounters, LinkError};
+use aurora_time::{Duration, Instant};
+use serde::Serialize;
+
+use super::pattern::{now_ns, Pattern};
+
+/// Which link a transfer runs over.
+#[derive(Clone, Debug)]
+pub enum LinkSpec {
+    /// A ring between two threads of one process.
+    Inproc,
+    /// A ring in a file (one direction per file) shared by two processes.
+    Shm(PathBuf),
+    /// UDP between two ports on one host: the receiver binds `port`, the
+    /// transmitter `port + 1`.
+    Udp(std::net::IpAddr, u16),
+    /// Bare cells on TCP: the receiver listens on the address.
+    Stream(SocketAddr),
+}
+
+/// Everything a transfer needs.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// VC address.
+    pub addr: PvcAddr,
+    /// QoS.
+    pub qos: Qos,
+    /// PDU length.
+    pub len: usize,
+    /// PDUs to send.
+    pub count: u64,
+    /// Data path.
+    pub path: DataPath,
+    /// Synchronisation mode.
+    pub sync: SyncMode,
+    /// Link.
+    pub link: LinkSpec,
+    /// Ring size in cells (ring links).
+    pub ring_cells: usize,
+    /// Poll period in poll mode.
+    pub poll: StdDuration,
+    /// Give up when nothing has arrived for this long.
+    pub idle: StdDuration,
+}
+
+/// What one end measured.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// "transmit" or "receive".
+    pub role: String,
+    /// PDU length.
+    pub len: usize,
+    /// PDUs sent or received intact.
+    pub pdus: u64,
+    /// Bytes in those PDUs.
+    pub bytes: u64,
+    /// Seconds from the first PDU to the last.
+    pub secs: f64,
+    /// Megabits per second of user data.
+    pub mbps: f64,
+    /// CPU seconds this end used.
+    pub cpu_secs: f64,
+    /// CPU time per PDU in microseconds.
+    pub cpu_us_per_pdu: f64,
+    /// PDUs whose bytes did not match the pattern.
+    pub corrupted: u64,
+    /// PDUs missing from the sequence.
+    pub lost: u64,
+    /// One-way latency in microseconds (receiver): min, median, 99th percentile, max.
+    pub latency_us: Option<[f64; 4]>,
+    /// Link counters of this end.
+    pub link: LinkSummary,
+    /// Receive-side PDU drops in the host interface, by cause.
+    pub drops: Vec<(String, u64)>,
+}
+
+/// The link counters worth printing.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LinkSummary {
+    /// Cells sent.
+    pub cells_out: u64,
+    /// Cells received (before checks).
+    pub cells_in: u64,
+    /// Cells handed up.
+    pub cells_delivered: u64,
+    /// Drops by reason.
+    pub drops: Vec<(String, u64)>,
+}
+
+impl From<LinkCounters> for LinkSummary {
+    fn from(c: LinkCounters) -> Self {
+        LinkSummary {
+            cells_out: c.cells_out,
+            cells_in: c.cells_in,
+            cells_delivered: c.cells_delivered,
+            drops: c
+                .drops
+                .nonzero()
+                .map(|(r, n)| (r.name().to_string(), n))
+                .collect(),
+        }
+    }
+}
+
+fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// The sending side of a link, with an in-place path for rings.
+pub enum TxLink {
+    /// A ring: cells are built in its slots.
+    Ring(RingTx),
+    /// Anything else: cells are built in a batch and sent.
+    Other(Box<dyn CellSink>),
+}
+
+/// The receiving side of a link, with an in-place path for rings.
+pub enum RxLink {
+    /// A ring: cells are reassembled where they lie.
+    Ring(RingRx),
+    /// Anything else: cells are received into a batch.
+    Other(Box<dyn CellSource>),
+}
+
+impl TxLink {
+    fn counters(&self) -> LinkCounters {
+        match self {
+            TxLink::Ring(r) => r.counters(),
+            TxLink::Other(o) => o.counters(),
+        }
+    }
+    fn wait(&mut self, t: StdDuration) {
+        match self {
+            TxLink::Ring(r) => r.wait_space(Some(t)),
+            TxLink::Other(o) => o.wait_ready(t),
+        }
+    }
+}
+
+impl RxLink {
+    fn counters(&self) -> LinkCounters {
+        match self {
+            RxLink::Ring(r) => r.counters(),
+            RxLink::Other(o) => o.counters(),
+        }
+    }
+    fn wait(&mut self, t: StdDuration) {
+        match self {
+            RxLink::Ring(r) => r.wait_data(Some(t)),
+            RxLink::Other(o) => o.wait_ready(t),
+        }
+    }
+}
+
+fn link_err(e: LinkError) -> String {
+    e.to_string()
+}
+
+/// Opens the receiving end (the side that creates shared files or listens).
+pub fn open_rx(p: &Params) -> Result<RxLink, String> {
+    match &p.link {
+        LinkSpec::Inproc => Err("an in-process link is opened by `pair`".into()),
+        LinkSpec::Shm(path) => shm::create_consumer(path, p.ring_cells)
+            .map(RxLink::Ring)
+            .map_err(link_err),
+        LinkSpec::Udp(ip, port) => {
+            let local = SocketAddr::new(*ip, *port);
+            let peer = SocketAddr::new(*ip, port.wrapping_add(1));
+            let (_tx, rx) =
+                udp::open(local, peer, udp::MAX_CELLS_PER_DATAGRAM.min(1200)).map_err(link_err)?;
+            Ok(RxLink::Other(Box::new(rx)))
+        }
+        LinkSpec::Stream(addr) => {
+            let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            let (s, _) = l
+                .accept()
+                .map_err(|e| format!("accept on {addr} failed: {e}"))?;
+            let (_tx, rx) = stream::open(s, stream::DEFAULT_TX_BUFFER).map_err(link_err)?;
+            Ok(RxLink::Other(Box::new(rx)))
+        }
+    }
+}
+
+/// Opens the sending end, waiting up to `wait` for the receiver to be ready.
+pub fn open_tx(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
+    match &p.link {
+        LinkSpec::Inproc => Err("an in-process link is opened by `pair`".into()),
+        LinkSpec::Shm(path) => shm::attach_producer(path, wait)
+            .map(TxLink::Ring)
+            .map_err(link_err),
+        LinkSpec::Udp(ip, port) => {
+            let local = SocketAddr::new(*ip, port.wrapping_add(1));
+            let peer = SocketAddr::new(*ip, *port);
+            let (tx, _rx) =
+                udp::open(local, peer, udp::MAX_CELLS_PER_DATAGRAM.min(1200)).map_err(link_err)?;
+            Ok(TxLink::Other(Box::new(tx)))
+        }
+        LinkSpec::Stream(addr) => {
+            let start = std::time::Instant::now();
+            let s = loop {
+                match TcpStream::connect(addr) {
+                    Ok(s) => break s,
+                    Err(e) if start.elapsed() > wait => {
+                        return Err(format!("cannot connect to {addr}: {e}"))
+                    }
+                    Err(_) => std::thread::sleep(StdDuration::from_millis(10)),
+                }
+            };
+            let (tx, _rx) = stream::open(s, stream::DEFAULT_TX_BUFFER).map_err(link_err)?;
+            Ok(TxLink::Other(Box::new(tx)))
+        }
+    }
+}
+
+/// A ring between two threads.
+pub fn pair(ring_cells: usize) -> (TxLink, RxLink) {
+    let (t, r) = ring::in_process(ring_cells);
+    (TxLink::Ring(t), RxLink::Ring(r))
+}
+
+fn host(p: &Params) -> Result<(HostInterface, VcHandle, Instant), String> {
+    let mut h = HostInterface::new(HostConfig {
+        path: p.path,
+        sync: p.sync,
+        poll_period: Duration::from_nanos(p.poll.as_nanos() as i64),
+        ..HostConfig::default()
+    });
+    let t0 = Instant::ZERO;
+    let vc = h.open(p.addr, p.qos, t0).map_err(|e| e.to_string())?;
+    Ok((h, vc, t0))
+}
+
+/// Sends `count` PDUs.
+pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
+    let (mut host, vc, _) = host(p)?;
+    let pattern = Pattern::new(p.len);
+    let mut buf = vec![0u8; p.len];
+    pattern.fill(&mut buf);
+    let mut batch = vec![[0u8; 53]; 256];
+    let cpu0 = thread_cpu_ns();
+    let t0 = now_ns();
+    for seq in 0..p.count {
+        Pattern::stamp(&mut buf, seq);
+        let mut pdu = host.send(vc, &buf).map_err(|e| e.to_string())?;
+        while !pdu.is_done() {
+            let moved = match link {
+                TxLink::Ring(r) => r
+                    .write_with(usize::MAX, |slots| pdu.fill(slots))
+                    .map_err(link_err)?,
+                TxLink::Other(o) => {
+                    let n = pdu.fill(&mut batch);
+                    let mut at = 0;
+                    while at < n {
+                        let k = o.send(&batch[at..n]).map_err(link_err)?;
+                        at += k;
+                        if k == 0 {
+                            o.wait_ready(StdDuration::from_millis(5));
+                        }
+                    }
+                    n
+                }
+            };
+            if moved == 0 {
+                match p.sync {
+                    SyncMode::Event => link.wait(StdDuration::from_millis(50)),
+                    SyncMode::Poll => std::thread::sleep(p.poll),
+                }
+            }
+        }
+    }
+    if let TxLink::Other(o) = link {
+        let start = std::time::Instant::now();
+        while !o.flush().map_err(link_err)? && start.elapsed() < p.idle {
+            o.wait_ready(StdDuration::from_millis(5));
+        }
+    }
+    let secs = (now_ns() - t0) as f64 / 1e9;
+    let cpu = (thread_cpu_ns() - cpu0) as f64 / 1e9;
+    let bytes = p.count * p.len as u64;
+    Ok(Report {
+        role: "transmit".into(),
+        len: p.len,
+        pdus: p.count,
+        bytes,
+        secs,
+        mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        cpu_secs: cpu,
+        cpu_us_per_pdu: cpu * 1e6 / p.count.max(1) as f64,
+        link: link.counters().into(),
+        ..Report::default()
+    })
+}
+
+/// Receives until `count` PDUs have been accounted for (received or missing
+/// from the sequence) or the link has been idle for `p.idle`.
+pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
+    let (mut host, vc, _) = host(p)?;
+    let pattern = Pattern::new(p.len);
+    let room = aurora_wire::aal5::cpcs_len(p.len.min(65535));
+    if p.path == DataPath::SingleCopy {
+        for _ in 0..8 {
+            host.post_buffer(vc, vec![0u8; room])
+                .map_err(|(e, _)| e.to_string())?;
+        }
+    }
+    let mut batch = vec![[0u8; 53]; 512];
+    let mut pdus = 0u64;
+    let mut corrupted = 0u64;
+    let mut next_seq = 0u64;
+    let mut lost = 0u64;
+    let mut first_ns = None;
+    let mut last_ns = 0u64;
+    let mut lat: Vec<u64> = Vec::new();
+    let epoch = now_ns();
+    let cpu0 = thread_cpu_ns();
+    let mut idle_since = std::time::Instant::now();
+    let mut next_poll = std::time::Instant::now();
+    while next_seq < p.count {
+        let now = Instant::from_nanos((now_ns() - epoch) as i64);
+        let polled = p.sync == SyncMode::Event || std::time::Instant::now() >= next_poll;
+        let mut took = 0;
+        if polled {
+            // Take everything waiting on the link.
+            loop {
+                let n = match link {
+                    RxLink::Ring(r) => {
+                        match r.read_with(usize::MAX, |cells| host.receive(now, cells)) {
+                            Ok(n) => n,
+                            Err(LinkError::Closed) => 0,
+                            Err(e) => return Err(link_err(e)),
+                        }
+                    }
+                    RxLink::Other(o) => match o.recv(&mut batch) {
+                        Ok(n) => {
+                            host.receive(now, &batch[..n]);
+                            n
+                        }
+                        Err(LinkError::Closed) => 0,
+                        Err(e) => return Err(link_err(e)),
+                    },
+                };
+                took += n;
+                if n == 0 || p.sync == SyncMode::Event {
+                    break;
+                }
+            }
+            host.handle_timeout(now);
+            next_poll += p.poll;
+        }
+        while let Some(r) = host.recv(vc) {
+            let c = pattern.check(r.sdu());
+            let t = now_ns();
+            first_ns.get_or_insert(t);
+            last_ns = t;
+            if !c.body_ok || r.len != p.len {
+                corrupted += 1;
+            } else {
+                pdus += 1;
+            }
+            if let Some(seq) = c.seq {
+                if seq >= next_seq {
+                    lost += seq - next_seq;
+                    next_seq = seq + 1;
+                }
+            } else {
+                next_seq += 1;
+            }
+            if let Some(sent) = c.sent_ns {
+                lat.push(t.saturating_sub(sent));
+            }
+            // Give the buffer back: posted again (single-copy) or kept for
+            // the next delivery (copy).
+            let _ = host.post_buffer(vc, r.buf);
+        }
+        if took > 0 {
+            idle_since = std::time::Instant::now();
+        } else if idle_since.elapsed() > p.idle {
+            break;
+        } else {
+            match p.sync {
+                SyncMode::Event => link.wait(StdDuration::from_millis(20)),
+                SyncMode::Poll => {
+                    let d = next_poll.saturating_duration_since(std::time::Instant::now());
+                    std::thread::sleep(d);
+                }
+            }
+        }
+    }
+    lost += p.count - next_seq.min(p.count);
+    let cpu = (thread_cpu_ns() - cpu0) as f64 / 1e9;
+    let secs = first_ns.map_or(0.0, |f| (last_ns - f) as f64 / 1e9);
+    let bytes = pdus * p.len as u64;
+    lat.sort_unstable();
+    let pct = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1e3;
+    let stats = host.aal5_stats();
+    Ok(Report {
+        role: "receive".into(),
+        len: p.len,
+        pdus,
+        bytes,
+        secs,
+        // The first PDU's own transfer is not inside [first, last].
+        mbps: if pdus > 1 {
+            (pdus - 1) as f64 * p.len as f64 * 8.0 / secs.max(1e-9) / 1e6
+        } else {
+            0.0
+        },
+        cpu_secs: cpu,
+        cpu_us_per_pdu: cpu * 1e6 / pdus.max(1) as f64,
+        corrupted,
+        lost,
+        latency_us: (!lat.is_empty()).then(|| [pct(0.0), pct(0.5), pct(0.99), pct(1.0)]),
+        link: link.counters().into(),
+        drops: stats
+            .pdus_dropped
+            .nonzero()
+            .map(|(r, n)| (r.name().to_string(), n))
+            .collect(),
+    })
+}
+
+/// Runs both ends in this process over an in-process ring.
+pub fn in_process(p: &Params) -> Result<(Report, Report), String> {
+    let (mut tx, mut rx) = pair(p.ring_cells);
+    let pr = p.clone();
+    let receiver = std::thread::spawn(move || receive(&pr, &mut rx));
+    let t = transmit(p, &mut tx)?;
+    let r = receiver
+        .join()
+        .map_err(|_| "the receiver thread panicked".to_string())??;
+    Ok((t, r))
+}
+
+/// Almesberger's loopback test: one host interface sends and receives at
+/// once, its output looped to its input, in one thread. The ring holds at
+/// least two PDUs, so after draining it a whole PDU always fits: the loop
+/// alternates "take everything that arrived" and "send one PDU", both in
+/// place in the ring.
+pub fn bidirectional(p: &Params) -> Result<Report, String> {
+    let cells_per_pdu = aurora_wire::aal5::cells_for(p.len.min(65535));
+    let (mut tx, mut rx) = ring::in_process(p.ring_cells.max(2 * cells_per_pdu));
+    let (mut host, vc, _) = host(p)?;
+    let pattern = Pattern::new(p.len);
+    let mut buf = vec![0u8; p.len];
+    pattern.fill(&mut buf);
+    let room = aurora_wire::aal5::cpcs_len(p.len.min(65535));
+    if p.path == DataPath::SingleCopy {
+        for _ in 0..8 {
+            let _ = host.post_buffer(vc, vec![0u8; room]);
+        }
+    }
+    let cpu0 = thread_cpu_ns();
+    let t0 = now_ns();
+    let (mut sent, mut got, mut corrupted) = (0u64, 0u64, 0u64);
+    loop {
+        let now = Instant::from_nanos((now_ns() - t0) as i64);
+        let drained = rx
+            .read_with(usize::MAX, |c| host.receive(now, c))
+            .map_err(link_err)?;
+        host.handle_timeout(now);
+        while let Some(r) = host.recv(vc) {
+            if pattern.check(r.sdu()).body_ok && r.len == p.len {
+                got += 1;
+            } else {
+                corrupted += 1;
+            }
+            let _ = host.post_buffer(vc, r.buf);
+        }
+        if drained > 0 {
+            continue;
+        }
+        if sent == p.count {
+            break;
+        }
+        Pattern::stamp(&mut buf, sent);
+        let mut pdu = host.send(vc, &buf).map_err(|e| e.to_string())?;
+        while !pdu.is_done() {
+            let n = tx
+                .write_with(usize::MAX, |slots| pdu.fill(slots))
+                .map_err(link_err)?;
+            if n == 0 {
+                return Err("the loopback ring is smaller than a PDU".into());
+            }
+        }
+        sent += 1;
+    }
+    let secs = (now_ns() - t0) as f64 / 1e9;
+    let cpu = (thread_cpu_ns() - cpu0) as f64 / 1e9;
+    // Sent and received bytes both count, as in the loopback figures.
+    let bytes = (sent + got) * p.len as u64;
+    Ok(Report {
+        role: "bidirectional".into(),
+        len: p.len,
+        pdus: got,
+        bytes,
+        secs,
+        mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        cpu_secs: cpu,
+        cpu_us_per_pdu: cpu * 1e6 / got.max(1) as f64,
+        corrupted,
+        lost: p.count - got - corrupted,
+        link: tx.counters().into(),
+        ..Report::default()
+    })
+}
