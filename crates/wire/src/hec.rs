@@ -53,13 +53,30 @@ pub struct HecCounters {
 }
 
 /// The two-mode HEC receiver. One per incoming link.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct HecReceiver {
     mode: HecMode,
     counters: HecCounters,
-    /// The last header that checked (consecutive cells of one VC repeat it,
-    /// and a header equal to a valid one is valid: no CRC needed).
-    last_valid: Option<[u8; 5]>,
+    /// The last header that checked, packed into the low 40 bits (consecutive
+    /// cells of one VC repeat it, and a header equal to a valid one is
+    /// valid: no CRC needed). `u64::MAX` before the first.
+    last_valid: u64,
+}
+
+/// The five header bytes as one integer (low 40 bits).
+#[inline(always)]
+fn pack(first4: [u8; 4], hec: u8) -> u64 {
+    u64::from(u32::from_le_bytes(first4)) | (u64::from(hec) << 32)
+}
+
+impl Default for HecReceiver {
+    fn default() -> Self {
+        HecReceiver {
+            mode: HecMode::Correction,
+            counters: HecCounters::default(),
+            last_valid: u64::MAX,
+        }
+    }
 }
 
 impl HecReceiver {
@@ -81,13 +98,26 @@ impl HecReceiver {
     /// Checks (and, where allowed, corrects) the five header bytes in place.
     #[inline]
     pub fn check_header(&mut self, header: &mut [u8; 5]) -> HecVerdict {
-        if self.last_valid == Some(*header) || crc::hec_syndrome(header) == 0 {
-            self.last_valid = Some(*header);
-            self.mode = HecMode::Correction;
-            self.counters.valid += 1;
-            return HecVerdict::Valid;
+        let packed = pack(header[..4].try_into().expect("4 bytes"), header[4]);
+        if packed == self.last_valid {
+            return self.valid(packed);
         }
+        self.check_slow(header, packed)
+    }
+
+    #[inline]
+    fn valid(&mut self, packed: u64) -> HecVerdict {
+        self.last_valid = packed;
+        self.mode = HecMode::Correction;
+        self.counters.valid += 1;
+        HecVerdict::Valid
+    }
+
+    fn check_slow(&mut self, header: &mut [u8; 5], packed: u64) -> HecVerdict {
         let syndrome = crc::hec_syndrome(header);
+        if syndrome == 0 {
+            return self.valid(packed);
+        }
         let was = self.mode;
         self.mode = HecMode::Detection;
         if was == HecMode::Correction {
@@ -104,8 +134,14 @@ impl HecReceiver {
     /// Checks the header of a whole cell in place.
     #[inline]
     pub fn check_cell(&mut self, cell: &mut CellBytes) -> HecVerdict {
+        // Read the header straight from the cell: a run of cells on one VC
+        // hits the cached header and never computes a CRC.
+        let packed = pack([cell[0], cell[1], cell[2], cell[3]], cell[4]);
+        if packed == self.last_valid {
+            return self.valid(packed);
+        }
         let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
-        let v = self.check_header(&mut h);
+        let v = self.check_slow(&mut h, packed);
         if let HecVerdict::Corrected(_) = v {
             cell[..5].copy_from_slice(&h);
         }

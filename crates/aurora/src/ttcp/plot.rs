@@ -102,19 +102,18 @@ where
     Ok(())
 }
 
-/// Writes `sweep.svg` and, when a font is installed, `sweep.png` into `dir`.
+/// Writes `sweep.svg` and `sweep.png` into `dir`. Plots need a font to lay
+/// out their text; without one no plot is drawn and the user is told why.
 pub fn sweep(s: &Sweep, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    if !load_font() {
+        eprintln!(
+            "aurora ttcp: no plot drawn: it needs the DejaVu Sans font (Debian package fonts-dejavu-core)"
+        );
+        return Ok(Vec::new());
+    }
     let svg = dir.join("sweep.svg");
     draw(s, SVGBackend::new(&svg, (960, 600)).into_drawing_area())?;
-    let mut out = vec![svg];
-    if load_font() {
-        let png = dir.join("sweep.png");
-        draw(s, BitMapBackend::new(&png, (960, 600)).into_drawing_area())?;
-        out.push(png);
-    } else {
-        eprintln!(
-            "aurora ttcp: no DejaVu font found (install fonts-dejavu-core), so only the SVG plot was written"
-        );
-    }
-    Ok(out)
+    let png = dir.join("sweep.png");
+    draw(s, BitMapBackend::new(&png, (960, 600)).into_drawing_area())?;
+    Ok(vec![svg, png])
 }

@@ -307,13 +307,19 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
     let (mut host, vc, _) = host(p)?;
     let pattern = Pattern::new(p.len);
     let room = aurora_wire::aal5::cpcs_len(p.len.min(65535));
-    if p.path == DataPath::SingleCopy {
-        for _ in 0..8 {
+    // Post as many buffers as the VC allows (receive prediction), and take
+    // cells in batches that complete fewer PDUs than that, so the
+    // application drains its queue between batches.
+    let cells_per_pdu = aurora_wire::aal5::cells_for(p.len.min(65535));
+    let posted = 16;
+    if p.path != DataPath::Null {
+        for _ in 0..posted {
             host.post_buffer(vc, vec![0u8; room])
                 .map_err(|(e, _)| e.to_string())?;
         }
     }
-    let mut batch = vec![[0u8; 53]; 512];
+    let max_batch = (cells_per_pdu * posted / 2).max(cells_per_pdu);
+    let mut batch = vec![[0u8; 53]; max_batch.min(4096)];
     let mut pdus = 0u64;
     let mut corrupted = 0u64;
     let mut next_seq = 0u64;
@@ -334,7 +340,7 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
             loop {
                 let n = match link {
                     RxLink::Ring(r) => {
-                        match r.read_with(usize::MAX, |cells| host.receive(now, cells)) {
+                        match r.read_with(max_batch, |cells| host.receive(now, cells)) {
                             Ok(n) => n,
                             Err(LinkError::Closed) => 0,
                             Err(e) => return Err(link_err(e)),
@@ -350,12 +356,14 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
                     },
                 };
                 took += n;
-                if n == 0 || p.sync == SyncMode::Event {
+                if n == 0 || p.sync == SyncMode::Event || took >= max_batch {
                     break;
                 }
             }
             host.handle_timeout(now);
-            next_poll += p.poll;
+            if std::time::Instant::now() >= next_poll {
+                next_poll += p.poll;
+            }
         }
         while let Some(r) = host.recv(vc) {
             let c = pattern.check(r.sdu());
@@ -403,6 +411,21 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
     lat.sort_unstable();
     let pct = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1e3;
     let stats = host.aal5_stats();
+    let hs = host.stats();
+    let mut drops: Vec<(String, u64)> = stats
+        .pdus_dropped
+        .nonzero()
+        .map(|(r, n)| (r.name().to_string(), n))
+        .collect();
+    for (name, n) in [
+        ("ready_queue_full", hs.ready_overflow),
+        ("slots_exhausted", hs.slots_exhausted),
+        ("copy_path_errors", hs.copy_path_errors),
+    ] {
+        if n > 0 {
+            drops.push((name.to_string(), n));
+        }
+    }
     Ok(Report {
         role: "receive".into(),
         len: p.len,
@@ -421,11 +444,7 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
         lost,
         latency_us: (!lat.is_empty()).then(|| [pct(0.0), pct(0.5), pct(0.99), pct(1.0)]),
         link: link.counters().into(),
-        drops: stats
-            .pdus_dropped
-            .nonzero()
-            .map(|(r, n)| (r.name().to_string(), n))
-            .collect(),
+        drops,
     })
 }
 
