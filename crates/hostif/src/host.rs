@@ -239,6 +239,8 @@ pub struct HostInterface {
     tx_bufs: [Vec<u8>; 2],
     tx_next: usize,
     tx_cells: Vec<CellBytes>,
+    /// Reused between batches so delivery allocates nothing.
+    deliveries: Vec<aurora_sar::Delivery>,
     stats: HostStats,
 }
 
@@ -304,6 +306,7 @@ impl HostInterface {
             tx_bufs: [Vec::new(), Vec::new()],
             tx_next: 0,
             tx_cells: Vec::new(),
+            deliveries: Vec::new(),
             stats: HostStats::default(),
             cfg,
         }
@@ -646,6 +649,21 @@ impl HostInterface {
         while i < cells.len() {
             let c = &cells[i];
             let h = Header::parse(&[c[0], c[1], c[2], c[3]], self.cfg.format);
+            if h.pti.is_user() && self.cfg.path != DataPath::Copy {
+                // AAL5 single-copy (the fast path): the reassembler finds
+                // the end of the run itself, so the cells are read once.
+                if let Some(&index) = self.by_vc.get(&h.vc()) {
+                    if self.vcs[index as usize].as_ref().map(|e| e.qos.aal) == Some(Aal::Aal5) {
+                        let mut got = std::mem::take(&mut self.deliveries);
+                        i += self.aal5.push_run(now, &cells[i..], &mut |d| got.push(d));
+                        for d in got.drain(..) {
+                            self.deliver5(now, index, d);
+                        }
+                        self.deliveries = got;
+                        continue;
+                    }
+                }
+            }
             // The run of cells for the same VC.
             let key = u32::from_be_bytes([c[0], c[1], c[2], c[3] & 0xF8]);
             let mut j = i + 1;
@@ -669,11 +687,13 @@ impl HostInterface {
             match (aal, self.cfg.path) {
                 (Some(Aal::Aal5), DataPath::Copy) => self.copy_path(now, index, run),
                 (Some(Aal::Aal5), _) => {
-                    let mut got = Vec::new();
-                    self.aal5.push(now, run, &mut |d| got.push(d));
-                    for d in got {
+                    let mut got = std::mem::take(&mut self.deliveries);
+                    let n = self.aal5.push_run(now, run, &mut |d| got.push(d));
+                    debug_assert_eq!(n, run.len());
+                    for d in got.drain(..) {
                         self.deliver5(now, index, d);
                     }
+                    self.deliveries = got;
                 }
                 (Some(Aal::Aal34), _) => {
                     let mut got = Vec::new();

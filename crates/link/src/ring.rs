@@ -45,6 +45,8 @@ struct Header {
     version: AtomicU32,
     slot_len: AtomicU32,
     capacity: AtomicU64,
+    /// Process that created the ring; a ring whose creator is gone is stale.
+    creator: AtomicU32,
     head: Line<AtomicU64>,
     tail: Line<AtomicU64>,
     data: Line<[AtomicU32; 2]>,
@@ -173,6 +175,10 @@ pub fn create(region: Arc<dyn Region>, capacity: usize) -> Result<End2, LinkErro
     h.version.store(VERSION, Ordering::Relaxed);
     h.slot_len.store(CELL_LEN as u32, Ordering::Relaxed);
     h.capacity.store(cap as u64, Ordering::Relaxed);
+    h.creator.store(
+        rustix::process::getpid().as_raw_nonzero().get() as u32,
+        Ordering::Relaxed,
+    );
     h.magic.store(MAGIC, Ordering::Release);
     Ok(End2(end))
 }
@@ -213,7 +219,26 @@ pub fn attach(region: Arc<dyn Region>) -> Result<End2, LinkError> {
             region.len()
         )));
     }
+    if h.closed.0.load(Ordering::Acquire) != 0 || !alive(h.creator.load(Ordering::Relaxed)) {
+        // Left behind by ends that have gone: not a ring to join.
+        return Err(LinkError::Closed);
+    }
     Ok(End2(End { region, cap }))
+}
+
+/// True when process `pid` exists (signal 0 probes without sending).
+fn alive(pid: u32) -> bool {
+    let Some(p) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    match rustix::process::test_kill_process(p) {
+        Ok(()) => true,
+        // It exists but belongs to someone else.
+        Err(e) => e == rustix::io::Errno::PERM,
+    }
 }
 
 /// One end of a ring, not yet chosen as producer or consumer.
@@ -455,11 +480,13 @@ impl RingRx {
         // layer above treats as untrusted data.
         let cells = unsafe { std::slice::from_raw_parts_mut(self.end.slot_ptr(tail), n) };
         self.counters.cells_in += n as u64;
+        // Check headers where they lie; move cells only after a discard.
         let mut kept = 0;
         for i in 0..n {
-            let mut c = cells[i];
-            if self.filter.accept(&mut c, &mut self.counters) {
-                cells[kept] = c;
+            if self.filter.accept(&mut cells[i], &mut self.counters) {
+                if kept != i {
+                    cells[kept] = cells[i];
+                }
                 kept += 1;
             }
         }
@@ -678,6 +705,10 @@ mod tests {
         end.header().head.0.store(1_000_000, Ordering::Release);
         let mut out = [[0u8; 53]; 4];
         assert!(matches!(rx.pop(&mut out), Err(LinkError::Corrupt(_))));
+        // A ring whose creating process is gone is refused.
+        end.header().creator.store(u32::MAX / 2, Ordering::Relaxed);
+        end.header().head.0.store(0, Ordering::Release);
+        assert_eq!(attach(region.clone()).err(), Some(LinkError::Closed));
         // Attaching to garbage fails with a sentence.
         let junk: Arc<dyn Region> = Arc::new(HeapRegion::new(4096));
         assert!(matches!(attach(junk), Err(LinkError::Corrupt(_))));

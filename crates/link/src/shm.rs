@@ -15,10 +15,20 @@ use memmap2::MmapMut;
 use crate::ring::{self, Region, RingRx, RingTx};
 use crate::LinkError;
 
-/// A mapped file.
+/// A mapped file. The side that created the file removes it when its
+/// mapping goes, so a later run never finds a stale ring.
 pub struct ShmRegion {
     map: MmapMut,
     ptr: *mut u8,
+    owned: Option<std::path::PathBuf>,
+}
+
+impl Drop for ShmRegion {
+    fn drop(&mut self) {
+        if let Some(p) = &self.owned {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 // SAFETY: the mapping stays alive (and at the same address) as long as the
@@ -49,7 +59,11 @@ fn map(file: &File, path: &Path) -> Result<ShmRegion, LinkError> {
     // against (it would need write access to our /dev/shm file).
     let mut map = unsafe { MmapMut::map_mut(file) }.map_err(|e| io(path, "cannot map", e))?;
     let ptr = map.as_mut_ptr();
-    Ok(ShmRegion { map, ptr })
+    Ok(ShmRegion {
+        map,
+        ptr,
+        owned: None,
+    })
 }
 
 /// Creates (replacing any old file) a ring of `capacity` cells at `path` and
@@ -74,8 +88,9 @@ fn create(path: &Path, capacity: usize) -> Result<ring::End2, LinkError> {
         .map_err(|e| io(path, "cannot create", e))?;
     file.set_len(ring::region_len(cap) as u64)
         .map_err(|e| io(path, "cannot size", e))?;
-    let region: Arc<dyn Region> = Arc::new(map(&file, path)?);
-    ring::create(region, cap)
+    let mut region = map(&file, path)?;
+    region.owned = Some(path.to_path_buf());
+    ring::create(Arc::new(region), cap)
 }
 
 /// Attaches to a ring another process created at `path`, as its producer,

@@ -337,3 +337,20 @@ fn pacing_holds_the_line_rate() {
     }
     assert_eq!(n, 20_000);
 }
+
+#[test]
+fn a_stale_ring_is_not_joined() {
+    let path = std::env::temp_dir().join(format!("aurora-test-stale-{}", std::process::id()));
+    let rx = shm::create_consumer(&path, 64).unwrap();
+    drop(rx);
+    assert!(!path.exists(), "the creator removes its file");
+    // A file whose consumer closed (but was not removed) is refused too.
+    let mut rx = shm::create_consumer(&path, 64).unwrap();
+    rx.close();
+    let copy = std::env::temp_dir().join(format!("aurora-test-stale-copy-{}", std::process::id()));
+    std::fs::copy(&path, &copy).unwrap();
+    drop(rx);
+    let r = shm::attach_producer(&copy, Duration::from_millis(50));
+    let _ = std::fs::remove_file(&copy);
+    assert!(matches!(r, Err(LinkError::Closed)));
+}

@@ -6,7 +6,7 @@
 //! never read a clock: the caller passes `now`, and asks
 //! [`Aal5Rx::poll_at`] when the next reassembly timer runs out.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -17,6 +17,7 @@ use aurora_wire::{CellBytes, CELL_LEN, HEADER_LEN, PAYLOAD_LEN};
 
 use crate::counters::{DropReason, RxStats, VcCounters};
 use crate::fold::{Crc32State, Kernel};
+use crate::timers::Deadlines;
 use crate::{header_key, TxError};
 
 /// Per-PDU choices a sender may make.
@@ -426,6 +427,8 @@ struct Current {
     cells: u64,
     crc: Crc32State,
     deadline: Instant,
+    /// Marks this PDU's entry in the timer queue as live.
+    token: u64,
     posted: bool,
     /// Bytes of `buf` charged to the memory budget (0 for posted buffers).
     charged: usize,
@@ -490,7 +493,7 @@ impl Pool {
 pub struct Aal5Rx {
     cfg: RxConfig,
     vcs: HashMap<VcId, VcState>,
-    timers: BTreeSet<(Instant, VcId)>,
+    timers: Deadlines<VcId>,
     pool: Pool,
     stats: RxStats,
 }
@@ -501,7 +504,7 @@ impl Aal5Rx {
         Aal5Rx {
             cfg,
             vcs: HashMap::default(),
-            timers: BTreeSet::new(),
+            timers: Deadlines::default(),
             pool: Pool {
                 free: Vec::new(),
                 keep: cfg.pool_buffers,
@@ -548,7 +551,6 @@ impl Aal5Rx {
     pub fn flush_vc(&mut self, vc: VcId) -> Result<(), RxError> {
         let st = self.vcs.get_mut(&vc).ok_or(RxError::UnknownVc)?;
         if let Some(cur) = st.cur.take() {
-            self.timers.remove(&(cur.deadline, vc));
             Self::drop_pdu(
                 &mut self.stats,
                 &mut self.pool,
@@ -606,18 +608,15 @@ impl Aal5Rx {
 
     /// When the next reassembly timer runs out, if any is running.
     pub fn poll_at(&self) -> Option<Instant> {
-        self.timers.first().map(|&(t, _)| t)
+        self.timers.first()
     }
 
     /// Drops every PDU whose timer has run out by `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(&(t, vc)) = self.timers.first() {
-            if t > now {
-                break;
-            }
-            self.timers.pop_first();
+        while let Some((vc, token)) = self.timers.pop_due(now) {
             if let Some(st) = self.vcs.get_mut(&vc) {
-                if let Some(cur) = st.cur.take() {
+                if st.cur.as_ref().is_some_and(|c| c.token == token) {
+                    let cur = st.cur.take().expect("checked");
                     Self::drop_pdu(
                         &mut self.stats,
                         &mut self.pool,
@@ -628,48 +627,82 @@ impl Aal5Rx {
                 }
             }
         }
+        self.tidy_timers();
+    }
+
+    /// Keeps the first timer entry live and the queue bounded.
+    fn tidy_timers(&mut self) {
+        let vcs = &self.vcs;
+        self.timers.tidy(vcs.len(), |vc, token| {
+            vcs.get(&vc)
+                .and_then(|s| s.cur.as_ref())
+                .is_some_and(|c| c.token == token)
+        });
     }
 
     /// Takes a batch of cells (HEC already checked by the link) and calls
     /// `deliver` for each PDU completed, in order.
     pub fn push(&mut self, now: Instant, cells: &[CellBytes], deliver: &mut impl FnMut(Delivery)) {
-        self.stats.cells_in += cells.len() as u64;
         let mut i = 0;
         while i < cells.len() {
-            let c = &cells[i];
-            let key = header_key(c);
-            let user = c[3] & 0x08 == 0;
-            let vc = Header::parse(&[c[0], c[1], c[2], c[3]], self.cfg.format).vc();
-            match self.vcs.get_mut(&vc) {
-                Some(st) if user => {
-                    i += Self::run(
-                        &mut self.stats,
-                        &mut self.pool,
-                        &mut self.timers,
-                        self.cfg.kernel,
-                        now,
-                        vc,
-                        st,
-                        key,
-                        &cells[i..],
-                        deliver,
-                    );
-                }
-                _ => {
-                    let n = cells[i..]
-                        .iter()
-                        .take_while(|c| header_key(c) == key)
-                        .count();
-                    let reason = if user {
-                        DropReason::UnknownVc
-                    } else {
-                        DropReason::NotUserData
-                    };
-                    self.stats.cells_dropped.add(reason, n as u64);
-                    i += n;
-                }
-            }
+            i += self.push_run_inner(now, &cells[i..], deliver);
         }
+        self.tidy_timers();
+    }
+
+    /// As [`Aal5Rx::push_run`] without tidying the timer queue; `push` and
+    /// `push_run` tidy once at the end.
+    fn push_run_inner(
+        &mut self,
+        now: Instant,
+        cells: &[CellBytes],
+        deliver: &mut impl FnMut(Delivery),
+    ) -> usize {
+        let Some(c) = cells.first() else { return 0 };
+        let key = header_key(c);
+        let user = c[3] & 0x08 == 0;
+        let vc = Header::parse(&[c[0], c[1], c[2], c[3]], self.cfg.format).vc();
+        let n = match self.vcs.get_mut(&vc) {
+            Some(st) if user => Self::run(
+                &mut self.stats,
+                &mut self.pool,
+                &mut self.timers,
+                self.cfg.kernel,
+                now,
+                vc,
+                st,
+                key,
+                cells,
+                deliver,
+            ),
+            _ => {
+                let n = cells.iter().take_while(|c| header_key(c) == key).count();
+                let reason = if user {
+                    DropReason::UnknownVc
+                } else {
+                    DropReason::NotUserData
+                };
+                self.stats.cells_dropped.add(reason, n as u64);
+                n
+            }
+        };
+        self.stats.cells_in += n as u64;
+        n
+    }
+
+    /// Takes the leading run of `cells` that share the first cell's VC and
+    /// kind (user or not), and returns how many it took (at least one when
+    /// `cells` is not empty). Lets a caller that sorts cells by VC hand over
+    /// a whole batch without scanning it first.
+    pub fn push_run(
+        &mut self,
+        now: Instant,
+        cells: &[CellBytes],
+        deliver: &mut impl FnMut(Delivery),
+    ) -> usize {
+        let n = self.push_run_inner(now, cells, deliver);
+        self.tidy_timers();
+        n
     }
 
     /// Handles the leading cells of `cells` whose header matches `key` (all of
@@ -678,7 +711,7 @@ impl Aal5Rx {
     fn run(
         stats: &mut RxStats,
         pool: &mut Pool,
-        timers: &mut BTreeSet<(Instant, VcId)>,
+        timers: &mut Deadlines<VcId>,
         kernel: Kernel,
         now: Instant,
         vc: VcId,
@@ -715,7 +748,6 @@ impl Aal5Rx {
             // A timer that ran out but has not been fired by the caller yet.
             if st.cur.as_ref().is_some_and(|c| now >= c.deadline) {
                 let cur = st.cur.take().expect("checked");
-                timers.remove(&(cur.deadline, vc));
                 Self::drop_pdu(stats, pool, st, cur, DropReason::Timeout);
             }
             if st.cur.is_none() {
@@ -733,13 +765,14 @@ impl Aal5Rx {
                     };
                     (buf, false, charged)
                 };
-                timers.insert((deadline, vc));
+                let token = timers.arm(deadline, vc);
                 st.cur = Some(Current {
                     buf,
                     len: 0,
                     cells: 0,
                     crc: Crc32State::new(kernel),
                     deadline,
+                    token,
                     posted,
                     charged,
                 });
@@ -776,7 +809,6 @@ impl Aal5Rx {
                 };
                 if let Some(reason) = reason {
                     let cur = st.cur.take().expect("present");
-                    timers.remove(&(cur.deadline, vc));
                     Self::drop_pdu(stats, pool, st, cur, reason);
                     st.discarding = Some(reason);
                 }
@@ -793,7 +825,6 @@ impl Aal5Rx {
             done += n;
             if ended {
                 let cur = st.cur.take().expect("present");
-                timers.remove(&(cur.deadline, vc));
                 Self::complete(stats, pool, vc, st, cur, deliver);
             }
         }

@@ -25,6 +25,7 @@ pub mod aal34;
 pub mod aal5;
 pub mod counters;
 pub mod fold;
+mod timers;
 
 pub use aal5::{Aal5Rx, Aal5Tx, Delivery, PduOptions, RxConfig, Status, VcConfig};
 pub use counters::{DropCounts, DropReason, RxStats, VcCounters};

@@ -57,10 +57,11 @@ pub struct HecCounters {
 pub struct HecReceiver {
     mode: HecMode,
     counters: HecCounters,
-    /// The last header that checked, packed into the low 40 bits (consecutive
-    /// cells of one VC repeat it, and a header equal to a valid one is
-    /// valid: no CRC needed). `u64::MAX` before the first.
-    last_valid: u64,
+    /// The last two distinct headers that checked, packed into the low 40
+    /// bits (a VC's cells repeat its header, with the end-of-PDU header in
+    /// between; a header equal to a valid one is valid, so no CRC is
+    /// needed). `u64::MAX` before the first.
+    last_valid: [u64; 2],
 }
 
 /// The five header bytes as one integer (low 40 bits).
@@ -74,7 +75,7 @@ impl Default for HecReceiver {
         HecReceiver {
             mode: HecMode::Correction,
             counters: HecCounters::default(),
-            last_valid: u64::MAX,
+            last_valid: [u64::MAX; 2],
         }
     }
 }
@@ -99,7 +100,7 @@ impl HecReceiver {
     #[inline]
     pub fn check_header(&mut self, header: &mut [u8; 5]) -> HecVerdict {
         let packed = pack(header[..4].try_into().expect("4 bytes"), header[4]);
-        if packed == self.last_valid {
+        if packed == self.last_valid[0] || packed == self.last_valid[1] {
             return self.valid(packed);
         }
         self.check_slow(header, packed)
@@ -107,7 +108,9 @@ impl HecReceiver {
 
     #[inline]
     fn valid(&mut self, packed: u64) -> HecVerdict {
-        self.last_valid = packed;
+        if packed != self.last_valid[0] {
+            self.last_valid = [packed, self.last_valid[0]];
+        }
         self.mode = HecMode::Correction;
         self.counters.valid += 1;
         HecVerdict::Valid
@@ -137,7 +140,7 @@ impl HecReceiver {
         // Read the header straight from the cell: a run of cells on one VC
         // hits the cached header and never computes a CRC.
         let packed = pack([cell[0], cell[1], cell[2], cell[3]], cell[4]);
-        if packed == self.last_valid {
+        if packed == self.last_valid[0] || packed == self.last_valid[1] {
             return self.valid(packed);
         }
         let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];

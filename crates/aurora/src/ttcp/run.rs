@@ -365,9 +365,10 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
                 next_poll += p.poll;
             }
         }
+        // One clock read per batch: deliveries in a batch share it.
+        let t = now_ns();
         while let Some(r) = host.recv(vc) {
             let c = pattern.check(r.sdu());
-            let t = now_ns();
             first_ns.get_or_insert(t);
             last_ns = t;
             if !c.body_ok || r.len != p.len {
