@@ -16,6 +16,9 @@ use clap::{Args, ValueEnum};
 
 use run::{LinkSpec, Params, Report};
 
+/// What a receiver prints on stderr once a transmitter may connect.
+pub const READY: &str = "ttcp-r: ready";
+
 /// Options of `aurora ttcp`.
 #[derive(Args, Debug, Clone)]
 pub struct TtcpArgs {
@@ -252,7 +255,12 @@ pub fn main(a: TtcpArgs) -> Result<(), String> {
         let addr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), a.port);
         match (a.transmit, a.receive) {
             (true, false) => vec![baseline::transmit(addr, len, a.count)?],
-            (false, true) => vec![baseline::receive(addr, len, a.count, None)?],
+            (false, true) => {
+                let l = std::net::TcpListener::bind(addr)
+                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                eprintln!("{READY}");
+                vec![baseline::receive(addr, len, a.count, Some(l))?]
+            }
             _ => return Err("the TCP baseline needs exactly one of -t and -r".into()),
         }
     } else if a.bidir {
@@ -270,7 +278,7 @@ pub fn main(a: TtcpArgs) -> Result<(), String> {
                 vec![run::transmit(&p, &mut l)?]
             }
             (false, true) => {
-                let mut l = run::open_rx(&p)?;
+                let mut l = run::open_rx(&p, || eprintln!("{READY}"))?;
                 vec![run::receive(&p, &mut l)?]
             }
             _ => {

@@ -6,6 +6,11 @@ use plotters::prelude::*;
 
 use super::sweep::Sweep;
 
+/// SONET OC-3c payload rate, the link of Penn's and Almesberger's testbeds.
+const OC3C_MBPS: f64 = 149.76;
+/// OC-12c payload rate.
+const OC12C_MBPS: f64 = 599.04;
+
 const FONT_PATHS: [&str; 2] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "/usr/share/fonts/TTF/DejaVuSans.ttf",
@@ -38,7 +43,14 @@ where
     root.fill(&WHITE).map_err(err)?;
     let min = s.rows.iter().map(|r| r.size).min().unwrap_or(1024) as f64;
     let max = s.rows.iter().map(|r| r.size).max().unwrap_or(65536) as f64;
-    let top = s.rows.iter().map(|r| r.mbps).fold(s.memcpy_mbps, f64::max) * 1.1;
+    let top = s.rows.iter().map(|r| r.mbps).fold(s.memcpy_mbps, f64::max) * 2.0;
+    let bottom = s
+        .rows
+        .iter()
+        .map(|r| r.mbps)
+        .filter(|v| *v > 0.0)
+        .fold(OC3C_MBPS, f64::min)
+        / 2.0;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!("aurora ttcp over {}: goodput against PDU size", s.link),
@@ -47,16 +59,29 @@ where
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d((min * 0.9..max * 1.1).log_scale(), 0.0..top)
+        .build_cartesian_2d(
+            (min * 0.9..max * 1.1).log_scale(),
+            (bottom..top).log_scale(),
+        )
         .map_err(err)?;
     chart
         .configure_mesh()
         .x_desc("PDU size (bytes)")
-        .y_desc("Mb/s")
+        .x_labels(8)
+        .y_desc("Mb/s (log scale)")
+        .y_label_formatter(&|v| format!("{:.0}", v))
         .x_label_formatter(&|v| format!("{:.0}", v))
         .draw()
         .map_err(err)?;
-    let palette = [RED, BLUE, GREEN, MAGENTA, BLACK, CYAN];
+    let palette = [
+        RED,
+        BLUE,
+        GREEN,
+        MAGENTA,
+        RGBColor(255, 140, 0),
+        CYAN,
+        RGBColor(120, 60, 20),
+    ];
     let mut names: Vec<&str> = Vec::new();
     for r in &s.rows {
         if !names.contains(&r.series.as_str()) {
@@ -82,20 +107,40 @@ where
             .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
             .map_err(err)?;
     }
-    let m = s.memcpy_mbps;
-    chart
-        .draw_series(LineSeries::new(
-            vec![(min * 0.9, m), (max * 1.1, m)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(err)?
-        .label(format!("memcpy 64 KiB, one core ({:.0} Mb/s)", m))
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+    // Reference lines: this machine's memcpy, and the link rates the seeds
+    // measured against.
+    let refs = [
+        (
+            format!("memcpy 64 KiB, one core ({:.0} Mb/s)", s.memcpy_mbps),
+            s.memcpy_mbps,
+            BLACK,
+        ),
+        (
+            format!("OC-12c payload ({OC12C_MBPS:.0} Mb/s)"),
+            OC12C_MBPS,
+            RGBColor(128, 128, 128),
+        ),
+        (
+            format!("OC-3c payload ({OC3C_MBPS:.0} Mb/s)"),
+            OC3C_MBPS,
+            RGBColor(180, 180, 180),
+        ),
+    ];
+    for (label, v, color) in refs {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(min * 0.9, v), (max * 1.1, v)],
+                color.stroke_width(1),
+            ))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    }
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::LowerRight)
         .draw()
         .map_err(err)?;
     root.present().map_err(err)?;

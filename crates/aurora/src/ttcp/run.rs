@@ -166,22 +166,27 @@ fn link_err(e: LinkError) -> String {
     e.to_string()
 }
 
-/// Opens the receiving end (the side that creates shared files or listens).
-pub fn open_rx(p: &Params) -> Result<RxLink, String> {
+/// Opens the receiving end (the side that creates shared files or listens)
+/// and calls `ready` as soon as a transmitter can connect.
+pub fn open_rx(p: &Params, ready: impl FnOnce()) -> Result<RxLink, String> {
     match &p.link {
         LinkSpec::Inproc => Err("an in-process link is opened by `pair`".into()),
-        LinkSpec::Shm(path) => shm::create_consumer(path, p.ring_cells)
-            .map(RxLink::Ring)
-            .map_err(link_err),
+        LinkSpec::Shm(path) => {
+            let r = shm::create_consumer(path, p.ring_cells).map_err(link_err)?;
+            ready();
+            Ok(RxLink::Ring(r))
+        }
         LinkSpec::Udp(ip, port) => {
             let local = SocketAddr::new(*ip, *port);
             let peer = SocketAddr::new(*ip, port.wrapping_add(1));
             let (_tx, rx) =
                 udp::open(local, peer, udp::MAX_CELLS_PER_DATAGRAM.min(1200)).map_err(link_err)?;
+            ready();
             Ok(RxLink::Other(Box::new(rx)))
         }
         LinkSpec::Stream(addr) => {
             let l = TcpListener::bind(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            ready();
             let (s, _) = l
                 .accept()
                 .map_err(|e| format!("accept on {addr} failed: {e}"))?;
@@ -247,18 +252,38 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
     let mut buf = vec![0u8; p.len];
     pattern.fill(&mut buf);
     let mut batch = vec![[0u8; 53]; 256];
+    // A QoS peak cell rate paces the sender: a token bucket refilled from the
+    // clock, allowing bursts of a millisecond's worth of cells.
+    let pace = p.qos.pace().map(|r| r as f64);
+    let burst = pace.map_or(0.0, |r| (r / 1000.0).max(64.0));
+    let mut tokens = burst;
+    let mut last = now_ns();
     let cpu0 = thread_cpu_ns();
     let t0 = now_ns();
     for seq in 0..p.count {
         Pattern::stamp(&mut buf, seq);
         let mut pdu = host.send(vc, &buf).map_err(|e| e.to_string())?;
         while !pdu.is_done() {
+            let allowed = match pace {
+                None => usize::MAX,
+                Some(rate) => {
+                    let now = now_ns();
+                    tokens = (tokens + (now - last) as f64 * rate / 1e9).min(burst);
+                    last = now;
+                    if tokens < 1.0 {
+                        std::thread::sleep(StdDuration::from_secs_f64((1.0 - tokens) / rate));
+                        continue;
+                    }
+                    tokens as usize
+                }
+            };
             let moved = match link {
                 TxLink::Ring(r) => r
-                    .write_with(usize::MAX, |slots| pdu.fill(slots))
+                    .write_with(allowed, |slots| pdu.fill(slots))
                     .map_err(link_err)?,
                 TxLink::Other(o) => {
-                    let n = pdu.fill(&mut batch);
+                    let room = allowed.min(batch.len());
+                    let n = pdu.fill(&mut batch[..room]);
                     let mut at = 0;
                     while at < n {
                         let k = o.send(&batch[at..n]).map_err(link_err)?;
@@ -270,6 +295,7 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
                     n
                 }
             };
+            tokens -= moved as f64;
             if moved == 0 {
                 match p.sync {
                     SyncMode::Event => link.wait(StdDuration::from_millis(50)),

@@ -74,12 +74,32 @@ fn child_receiver(a: &TtcpArgs, extra: &[String]) -> Result<std::process::Child,
         "-P".into(),
         a.qos.to_string(),
     ]);
-    Command::new(exe)
+    let mut child = Command::new(exe)
         .args(&args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start the receiver process: {e}"))
+        .map_err(|e| format!("cannot start the receiver process: {e}"))?;
+    // Wait until the receiver says its link is open, then pass the rest of
+    // what it says through to our stderr.
+    let err = child.stderr.take().expect("piped");
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(err));
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l == super::READY => break,
+            Some(Ok(l)) => eprintln!("{l}"),
+            _ => {
+                let _ = child.wait();
+                return Err("the receiver process ended before its link was ready".into());
+            }
+        }
+    }
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            eprintln!("{l}");
+        }
+    });
+    Ok(child)
 }
 
 fn collect(child: std::process::Child) -> Result<Report, String> {
@@ -220,7 +240,12 @@ pub fn main(a: &TtcpArgs, range: &str) -> Result<(), String> {
     let sizes = sizes(range)?;
     let memcpy_mbps = crate::bench_sar::memcpy_rate(0.3, 65536) * 8.0 / 1e6;
     let with_tcp = a.baseline.is_some() || a.link != LinkArg::Inproc;
-    let steps = sizes.len() * (a.modes.len() + usize::from(with_tcp));
+    let bidir_modes = if a.bidir {
+        a.modes.iter().filter(|m| **m != PathArg::Null).count()
+    } else {
+        0
+    };
+    let steps = sizes.len() * (a.modes.len() + bidir_modes + usize::from(with_tcp));
     let bar = if a.quiet || a.json || a.csv {
         indicatif::ProgressBar::hidden()
     } else {
@@ -239,6 +264,15 @@ pub fn main(a: &TtcpArgs, range: &str) -> Result<(), String> {
             rows.push(point(a, size, mode, count, k)?);
             k += 1;
             bar.inc(1);
+        }
+        if a.bidir {
+            for &mode in a.modes.iter().filter(|m| **m != PathArg::Null) {
+                bar.set_message(format!("{} loopback {size} bytes", mode.name()));
+                let p = a.params(size, mode.path(), count, LinkSpec::Inproc);
+                let b = run::bidirectional(&p)?;
+                rows.push(row(size, &format!("{}-bidir", mode.name()), &b, None));
+                bar.inc(1);
+            }
         }
         if with_tcp {
             bar.set_message(format!("tcp {size} bytes"));
