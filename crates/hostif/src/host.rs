@@ -513,8 +513,9 @@ impl HostInterface {
             return Err((HostError::NotOpen, buf));
         };
         let vc = e.addr.vc;
-        if self.cfg.path == DataPath::Copy {
-            // The copy path allocates nothing per PDU: keep it for delivery.
+        if self.cfg.path == DataPath::Copy || e.qos.aal != Aal::Aal5 {
+            // Only AAL5's single-copy path reassembles into posted buffers;
+            // elsewhere the buffer is kept to deliver into or reuse.
             let e = self.vcs[h.0 as usize].as_mut().expect("checked");
             if e.spare.len() < 16 {
                 e.spare.push(buf);

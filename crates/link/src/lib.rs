@@ -67,11 +67,13 @@ pub enum LinkDrop {
     BytesSkipped,
     /// Cells dropped by configured loss injection (cells).
     InjectedLoss,
+    /// Idle cells: physical-layer fill, removed before the ATM layer (cells).
+    Idle,
 }
 
 impl LinkDrop {
     /// Every reason, in counter order.
-    pub const ALL: [LinkDrop; 7] = [
+    pub const ALL: [LinkDrop; 8] = [
         LinkDrop::HecDiscarded,
         LinkDrop::Stranger,
         LinkDrop::BadFrame,
@@ -79,6 +81,7 @@ impl LinkDrop {
         LinkDrop::PeerUnreachable,
         LinkDrop::BytesSkipped,
         LinkDrop::InjectedLoss,
+        LinkDrop::Idle,
     ];
 
     /// A short snake-case name for reports.
@@ -91,6 +94,7 @@ impl LinkDrop {
             LinkDrop::PeerUnreachable => "peer_unreachable",
             LinkDrop::BytesSkipped => "bytes_skipped",
             LinkDrop::InjectedLoss => "injected_loss",
+            LinkDrop::Idle => "idle",
         }
     }
 }
@@ -118,7 +122,8 @@ impl LinkDrops {
 }
 
 /// What one side of a link has done. On a receiver,
-/// `cells_in = cells_delivered + drops[HecDiscarded] + cells still queued`.
+/// `cells_in = cells_delivered + drops[HecDiscarded] + drops[Idle] + cells
+/// still queued`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LinkCounters {
     /// Cells the link took for sending.

@@ -1,6 +1,11 @@
 //! Bare 53-byte cells on a byte stream (TCP or a Unix socket), found again
 //! on receipt by HEC delineation, as on a SONET or serial line.
 //!
+//! The sender starts with a few idle cells, as a SONET framer fills an empty
+//! line, so the receiver has found the cell boundaries before the first
+//! data cell; the receiver removes idle cells (counted as
+//! [`LinkDrop::Idle`]).
+//!
 //! Both halves are non-blocking. The sender keeps a bounded buffer: when the
 //! peer stops reading and the buffer is full, `send` takes nothing
 //! (backpressure) instead of blocking. The receiver reads what is there,
@@ -12,7 +17,8 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use aurora_wire::delineate::Delineator;
+use aurora_wire::cell::IDLE_HEADER;
+use aurora_wire::delineate::{Delineator, DELTA};
 use aurora_wire::{CellBytes, CELL_LEN};
 use rustix::fd::{AsFd, BorrowedFd};
 
@@ -45,6 +51,16 @@ impl ByteStream for UnixStream {
     fn duplicate(&self) -> std::io::Result<Self> {
         self.try_clone()
     }
+}
+
+/// Idle cells sent first: enough for the receiver to hunt and confirm sync.
+pub const PREAMBLE_CELLS: usize = DELTA as usize + 2;
+
+/// An idle cell: the idle header and the 0x6A fill payload of I.432.1.
+pub fn idle_cell() -> CellBytes {
+    let mut c = [0x6Au8; CELL_LEN];
+    c[..5].copy_from_slice(&IDLE_HEADER);
+    c
 }
 
 /// Default bytes the sender buffers before pushing back.
@@ -84,11 +100,15 @@ pub fn open<S: ByteStream>(
     let r = s
         .duplicate()
         .map_err(|e| io("cannot duplicate the stream", e))?;
-    let limit = tx_buffer.max(CELL_LEN);
+    let limit = tx_buffer.max(CELL_LEN * (PREAMBLE_CELLS + 1));
+    let mut buf = Vec::with_capacity(limit);
+    for _ in 0..PREAMBLE_CELLS {
+        buf.extend_from_slice(&idle_cell());
+    }
     Ok((
         StreamTx {
             s,
-            buf: Vec::with_capacity(limit),
+            buf,
             sent: 0,
             limit,
             counters: LinkCounters::default(),
@@ -208,7 +228,15 @@ impl<S: ByteStream> StreamRx<S> {
         self.taken = 0;
         let before = self.delineator.counters();
         let pending = &mut self.pending;
-        self.delineator.push(&self.buf[..n], |c| pending.push(*c));
+        let mut idle = 0u64;
+        self.delineator.push(&self.buf[..n], |c| {
+            if c[..5] == IDLE_HEADER {
+                idle += 1;
+            } else {
+                pending.push(*c);
+            }
+        });
+        self.counters.drops.add(LinkDrop::Idle, idle);
         let after = self.delineator.counters();
         let hec = self.delineator.hec_receiver().counters();
         self.counters.hec_corrected = hec.corrected;
