@@ -345,6 +345,10 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
         }
     }
     let max_batch = (cells_per_pdu * posted / 2).max(cells_per_pdu);
+    // A poll takes up to half the ready queue's worth of PDUs (Penn's driver
+    // emptied the board at each poll; the bound keeps the queue from
+    // overflowing before the application looks).
+    let poll_budget = cells_per_pdu * (HostConfig::default().ready_limit / 2).max(1);
     let mut batch = vec![[0u8; 53]; max_batch.min(4096)];
     let mut pdus = 0u64;
     let mut corrupted = 0u64;
@@ -382,7 +386,7 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
                     },
                 };
                 took += n;
-                if n == 0 || p.sync == SyncMode::Event || took >= max_batch {
+                if n == 0 || p.sync == SyncMode::Event || took >= poll_budget {
                     break;
                 }
             }
