@@ -31,6 +31,7 @@ use aurora_sar::{
 use aurora_time::{Duration, Instant};
 use aurora_wire::aal5 as frame;
 use aurora_wire::cell::{Format, Header, VcId};
+use aurora_wire::hec::{pack_header, HeaderCheck};
 use aurora_wire::{CellBytes, HEADER_LEN, PAYLOAD_LEN};
 use rustc_hash::FxHashMap;
 
@@ -732,6 +733,70 @@ impl HostInterface {
                 }
                 (None, _) => self.stats.unknown_vc_cells += run.len() as u64,
             }
+        }
+    }
+
+    /// Takes a batch of cells whose HEC has not been checked, checking each
+    /// header through `check` as it goes. On the single-copy path runs of
+    /// cells with a known-valid header go straight through the reassembler's
+    /// copy loop, so each cell is read once (the HEC check folded into the
+    /// reassembly: integrated layer processing); anything else is checked
+    /// cell by cell first.
+    pub fn receive_checked(
+        &mut self,
+        now: Instant,
+        cells: &mut [CellBytes],
+        check: &mut impl HeaderCheck,
+    ) {
+        if self.cfg.path == DataPath::Copy {
+            // Check everything in place, then take the survivors.
+            let mut kept = 0;
+            for i in 0..cells.len() {
+                if check.check(&mut cells[i]) {
+                    if kept != i {
+                        cells[kept] = cells[i];
+                    }
+                    kept += 1;
+                }
+            }
+            return self.receive(now, &cells[..kept]);
+        }
+        let mut i = 0;
+        while i < cells.len() {
+            let valid = check.known_valid();
+            let c = &cells[i];
+            if valid.contains(&pack_header(c)) {
+                let h = Header::parse(&[c[0], c[1], c[2], c[3]], self.cfg.format);
+                let fast = if h.pti.is_user() {
+                    self.by_vc
+                        .get(&h.vc())
+                        .and_then(|&ix| self.vcs[ix as usize].as_ref().map(|e| (ix, e.qos.aal)))
+                } else {
+                    None
+                };
+                if let Some((index, Aal::Aal5)) = fast {
+                    let mut got = std::mem::take(&mut self.deliveries);
+                    let n = self
+                        .aal5
+                        .push_run_checked(now, &cells[i..], valid, &mut |d| got.push(d));
+                    if n > 0 {
+                        self.stats.cells_in += n as u64;
+                        check.note_valid(n as u64);
+                        for d in got.drain(..) {
+                            self.deliver5(now, index, d);
+                        }
+                        self.deliveries = got;
+                        i += n;
+                        continue;
+                    }
+                    self.deliveries = got;
+                }
+            }
+            // Anything else: the full check, then the ordinary path.
+            if check.check(&mut cells[i]) {
+                self.receive(now, &cells[i..i + 1]);
+            }
+            i += 1;
         }
     }
 

@@ -167,3 +167,33 @@ fn tables_have_limits_and_strangers_are_counted() {
     a.receive(T0, &wire(&mut other, ho, b"who is this"));
     assert_eq!(a.stats().unknown_vc_cells, 1);
 }
+
+#[test]
+fn checked_receive_corrects_and_discards_headers_inside_a_run() {
+    use aurora_wire::hec::HecReceiver;
+    let (mut a, mut b) = pair(DataPath::SingleCopy, SyncMode::Event, 16);
+    let ha = a.open(addr("0.33"), Qos::default(), T0).unwrap();
+    let hb = b.open(addr("0.33"), Qos::default(), T0).unwrap();
+    let mut cells = Vec::new();
+    let sent: Vec<Vec<u8>> = (0..5).map(|i| sdu(i, 3000)).collect();
+    for s in &sent {
+        cells.extend(wire(&mut a, ha, s));
+    }
+    let per = cells.len() / 5;
+    cells[per + 10][2] ^= 0x08; // one bit: corrected
+    cells[3 * per + 5][0] ^= 0x11; // two bits: discarded, so PDU 3 is lost
+    for _ in 0..4 {
+        b.post_buffer(hb, vec![0; 4096]).unwrap();
+    }
+    let mut hec = HecReceiver::new();
+    b.receive_checked(T0, &mut cells, &mut hec);
+    let mut got = Vec::new();
+    while let Some(r) = b.recv(hb) {
+        got.push(r.sdu().to_vec());
+    }
+    assert_eq!(got, vec![sent[0].clone(), sent[1].clone(), sent[2].clone(), sent[4].clone()]);
+    let c = hec.counters();
+    assert_eq!((c.corrected, c.discarded), (1, 1));
+    assert_eq!(c.valid + c.corrected + c.discarded, cells.len() as u64);
+    assert_eq!(b.aal5_stats().pdus_dropped.get(aurora_sar::DropReason::Crc), 1);
+}

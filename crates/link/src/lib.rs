@@ -169,6 +169,28 @@ impl RxFilter {
     }
 }
 
+/// A link receiver's header check lent to a consumer that folds it into its
+/// own loop ([`ring::RingRx::read_fused`]); counts land in the link's counters.
+pub struct RxCheck<'a> {
+    pub(crate) filter: &'a mut RxFilter,
+    pub(crate) counters: &'a mut LinkCounters,
+    pub(crate) discarded: u64,
+}
+
+impl aurora_wire::hec::HeaderCheck for RxCheck<'_> {
+    fn known_valid(&self) -> [u64; 2] {
+        self.filter.hec.known_valid()
+    }
+    fn note_valid(&mut self, n: u64) {
+        self.filter.hec.note_valid(n)
+    }
+    fn check(&mut self, cell: &mut CellBytes) -> bool {
+        let ok = self.filter.accept(cell, self.counters);
+        self.discarded += u64::from(!ok);
+        ok
+    }
+}
+
 pub(crate) fn timespec(d: Duration) -> rustix::time::Timespec {
     rustix::time::Timespec {
         tv_sec: d.as_secs() as _,

@@ -27,7 +27,7 @@ use std::time::Duration;
 use aurora_wire::{CellBytes, CELL_LEN};
 use rustix::thread::futex;
 
-use crate::{CellSink, CellSource, LinkCounters, LinkError, RxFilter};
+use crate::{CellSink, CellSource, LinkCounters, LinkError, RxCheck, RxFilter};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"AURORARG");
 const VERSION: u32 = 1;
@@ -492,6 +492,53 @@ impl RingRx {
         }
         self.counters.cells_delivered += kept as u64;
         use_cells(&cells[..kept]);
+        h.tail.0.store(tail + n as u64, Ordering::Release);
+        End::wake(&h.space.0[0], &h.space.0[1]);
+        Ok(n)
+    }
+
+    /// Like [`RingRx::read_with`], but the consumer checks the headers
+    /// itself, in its own loop, through the [`RxCheck`] it is lent (so each
+    /// cell is read once: integrated layer processing). The consumer must
+    /// check every cell before using it and must use every cell it accepts.
+    pub fn read_fused(
+        &mut self,
+        max: usize,
+        use_cells: impl FnOnce(&mut [CellBytes], &mut RxCheck<'_>),
+    ) -> Result<usize, LinkError> {
+        if self.corrupt {
+            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
+        }
+        let h = self.end.header();
+        let tail = h.tail.0.load(Ordering::Relaxed);
+        let head = h.head.0.load(Ordering::Acquire);
+        let avail = head.wrapping_sub(tail);
+        if avail > self.end.cap {
+            self.corrupt = true;
+            return Err(LinkError::Corrupt(format!(
+                "ring head {head} is more than a ring ahead of tail {tail}"
+            )));
+        }
+        if avail == 0 {
+            if h.closed.0.load(Ordering::Acquire) & CLOSED_TX != 0 {
+                return Err(LinkError::Closed);
+            }
+            return Ok(0);
+        }
+        let start = tail & (self.end.cap - 1);
+        let n = avail.min(self.end.cap - start).min(max as u64) as usize;
+        // SAFETY: as in `read_with`: published, contiguous, ours until tail
+        // moves past them below.
+        let cells = unsafe { std::slice::from_raw_parts_mut(self.end.slot_ptr(tail), n) };
+        self.counters.cells_in += n as u64;
+        let mut check = RxCheck {
+            filter: &mut self.filter,
+            counters: &mut self.counters,
+            discarded: 0,
+        };
+        use_cells(cells, &mut check);
+        let discarded = check.discarded;
+        self.counters.cells_delivered += n as u64 - discarded;
         h.tail.0.store(tail + n as u64, Ordering::Release);
         End::wake(&h.space.0[0], &h.space.0[1]);
         Ok(n)

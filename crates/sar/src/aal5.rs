@@ -645,7 +645,7 @@ impl Aal5Rx {
     pub fn push(&mut self, now: Instant, cells: &[CellBytes], deliver: &mut impl FnMut(Delivery)) {
         let mut i = 0;
         while i < cells.len() {
-            i += self.push_run_inner(now, &cells[i..], deliver);
+            i += self.push_run_inner(now, &cells[i..], None, deliver);
         }
         self.tidy_timers();
     }
@@ -656,6 +656,7 @@ impl Aal5Rx {
         &mut self,
         now: Instant,
         cells: &[CellBytes],
+        valid: Option<[u64; 2]>,
         deliver: &mut impl FnMut(Delivery),
     ) -> usize {
         let Some(c) = cells.first() else { return 0 };
@@ -672,11 +673,18 @@ impl Aal5Rx {
                 vc,
                 st,
                 key,
+                valid,
                 cells,
                 deliver,
             ),
             _ => {
-                let n = cells.iter().take_while(|c| header_key(c) == key).count();
+                let n = cells
+                    .iter()
+                    .take_while(|c| {
+                        header_key(c) == key
+                            && valid.is_none_or(|v| v.contains(&aurora_wire::hec::pack_header(c)))
+                    })
+                    .count();
                 let reason = if user {
                     DropReason::UnknownVc
                 } else {
@@ -700,7 +708,29 @@ impl Aal5Rx {
         cells: &[CellBytes],
         deliver: &mut impl FnMut(Delivery),
     ) -> usize {
-        let n = self.push_run_inner(now, cells, deliver);
+        let n = self.push_run_inner(now, cells, None, deliver);
+        self.tidy_timers();
+        n
+    }
+
+    /// As [`Aal5Rx::push_run`], for cells whose HEC has not been checked:
+    /// the run also stops at the first cell whose five header bytes are not
+    /// one of `valid` (packed as [`aurora_wire::hec::pack_header`]), so every
+    /// cell taken had a known-valid header. Returns 0 when the first cell's
+    /// header is not one of them. The first cell must be a user cell of an
+    /// open VC for the fast path; others are counted as usual.
+    pub fn push_run_checked(
+        &mut self,
+        now: Instant,
+        cells: &[CellBytes],
+        valid: [u64; 2],
+        deliver: &mut impl FnMut(Delivery),
+    ) -> usize {
+        match cells.first() {
+            Some(c) if valid.contains(&aurora_wire::hec::pack_header(c)) => {}
+            _ => return 0,
+        }
+        let n = self.push_run_inner(now, cells, Some(valid), deliver);
         self.tidy_timers();
         n
     }
@@ -717,21 +747,29 @@ impl Aal5Rx {
         vc: VcId,
         st: &mut VcState,
         key: u32,
+        valid: Option<[u64; 2]>,
         cells: &[CellBytes],
         deliver: &mut impl FnMut(Delivery),
     ) -> usize {
+        let belongs = |c: &CellBytes| {
+            header_key(c) == key
+                && valid.is_none_or(|[a, b]| {
+                    let p = aurora_wire::hec::pack_header(c);
+                    p == a || p == b
+                })
+        };
         let max_pdu = frame::cpcs_len(st.cfg.max_sdu.min(frame::MAX_SDU));
         let mut done = 0;
         loop {
             let rest = &cells[done..];
-            if rest.first().is_none_or(|c| header_key(c) != key) {
+            if rest.first().is_none_or(|c| !belongs(c)) {
                 return done;
             }
             if let Some(reason) = st.discarding {
                 // Drop cells up to and including the end of the bad PDU.
                 let mut n = 0;
                 let mut ended = false;
-                for c in rest.iter().take_while(|c| header_key(c) == key) {
+                for c in rest.iter().take_while(|c| belongs(c)) {
                     n += 1;
                     if c[3] & 0x02 != 0 {
                         ended = true;
@@ -817,9 +855,9 @@ impl Aal5Rx {
             let limit = cur.buf.len().min(max_pdu);
             let room = (limit - cur.len) / PAYLOAD_LEN * PAYLOAD_LEN;
             let start = cur.len;
-            let (n, ended) = cur
-                .crc
-                .drain_run(rest, Some(key), &mut cur.buf[start..start + room]);
+            let (n, ended) =
+                cur.crc
+                    .drain_run(rest, Some(key), valid, &mut cur.buf[start..start + room]);
             cur.len += n * PAYLOAD_LEN;
             cur.cells += n as u64;
             done += n;

@@ -248,7 +248,7 @@ impl Crc32State {
             cells.len() * PAYLOAD_LEN,
             "destination must fit the cells"
         );
-        let (n, _) = self.drain_run(cells, None, dst);
+        let (n, _) = self.drain_run(cells, None, None, dst);
         debug_assert_eq!(n, cells.len());
     }
 
@@ -257,12 +257,16 @@ impl Crc32State {
     /// header matches `key` (first four header bytes, big-endian, EFCI/AUU/CLP
     /// masked; `None` accepts any header and ignores AUU). Stops after a cell
     /// with AUU set, before a cell whose header differs, or when `dst` is
-    /// full. Returns the cells consumed and whether the last one had AUU.
+    /// full. With `valid`, a cell whose five header bytes (packed as
+    /// [`aurora_wire::hec::pack_header`]) are not one of the two given also
+    /// stops the run: the caller's HEC check, folded into this loop.
+    /// Returns the cells consumed and whether the last one had AUU.
     #[inline]
     pub fn drain_run(
         &mut self,
         cells: &[CellBytes],
         key: Option<u32>,
+        valid: Option<[u64; 2]>,
         dst: &mut [u8],
     ) -> (usize, bool) {
         let room = dst.len() / PAYLOAD_LEN;
@@ -280,6 +284,12 @@ impl Crc32State {
                             return (c, false);
                         }
                     }
+                    if let Some([a, b]) = valid {
+                        let p = aurora_wire::hec::pack_header(cell);
+                        if p != a && p != b {
+                            return (c, false);
+                        }
+                    }
                     d.copy_from_slice(&cell[HEADER_LEN..]);
                     self.portable(&cell[HEADER_LEN..]);
                     if key.is_some() && h & AUU != 0 {
@@ -292,7 +302,7 @@ impl Crc32State {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: see `reduce`; `cells` was cut to what `dst` holds.
                 unsafe {
-                    clmul::drain_run(&mut self.lanes, cells, key, dst)
+                    clmul::drain_run(&mut self.lanes, cells, key, valid, dst)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Clmul kernel exists only on x86-64")
@@ -424,6 +434,7 @@ mod clmul {
         lanes: &mut [u128; 3],
         cells: &[CellBytes],
         key: Option<u32>,
+        valid: Option<[u64; 2]>,
         dst: &mut [u8],
     ) -> (usize, bool) {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
@@ -432,6 +443,10 @@ mod clmul {
             None => (0, 0),
         };
         let stop = if key.is_some() { super::AUU } else { 0 };
+        let (vcheck, va, vb) = match valid {
+            Some([a, b]) => (true, a, b),
+            None => (false, 0, 0),
+        };
         let mut done = cells.len();
         let mut ended = false;
         // SAFETY: loads read three 16-byte blocks at offsets 5, 21, 37 of a
@@ -447,6 +462,14 @@ mod clmul {
                 if h & check != want {
                     done = c;
                     break;
+                }
+                if vcheck {
+                    let p = u64::from(u32::from_le_bytes([cell[0], cell[1], cell[2], cell[3]]))
+                        | (u64::from(cell[4]) << 32);
+                    if p != va && p != vb {
+                        done = c;
+                        break;
+                    }
                 }
                 let s = cell.as_ptr().add(HEADER_LEN);
                 let b0 = _mm_loadu_si128(s.cast());

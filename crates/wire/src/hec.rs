@@ -70,6 +70,40 @@ fn pack(first4: [u8; 4], hec: u8) -> u64 {
     u64::from(u32::from_le_bytes(first4)) | (u64::from(hec) << 32)
 }
 
+/// A cell's five header bytes packed as [`HeaderCheck::known_valid`] gives them.
+#[inline(always)]
+pub fn pack_header(cell: &CellBytes) -> u64 {
+    pack([cell[0], cell[1], cell[2], cell[3]], cell[4])
+}
+
+/// A header check that a consumer may fold into its own loop: cells whose
+/// packed header equals one of `known_valid()` are valid without a CRC (the
+/// consumer counts them with `note_valid`); any other cell goes through
+/// `check`, which corrects or rejects it as the receiver's mode says.
+pub trait HeaderCheck {
+    /// Two packed headers known to be valid (`u64::MAX` for none).
+    fn known_valid(&self) -> [u64; 2];
+    /// Records `n` cells the consumer matched against `known_valid`.
+    fn note_valid(&mut self, n: u64);
+    /// Checks one cell in place; true when it may be used.
+    fn check(&mut self, cell: &mut CellBytes) -> bool;
+}
+
+impl HeaderCheck for HecReceiver {
+    fn known_valid(&self) -> [u64; 2] {
+        self.last_valid
+    }
+    fn note_valid(&mut self, n: u64) {
+        if n > 0 {
+            self.counters.valid += n;
+            self.mode = HecMode::Correction;
+        }
+    }
+    fn check(&mut self, cell: &mut CellBytes) -> bool {
+        self.check_cell(cell).accepted()
+    }
+}
+
 impl Default for HecReceiver {
     fn default() -> Self {
         HecReceiver {

@@ -370,7 +370,9 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
             loop {
                 let n = match link {
                     RxLink::Ring(r) => {
-                        match r.read_with(max_batch, |cells| host.receive(now, cells)) {
+                        match r.read_fused(max_batch, |cells, check| {
+                            host.receive_checked(now, cells, check)
+                        }) {
                             Ok(n) => n,
                             Err(LinkError::Closed) => 0,
                             Err(e) => return Err(link_err(e)),
@@ -515,7 +517,7 @@ pub fn bidirectional(p: &Params) -> Result<Report, String> {
     loop {
         let now = Instant::from_nanos((now_ns() - t0) as i64);
         let drained = rx
-            .read_with(usize::MAX, |c| host.receive(now, c))
+            .read_fused(usize::MAX, |c, check| host.receive_checked(now, c, check))
             .map_err(link_err)?;
         host.handle_timeout(now);
         while let Some(r) = host.recv(vc) {
