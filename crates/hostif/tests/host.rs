@@ -191,9 +191,20 @@ fn checked_receive_corrects_and_discards_headers_inside_a_run() {
     while let Some(r) = b.recv(hb) {
         got.push(r.sdu().to_vec());
     }
-    assert_eq!(got, vec![sent[0].clone(), sent[1].clone(), sent[2].clone(), sent[4].clone()]);
+    assert_eq!(
+        got,
+        vec![
+            sent[0].clone(),
+            sent[1].clone(),
+            sent[2].clone(),
+            sent[4].clone()
+        ]
+    );
     let c = hec.counters();
     assert_eq!((c.corrected, c.discarded), (1, 1));
     assert_eq!(c.valid + c.corrected + c.discarded, cells.len() as u64);
-    assert_eq!(b.aal5_stats().pdus_dropped.get(aurora_sar::DropReason::Crc), 1);
+    assert_eq!(
+        b.aal5_stats().pdus_dropped.get(aurora_sar::DropReason::Crc),
+        1
+    );
 }

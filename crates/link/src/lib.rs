@@ -191,6 +191,18 @@ impl aurora_wire::hec::HeaderCheck for RxCheck<'_> {
     }
 }
 
+/// Waits up to `timeout` for `flags` on a socket (spurious returns are fine:
+/// callers re-check).
+pub(crate) fn poll_fd(
+    fd: rustix::fd::BorrowedFd<'_>,
+    flags: rustix::event::PollFlags,
+    timeout: Duration,
+) {
+    let mut fds = [rustix::event::PollFd::new(&fd, flags)];
+    let ts = timespec(timeout);
+    let _ = rustix::event::poll(&mut fds, Some(&ts));
+}
+
 pub(crate) fn timespec(d: Duration) -> rustix::time::Timespec {
     rustix::time::Timespec {
         tv_sec: d.as_secs() as _,

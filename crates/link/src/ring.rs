@@ -137,6 +137,22 @@ impl End {
         }
     }
 
+    /// The `n` slots from index `at`, which must not wrap.
+    ///
+    /// # Safety
+    ///
+    /// The caller must own slots `at..at + n` under the ring protocol (free
+    /// slots for the producer before it publishes them, published slots for
+    /// the consumer before it releases them) and hold no other reference to
+    /// them.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slots(&self, at: u64, n: usize) -> &mut [CellBytes] {
+        debug_assert!((at & (self.cap - 1)) + n as u64 <= self.cap);
+        // SAFETY: in bounds (no wrap, checked by the callers' arithmetic)
+        // and exclusively owned, as the caller promises.
+        unsafe { std::slice::from_raw_parts_mut(self.slot_ptr(at), n) }
+    }
+
     fn wait_on(word: &AtomicU32, seen: u32, timeout: Option<Duration>) {
         let ts = timeout.map(|t| rustix::time::Timespec {
             tv_sec: t.as_secs() as _,
@@ -285,46 +301,9 @@ impl RingTx {
         self.end.cap as usize
     }
 
-    /// Copies as many of `cells` as there is room for; returns how many.
-    pub fn push(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
-        if self.corrupt {
-            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
-        }
-        let h = self.end.header();
-        if h.closed.0.load(Ordering::Acquire) & CLOSED_RX != 0 {
-            return Err(LinkError::Closed);
-        }
-        let head = h.head.0.load(Ordering::Relaxed);
-        let tail = h.tail.0.load(Ordering::Acquire);
-        let used = head.wrapping_sub(tail);
-        if used > self.end.cap {
-            self.corrupt = true;
-            return Err(LinkError::Corrupt(format!(
-                "ring tail {tail} is ahead of head {head}"
-            )));
-        }
-        let n = (cells.len() as u64).min(self.end.cap - used) as usize;
-        for (i, cell) in cells[..n].iter().enumerate() {
-            // SAFETY: slots head..head+n are free (used + n <= cap), so the
-            // consumer does not touch them until head is published below.
-            unsafe { self.end.slot_ptr(head + i as u64).write(*cell) };
-        }
-        if n > 0 {
-            h.head.0.store(head + n as u64, Ordering::Release);
-            End::wake(&h.data.0[0], &h.data.0[1]);
-        }
-        self.counters.cells_out += n as u64;
-        Ok(n)
-    }
-
-    /// Lets `fill` write cells straight into free slots (no staging copy):
-    /// it gets up to `max` contiguous free slots and returns how many it
-    /// filled, which are then published. Returns that count.
-    pub fn write_with(
-        &mut self,
-        max: usize,
-        fill: impl FnOnce(&mut [CellBytes]) -> usize,
-    ) -> Result<usize, LinkError> {
+    /// The contiguous run of free slots at head (at most `max`): the head
+    /// index and how many; zero when the ring is full.
+    fn free_run(&mut self, max: usize) -> Result<(u64, usize), LinkError> {
         if self.corrupt {
             return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
         }
@@ -345,19 +324,51 @@ impl RingTx {
         let n = (self.end.cap - used)
             .min(self.end.cap - start)
             .min(max as u64) as usize;
-        if n == 0 {
-            return Ok(0);
-        }
-        // SAFETY: slots head..head+n are free (n <= cap - used) and do not
-        // wrap (n <= cap - start); the consumer reads none of them until
-        // head is published below, so this is the only reference to them.
-        let slots = unsafe { std::slice::from_raw_parts_mut(self.end.slot_ptr(head), n) };
-        let k = fill(slots).min(n);
+        Ok((head, n))
+    }
+
+    /// Publishes `k` slots written after `head` and wakes the consumer.
+    fn publish(&mut self, head: u64, k: usize) {
         if k > 0 {
+            let h = self.end.header();
             h.head.0.store(head + k as u64, Ordering::Release);
             End::wake(&h.data.0[0], &h.data.0[1]);
         }
         self.counters.cells_out += k as u64;
+    }
+
+    /// Copies as many of `cells` as there is room for; returns how many.
+    pub fn push(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
+        let mut done = 0;
+        while done < cells.len() {
+            let (head, k) = self.free_run(cells.len() - done)?;
+            if k == 0 {
+                break;
+            }
+            // SAFETY: `free_run` found these k slots free and unwrapped; the
+            // consumer does not read them until `publish`.
+            unsafe { self.end.slots(head, k) }.copy_from_slice(&cells[done..done + k]);
+            self.publish(head, k);
+            done += k;
+        }
+        Ok(done)
+    }
+
+    /// Lets `fill` write cells straight into free slots (no staging copy):
+    /// it gets up to `max` contiguous free slots and returns how many it
+    /// filled, which are then published. Returns that count.
+    pub fn write_with(
+        &mut self,
+        max: usize,
+        fill: impl FnOnce(&mut [CellBytes]) -> usize,
+    ) -> Result<usize, LinkError> {
+        let (head, n) = self.free_run(max)?;
+        if n == 0 {
+            return Ok(0);
+        }
+        // SAFETY: as in `push`.
+        let k = fill(unsafe { self.end.slots(head, n) }).min(n);
+        self.publish(head, k);
         Ok(k)
     }
 
@@ -395,9 +406,12 @@ impl RingRx {
         self.end.cap as usize
     }
 
-    /// Copies up to `out.len()` waiting cells into `out`; returns how many.
-    /// `Err(Closed)` once the producer closed and the ring is empty.
-    pub fn pop(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
+    /// The contiguous run of published cells at tail (at most `max`): the
+    /// tail index and how many; `Ok(None)` when the ring is empty and
+    /// `Err(Closed)` when it is also closed. A peer process that breaks the
+    /// protocol can only make us read torn cells, which every layer above
+    /// treats as untrusted data.
+    fn waiting(&mut self, max: usize) -> Result<Option<(u64, usize)>, LinkError> {
         if self.corrupt {
             return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
         }
@@ -412,34 +426,64 @@ impl RingRx {
             )));
         }
         if avail == 0 {
-            if h.closed.0.load(Ordering::Acquire) & CLOSED_TX != 0
-                && h.head.0.load(Ordering::Acquire) == tail
-            {
+            if h.closed.0.load(Ordering::Acquire) & CLOSED_TX != 0 {
                 return Err(LinkError::Closed);
             }
-            return Ok(0);
+            return Ok(None);
         }
-        let n = (out.len() as u64).min(avail) as usize;
-        for (i, o) in out[..n].iter_mut().enumerate() {
-            // SAFETY: slots tail..tail+n were published by the producer's
-            // Release store of head, which our Acquire load saw; the producer
-            // does not reuse them until tail moves past them below.
-            *o = unsafe { self.end.slot_ptr(tail + i as u64).read() };
-        }
+        let start = tail & (self.end.cap - 1);
+        let n = avail.min(self.end.cap - start).min(max as u64) as usize;
+        self.counters.cells_in += n as u64;
+        Ok(Some((tail, n)))
+    }
+
+    /// Gives `n` slots after `tail` back to the producer and wakes it.
+    fn release(&mut self, tail: u64, n: usize) {
+        let h = self.end.header();
         h.tail.0.store(tail + n as u64, Ordering::Release);
         End::wake(&h.space.0[0], &h.space.0[1]);
-        // The peer may be another process: check every header.
-        self.counters.cells_in += n as u64;
+    }
+
+    /// Checks headers in place, moving cells forward only after a discard;
+    /// returns how many were kept at the front.
+    fn filter(
+        filter: &mut RxFilter,
+        counters: &mut LinkCounters,
+        cells: &mut [CellBytes],
+    ) -> usize {
         let mut kept = 0;
-        for i in 0..n {
-            let mut c = out[i];
-            if self.filter.accept(&mut c, &mut self.counters) {
-                out[kept] = c;
+        for i in 0..cells.len() {
+            if filter.accept(&mut cells[i], counters) {
+                if kept != i {
+                    cells[kept] = cells[i];
+                }
                 kept += 1;
             }
         }
-        self.counters.cells_delivered += kept as u64;
-        Ok(kept)
+        counters.cells_delivered += kept as u64;
+        kept
+    }
+
+    /// Copies up to `out.len()` waiting cells into `out`, after checking
+    /// their headers; returns how many were kept (a batch whose every
+    /// header failed returns 0 though more may wait). `Err(Closed)` once the
+    /// producer closed and the ring is empty.
+    pub fn pop(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
+        let mut got = 0;
+        while got < out.len() {
+            let (tail, n) = match self.waiting(out.len() - got) {
+                Ok(Some(x)) => x,
+                Ok(None) => break,
+                Err(LinkError::Closed) if got > 0 => break,
+                Err(e) => return Err(e),
+            };
+            // SAFETY: `waiting` found these n cells published and unwrapped;
+            // they stay ours until `release`.
+            out[got..got + n].copy_from_slice(unsafe { self.end.slots(tail, n) });
+            self.release(tail, n);
+            got += Self::filter(&mut self.filter, &mut self.counters, &mut out[got..got + n]);
+        }
+        Ok(got)
     }
 
     /// Hands waiting cells to `use_cells` in place (no copy out of the ring),
@@ -452,48 +496,14 @@ impl RingRx {
         max: usize,
         use_cells: impl FnOnce(&[CellBytes]),
     ) -> Result<usize, LinkError> {
-        if self.corrupt {
-            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
-        }
-        let h = self.end.header();
-        let tail = h.tail.0.load(Ordering::Relaxed);
-        let head = h.head.0.load(Ordering::Acquire);
-        let avail = head.wrapping_sub(tail);
-        if avail > self.end.cap {
-            self.corrupt = true;
-            return Err(LinkError::Corrupt(format!(
-                "ring head {head} is more than a ring ahead of tail {tail}"
-            )));
-        }
-        if avail == 0 {
-            if h.closed.0.load(Ordering::Acquire) & CLOSED_TX != 0 {
-                return Err(LinkError::Closed);
-            }
+        let Some((tail, n)) = self.waiting(max)? else {
             return Ok(0);
-        }
-        let start = tail & (self.end.cap - 1);
-        let n = avail.min(self.end.cap - start).min(max as u64) as usize;
-        // SAFETY: slots tail..tail+n were published by the producer's
-        // Release store of head (seen by our Acquire load), do not wrap, and
-        // stay ours until tail moves past them below. A peer process that
-        // breaks the protocol can only make us read torn cells, which every
-        // layer above treats as untrusted data.
-        let cells = unsafe { std::slice::from_raw_parts_mut(self.end.slot_ptr(tail), n) };
-        self.counters.cells_in += n as u64;
-        // Check headers where they lie; move cells only after a discard.
-        let mut kept = 0;
-        for i in 0..n {
-            if self.filter.accept(&mut cells[i], &mut self.counters) {
-                if kept != i {
-                    cells[kept] = cells[i];
-                }
-                kept += 1;
-            }
-        }
-        self.counters.cells_delivered += kept as u64;
+        };
+        // SAFETY: as in `pop`.
+        let cells = unsafe { self.end.slots(tail, n) };
+        let kept = Self::filter(&mut self.filter, &mut self.counters, cells);
         use_cells(&cells[..kept]);
-        h.tail.0.store(tail + n as u64, Ordering::Release);
-        End::wake(&h.space.0[0], &h.space.0[1]);
+        self.release(tail, n);
         Ok(n)
     }
 
@@ -506,31 +516,11 @@ impl RingRx {
         max: usize,
         use_cells: impl FnOnce(&mut [CellBytes], &mut RxCheck<'_>),
     ) -> Result<usize, LinkError> {
-        if self.corrupt {
-            return Err(LinkError::Corrupt("ring counters are inconsistent".into()));
-        }
-        let h = self.end.header();
-        let tail = h.tail.0.load(Ordering::Relaxed);
-        let head = h.head.0.load(Ordering::Acquire);
-        let avail = head.wrapping_sub(tail);
-        if avail > self.end.cap {
-            self.corrupt = true;
-            return Err(LinkError::Corrupt(format!(
-                "ring head {head} is more than a ring ahead of tail {tail}"
-            )));
-        }
-        if avail == 0 {
-            if h.closed.0.load(Ordering::Acquire) & CLOSED_TX != 0 {
-                return Err(LinkError::Closed);
-            }
+        let Some((tail, n)) = self.waiting(max)? else {
             return Ok(0);
-        }
-        let start = tail & (self.end.cap - 1);
-        let n = avail.min(self.end.cap - start).min(max as u64) as usize;
-        // SAFETY: as in `read_with`: published, contiguous, ours until tail
-        // moves past them below.
-        let cells = unsafe { std::slice::from_raw_parts_mut(self.end.slot_ptr(tail), n) };
-        self.counters.cells_in += n as u64;
+        };
+        // SAFETY: as in `pop`.
+        let cells = unsafe { self.end.slots(tail, n) };
         let mut check = RxCheck {
             filter: &mut self.filter,
             counters: &mut self.counters,
@@ -539,8 +529,7 @@ impl RingRx {
         use_cells(cells, &mut check);
         let discarded = check.discarded;
         self.counters.cells_delivered += n as u64 - discarded;
-        h.tail.0.store(tail + n as u64, Ordering::Release);
-        End::wake(&h.space.0[0], &h.space.0[1]);
+        self.release(tail, n);
         Ok(n)
     }
 

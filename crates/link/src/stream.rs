@@ -20,7 +20,7 @@ use std::time::Duration;
 use aurora_wire::cell::IDLE_HEADER;
 use aurora_wire::delineate::{Delineator, DELTA};
 use aurora_wire::{CellBytes, CELL_LEN};
-use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fd::AsFd;
 
 use crate::{CellSink, CellSource, LinkCounters, LinkDrop, LinkError};
 
@@ -125,12 +125,6 @@ pub fn open<S: ByteStream>(
     ))
 }
 
-fn poll(fd: BorrowedFd<'_>, flags: rustix::event::PollFlags, timeout: Duration) {
-    let mut fds = [rustix::event::PollFd::new(&fd, flags)];
-    let ts = crate::timespec(timeout);
-    let _ = rustix::event::poll(&mut fds, Some(&ts));
-}
-
 impl<S: ByteStream> StreamTx<S> {
     /// Writes as much of the buffer as the socket takes now.
     fn flush_some(&mut self) -> Result<(), LinkError> {
@@ -190,7 +184,7 @@ impl<S: ByteStream> CellSink for StreamTx<S> {
         if self.buf.len() < self.limit {
             return;
         }
-        poll(self.s.as_fd(), rustix::event::PollFlags::OUT, timeout);
+        crate::poll_fd(self.s.as_fd(), rustix::event::PollFlags::OUT, timeout);
         let _ = self.flush_some();
     }
 
@@ -284,7 +278,7 @@ impl<S: ByteStream> CellSource for StreamRx<S> {
         if self.taken < self.pending.len() {
             return;
         }
-        poll(self.s.as_fd(), rustix::event::PollFlags::IN, timeout);
+        crate::poll_fd(self.s.as_fd(), rustix::event::PollFlags::IN, timeout);
     }
 
     fn counters(&self) -> LinkCounters {

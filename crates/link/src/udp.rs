@@ -37,6 +37,21 @@ fn io(what: &str, e: std::io::Error) -> LinkError {
     LinkError::Io(format!("{what}: {e}"))
 }
 
+/// Checks a datagram's framing; returns the index of its first cell and its
+/// cells' bytes (a whole number of cells, at least one).
+pub fn parse_datagram(d: &[u8]) -> Result<(u32, &[u8]), LinkDrop> {
+    if d.len() < HEADER_LEN + CELL_LEN || !(d.len() - HEADER_LEN).is_multiple_of(CELL_LEN) {
+        return Err(LinkDrop::BadFrame);
+    }
+    if d[..2] != MAGIC || d[2] != VERSION {
+        return Err(LinkDrop::BadFrame);
+    }
+    Ok((
+        u32::from_be_bytes([d[4], d[5], d[6], d[7]]),
+        &d[HEADER_LEN..],
+    ))
+}
+
 /// The sending half.
 pub struct UdpTx {
     sock: UdpSocket,
@@ -133,17 +148,14 @@ impl UdpRx {
             self.counters.drops.add(LinkDrop::Stranger, 1);
             return Ok(true);
         }
-        let d = &self.buf[..n];
-        if n < HEADER_LEN + CELL_LEN || !(n - HEADER_LEN).is_multiple_of(CELL_LEN) {
-            self.counters.drops.add(LinkDrop::BadFrame, 1);
-            return Ok(true);
-        }
-        if d[..2] != MAGIC || d[2] != VERSION {
-            self.counters.drops.add(LinkDrop::BadFrame, 1);
-            return Ok(true);
-        }
-        let first = u32::from_be_bytes([d[4], d[5], d[6], d[7]]);
-        let cells = ((n - HEADER_LEN) / CELL_LEN) as u32;
+        let (first, body) = match parse_datagram(&self.buf[..n]) {
+            Ok(x) => x,
+            Err(reason) => {
+                self.counters.drops.add(reason, 1);
+                return Ok(true);
+            }
+        };
+        let cells = (body.len() / CELL_LEN) as u32;
         if let Some(want) = self.expect {
             let gap = first.wrapping_sub(want);
             if gap != 0 && gap < 1 << 31 {
@@ -166,7 +178,7 @@ impl UdpRx {
         }
         self.pending.clear();
         self.taken = 0;
-        for c in d[HEADER_LEN..].chunks_exact(CELL_LEN) {
+        for c in body.chunks_exact(CELL_LEN) {
             let mut cell: CellBytes = c.try_into().expect("chunks of 53");
             self.counters.cells_in += 1;
             if self.filter.accept(&mut cell, &mut self.counters) {

@@ -19,12 +19,7 @@ pub struct Aal0Tx {
 impl Aal0Tx {
     /// A sender for `vc` with headers in `format`.
     pub fn new(vc: VcId, format: Format) -> Result<Self, TxError> {
-        let header = Header {
-            format,
-            ..Header::data(vc)
-        }
-        .to_bytes()
-        .map_err(TxError::Header)?;
+        let header = crate::user_header(vc, format)?;
         Ok(Aal0Tx { header })
     }
 

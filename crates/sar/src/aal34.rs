@@ -36,12 +36,7 @@ pub struct Aal34Tx {
 impl Aal34Tx {
     /// A sender for `vc` with headers in `format`.
     pub fn new(vc: VcId, format: Format) -> Result<Self, TxError> {
-        let header = Header {
-            format,
-            ..Header::data(vc)
-        }
-        .to_bytes()
-        .map_err(TxError::Header)?;
+        let header = crate::user_header(vc, format)?;
         Ok(Aal34Tx {
             vc,
             header,

@@ -73,6 +73,19 @@ impl std::fmt::Display for TxError {
 
 impl std::error::Error for TxError {}
 
+/// The header (HEC included) of a plain user-data cell on `vc`.
+pub(crate) fn user_header(
+    vc: aurora_wire::cell::VcId,
+    format: aurora_wire::cell::Format,
+) -> Result<[u8; aurora_wire::HEADER_LEN], TxError> {
+    aurora_wire::cell::Header {
+        format,
+        ..aurora_wire::cell::Header::data(vc)
+    }
+    .to_bytes()
+    .map_err(TxError::Header)
+}
+
 /// The first four header bytes with EFCI, AUU and CLP masked out: cells with
 /// equal keys are user (or non-user) cells of the same VC.
 #[inline(always)]

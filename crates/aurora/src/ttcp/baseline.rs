@@ -63,8 +63,6 @@ pub fn receive(
     }
     let secs = first.map_or(0.0, |f| (last - f) as f64 / 1e9);
     let cpu = (cpu_ns() - cpu0) as f64 / 1e9;
-    lat.sort_unstable();
-    let pct = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1e3;
     Ok(Report {
         role: "receive".into(),
         len,
@@ -80,7 +78,7 @@ pub fn receive(
         cpu_us_per_pdu: cpu * 1e6 / pdus.max(1) as f64,
         corrupted,
         lost,
-        latency_us: (!lat.is_empty()).then(|| [pct(0.0), pct(0.5), pct(0.99), pct(1.0)]),
+        latency_us: super::pattern::latency_summary(&mut lat),
         link: LinkSummary::default(),
         drops: Vec::new(),
     })

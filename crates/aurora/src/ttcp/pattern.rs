@@ -81,3 +81,14 @@ impl Pattern {
         }
     }
 }
+
+/// Min, median, 99th percentile and max of one-way latencies (nanoseconds
+/// in, microseconds out); sorts `lat`. None when empty.
+pub fn latency_summary(lat: &mut [u64]) -> Option<[f64; 4]> {
+    if lat.is_empty() {
+        return None;
+    }
+    lat.sort_unstable();
+    let pct = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1e3;
+    Some([pct(0.0), pct(0.5), pct(0.99), pct(1.0)])
+}

@@ -441,8 +441,6 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
     let cpu = (thread_cpu_ns() - cpu0) as f64 / 1e9;
     let secs = first_ns.map_or(0.0, |f| (last_ns - f) as f64 / 1e9);
     let bytes = pdus * p.len as u64;
-    lat.sort_unstable();
-    let pct = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1e3;
     let stats = host.aal5_stats();
     let hs = host.stats();
     let mut drops: Vec<(String, u64)> = stats
@@ -475,7 +473,7 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
         cpu_us_per_pdu: cpu * 1e6 / pdus.max(1) as f64,
         corrupted,
         lost,
-        latency_us: (!lat.is_empty()).then(|| [pct(0.0), pct(0.5), pct(0.99), pct(1.0)]),
+        latency_us: super::pattern::latency_summary(&mut lat),
         link: link.counters().into(),
         drops,
     })
