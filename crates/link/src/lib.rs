@@ -191,6 +191,33 @@ impl aurora_wire::hec::HeaderCheck for RxCheck<'_> {
     }
 }
 
+/// Cells a receiver has taken off the medium but not yet handed up.
+#[derive(Default)]
+pub(crate) struct Pending {
+    cells: Vec<CellBytes>,
+    taken: usize,
+}
+
+impl Pending {
+    /// True when every held cell has been handed up.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.taken == self.cells.len()
+    }
+    /// Empties the queue for a new arrival and lends it for filling.
+    pub(crate) fn refill(&mut self) -> &mut Vec<CellBytes> {
+        self.cells.clear();
+        self.taken = 0;
+        &mut self.cells
+    }
+    /// Hands up as many held cells as fit in `out`; returns how many.
+    pub(crate) fn take_into(&mut self, out: &mut [CellBytes]) -> usize {
+        let k = (self.cells.len() - self.taken).min(out.len());
+        out[..k].copy_from_slice(&self.cells[self.taken..self.taken + k]);
+        self.taken += k;
+        k
+    }
+}
+
 /// Waits up to `timeout` for `flags` on a socket (spurious returns are fine:
 /// callers re-check).
 pub(crate) fn poll_fd(

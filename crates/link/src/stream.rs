@@ -80,8 +80,7 @@ pub struct StreamRx<S> {
     s: S,
     buf: Vec<u8>,
     delineator: Delineator,
-    pending: Vec<CellBytes>,
-    taken: usize,
+    pending: crate::Pending,
     closed: bool,
     counters: LinkCounters,
 }
@@ -117,8 +116,7 @@ pub fn open<S: ByteStream>(
             s: r,
             buf: vec![0; 64 * 1024],
             delineator: Delineator::new(),
-            pending: Vec::new(),
-            taken: 0,
+            pending: crate::Pending::default(),
             closed: false,
             counters: LinkCounters::default(),
         },
@@ -218,10 +216,8 @@ impl<S: ByteStream> StreamRx<S> {
             Err(e) => return Err(io("stream read failed", e)),
         };
         self.counters.datagrams_in += 1;
-        self.pending.clear();
-        self.taken = 0;
         let before = self.delineator.counters();
-        let pending = &mut self.pending;
+        let pending = self.pending.refill();
         let mut idle = 0u64;
         self.delineator.push(&self.buf[..n], |c| {
             if c[..5] == IDLE_HEADER {
@@ -257,7 +253,7 @@ impl<S: ByteStream> CellSource for StreamRx<S> {
     fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
         let mut n = 0;
         while n < out.len() {
-            if self.taken == self.pending.len() {
+            if self.pending.is_empty() {
                 match self.read_some() {
                     Ok(true) => continue,
                     Ok(false) => break,
@@ -265,17 +261,14 @@ impl<S: ByteStream> CellSource for StreamRx<S> {
                     Err(e) => return Err(e),
                 }
             }
-            let k = (self.pending.len() - self.taken).min(out.len() - n);
-            out[n..n + k].copy_from_slice(&self.pending[self.taken..self.taken + k]);
-            self.taken += k;
-            n += k;
+            n += self.pending.take_into(&mut out[n..]);
         }
         self.counters.cells_delivered += n as u64;
         Ok(n)
     }
 
     fn wait_ready(&mut self, timeout: Duration) {
-        if self.taken < self.pending.len() {
+        if !self.pending.is_empty() {
             return;
         }
         crate::poll_fd(self.s.as_fd(), rustix::event::PollFlags::IN, timeout);

@@ -69,8 +69,7 @@ pub struct UdpRx {
     expect: Option<u32>,
     accounted: u64,
     buf: Vec<u8>,
-    pending: Vec<CellBytes>,
-    taken: usize,
+    pending: crate::Pending,
     filter: RxFilter,
     counters: LinkCounters,
 }
@@ -106,8 +105,7 @@ pub fn open(
             expect: None,
             accounted: 0,
             buf: vec![0; 65536],
-            pending: Vec::new(),
-            taken: 0,
+            pending: crate::Pending::default(),
             filter: RxFilter::default(),
             counters: LinkCounters::default(),
         },
@@ -176,13 +174,12 @@ impl UdpRx {
             );
             self.expect = Some(first.wrapping_add(cells));
         }
-        self.pending.clear();
-        self.taken = 0;
+        let pending = self.pending.refill();
         for c in body.chunks_exact(CELL_LEN) {
             let mut cell: CellBytes = c.try_into().expect("chunks of 53");
             self.counters.cells_in += 1;
             if self.filter.accept(&mut cell, &mut self.counters) {
-                self.pending.push(cell);
+                pending.push(cell);
             }
         }
         Ok(true)
@@ -224,13 +221,11 @@ impl CellSink for UdpTx {
     }
 
     fn wait_ready(&mut self, timeout: Duration) {
-        let fd = rustix::fd::AsFd::as_fd(&self.sock);
-        let mut fds = [rustix::event::PollFd::new(
-            &fd,
+        crate::poll_fd(
+            rustix::fd::AsFd::as_fd(&self.sock),
             rustix::event::PollFlags::OUT,
-        )];
-        let ts = crate::timespec(timeout);
-        let _ = rustix::event::poll(&mut fds, Some(&ts));
+            timeout,
+        );
     }
 
     fn counters(&self) -> LinkCounters {
@@ -242,29 +237,24 @@ impl CellSource for UdpRx {
     fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
         let mut n = 0;
         while n < out.len() {
-            if self.taken == self.pending.len() && !self.read_datagram()? {
+            if self.pending.is_empty() && !self.read_datagram()? {
                 break;
             }
-            let k = (self.pending.len() - self.taken).min(out.len() - n);
-            out[n..n + k].copy_from_slice(&self.pending[self.taken..self.taken + k]);
-            self.taken += k;
-            n += k;
+            n += self.pending.take_into(&mut out[n..]);
         }
         self.counters.cells_delivered += n as u64;
         Ok(n)
     }
 
     fn wait_ready(&mut self, timeout: Duration) {
-        if self.taken < self.pending.len() {
+        if !self.pending.is_empty() {
             return;
         }
-        let fd = rustix::fd::AsFd::as_fd(&self.sock);
-        let mut fds = [rustix::event::PollFd::new(
-            &fd,
+        crate::poll_fd(
+            rustix::fd::AsFd::as_fd(&self.sock),
             rustix::event::PollFlags::IN,
-        )];
-        let ts = crate::timespec(timeout);
-        let _ = rustix::event::poll(&mut fds, Some(&ts));
+            timeout,
+        );
     }
 
     fn counters(&self) -> LinkCounters {
