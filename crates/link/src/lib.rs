@@ -49,6 +49,33 @@ pub trait CellSource: Send {
     fn counters(&self) -> LinkCounters;
 }
 
+impl CellSink for Box<dyn CellSink> {
+    fn send(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
+        (**self).send(cells)
+    }
+    fn wait_ready(&mut self, timeout: Duration) {
+        (**self).wait_ready(timeout)
+    }
+    fn flush(&mut self) -> Result<bool, LinkError> {
+        (**self).flush()
+    }
+    fn counters(&self) -> LinkCounters {
+        (**self).counters()
+    }
+}
+
+impl CellSource for Box<dyn CellSource> {
+    fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
+        (**self).recv(out)
+    }
+    fn wait_ready(&mut self, timeout: Duration) {
+        (**self).wait_ready(timeout)
+    }
+    fn counters(&self) -> LinkCounters {
+        (**self).counters()
+    }
+}
+
 /// Why a link dropped cells or frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

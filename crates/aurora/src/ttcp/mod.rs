@@ -61,6 +61,21 @@ pub struct TtcpArgs {
     /// Ring size in cells for ring links.
     #[arg(long, default_value_t = 16384)]
     pub ring_cells: usize,
+    /// Pace the link: a line rate (oc3, oc12, oc48, oc192, oc768) or cells per second.
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Hold every cell this many microseconds on the link.
+    #[arg(long, default_value_t = 0)]
+    pub delay_us: u64,
+    /// Probability that the link loses a cell.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Probability that the link flips one bit of a cell.
+    #[arg(long, default_value_t = 0.0)]
+    pub ber: f64,
+    /// Seed of the loss and bit-error decisions.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
     /// Poll period in microseconds for --sync poll.
     #[arg(long, default_value_t = 100)]
     pub poll_us: u64,
@@ -157,6 +172,19 @@ pub enum BaselineArg {
     Tcp,
 }
 
+/// Parses a line rate name or a number of cells per second.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    if let Some(r) = aurora_link::shape::line_rate(&s.to_ascii_lowercase()) {
+        return Ok(r);
+    }
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!(
+            "\"{s}\" is not a line rate (oc3, oc12, oc48, oc192, oc768) or a positive number of cells per second"
+        )),
+    }
+}
+
 /// Parses sizes like `1500`, `8k`, `64k`, `1m`.
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim().to_ascii_lowercase();
@@ -187,6 +215,14 @@ impl TtcpArgs {
             },
             link,
             ring_cells: self.ring_cells,
+            shaping: aurora_link::shape::Shaping {
+                rate: self.rate,
+                delay: Duration::from_micros(self.delay_us),
+                loss: self.loss,
+                bit_error: self.ber,
+                seed: self.seed,
+                ..aurora_link::shape::Shaping::default()
+            },
             poll: Duration::from_micros(self.poll_us.max(1)),
             idle: Duration::from_secs(3),
         }
@@ -245,6 +281,11 @@ pub fn main(a: TtcpArgs) -> Result<(), String> {
     }
     if a.qos.aal == aurora_hostif::Aal::Aal5 && a.len > 65535 && a.sweep.is_none() {
         return Err(format!("-l {} is above AAL5's limit of 65535 bytes", a.len));
+    }
+    for (name, p) in [("--loss", a.loss), ("--ber", a.ber)] {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(format!("{name} {p} is not a probability between 0 and 1"));
+        }
     }
     if let Some(range) = &a.sweep {
         return sweep::main(&a, range);

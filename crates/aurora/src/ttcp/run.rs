@@ -7,6 +7,7 @@ use std::time::Duration as StdDuration;
 
 use aurora_hostif::{DataPath, HostConfig, HostInterface, PvcAddr, Qos, SyncMode, VcHandle};
 use aurora_link::ring::{RingRx, RingTx};
+use aurora_link::shape::{Shaped, Shaping};
 use aurora_link::{ring, shm, stream, udp, CellSink, CellSource, LinkCounters, LinkError};
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
@@ -46,6 +47,8 @@ pub struct Params {
     pub link: LinkSpec,
     /// Ring size in cells (ring links).
     pub ring_cells: usize,
+    /// Pacing, delay, loss and bit errors on the sending side of the link.
+    pub shaping: Shaping,
     /// Poll period in poll mode.
     pub poll: StdDuration,
     /// Give up when nothing has arrived for this long.
@@ -196,8 +199,24 @@ pub fn open_rx(p: &Params, ready: impl FnOnce()) -> Result<RxLink, String> {
     }
 }
 
+/// Wraps a sending link in the shaper when any shaping is asked for (cells
+/// then pass through the shaper's queue instead of being built in place).
+fn shaped(link: TxLink, s: &Shaping) -> TxLink {
+    if *s == Shaping::default() {
+        return link;
+    }
+    match link {
+        TxLink::Ring(r) => TxLink::Other(Box::new(Shaped::new(r, *s))),
+        TxLink::Other(o) => TxLink::Other(Box::new(Shaped::new(o, *s))),
+    }
+}
+
 /// Opens the sending end, waiting up to `wait` for the receiver to be ready.
 pub fn open_tx(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
+    open_tx_plain(p, wait).map(|l| shaped(l, &p.shaping))
+}
+
+fn open_tx_plain(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
     match &p.link {
         LinkSpec::Inproc => Err("an in-process link is opened by `pair`".into()),
         LinkSpec::Shm(path) => shm::attach_producer(path, wait)
@@ -481,7 +500,8 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
 
 /// Runs both ends in this process over an in-process ring.
 pub fn in_process(p: &Params) -> Result<(Report, Report), String> {
-    let (mut tx, mut rx) = pair(p.ring_cells);
+    let (tx, mut rx) = pair(p.ring_cells);
+    let mut tx = shaped(tx, &p.shaping);
     let pr = p.clone();
     let receiver = std::thread::spawn(move || receive(&pr, &mut rx));
     let t = transmit(p, &mut tx)?;
