@@ -262,7 +262,16 @@ fn bad_lengths_get_one_clear_sentence() {
 #[test]
 fn injected_loss_and_bit_errors_are_accounted_end_to_end() {
     let path = shm_path("impaired");
-    let common = ["--link", "shm", "--shm-path", &path, "-l", "3000", "-n", "2000"];
+    let common = [
+        "--link",
+        "shm",
+        "--shm-path",
+        &path,
+        "-l",
+        "3000",
+        "-n",
+        "2000",
+    ];
     let r = pair(
         &common,
         &[],

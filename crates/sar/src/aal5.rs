@@ -751,6 +751,19 @@ impl Aal5Rx {
         cells: &[CellBytes],
         deliver: &mut impl FnMut(Delivery),
     ) -> usize {
+        // Narrow the valid headers to this run's VC, so that matching one
+        // implies the key (the copy loop then checks only the header).
+        let valid = valid.map(|v| {
+            v.map(|p| {
+                let b = (p as u32).to_le_bytes();
+                let k = u32::from_be_bytes([b[0], b[1], b[2], b[3] & 0xF8]);
+                if k == key {
+                    p
+                } else {
+                    u64::MAX
+                }
+            })
+        });
         let belongs = |c: &CellBytes| {
             header_key(c) == key
                 && valid.is_none_or(|[a, b]| {

@@ -259,7 +259,9 @@ impl Crc32State {
     /// with AUU set, before a cell whose header differs, or when `dst` is
     /// full. With `valid`, a cell whose five header bytes (packed as
     /// [`aurora_wire::hec::pack_header`]) are not one of the two given also
-    /// stops the run: the caller's HEC check, folded into this loop.
+    /// stops the run: the caller's HEC check, folded into this loop. Both
+    /// valid headers must carry the run's key (use `u64::MAX` for none);
+    /// the Clmul kernel then checks only the header.
     /// Returns the cells consumed and whether the last one had AUU.
     #[inline]
     pub fn drain_run(
@@ -458,18 +460,21 @@ mod clmul {
             let mut a = load_lanes(lanes);
             let p = dst.as_mut_ptr();
             for (c, cell) in cells.iter().enumerate() {
-                let h = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-                if h & check != want {
+                // One load gives both the packed header and the key.
+                let w = u64::from_le_bytes([
+                    cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
+                ]);
+                let h = (w as u32).swap_bytes();
+                let ok = if vcheck {
+                    // The valid headers are this run's VC's: they imply the key.
+                    let p = w & 0xFF_FFFF_FFFF;
+                    p == va || p == vb
+                } else {
+                    h & check == want
+                };
+                if !ok {
                     done = c;
                     break;
-                }
-                if vcheck {
-                    let p = u64::from(u32::from_le_bytes([cell[0], cell[1], cell[2], cell[3]]))
-                        | (u64::from(cell[4]) << 32);
-                    if p != va && p != vb {
-                        done = c;
-                        break;
-                    }
                 }
                 let s = cell.as_ptr().add(HEADER_LEN);
                 let b0 = _mm_loadu_si128(s.cast());
