@@ -379,43 +379,10 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
     let epoch = now_ns();
     let cpu0 = thread_cpu_ns();
     let mut idle_since = std::time::Instant::now();
-    let mut next_poll = std::time::Instant::now();
-    while next_seq < p.count {
-        let now = Instant::from_nanos((now_ns() - epoch) as i64);
-        let polled = p.sync == SyncMode::Event || std::time::Instant::now() >= next_poll;
-        let mut took = 0;
-        if polled {
-            // Take everything waiting on the link.
-            loop {
-                let n = match link {
-                    RxLink::Ring(r) => {
-                        match r.read_fused(max_batch, |cells, check| {
-                            host.receive_checked(now, cells, check)
-                        }) {
-                            Ok(n) => n,
-                            Err(LinkError::Closed) => 0,
-                            Err(e) => return Err(link_err(e)),
-                        }
-                    }
-                    RxLink::Other(o) => match o.recv(&mut batch) {
-                        Ok(n) => {
-                            host.receive(now, &batch[..n]);
-                            n
-                        }
-                        Err(LinkError::Closed) => 0,
-                        Err(e) => return Err(link_err(e)),
-                    },
-                };
-                took += n;
-                if n == 0 || p.sync == SyncMode::Event || took >= poll_budget {
-                    break;
-                }
-            }
-            host.handle_timeout(now);
-            if std::time::Instant::now() >= next_poll {
-                next_poll += p.poll;
-            }
-        }
+    // Hands every PDU the interface shows to the application: checks it
+    // against the pattern, and gives the buffer back (posted again on the
+    // single-copy path, kept for the next delivery on the copy path).
+    let mut drain = |host: &mut HostInterface| {
         // One clock read per batch: deliveries in a batch share it.
         let t = now_ns();
         while let Some(r) = host.recv(vc) {
@@ -438,22 +405,67 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
             if let Some(sent) = c.sent_ns {
                 lat.push(t.saturating_sub(sent));
             }
-            // Give the buffer back: posted again (single-copy) or kept for
-            // the next delivery (copy).
             let _ = host.post_buffer(vc, r.buf);
+        }
+        next_seq
+    };
+    loop {
+        let mut now = Instant::from_nanos((now_ns() - epoch) as i64);
+        if p.sync == SyncMode::Poll {
+            // Wake at the interface's next poll and run it: PDUs completed
+            // since the last one become visible and are taken. Cells are
+            // read after, at most one budget per poll, so the queue of
+            // completed PDUs never outgrows what the next poll takes.
+            if let Some(due) = host.poll_at() {
+                let wait = due.as_nanos() - now.as_nanos();
+                if wait > 0 {
+                    std::thread::sleep(StdDuration::from_nanos(wait as u64));
+                }
+                now = Instant::from_nanos((now_ns() - epoch) as i64);
+            }
+            host.handle_timeout(now);
+            if drain(&mut host) >= p.count {
+                break;
+            }
+        }
+        let mut took = 0;
+        loop {
+            let n = match link {
+                RxLink::Ring(r) => {
+                    match r.read_fused(max_batch, |cells, check| {
+                        host.receive_checked(now, cells, check)
+                    }) {
+                        Ok(n) => n,
+                        Err(LinkError::Closed) => 0,
+                        Err(e) => return Err(link_err(e)),
+                    }
+                }
+                RxLink::Other(o) => match o.recv(&mut batch) {
+                    Ok(n) => {
+                        host.receive(now, &batch[..n]);
+                        n
+                    }
+                    Err(LinkError::Closed) => 0,
+                    Err(e) => return Err(link_err(e)),
+                },
+            };
+            took += n;
+            if n == 0 || p.sync == SyncMode::Event || took >= poll_budget {
+                break;
+            }
+        }
+        if p.sync == SyncMode::Event {
+            host.handle_timeout(now);
+            if drain(&mut host) >= p.count {
+                break;
+            }
         }
         if took > 0 {
             idle_since = std::time::Instant::now();
         } else if idle_since.elapsed() > p.idle {
             break;
-        } else {
-            match p.sync {
-                SyncMode::Event => link.wait(StdDuration::from_millis(20)),
-                SyncMode::Poll => {
-                    let d = next_poll.saturating_duration_since(std::time::Instant::now());
-                    std::thread::sleep(d);
-                }
-            }
+        } else if p.sync == SyncMode::Event {
+            link.wait(StdDuration::from_millis(20));
         }
     }
     lost += p.count - next_seq.min(p.count);
