@@ -1,0 +1,56 @@
+//! Network nodes for Aurora's cell network.
+//!
+//! A node is a sans-I/O state machine with numbered ports: it is handed the
+//! cells that arrive on a port with the current time, puts the cells it
+//! sends in an [`Outbox`], and says when it next needs to run. The same
+//! nodes run under the virtual-time driver (`aurora-sim`) and, later, the
+//! real-time driver.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`switch`] | the ATM cell switch: per-input-port VC and VP translation |
+//! | [`traffic`] | a host that sends and checks AAL5 flows, for scenarios |
+
+pub mod switch;
+pub mod traffic;
+
+use aurora_time::Instant;
+use aurora_wire::CellBytes;
+
+/// A port number on a node.
+pub type PortId = u16;
+
+/// The cells a node sends during one call, each with its output port, in
+/// the order they were sent.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    cells: Vec<(PortId, CellBytes)>,
+}
+
+impl Outbox {
+    /// Sends `cell` out of `port`.
+    #[inline]
+    pub fn push(&mut self, port: PortId, cell: CellBytes) {
+        self.cells.push((port, cell));
+    }
+    /// True when nothing was sent.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+    /// Takes the cells sent, oldest first.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, (PortId, CellBytes)> {
+        self.cells.drain(..)
+    }
+}
+
+/// A sans-I/O network node.
+pub trait Node {
+    /// How many ports the node has (numbered from 0).
+    fn ports(&self) -> usize;
+    /// Cells arrived on `port` at `now`.
+    fn receive(&mut self, now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox);
+    /// Time-driven work due by `now` (timers, traffic to send).
+    fn poll(&mut self, now: Instant, out: &mut Outbox);
+    /// When [`Node::poll`] next needs to run, if ever.
+    fn poll_at(&self) -> Option<Instant>;
+}

@@ -1,0 +1,207 @@
+//! A one-port host that sends AAL5 flows on a schedule and checks every PDU
+//! it receives, for scenarios and tests.
+//!
+//! PDU `seq` of a flow carries `seq` in its first eight bytes (big-endian)
+//! and a pattern derived from the sequence number after that (not from the
+//! VC: switches translate it), so a receiver knows what each PDU must hold
+//! and which ones are missing or out of order.
+
+use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, RxStats, Status, TxError, VcConfig};
+use aurora_time::{Duration, Instant};
+use aurora_wire::cell::{Format, VcId};
+use aurora_wire::{aal5, CellBytes};
+use rustc_hash::FxHashMap;
+
+use crate::{Node, Outbox, PortId};
+
+/// A flow to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// The VC to send on.
+    pub vc: VcId,
+    /// SDU length in bytes (at least 8, at most 65535).
+    pub sdu_len: usize,
+    /// PDUs to send.
+    pub count: u64,
+    /// When the first PDU goes.
+    pub start: Instant,
+    /// Time between PDUs.
+    pub interval: Duration,
+}
+
+/// What a host found on one receiving VC.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxFlow {
+    /// PDUs delivered intact, in order.
+    pub delivered: u64,
+    /// PDUs missing from the sequence.
+    pub missing: u64,
+    /// PDUs delivered with the wrong bytes (must stay zero).
+    pub corrupted: u64,
+    /// PDUs that arrived after a later one (must stay zero on one VC).
+    pub out_of_order: u64,
+    next_seq: u64,
+}
+
+#[derive(Debug)]
+struct TxFlow {
+    spec: Flow,
+    tx: Aal5Tx,
+    next: Instant,
+    sent: u64,
+}
+
+/// The bytes of PDU `seq` of a flow.
+pub fn pattern(seq: u64, len: usize, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(&seq.to_be_bytes());
+    out.extend((8..len).map(|k| (seq as usize * 31 + k * 7) as u8));
+    out.truncate(len);
+}
+
+/// The traffic host.
+#[derive(Debug)]
+pub struct TrafficHost {
+    flows: Vec<TxFlow>,
+    rx: Aal5Rx,
+    rx_flows: FxHashMap<VcId, RxFlow>,
+    format: Format,
+    cells: Vec<CellBytes>,
+    sdu: Vec<u8>,
+    want: Vec<u8>,
+    cells_sent: u64,
+}
+
+impl TrafficHost {
+    /// A host with no flows.
+    pub fn new(format: Format) -> Self {
+        TrafficHost {
+            flows: Vec::new(),
+            rx: Aal5Rx::new(RxConfig {
+                format,
+                ..RxConfig::default()
+            }),
+            rx_flows: FxHashMap::default(),
+            format,
+            cells: Vec::new(),
+            sdu: Vec::new(),
+            want: Vec::new(),
+            cells_sent: 0,
+        }
+    }
+
+    /// Adds a flow to send.
+    pub fn add_flow(&mut self, f: Flow) -> Result<(), TxError> {
+        if f.sdu_len < 8 || f.sdu_len > aal5::MAX_SDU {
+            return Err(TxError::TooLong {
+                len: f.sdu_len,
+                max: aal5::MAX_SDU,
+            });
+        }
+        let tx = Aal5Tx::new(f.vc, self.format)?;
+        self.flows.push(TxFlow {
+            spec: f,
+            tx,
+            next: f.start,
+            sent: 0,
+        });
+        Ok(())
+    }
+
+    /// Expects a flow arriving on `vc`.
+    pub fn expect(&mut self, vc: VcId) {
+        let _ = self.rx.open_vc(vc, VcConfig::default());
+        self.rx_flows.entry(vc).or_default();
+    }
+
+    /// PDUs sent on flow `i` (in the order added).
+    pub fn sent(&self, i: usize) -> u64 {
+        self.flows.get(i).map_or(0, |f| f.sent)
+    }
+
+    /// Cells sent in all.
+    pub fn cells_sent(&self) -> u64 {
+        self.cells_sent
+    }
+
+    /// What arrived on `vc`.
+    pub fn received(&self, vc: VcId) -> RxFlow {
+        self.rx_flows.get(&vc).copied().unwrap_or_default()
+    }
+
+    /// The reassembler's totals.
+    pub fn rx_stats(&self) -> RxStats {
+        self.rx.stats()
+    }
+
+    /// True when every flow has sent all its PDUs.
+    pub fn done_sending(&self) -> bool {
+        self.flows.iter().all(|f| f.sent >= f.spec.count)
+    }
+}
+
+impl Node for TrafficHost {
+    fn ports(&self) -> usize {
+        1
+    }
+
+    fn receive(&mut self, now: Instant, _port: PortId, cells: &[CellBytes], _out: &mut Outbox) {
+        let flows = &mut self.rx_flows;
+        let want = &mut self.want;
+        self.rx.push(now, cells, &mut |d| {
+            let Some(f) = flows.get_mut(&d.vc) else {
+                return;
+            };
+            let sdu = d.sdu();
+            let Some(seq) = sdu
+                .get(..8)
+                .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+            else {
+                f.corrupted += 1;
+                return;
+            };
+            pattern(seq, sdu.len(), want);
+            if d.status != Status::Intact || sdu != &want[..] {
+                f.corrupted += 1;
+                return;
+            }
+            if seq < f.next_seq {
+                f.out_of_order += 1;
+                return;
+            }
+            f.missing += seq - f.next_seq;
+            f.next_seq = seq + 1;
+            f.delivered += 1;
+        });
+    }
+
+    fn poll(&mut self, now: Instant, out: &mut Outbox) {
+        self.rx.handle_timeout(now);
+        for f in &mut self.flows {
+            while f.sent < f.spec.count && f.next <= now {
+                pattern(f.sent, f.spec.sdu_len, &mut self.sdu);
+                self.cells.resize(aal5::cells_for(f.spec.sdu_len), [0; 53]);
+                if let Ok(n) =
+                    f.tx.segment_into(&self.sdu, PduOptions::default(), &mut self.cells)
+                {
+                    for c in &self.cells[..n] {
+                        out.push(0, *c);
+                    }
+                    self.cells_sent += n as u64;
+                }
+                f.sent += 1;
+                f.next += f.spec.interval;
+            }
+        }
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        let next_send = self
+            .flows
+            .iter()
+            .filter(|f| f.sent < f.spec.count)
+            .map(|f| f.next)
+            .min();
+        [next_send, self.rx.poll_at()].into_iter().flatten().min()
+    }
+}

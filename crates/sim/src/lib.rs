@@ -1,0 +1,376 @@
+//! The virtual-time driver: a discrete-event loop that runs Aurora's nodes
+//! (`aurora-net`) and models the links between them.
+//!
+//! Events are ordered by (time, sequence number), so a run is a pure
+//! function of its topology and its seed: every link direction draws its
+//! loss and bit errors from its own generator, seeded from the run's seed
+//! and the direction's number. [`Sim::trace_hash`] digests every delivery
+//! (time, node, port, cell bytes), so two runs can be compared exactly.
+//!
+//! A link direction models the sending port's output: a bounded transmit
+//! buffer (a full buffer is a counted drop, as at a switch's output FIFO),
+//! serialisation at the link's rate, propagation delay, then loss and bit
+//! errors.
+
+use std::any::Any;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::fmt;
+
+use aurora_net::{Node, Outbox, PortId};
+use aurora_time::{Duration, Instant};
+use aurora_wire::CellBytes;
+
+/// A node the simulator can also hand back by its concrete type.
+pub trait SimNode: Node + Any {}
+impl<T: Node + Any> SimNode for T {}
+
+/// A node's number in a simulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeId(pub u32);
+
+/// One direction of a link.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkSpec {
+    /// Cells per second.
+    pub rate: f64,
+    /// Propagation delay.
+    pub delay: Duration,
+    /// Cells the transmit buffer holds (the one being sent included).
+    pub buffer: usize,
+    /// Probability a cell is lost.
+    pub loss: f64,
+    /// Probability a cell gets one flipped bit.
+    pub bit_error: f64,
+}
+
+impl LinkSpec {
+    /// An error-free link at `rate` cells per second.
+    pub fn clean(rate: f64, delay: Duration, buffer: usize) -> Self {
+        LinkSpec {
+            rate,
+            delay,
+            buffer,
+            loss: 0.0,
+            bit_error: 0.0,
+        }
+    }
+}
+
+/// What one link direction did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirCounters {
+    /// Cells offered by the sending node.
+    pub offered: u64,
+    /// Cells dropped because the transmit buffer was full.
+    pub overflow: u64,
+    /// Cells lost on the way.
+    pub lost: u64,
+    /// Cells delivered with a flipped bit.
+    pub errored: u64,
+    /// Cells delivered.
+    pub delivered: u64,
+}
+
+/// Why a topology was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimError {
+    /// The node or port does not exist.
+    NoSuchPort(NodeId, PortId),
+    /// The port is already connected.
+    PortTaken(NodeId, PortId),
+    /// The link's rate is not a positive number of cells per second.
+    BadRate(f64),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::NoSuchPort(n, p) => write!(f, "node {} has no port {p}", n.0),
+            SimError::PortTaken(n, p) => write!(f, "port {p} of node {} is already connected", n.0),
+            SimError::BadRate(r) => write!(
+                f,
+                "link rate {r} is not a positive number of cells per second"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+struct Dir {
+    to: (u32, PortId),
+    spec: LinkSpec,
+    cell_time: Duration,
+    busy_until: Instant,
+    /// Times at which cells still in the transmit buffer finish sending.
+    departures: VecDeque<Instant>,
+    rng: u64,
+    counters: DirCounters,
+}
+
+impl Dir {
+    fn next(&mut self) -> u64 {
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
+    }
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Deliver { dir: u32, cell: CellBytes },
+    Wake { node: u32 },
+}
+
+/// The simulator.
+pub struct Sim {
+    nodes: Vec<Box<dyn SimNode>>,
+    /// Per node, per port: the direction leaving it.
+    out: Vec<Vec<Option<u32>>>,
+    dirs: Vec<Dir>,
+    queue: BinaryHeap<Reverse<(Instant, u64, Kind)>>,
+    wake: Vec<Option<Instant>>,
+    seq: u64,
+    now: Instant,
+    seed: u64,
+    trace: u64,
+    events: u64,
+    unconnected: u64,
+    in_flight: u64,
+    outbox: Outbox,
+}
+
+impl Sim {
+    /// An empty simulation whose random streams derive from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Sim {
+            nodes: Vec::new(),
+            out: Vec::new(),
+            dirs: Vec::new(),
+            queue: BinaryHeap::new(),
+            wake: Vec::new(),
+            seq: 0,
+            now: Instant::ZERO,
+            seed,
+            trace: 0xcbf2_9ce4_8422_2325,
+            events: 0,
+            unconnected: 0,
+            in_flight: 0,
+            outbox: Outbox::default(),
+        }
+    }
+
+    /// Adds a node.
+    pub fn add_node(&mut self, node: impl SimNode) -> NodeId {
+        let id = self.nodes.len() as u32;
+        self.out.push(vec![None; node.ports()]);
+        self.nodes.push(Box::new(node));
+        self.wake.push(None);
+        self.schedule_wake(id);
+        NodeId(id)
+    }
+
+    /// Joins port `a` to port `b` with one link per direction.
+    pub fn connect(
+        &mut self,
+        a: (NodeId, PortId),
+        b: (NodeId, PortId),
+        spec: LinkSpec,
+    ) -> Result<(), SimError> {
+        self.connect_asymmetric(a, b, spec, spec)
+    }
+
+    /// Joins two ports with different links in each direction.
+    pub fn connect_asymmetric(
+        &mut self,
+        a: (NodeId, PortId),
+        b: (NodeId, PortId),
+        a_to_b: LinkSpec,
+        b_to_a: LinkSpec,
+    ) -> Result<(), SimError> {
+        for s in [a_to_b, b_to_a] {
+            if !(s.rate > 0.0 && s.rate.is_finite()) {
+                return Err(SimError::BadRate(s.rate));
+            }
+        }
+        for (n, p) in [a, b] {
+            match self
+                .out
+                .get(n.0 as usize)
+                .and_then(|v| v.get(usize::from(p)))
+            {
+                None => return Err(SimError::NoSuchPort(n, p)),
+                Some(Some(_)) => return Err(SimError::PortTaken(n, p)),
+                Some(None) => {}
+            }
+        }
+        for ((from, fp), (to, tp), spec) in [(a, b, a_to_b), (b, a, b_to_a)] {
+            let k = self.dirs.len() as u32;
+            self.out[from.0 as usize][usize::from(fp)] = Some(k);
+            let mix = self.seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.dirs.push(Dir {
+                to: (to.0, tp),
+                spec,
+                cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
+                busy_until: Instant::ZERO,
+                departures: VecDeque::new(),
+                rng: mix | 1,
+                counters: DirCounters::default(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs every event up to and including `end`; the clock then reads `end`.
+    pub fn run_until(&mut self, end: Instant) {
+        while let Some(Reverse((at, _, _))) = self.queue.peek() {
+            if *at > end {
+                break;
+            }
+            let Some(Reverse((at, _, kind))) = self.queue.pop() else {
+                break;
+            };
+            self.now = at;
+            self.events += 1;
+            match kind {
+                Kind::Deliver { dir, cell } => {
+                    self.in_flight -= 1;
+                    let d = &mut self.dirs[dir as usize];
+                    d.counters.delivered += 1;
+                    let (node, port) = d.to;
+                    self.digest(at, node, port, &cell);
+                    let mut out = std::mem::take(&mut self.outbox);
+                    self.nodes[node as usize].receive(at, port, &[cell], &mut out);
+                    self.route(node, &mut out);
+                    self.outbox = out;
+                    self.schedule_wake(node);
+                }
+                Kind::Wake { node } => {
+                    if self.wake[node as usize] != Some(at) {
+                        continue; // superseded
+                    }
+                    self.wake[node as usize] = None;
+                    let mut out = std::mem::take(&mut self.outbox);
+                    self.nodes[node as usize].poll(at, &mut out);
+                    self.route(node, &mut out);
+                    self.outbox = out;
+                    self.schedule_wake(node);
+                }
+            }
+        }
+        self.now = self.now.max(end);
+    }
+
+    fn push(&mut self, at: Instant, kind: Kind) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq, kind)));
+    }
+
+    fn schedule_wake(&mut self, node: u32) {
+        let Some(t) = self.nodes[node as usize].poll_at() else {
+            return;
+        };
+        let t = t.max(self.now);
+        if self.wake[node as usize].is_none_or(|w| t < w) {
+            self.wake[node as usize] = Some(t);
+            self.push(t, Kind::Wake { node });
+        }
+    }
+
+    /// Puts a node's sent cells on its links.
+    fn route(&mut self, node: u32, out: &mut Outbox) {
+        let now = self.now;
+        for (port, mut cell) in out.drain() {
+            let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
+                self.unconnected += 1;
+                continue;
+            };
+            let d = &mut self.dirs[k as usize];
+            d.counters.offered += 1;
+            while d.departures.front().is_some_and(|&t| t <= now) {
+                d.departures.pop_front();
+            }
+            if d.departures.len() >= d.spec.buffer.max(1) {
+                d.counters.overflow += 1;
+                continue;
+            }
+            let start = d.busy_until.max(now);
+            d.busy_until = start + d.cell_time;
+            d.departures.push_back(d.busy_until);
+            if d.chance(d.spec.loss) {
+                d.counters.lost += 1;
+                continue;
+            }
+            if d.chance(d.spec.bit_error) {
+                let bit = (d.next() % (53 * 8)) as usize;
+                cell[bit / 8] ^= 0x80 >> (bit % 8);
+                d.counters.errored += 1;
+            }
+            let arrive = d.busy_until + d.spec.delay;
+            self.in_flight += 1;
+            self.push(arrive, Kind::Deliver { dir: k, cell });
+        }
+    }
+
+    fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &CellBytes) {
+        let mut h = self.trace;
+        let mut eat = |b: u8| {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01B3);
+        };
+        at.as_nanos().to_le_bytes().into_iter().for_each(&mut eat);
+        node.to_le_bytes().into_iter().for_each(&mut eat);
+        port.to_le_bytes().into_iter().for_each(&mut eat);
+        cell.iter().copied().for_each(&mut eat);
+        self.trace = h;
+    }
+
+    /// The simulated clock.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Events handled so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Cells on links, not yet delivered.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    /// A digest of every delivery so far.
+    pub fn trace_hash(&self) -> u64 {
+        self.trace
+    }
+
+    /// Cells sent out of ports with no link.
+    pub fn unconnected(&self) -> u64 {
+        self.unconnected
+    }
+
+    /// The counters of the link direction leaving `port` of `node`.
+    pub fn link(&self, node: NodeId, port: PortId) -> Option<DirCounters> {
+        let k = (*self.out.get(node.0 as usize)?.get(usize::from(port))?)?;
+        Some(self.dirs[k as usize].counters)
+    }
+
+    /// A node, by its concrete type.
+    pub fn node<T: Node + Any>(&self, id: NodeId) -> Option<&T> {
+        let n: &dyn Any = self.nodes.get(id.0 as usize)?.as_ref();
+        n.downcast_ref::<T>()
+    }
+
+    /// A node, by its concrete type, to change it between runs.
+    pub fn node_mut<T: Node + Any>(&mut self, id: NodeId) -> Option<&mut T> {
+        let n: &mut dyn Any = self.nodes.get_mut(id.0 as usize)?.as_mut();
+        n.downcast_mut::<T>()
+    }
+}
