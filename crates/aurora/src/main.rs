@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bench_net;
 mod bench_sar;
 mod ttcp;
 
@@ -32,6 +33,19 @@ enum Command {
 
 #[derive(Subcommand)]
 enum Bench {
+    /// Cells per second through a 16-port switch with a full translation
+    /// table, against the OC-192c and OC-768c line rates.
+    Switch {
+        /// Seconds per figure.
+        #[arg(long, default_value_t = 0.5)]
+        secs: f64,
+    },
+    /// Virtual-time engine events per second against a bare event queue.
+    Sim {
+        /// Seconds per figure.
+        #[arg(long, default_value_t = 1.0)]
+        secs: f64,
+    },
     /// AAL5 and AAL3/4 segmentation and reassembly against memcpy, HEC rates.
     Sar {
         /// Seconds spent on each figure.
@@ -80,6 +94,51 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Bench {
+            what: Bench::Switch { secs },
+        } => {
+            if !(secs > 0.0 && secs.is_finite()) {
+                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
+                return ExitCode::FAILURE;
+            }
+            println!(
+                "aurora bench switch (one thread, 16 ports, {} VC entries per input port)",
+                4096
+            );
+            println!(
+                "{:>6} {:>14} {:>10} {:>10}",
+                "batch", "cells/s", "x OC-192c", "x OC-768c"
+            );
+            for batch in [32, 64, 128, 256] {
+                let r = bench_net::switch_rate(batch, secs);
+                println!(
+                    "{batch:>6} {:>13.1}M {:>10.2} {:>10.2}",
+                    r / 1e6,
+                    r / bench_net::OC192_CELLS,
+                    r / bench_net::OC768_CELLS
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Bench {
+            what: Bench::Sim { secs },
+        } => {
+            if !(secs > 0.0 && secs.is_finite()) {
+                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
+                return ExitCode::FAILURE;
+            }
+            let (sim, heap, events) = bench_net::sim_rates(secs);
+            println!(
+                "aurora bench sim (one thread; 2 switches, 12 hosts, 6 flows of 9180-byte PDUs)"
+            );
+            println!("simulator: {:.2}M events/s ({events} events)", sim / 1e6);
+            println!(
+                "bare binary heap, same event size: {:.2}M push+pop/s",
+                heap / 1e6
+            );
+            println!("simulator / bare heap: {:.3}", sim / heap);
+            ExitCode::SUCCESS
+        }
         Command::Version => {
             println!("aurora {}", env!("CARGO_PKG_VERSION"));
             println!("AAL5 CRC kernel: {:?}", aurora_sar::Kernel::best());

@@ -62,3 +62,15 @@ fn bad_arguments_get_one_clear_sentence() {
     let e = String::from_utf8(out.stderr).unwrap();
     assert!(e.contains("--secs"), "{e}");
 }
+
+#[test]
+fn switch_and_sim_benches_print_their_figures() {
+    let out = aurora().args(["bench", "switch", "--secs", "0.02"]).output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("x OC-768c") && s.lines().count() >= 6, "{s}");
+    let out = aurora().args(["bench", "sim", "--secs", "0.05"]).output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("events/s") && s.contains("simulator / bare heap"), "{s}");
+}
