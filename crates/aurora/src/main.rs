@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench_net;
 mod bench_sar;
+mod run;
 mod ttcp;
 
 /// Aurora: a software gigabit-networking testbed.
@@ -23,6 +24,23 @@ enum Command {
     /// Move PDUs between two ends through a host interface and a link,
     /// verifying every byte (ttcp_atm's options, plus sweeps and a TCP baseline).
     Ttcp(Box<ttcp::TtcpArgs>),
+    /// Run a topology file (see examples/dan.toml).
+    Run {
+        /// The topology file.
+        file: std::path::PathBuf,
+        /// Run in virtual time (the real-time driver is not built yet).
+        #[arg(long)]
+        r#virtual: bool,
+        /// How long to run, e.g. 200ms or 2s.
+        #[arg(long, default_value = "1s")]
+        duration: String,
+        /// Seed of every link's loss and bit errors.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
     Bench {
@@ -138,6 +156,42 @@ fn main() -> ExitCode {
             );
             println!("simulator / bare heap: {:.3}", sim / heap);
             ExitCode::SUCCESS
+        }
+        Command::Run {
+            file,
+            r#virtual,
+            duration,
+            seed,
+            json,
+        } => {
+            if !r#virtual {
+                eprintln!("aurora run: the real-time driver is not built yet; add --virtual to run {} in virtual time", file.display());
+                return ExitCode::FAILURE;
+            }
+            let d = match aurora_topo::parse_duration(&duration) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("aurora run: --duration {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match run::run(&file, d, seed) {
+                Ok(r) if json => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&r).expect("report serialises")
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(r) => {
+                    print!("{}", run::text(&r));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("aurora run: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Version => {
             println!("aurora {}", env!("CARGO_PKG_VERSION"));

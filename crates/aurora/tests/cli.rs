@@ -65,12 +65,55 @@ fn bad_arguments_get_one_clear_sentence() {
 
 #[test]
 fn switch_and_sim_benches_print_their_figures() {
-    let out = aurora().args(["bench", "switch", "--secs", "0.02"]).output().unwrap();
+    let out = aurora()
+        .args(["bench", "switch", "--secs", "0.02"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
     assert!(s.contains("x OC-768c") && s.lines().count() >= 6, "{s}");
-    let out = aurora().args(["bench", "sim", "--secs", "0.05"]).output().unwrap();
+    let out = aurora()
+        .args(["bench", "sim", "--secs", "0.05"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
-    assert!(s.contains("events/s") && s.contains("simulator / bare heap"), "{s}");
+    assert!(
+        s.contains("events/s") && s.contains("simulator / bare heap"),
+        "{s}"
+    );
+}
+
+#[test]
+fn run_plays_a_topology_in_virtual_time() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
+    let out = aurora()
+        .args(["run", file, "--virtual", "--duration", "100ms", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in r["pvcs"].as_array().unwrap() {
+        assert_eq!(p["corrupted"], 0);
+        assert_eq!(p["missing"], 0);
+        assert!(p["delivered"].as_u64().unwrap() > 0, "{p}");
+    }
+    let again = aurora()
+        .args(["run", file, "--virtual", "--duration", "100ms", "--json"])
+        .output()
+        .unwrap();
+    let r2: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(r["trace"], r2["trace"]);
+    let real = aurora().args(["run", file]).output().unwrap();
+    assert!(!real.status.success());
+    assert!(String::from_utf8_lossy(&real.stderr).contains("--virtual"));
+    let missing = aurora()
+        .args(["run", "no-such-file.toml", "--virtual"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read no-such-file.toml"));
 }

@@ -1,0 +1,164 @@
+//! `aurora run`: a topology file, run in virtual time, with a report of
+//! every PVC, link direction and switch port.
+
+use std::path::Path;
+
+use aurora_net::switch::AtmSwitch;
+use aurora_net::traffic::TrafficHost;
+use aurora_time::{Duration, Instant};
+use serde::Serialize;
+
+/// One PVC's outcome.
+#[derive(Debug, Serialize)]
+pub struct PvcRow {
+    /// PVC name.
+    pub name: String,
+    /// PDUs sent.
+    pub sent: u64,
+    /// PDUs delivered intact and in order.
+    pub delivered: u64,
+    /// PDUs missing from the sequence.
+    pub missing: u64,
+    /// PDUs delivered with wrong bytes (always 0 unless something is broken).
+    pub corrupted: u64,
+}
+
+/// One link direction's counters.
+#[derive(Debug, Serialize)]
+pub struct LinkRow {
+    /// "from -> to".
+    pub dir: String,
+    /// Cells offered.
+    pub offered: u64,
+    /// Cells delivered.
+    pub delivered: u64,
+    /// Cells dropped at a full transmit buffer.
+    pub overflow: u64,
+    /// Cells lost.
+    pub lost: u64,
+    /// Cells delivered with a bit error.
+    pub errored: u64,
+}
+
+/// The run's report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Virtual time simulated.
+    pub virtual_secs: f64,
+    /// Events handled.
+    pub events: u64,
+    /// Digest of every delivery: equal for equal topology and seed.
+    pub trace: String,
+    /// Per PVC.
+    pub pvcs: Vec<PvcRow>,
+    /// Per link direction.
+    pub links: Vec<LinkRow>,
+    /// Per switch port: (switch, port, in, out, dropped).
+    pub switch_ports: Vec<(String, u16, u64, u64, u64)>,
+}
+
+/// Loads and runs `path` for `duration` of virtual time.
+pub fn run(path: &Path, duration: Duration, seed: u64) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut net = aurora_topo::load(&text, seed).map_err(|p| {
+        let n = p.0.len();
+        let list: Vec<String> =
+            p.0.iter()
+                .map(|x| format!("{}:{x}", path.display()))
+                .collect();
+        format!(
+            "{} has {n} problem{}:\n{}",
+            path.display(),
+            if n == 1 { "" } else { "s" },
+            list.join("\n")
+        )
+    })?;
+    net.sim.run_until(Instant::ZERO + duration);
+    let sim = &net.sim;
+    let pvcs = net
+        .pvcs
+        .iter()
+        .map(|p| {
+            let src = sim
+                .node::<TrafficHost>(p.from)
+                .expect("hosts are traffic hosts");
+            let dst = sim
+                .node::<TrafficHost>(p.to)
+                .expect("hosts are traffic hosts");
+            let r = dst.received(p.to_vc);
+            PvcRow {
+                name: p.name.clone(),
+                sent: p.flows.iter().map(|&i| src.sent(i)).sum(),
+                delivered: r.delivered,
+                missing: r.missing,
+                corrupted: r.corrupted + r.out_of_order,
+            }
+        })
+        .collect();
+    let mut links = Vec::new();
+    for ((an, ai, ap), (bn, bi, bp)) in &net.links {
+        for (from, fid, fp, to) in [(an, *ai, *ap, bn), (bn, *bi, *bp, an)] {
+            if let Some(c) = sim.link(fid, fp) {
+                links.push(LinkRow {
+                    dir: format!("{from}:{fp} -> {to}"),
+                    offered: c.offered,
+                    delivered: c.delivered,
+                    overflow: c.overflow,
+                    lost: c.lost,
+                    errored: c.errored,
+                });
+            }
+        }
+    }
+    let mut switch_ports = Vec::new();
+    for (name, id, ports) in &net.switches {
+        let sw = sim.node::<AtmSwitch>(*id).expect("switches are switches");
+        for p in 0..*ports {
+            let c = sw.counters(p).expect("port exists");
+            switch_ports.push((name.clone(), p, c.cells_in, c.cells_out, c.dropped_total()));
+        }
+    }
+    Ok(Report {
+        virtual_secs: duration.as_secs_f64(),
+        events: sim.events(),
+        trace: format!("{:016x}", sim.trace_hash()),
+        pvcs,
+        links,
+        switch_ports,
+    })
+}
+
+/// The report as text.
+pub fn text(r: &Report) -> String {
+    let mut s = format!(
+        "virtual time {:.3} s, {} events, trace {}\n\n{:<28} {:>8} {:>10} {:>8} {:>10}\n",
+        r.virtual_secs, r.events, r.trace, "PVC", "sent", "delivered", "missing", "corrupted"
+    );
+    for p in &r.pvcs {
+        s += &format!(
+            "{:<28} {:>8} {:>10} {:>8} {:>10}\n",
+            p.name, p.sent, p.delivered, p.missing, p.corrupted
+        );
+    }
+    s += &format!(
+        "\n{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
+        "link (cells)", "offered", "delivered", "overflow", "lost", "errored"
+    );
+    for l in &r.links {
+        s += &format!(
+            "{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
+            l.dir, l.offered, l.delivered, l.overflow, l.lost, l.errored
+        );
+    }
+    s += &format!(
+        "\n{:<12} {:>5} {:>10} {:>10} {:>8}\n",
+        "switch", "port", "cells in", "cells out", "dropped"
+    );
+    for (n, p, i, o, d) in &r.switch_ports {
+        if i + o + d > 0 {
+            s += &format!("{n:<12} {p:>5} {i:>10} {o:>10} {d:>8}\n");
+        }
+    }
+    s
+}

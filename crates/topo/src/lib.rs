@@ -1,0 +1,760 @@
+//! Topology files: a cell network described in TOML, checked all at once
+//! (every problem reported with its line and column), and compiled into
+//! nodes, switch translation tables and flows.
+//!
+//! ```toml
+//! [[switch]]
+//! name = "sw1"
+//! ports = 4
+//!
+//! [[host]]
+//! name = "h1"
+//!
+//! [[link]]                  # hosts have one port; name a switch port as "sw1:2"
+//! a = "h1"
+//! b = "sw1:0"
+//! rate = "oc3"              # oc3 | oc12 | oc48 | oc192 | oc768 | cells per second
+//! delay = "5us"             # ns, us, ms or s
+//! buffer = 4096             # cells in each direction's transmit buffer
+//! loss = 0.0                # per-cell probabilities, seeded per direction
+//! bit_error = 0.0
+//!
+//! [[pvc]]                   # an end-to-end path; Aurora fills in the switch tables
+//! name = "h1-to-h3"
+//! path = ["h1", "sw1", "sw2", "h3"]
+//! from_vc = "0.100"         # optional: the VC at the sender (else chosen)
+//! to_vc = "0.300"           # optional: the VC at the receiver (else chosen)
+//!
+//! [[flow]]
+//! pvc = "h1-to-h3"
+//! sdu = 9180                # bytes, 8 to 65535
+//! count = 100
+//! interval = "2ms"
+//! start = "0ms"             # optional
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::ops::Range;
+
+use aurora_net::switch::AtmSwitch;
+use aurora_net::traffic::{Flow, TrafficHost};
+use aurora_net::PortId;
+use aurora_sim::{LinkSpec, NodeId, Sim};
+use aurora_time::{Duration, Instant};
+use aurora_wire::cell::{Format, VcId};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    /// Switches.
+    #[serde(default)]
+    pub switch: Vec<Spanned<SwitchDef>>,
+    /// Hosts.
+    #[serde(default)]
+    pub host: Vec<Spanned<HostDef>>,
+    /// Links.
+    #[serde(default)]
+    pub link: Vec<Spanned<LinkDef>>,
+    /// Permanent virtual circuits.
+    #[serde(default)]
+    pub pvc: Vec<Spanned<PvcDef>>,
+    /// Traffic.
+    #[serde(default)]
+    pub flow: Vec<Spanned<FlowDef>>,
+}
+
+/// A switch.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchDef {
+    /// Its name.
+    pub name: String,
+    /// Number of ports.
+    pub ports: u16,
+}
+
+/// A host (one port).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostDef {
+    /// Its name.
+    pub name: String,
+}
+
+fn default_rate() -> String {
+    "oc3".into()
+}
+fn default_buffer() -> usize {
+    4096
+}
+
+/// A link between two ports.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkDef {
+    /// One end: `host` or `switch:port`.
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// Line rate name or cells per second.
+    #[serde(default = "default_rate")]
+    pub rate: String,
+    /// Propagation delay.
+    #[serde(default)]
+    pub delay: Option<String>,
+    /// Transmit buffer per direction, in cells.
+    #[serde(default = "default_buffer")]
+    pub buffer: usize,
+    /// Probability a cell is lost.
+    #[serde(default)]
+    pub loss: f64,
+    /// Probability a cell gets one flipped bit.
+    #[serde(default)]
+    pub bit_error: f64,
+}
+
+/// A PVC as an end-to-end path of node names.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PvcDef {
+    /// Its name.
+    pub name: String,
+    /// Host, switches..., host.
+    pub path: Vec<String>,
+    /// VC at the sending host.
+    #[serde(default)]
+    pub from_vc: Option<String>,
+    /// VC at the receiving host.
+    #[serde(default)]
+    pub to_vc: Option<String>,
+}
+
+/// A flow of AAL5 PDUs on a PVC.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowDef {
+    /// The PVC.
+    pub pvc: String,
+    /// SDU size in bytes.
+    pub sdu: usize,
+    /// Number of PDUs.
+    pub count: u64,
+    /// Time between PDUs.
+    pub interval: String,
+    /// Time of the first PDU.
+    #[serde(default)]
+    pub start: Option<String>,
+}
+
+/// One problem in a topology file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// What is wrong.
+    pub msg: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.col, self.msg)
+    }
+}
+
+/// Every problem found, in file order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problems(pub Vec<Problem>);
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Problems {}
+
+/// A PVC after compilation.
+#[derive(Clone, Debug)]
+pub struct PvcInfo {
+    /// Its name.
+    pub name: String,
+    /// Sending host.
+    pub from: NodeId,
+    /// VC it sends on.
+    pub from_vc: VcId,
+    /// Receiving host.
+    pub to: NodeId,
+    /// VC it arrives on.
+    pub to_vc: VcId,
+    /// Index of each of its flows in the sending host.
+    pub flows: Vec<usize>,
+}
+
+/// One end of a link: node name, node, port.
+pub type LinkEnd = (String, NodeId, PortId);
+
+/// A network ready to run.
+pub struct Network {
+    /// The simulator holding every node and link.
+    pub sim: Sim,
+    /// Host names and ids.
+    pub hosts: Vec<(String, NodeId)>,
+    /// Switch names, ids and port counts.
+    pub switches: Vec<(String, NodeId, u16)>,
+    /// Links, as their two ends.
+    pub links: Vec<(LinkEnd, LinkEnd)>,
+    /// PVCs.
+    pub pvcs: Vec<PvcInfo>,
+}
+
+struct Ctx<'a> {
+    text: &'a str,
+    problems: Vec<Problem>,
+}
+
+impl Ctx<'_> {
+    fn at(&mut self, span: Range<usize>, msg: String) {
+        let upto = &self.text[..span.start.min(self.text.len())];
+        let line = upto.matches('\n').count() + 1;
+        let col = upto.len() - upto.rfind('\n').map_or(0, |i| i + 1) + 1;
+        self.problems.push(Problem { line, col, msg });
+    }
+}
+
+/// Parses a duration like `5us`, `2ms`, `1s`, `100ns` or `0`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else if t == "0" {
+        ("0", 1.0)
+    } else {
+        return Err(format!(
+            "\"{s}\" is not a duration (a number with ns, us, ms or s)"
+        ));
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && (v * mult) < 9.2e18 => {
+            Ok(Duration::from_nanos((v * mult).round() as i64))
+        }
+        _ => Err(format!(
+            "\"{s}\" is not a duration (a number with ns, us, ms or s)"
+        )),
+    }
+}
+
+/// Parses a line rate name or a number of cells per second.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let named = match s.trim().to_ascii_lowercase().as_str() {
+        "oc3" | "oc3c" => Some(353_207.5),
+        "oc12" | "oc12c" => Some(1_412_830.0),
+        "oc48" | "oc48c" => Some(5_651_320.0),
+        "oc192" | "oc192c" => Some(22_605_280.0),
+        "oc768" | "oc768c" => Some(90_421_120.0),
+        _ => None,
+    };
+    if let Some(r) = named {
+        return Ok(r);
+    }
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("rate \"{s}\" is not oc3, oc12, oc48, oc192, oc768 or a positive number of cells per second")),
+    }
+}
+
+fn parse_vc(s: &str) -> Result<VcId, String> {
+    let (vpi, vci) = s
+        .split_once('.')
+        .ok_or_else(|| format!("VC \"{s}\" is not of the form vpi.vci"))?;
+    let vpi: u16 = vpi
+        .trim()
+        .parse()
+        .map_err(|_| format!("VPI in \"{s}\" is not a number"))?;
+    let vci: u16 = vci
+        .trim()
+        .parse()
+        .map_err(|_| format!("VCI in \"{s}\" is not a number up to 65535"))?;
+    if vpi > 255 {
+        return Err(format!("VPI {vpi} in \"{s}\" is above 255"));
+    }
+    Ok(VcId::new(vpi, vci))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Host,
+    Switch(u16),
+}
+
+/// Reads, checks and compiles a topology file. `seed` seeds every link's
+/// random stream.
+pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        let mut c = Ctx {
+            text,
+            problems: Vec::new(),
+        };
+        c.at(e.span().unwrap_or(0..0), e.message().to_string());
+        Problems(c.problems)
+    })?;
+    let mut c = Ctx {
+        text,
+        problems: Vec::new(),
+    };
+
+    // Names.
+    let mut kinds: BTreeMap<String, Kind> = BTreeMap::new();
+    for s in &file.switch {
+        if s.get_ref().ports == 0 {
+            c.at(
+                s.span(),
+                format!("switch \"{}\" has no ports", s.get_ref().name),
+            );
+        }
+        if kinds
+            .insert(s.get_ref().name.clone(), Kind::Switch(s.get_ref().ports))
+            .is_some()
+        {
+            c.at(
+                s.span(),
+                format!("the name \"{}\" is used twice", s.get_ref().name),
+            );
+        }
+    }
+    for h in &file.host {
+        if kinds.insert(h.get_ref().name.clone(), Kind::Host).is_some() {
+            c.at(
+                h.span(),
+                format!("the name \"{}\" is used twice", h.get_ref().name),
+            );
+        }
+    }
+
+    // Links.
+    let end = |c: &mut Ctx, span: Range<usize>, s: &str| -> Option<(String, PortId)> {
+        let (name, port) = match s.split_once(':') {
+            Some((n, p)) => match p.parse::<PortId>() {
+                Ok(p) => (n.to_string(), Some(p)),
+                Err(_) => {
+                    c.at(span, format!("port \"{p}\" in \"{s}\" is not a number"));
+                    return None;
+                }
+            },
+            None => (s.to_string(), None),
+        };
+        match kinds.get(&name).copied() {
+            None => {
+                c.at(span, format!("link end \"{s}\" names no host or switch"));
+                None
+            }
+            Some(Kind::Host) => match port {
+                None | Some(0) => Some((name, 0)),
+                Some(p) => {
+                    c.at(span, format!("host \"{name}\" has one port, 0, not {p}"));
+                    None
+                }
+            },
+            Some(Kind::Switch(n)) => match port {
+                Some(p) if p < n => Some((name, p)),
+                Some(p) => {
+                    c.at(
+                        span,
+                        format!("switch \"{name}\" has ports 0 to {}, not {p}", n - 1),
+                    );
+                    None
+                }
+                None => {
+                    c.at(
+                        span,
+                        format!("link end \"{s}\" must name a switch port, as \"{name}:0\""),
+                    );
+                    None
+                }
+            },
+        }
+    };
+    let mut used_ports: BTreeSet<(String, PortId)> = BTreeSet::new();
+    // (name, port) -> (peer name, peer port, link index)
+    let mut peer: BTreeMap<(String, PortId), (String, PortId)> = BTreeMap::new();
+    let mut links = Vec::new();
+    for l in &file.link {
+        let span = l.span();
+        let d = l.get_ref();
+        let a = end(&mut c, span.clone(), &d.a);
+        let b = end(&mut c, span.clone(), &d.b);
+        let rate = parse_rate(&d.rate).map_err(|m| c.at(span.clone(), m)).ok();
+        let delay = match &d.delay {
+            None => Some(Duration::ZERO),
+            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
+        };
+        for (what, p) in [("loss", d.loss), ("bit_error", d.bit_error)] {
+            if !(0.0..=1.0).contains(&p) {
+                c.at(
+                    span.clone(),
+                    format!("{what} {p} is not a probability between 0 and 1"),
+                );
+            }
+        }
+        if d.buffer == 0 {
+            c.at(span.clone(), "buffer must hold at least one cell".into());
+        }
+        if let (Some(a), Some(b)) = (a, b) {
+            for e in [&a, &b] {
+                if !used_ports.insert(e.clone()) {
+                    c.at(
+                        span.clone(),
+                        format!("port {} of \"{}\" is already linked", e.1, e.0),
+                    );
+                }
+            }
+            peer.insert(a.clone(), b.clone());
+            peer.insert(b.clone(), a.clone());
+            if let (Some(rate), Some(delay)) = (rate, delay) {
+                links.push((
+                    a,
+                    b,
+                    LinkSpec {
+                        rate,
+                        delay,
+                        buffer: d.buffer.max(1),
+                        loss: d.loss.clamp(0.0, 1.0),
+                        bit_error: d.bit_error.clamp(0.0, 1.0),
+                    },
+                ));
+            }
+        }
+    }
+
+    // PVCs: find each hop's ports, choose VCs, fill switch tables.
+    let mut tables: BTreeMap<String, Vec<(PortId, VcId, PortId, VcId)>> = BTreeMap::new();
+    // VCs in use on each receiving port.
+    let mut taken: BTreeMap<(String, PortId), BTreeSet<VcId>> = BTreeMap::new();
+    struct Compiled {
+        name: String,
+        from: String,
+        from_vc: VcId,
+        to: String,
+        to_vc: VcId,
+    }
+    let mut compiled: Vec<Compiled> = Vec::new();
+    let mut pvc_names = BTreeSet::new();
+    for p in &file.pvc {
+        let span = p.span();
+        let d = p.get_ref();
+        if !pvc_names.insert(d.name.clone()) {
+            c.at(
+                span.clone(),
+                format!("the PVC name \"{}\" is used twice", d.name),
+            );
+        }
+        if d.path.len() < 2 {
+            c.at(
+                span.clone(),
+                format!("PVC \"{}\" needs a path of at least two nodes", d.name),
+            );
+            continue;
+        }
+        let mut ok = true;
+        for (i, n) in d.path.iter().enumerate() {
+            let ends = i == 0 || i == d.path.len() - 1;
+            match kinds.get(n) {
+                None => {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\" goes through \"{n}\", which is not defined",
+                            d.name
+                        ),
+                    );
+                    ok = false;
+                }
+                Some(Kind::Host) if !ends => {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\" passes through host \"{n}\"; only its ends may be hosts",
+                            d.name
+                        ),
+                    );
+                    ok = false;
+                }
+                Some(Kind::Switch(_)) if ends => {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\" must start and end at hosts, not at switch \"{n}\"",
+                            d.name
+                        ),
+                    );
+                    ok = false;
+                }
+                _ => {}
+            }
+        }
+        if !ok {
+            continue;
+        }
+        // Each hop: (sending node, its port, receiving node, its port).
+        let mut hops = Vec::new();
+        for w in d.path.windows(2) {
+            let joins: Vec<_> = peer
+                .iter()
+                .filter(|((n, _), (m, _))| *n == w[0] && *m == w[1])
+                .map(|((n, np), (m, mp))| (n.clone(), *np, m.clone(), *mp))
+                .collect();
+            match joins.len() {
+                0 => {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\": no link joins \"{}\" and \"{}\"",
+                            d.name, w[0], w[1]
+                        ),
+                    );
+                    ok = false;
+                }
+                1 => hops.push(joins[0].clone()),
+                _ => {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\": \"{}\" and \"{}\" are joined by more than one link",
+                            d.name, w[0], w[1]
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        let from_vc = d
+            .from_vc
+            .as_deref()
+            .map(parse_vc)
+            .transpose()
+            .map_err(|m| c.at(span.clone(), m))
+            .ok();
+        let to_vc = d
+            .to_vc
+            .as_deref()
+            .map(parse_vc)
+            .transpose()
+            .map_err(|m| c.at(span.clone(), m))
+            .ok();
+        let (Some(from_vc), Some(to_vc)) = (from_vc, to_vc) else {
+            continue;
+        };
+        if !ok {
+            continue;
+        }
+        // A VC per hop, unique on the receiving port.
+        let mut vcs = Vec::new();
+        for (i, h) in hops.iter().enumerate() {
+            let key = (h.2.clone(), h.3);
+            let set = taken.entry(key).or_default();
+            let want = if i == 0 {
+                from_vc
+            } else if i == hops.len() - 1 {
+                to_vc
+            } else {
+                None
+            };
+            let vc = match want {
+                Some(v) if set.contains(&v) => {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\": VC {v} is already used on port {} of \"{}\"",
+                            d.name, h.3, h.2
+                        ),
+                    );
+                    ok = false;
+                    v
+                }
+                Some(v) => v,
+                None => match (32u16..=u16::MAX)
+                    .map(|vci| VcId::new(0, vci))
+                    .find(|v| !set.contains(v))
+                {
+                    Some(v) => v,
+                    None => {
+                        c.at(
+                            span.clone(),
+                            format!(
+                                "PVC \"{}\": no free VC on port {} of \"{}\"",
+                                d.name, h.3, h.2
+                            ),
+                        );
+                        ok = false;
+                        VcId::new(0, 0)
+                    }
+                },
+            };
+            set.insert(vc);
+            vcs.push(vc);
+        }
+        if !ok {
+            continue;
+        }
+        for i in 1..hops.len() {
+            // Switch hops[i].0 takes hop i-1's VC on its input port and
+            // sends hop i's VC out of hops[i].1.
+            tables.entry(hops[i].0.clone()).or_default().push((
+                hops[i - 1].3,
+                vcs[i - 1],
+                hops[i].1,
+                vcs[i],
+            ));
+        }
+        compiled.push(Compiled {
+            name: d.name.clone(),
+            from: d.path[0].clone(),
+            from_vc: vcs[0],
+            to: d.path[d.path.len() - 1].clone(),
+            to_vc: vcs[vcs.len() - 1],
+        });
+    }
+
+    // Flows.
+    let mut flows: Vec<(String, Flow)> = Vec::new();
+    for f in &file.flow {
+        let span = f.span();
+        let d = f.get_ref();
+        let pvc = compiled.iter().find(|p| p.name == d.pvc);
+        if pvc.is_none() && !pvc_names.contains(&d.pvc) {
+            c.at(
+                span.clone(),
+                format!("flow names PVC \"{}\", which is not defined", d.pvc),
+            );
+        }
+        if d.sdu < 8 || d.sdu > 65535 {
+            c.at(
+                span.clone(),
+                format!("flow SDU of {} bytes is outside 8 to 65535", d.sdu),
+            );
+        }
+        let interval = parse_duration(&d.interval)
+            .map_err(|m| c.at(span.clone(), m))
+            .ok();
+        let start = match &d.start {
+            None => Some(Duration::ZERO),
+            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
+        };
+        let Some(pvc) = pvc else { continue };
+        if let (Some(interval), Some(start)) = (interval, start) {
+            flows.push((
+                d.pvc.clone(),
+                Flow {
+                    vc: pvc.from_vc,
+                    sdu_len: d.sdu,
+                    count: d.count,
+                    start: Instant::ZERO + start,
+                    interval,
+                },
+            ));
+        }
+    }
+
+    if !c.problems.is_empty() {
+        c.problems.sort_by_key(|p| (p.line, p.col));
+        return Err(Problems(c.problems));
+    }
+
+    // Build.
+    let mut sim = Sim::new(seed);
+    let mut ids: BTreeMap<String, NodeId> = BTreeMap::new();
+    let mut switches = Vec::new();
+    for s in &file.switch {
+        let d = s.get_ref();
+        let mut sw = AtmSwitch::new(usize::from(d.ports), Format::Uni);
+        for &(ip, ivc, op, ovc) in tables.get(&d.name).map(Vec::as_slice).unwrap_or(&[]) {
+            // Ports and VCs were checked above; the VCs are unique per input.
+            sw.add_vc(ip, ivc, op, ovc).map_err(|e| {
+                Problems(vec![Problem {
+                    line: 0,
+                    col: 0,
+                    msg: e.to_string(),
+                }])
+            })?;
+        }
+        let id = sim.add_node(sw);
+        ids.insert(d.name.clone(), id);
+        switches.push((d.name.clone(), id, d.ports));
+    }
+    let mut pvcs = Vec::new();
+    let mut hosts_out = Vec::new();
+    for h in &file.host {
+        let name = &h.get_ref().name;
+        let mut host = TrafficHost::new(Format::Uni);
+        let mut my_flows: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut n = 0;
+        for (pvc, f) in &flows {
+            let p = compiled.iter().find(|p| &p.name == pvc).expect("checked");
+            if &p.from == name {
+                host.add_flow(*f).expect("flow checked");
+                my_flows.entry(pvc.clone()).or_default().push(n);
+                n += 1;
+            }
+        }
+        for p in compiled.iter().filter(|p| &p.to == name) {
+            host.expect(p.to_vc);
+        }
+        let id = sim.add_node(host);
+        ids.insert(name.clone(), id);
+        hosts_out.push((name.clone(), id));
+        for p in compiled.iter().filter(|p| &p.from == name) {
+            pvcs.push((p.name.clone(), my_flows.remove(&p.name).unwrap_or_default()));
+        }
+    }
+    let pvcs = compiled
+        .iter()
+        .map(|p| PvcInfo {
+            name: p.name.clone(),
+            from: ids[&p.from],
+            from_vc: p.from_vc,
+            to: ids[&p.to],
+            to_vc: p.to_vc,
+            flows: pvcs
+                .iter()
+                .find(|(n, _)| *n == p.name)
+                .map(|(_, f)| f.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    let mut links_out = Vec::new();
+    for (a, b, spec) in links {
+        let (ai, bi) = (ids[&a.0], ids[&b.0]);
+        sim.connect((ai, a.1), (bi, b.1), spec).map_err(|e| {
+            Problems(vec![Problem {
+                line: 0,
+                col: 0,
+                msg: e.to_string(),
+            }])
+        })?;
+        links_out.push(((a.0, ai, a.1), (b.0, bi, b.1)));
+    }
+    Ok(Network {
+        sim,
+        hosts: hosts_out,
+        switches,
+        links: links_out,
+        pvcs,
+    })
+}

@@ -1,0 +1,121 @@
+//! Topology files: every problem at once, with its place; good files compile
+//! into working networks.
+
+use aurora_net::traffic::TrafficHost;
+use aurora_time::Instant;
+
+const GOOD: &str = include_str!("../../../examples/dan.toml");
+
+#[test]
+fn the_example_compiles_and_runs_clean() {
+    let mut net = aurora_topo::load(GOOD, 1).unwrap();
+    assert_eq!(net.hosts.len(), 3);
+    assert_eq!(net.switches.len(), 2);
+    assert_eq!(net.pvcs.len(), 3);
+    net.sim.run_until(Instant::from_millis(300));
+    for p in &net.pvcs {
+        let dst = net.sim.node::<TrafficHost>(p.to).unwrap();
+        let src = net.sim.node::<TrafficHost>(p.from).unwrap();
+        let r = dst.received(p.to_vc);
+        let sent: u64 = p.flows.iter().map(|&i| src.sent(i)).sum();
+        assert!(sent > 0);
+        assert_eq!(
+            (r.delivered, r.missing, r.corrupted),
+            (sent, 0, 0),
+            "{}",
+            p.name
+        );
+    }
+}
+
+#[test]
+fn the_same_seed_replays_exactly() {
+    let lossy = GOOD.replace("delay = \"50us\"", "delay = \"50us\"\nloss = 0.001");
+    let run = |seed| {
+        let mut n = aurora_topo::load(&lossy, seed).unwrap();
+        n.sim.run_until(Instant::from_millis(100));
+        n.sim.trace_hash()
+    };
+    assert_eq!(run(5), run(5));
+    assert_ne!(run(5), run(6));
+}
+
+#[test]
+fn every_problem_is_reported_with_its_line() {
+    let bad = r#"
+[[switch]]
+name = "sw"
+ports = 2
+
+[[host]]
+name = "a"
+
+[[host]]
+name = "a"
+
+[[link]]
+a = "a"
+b = "sw:5"
+
+[[link]]
+a = "ghost"
+b = "sw:0"
+rate = "fast"
+loss = 2.0
+
+[[pvc]]
+name = "p"
+path = ["a", "sw", "nowhere"]
+
+[[flow]]
+pvc = "missing"
+sdu = 100
+count = 1
+interval = "soon"
+"#;
+    let p = aurora_topo::load(bad, 1).err().expect("problems");
+    let text = p.to_string();
+    for want in [
+        "\"a\" is used twice",
+        "ports 0 to 1, not 5",
+        "\"ghost\" names no host or switch",
+        "rate \"fast\"",
+        "loss 2 is not a probability",
+        "\"nowhere\", which is not defined",
+        "PVC \"missing\", which is not defined",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    assert!(p.0.len() >= 7, "{text}");
+    assert!(text.contains("\"soon\" is not a duration"), "{text}");
+    // Each problem names the line of the item it is about.
+    let line = |needle: &str| p.0.iter().find(|x| x.msg.contains(needle)).unwrap().line;
+    assert_eq!(line("used twice"), 9);
+    assert_eq!(line("not 5"), 12);
+    assert_eq!(line("ghost"), 16);
+    assert_eq!(line("loss 2"), 16);
+    assert_eq!(line("nowhere"), 22);
+    assert_eq!(line("soon"), 26);
+}
+
+#[test]
+fn syntax_errors_and_unknown_keys_are_located() {
+    let p = aurora_topo::load("[[switch]]\nname = \"s\"\nports = 2\ncolour = \"red\"\n", 1)
+        .err()
+        .unwrap();
+    assert_eq!(p.0.len(), 1);
+    assert!(p.0[0].msg.contains("colour"), "{}", p);
+    assert_eq!(p.0[0].line, 4, "{}", p);
+    let p = aurora_topo::load("[[switch]\n", 1).err().unwrap();
+    assert_eq!(p.0[0].line, 1);
+}
+
+#[test]
+fn explicit_vcs_may_not_collide() {
+    let clash = GOOD.replace(
+        "name = \"workstation-to-display\"\npath = [\"workstation\", \"sw1\", \"sw2\", \"display\"]",
+        "name = \"workstation-to-display\"\npath = [\"workstation\", \"sw1\", \"sw2\", \"display\"]\nto_vc = \"0.300\"",
+    );
+    let p = aurora_topo::load(&clash, 1).err().expect("clash");
+    assert!(p.to_string().contains("VC 0.300 is already used"), "{p}");
+}
