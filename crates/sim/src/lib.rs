@@ -107,6 +107,9 @@ struct Dir {
     departures: VecDeque<Instant>,
     rng: u64,
     counters: DirCounters,
+    /// Cells on the wire, in arrival order (a link is FIFO); only the head
+    /// has an event in the queue.
+    arrivals: VecDeque<(Instant, CellBytes)>,
 }
 
 impl Dir {
@@ -122,9 +125,12 @@ impl Dir {
     }
 }
 
+/// What happens at an event. A link direction has one event, for the head
+/// of its arrivals, so the queue holds one entry per link and node, not one
+/// per cell in flight.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
-    Deliver { dir: u32, cell: CellBytes },
+    Deliver { dir: u32 },
     Wake { node: u32 },
 }
 
@@ -222,6 +228,7 @@ impl Sim {
                 departures: VecDeque::new(),
                 rng: mix | 1,
                 counters: DirCounters::default(),
+                arrivals: VecDeque::new(),
             });
         }
         Ok(())
@@ -239,8 +246,16 @@ impl Sim {
             self.now = at;
             self.events += 1;
             match kind {
-                Kind::Deliver { dir, cell } => {
+                Kind::Deliver { dir } => {
                     self.in_flight -= 1;
+                    let d = &mut self.dirs[dir as usize];
+                    let Some((_, cell)) = d.arrivals.pop_front() else {
+                        continue;
+                    };
+                    let next = d.arrivals.front().map(|a| a.0);
+                    if let Some(t) = next {
+                        self.push(t, Kind::Deliver { dir });
+                    }
                     let d = &mut self.dirs[dir as usize];
                     d.counters.delivered += 1;
                     let (node, port) = d.to;
@@ -314,20 +329,27 @@ impl Sim {
             }
             let arrive = d.busy_until + d.spec.delay;
             self.in_flight += 1;
-            self.push(arrive, Kind::Deliver { dir: k, cell });
+            let first = d.arrivals.is_empty();
+            d.arrivals.push_back((arrive, cell));
+            if first {
+                self.push(arrive, Kind::Deliver { dir: k });
+            }
         }
     }
 
+    /// Folds a delivery into the trace digest, eight bytes at a time.
     fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &CellBytes) {
         let mut h = self.trace;
-        let mut eat = |b: u8| {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01B3);
+        let mut eat = |w: u64| {
+            h = (h ^ w).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
         };
-        at.as_nanos().to_le_bytes().into_iter().for_each(&mut eat);
-        node.to_le_bytes().into_iter().for_each(&mut eat);
-        port.to_le_bytes().into_iter().for_each(&mut eat);
-        cell.iter().copied().for_each(&mut eat);
+        eat(at.as_nanos() as u64);
+        eat(u64::from(node) << 16 | u64::from(port));
+        for w in cell.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..w.len()].copy_from_slice(w);
+            eat(u64::from_le_bytes(b));
+        }
         self.trace = h;
     }
 
