@@ -40,6 +40,9 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port here.
+        #[arg(long)]
+        capture: Option<std::path::PathBuf>,
     },
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
@@ -163,6 +166,7 @@ fn main() -> ExitCode {
             duration,
             seed,
             json,
+            capture,
         } => {
             if !r#virtual {
                 eprintln!("aurora run: the real-time driver is not built yet; add --virtual to run {} in virtual time", file.display());
@@ -175,7 +179,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match run::run(&file, d, seed) {
+            match run::run(&file, d, seed, capture.as_deref()) {
                 Ok(r) if json => {
                     println!(
                         "{}",

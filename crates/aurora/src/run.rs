@@ -3,6 +3,12 @@
 
 use std::path::Path;
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::BufWriter;
+use std::rc::Rc;
+
+use aurora_capture::PortCapture;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::TrafficHost;
 use aurora_time::{Duration, Instant};
@@ -55,10 +61,20 @@ pub struct Report {
     pub links: Vec<LinkRow>,
     /// Per switch port: (switch, port, in, out, dropped).
     pub switch_ports: Vec<(String, u16, u64, u64, u64)>,
+    /// Capture files written: (file, cell records, AAL5 PDU records).
+    pub captures: Vec<(String, u64, u64)>,
 }
 
-/// Loads and runs `path` for `duration` of virtual time.
-pub fn run(path: &Path, duration: Duration, seed: u64) -> Result<Report, String> {
+type Captures = Rc<RefCell<BTreeMap<(u32, u16), (String, PortCapture<BufWriter<std::fs::File>>)>>>;
+
+/// Loads and runs `path` for `duration` of virtual time, writing a pcap
+/// file per receiving port into `capture` if given.
+pub fn run(
+    path: &Path,
+    duration: Duration,
+    seed: u64,
+    capture: Option<&Path>,
+) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut net = aurora_topo::load(&text, seed).map_err(|p| {
@@ -74,7 +90,58 @@ pub fn run(path: &Path, duration: Duration, seed: u64) -> Result<Report, String>
             list.join("\n")
         )
     })?;
+    let captures: Captures = Rc::new(RefCell::new(BTreeMap::new()));
+    let failed: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
+    if let Some(dir) = capture {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create the capture folder {}: {e}", dir.display()))?;
+        let names: BTreeMap<u32, String> = net
+            .hosts
+            .iter()
+            .map(|(n, id)| (id.0, n.clone()))
+            .chain(net.switches.iter().map(|(n, id, _)| (id.0, n.clone())))
+            .collect();
+        let (caps, failed, dir) = (captures.clone(), failed.clone(), dir.to_path_buf());
+        net.sim.set_tap(Box::new(move |t, node, port, cell| {
+            if failed.borrow().is_some() {
+                return;
+            }
+            let mut caps = caps.borrow_mut();
+            let entry = match caps.entry((node.0, port)) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let file = dir.join(format!(
+                        "{}-p{port}.pcap",
+                        names.get(&node.0).map_or("node", String::as_str)
+                    ));
+                    match std::fs::File::create(&file)
+                        .and_then(|f| PortCapture::new(BufWriter::new(f)))
+                    {
+                        Ok(c) => v.insert((file.display().to_string(), c)),
+                        Err(e) => {
+                            *failed.borrow_mut() =
+                                Some(format!("cannot write {}: {e}", file.display()));
+                            return;
+                        }
+                    }
+                }
+            };
+            if let Err(e) = entry.1.cell(t, cell) {
+                *failed.borrow_mut() = Some(format!("cannot write {}: {e}", entry.0));
+            }
+        }));
+    }
     net.sim.run_until(Instant::ZERO + duration);
+    if let Some(e) = failed.borrow_mut().take() {
+        return Err(e);
+    }
+    let mut written = Vec::new();
+    for (_, (file, cap)) in std::mem::take(&mut *captures.borrow_mut()) {
+        let c = cap.counters();
+        let mut w = cap.finish();
+        std::io::Write::flush(&mut w).map_err(|e| format!("cannot write {file}: {e}"))?;
+        written.push((file, c.cells, c.pdus));
+    }
     let sim = &net.sim;
     let pvcs = net
         .pvcs
@@ -126,6 +193,7 @@ pub fn run(path: &Path, duration: Duration, seed: u64) -> Result<Report, String>
         pvcs,
         links,
         switch_ports,
+        captures: written,
     })
 }
 
@@ -159,6 +227,9 @@ pub fn text(r: &Report) -> String {
         if i + o + d > 0 {
             s += &format!("{n:<12} {p:>5} {i:>10} {o:>10} {d:>8}\n");
         }
+    }
+    for (f, cells, pdus) in &r.captures {
+        s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
     }
     s
 }

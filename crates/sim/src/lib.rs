@@ -150,7 +150,11 @@ pub struct Sim {
     unconnected: u64,
     in_flight: u64,
     outbox: Outbox,
+    tap: Option<Tap>,
 }
+
+/// Something that sees every cell as it is delivered to a port (captures).
+pub type Tap = Box<dyn FnMut(Instant, NodeId, PortId, &CellBytes)>;
 
 impl Sim {
     /// An empty simulation whose random streams derive from `seed`.
@@ -169,6 +173,7 @@ impl Sim {
             unconnected: 0,
             in_flight: 0,
             outbox: Outbox::default(),
+            tap: None,
         }
     }
 
@@ -260,6 +265,9 @@ impl Sim {
                     d.counters.delivered += 1;
                     let (node, port) = d.to;
                     self.digest(at, node, port, &cell);
+                    if let Some(tap) = self.tap.as_mut() {
+                        tap(at, NodeId(node), port, &cell);
+                    }
                     let mut out = std::mem::take(&mut self.outbox);
                     self.nodes[node as usize].receive(at, port, &[cell], &mut out);
                     self.route(node, &mut out);
@@ -351,6 +359,11 @@ impl Sim {
             eat(u64::from_le_bytes(b));
         }
         self.trace = h;
+    }
+
+    /// Shows every delivered cell to `tap` (time, receiving node and port).
+    pub fn set_tap(&mut self, tap: Tap) {
+        self.tap = Some(tap);
     }
 
     /// The simulated clock.

@@ -1,0 +1,102 @@
+//! Captures from a run, read back by tshark: nothing malformed, the cell and
+//! PDU counts and the VPI/VCI values match Aurora's, and every AAL5 CRC in
+//! the type 4 records checks as correct.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+fn tshark(args: &[&str]) -> Option<String> {
+    let out = Command::new("tshark").args(args).output().ok()?;
+    assert!(
+        out.status.success(),
+        "tshark {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn captures_decode_cleanly_in_tshark() {
+    if tshark(&["--version"]).is_none() {
+        assert!(
+            std::env::var("AURORA_REQUIRE_TSHARK").is_err(),
+            "tshark is required here but not installed"
+        );
+        eprintln!("tshark not installed: capture check skipped");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("aurora-capture-test-{}", std::process::id()));
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args([
+            "run",
+            file,
+            "--virtual",
+            "--duration",
+            "10ms",
+            "--json",
+            "--capture",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let caps = r["captures"].as_array().unwrap();
+    assert!(caps.len() >= 6, "{r}");
+    for c in caps {
+        let path = c[0].as_str().unwrap();
+        let (cells, pdus) = (c[1].as_u64().unwrap(), c[2].as_u64().unwrap());
+        let malformed = tshark(&[
+            "-r",
+            path,
+            "-Y",
+            "_ws.malformed",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+        ])
+        .unwrap();
+        assert!(
+            malformed.trim().is_empty(),
+            "{path}: malformed frames {malformed}"
+        );
+        let types = tshark(&["-r", path, "-T", "fields", "-e", "erf.types.type"]).unwrap();
+        let n3 = types.lines().filter(|l| l.trim() == "3").count() as u64;
+        let n4 = types.lines().filter(|l| l.trim() == "4").count() as u64;
+        assert_eq!((n3, n4), (cells, pdus), "{path}");
+        let crcs = tshark(&["-r", path, "-Y", "erf.types.type == 4", "-V"]).unwrap();
+        let total = crcs.matches("AAL5 CRC:").count() as u64;
+        let good = crcs
+            .lines()
+            .filter(|l| l.contains("AAL5 CRC:") && l.contains("(correct)"))
+            .count() as u64;
+        assert_eq!((total, good), (pdus, pdus), "{path}: every AAL5 CRC checks");
+    }
+    // The display's port carries exactly the two PVCs that end there.
+    let display = caps
+        .iter()
+        .find(|c| c[0].as_str().unwrap().ends_with("display-p0.pcap"))
+        .unwrap()[0]
+        .as_str()
+        .unwrap();
+    let vcs: BTreeSet<String> = tshark(&[
+        "-r", display, "-T", "fields", "-e", "atm.vpi", "-e", "atm.vci",
+    ])
+    .unwrap()
+    .lines()
+    .map(|l| l.split_whitespace().collect::<Vec<_>>().join("."))
+    .collect();
+    assert!(vcs.contains("0.300"), "{vcs:?}");
+    assert_eq!(
+        vcs.len(),
+        2,
+        "camera's and workstation's PVCs only: {vcs:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,186 @@
+//! Captures Wireshark and tshark decode: pcap files with LINKTYPE_ERF (197).
+//!
+//! Every cell is written as an ERF type 3 record (the four header bytes
+//! without HEC, then the 48-byte payload). Every AAL5 PDU completed on a VC
+//! is also written as an ERF type 4 record (the last cell's four header
+//! bytes, then the whole CPCS-PDU with pad and trailer), whose CRC Wireshark
+//! checks. tshark does not reassemble AAL5 across type 3 records, hence both.
+//!
+//! ERF record: a 16-byte header (timestamp as little-endian 32.32 fixed-point
+//! seconds; type; flags; record length, loss counter and wire length as
+//! big-endian 16-bit numbers), then the body.
+
+use std::io::Write;
+use std::time::Duration as StdDuration;
+
+use aurora_time::Instant;
+use aurora_wire::{aal5, CellBytes, HEADER_LEN};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::{DataLink, TsResolution};
+use rustc_hash::FxHashMap;
+
+/// ERF record type: one ATM cell.
+pub const ERF_TYPE_ATM: u8 = 3;
+/// ERF record type: one AAL5 CPCS-PDU.
+pub const ERF_TYPE_AAL5: u8 = 4;
+/// Bytes of the ERF record header.
+pub const ERF_HEADER_LEN: usize = 16;
+/// AAL5 reassemblies a capture follows at once; beyond this, cells still
+/// get their type 3 record but no PDU record (counted).
+pub const MAX_VCS: usize = 1024;
+
+/// Builds one ERF record.
+pub fn erf_record(t: Instant, ty: u8, body: &[u8]) -> Vec<u8> {
+    let ns = t.as_nanos().max(0) as u64;
+    let secs = ns / 1_000_000_000;
+    let frac = ((ns % 1_000_000_000) << 32) / 1_000_000_000;
+    let ts = (secs << 32) | frac;
+    let rlen = (ERF_HEADER_LEN + body.len()) as u16;
+    let mut r = Vec::with_capacity(ERF_HEADER_LEN + body.len());
+    r.extend_from_slice(&ts.to_le_bytes());
+    r.push(ty);
+    r.push(0); // flags: interface 0, fixed length, not truncated, no errors
+    r.extend_from_slice(&rlen.to_be_bytes());
+    r.extend_from_slice(&0u16.to_be_bytes());
+    r.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    r.extend_from_slice(body);
+    r
+}
+
+/// What a capture wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CaptureCounters {
+    /// Type 3 records (cells).
+    pub cells: u64,
+    /// Type 4 records (AAL5 PDUs).
+    pub pdus: u64,
+    /// Partial PDUs abandoned (too long, or too many VCs at once).
+    pub abandoned: u64,
+}
+
+/// The capture of one port.
+pub struct PortCapture<W: Write> {
+    w: PcapWriter<W>,
+    partial: FxHashMap<u32, Vec<u8>>,
+    counters: CaptureCounters,
+}
+
+impl<W: Write> PortCapture<W> {
+    /// Starts a pcap stream with LINKTYPE_ERF and nanosecond timestamps.
+    pub fn new(w: W) -> std::io::Result<Self> {
+        let header = PcapHeader {
+            datalink: DataLink::ERF,
+            snaplen: (ERF_HEADER_LEN + 4 + aal5::cpcs_len(aal5::MAX_SDU)) as u32,
+            ts_resolution: TsResolution::NanoSecond,
+            ..PcapHeader::default()
+        };
+        let w = PcapWriter::with_header(w, header).map_err(std::io::Error::other)?;
+        Ok(PortCapture {
+            w,
+            partial: FxHashMap::default(),
+            counters: CaptureCounters::default(),
+        })
+    }
+
+    /// What has been written.
+    pub fn counters(&self) -> CaptureCounters {
+        self.counters
+    }
+
+    fn write(&mut self, t: Instant, record: &[u8]) -> std::io::Result<()> {
+        let ts = StdDuration::from_nanos(t.as_nanos().max(0) as u64);
+        self.w
+            .write_packet(&PcapPacket::new(ts, record.len() as u32, record))
+            .map(|_| ())
+            .map_err(std::io::Error::other)
+    }
+
+    /// Records one cell seen at `t`, and the AAL5 PDU it completes, if any.
+    pub fn cell(&mut self, t: Instant, cell: &CellBytes) -> std::io::Result<()> {
+        let mut body = [0u8; 52];
+        body[..4].copy_from_slice(&cell[..4]);
+        body[4..].copy_from_slice(&cell[HEADER_LEN..]);
+        self.write(t, &erf_record(t, ERF_TYPE_ATM, &body))?;
+        self.counters.cells += 1;
+        // User cells only (PTI high bit clear); key on VPI/VCI.
+        if cell[3] & 0x08 != 0 {
+            return Ok(());
+        }
+        let key = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3] & 0xF0]);
+        if !self.partial.contains_key(&key) && self.partial.len() >= MAX_VCS {
+            self.counters.abandoned += 1;
+            return Ok(());
+        }
+        let pdu = self.partial.entry(key).or_default();
+        pdu.extend_from_slice(&cell[HEADER_LEN..]);
+        if pdu.len() > aal5::cpcs_len(aal5::MAX_SDU) {
+            self.partial.remove(&key);
+            self.counters.abandoned += 1;
+            return Ok(());
+        }
+        if cell[3] & 0x02 != 0 {
+            let pdu = self.partial.remove(&key).unwrap_or_default();
+            let mut body = Vec::with_capacity(4 + pdu.len());
+            body.extend_from_slice(&cell[..4]);
+            body.extend_from_slice(&pdu);
+            self.write(t, &erf_record(t, ERF_TYPE_AAL5, &body))?;
+            self.counters.pdus += 1;
+        }
+        Ok(())
+    }
+
+    /// Flushes and returns the writer.
+    pub fn finish(self) -> W {
+        self.w.into_writer()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_record_layout() {
+        let r = erf_record(Instant::from_nanos(1_500_000_000), ERF_TYPE_ATM, &[9; 52]);
+        assert_eq!(r.len(), 68);
+        // 1.5 s: seconds in the high word, half of 2^32 in the low word.
+        assert_eq!(
+            u64::from_le_bytes(r[..8].try_into().unwrap()),
+            (1 << 32) | (1 << 31)
+        );
+        assert_eq!(r[8], 3);
+        assert_eq!(&r[10..12], &68u16.to_be_bytes());
+        assert_eq!(&r[14..16], &52u16.to_be_bytes());
+        assert_eq!(&r[16..], &[9; 52]);
+    }
+
+    #[test]
+    fn cells_and_pdus_are_both_recorded() {
+        use aurora_sar::{Aal5Tx, PduOptions};
+        let _ = (); // keep the test self-contained
+        let mut tx = Aal5Tx::new(
+            aurora_wire::cell::VcId::new(0, 77),
+            aurora_wire::cell::Format::Uni,
+        )
+        .unwrap();
+        let mut cells = vec![[0u8; 53]; 3];
+        let n = tx
+            .segment_into(&[1u8; 100], PduOptions::default(), &mut cells)
+            .unwrap();
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        for c in &cells[..n] {
+            cap.cell(Instant::ZERO, c).unwrap();
+        }
+        assert_eq!(
+            cap.counters(),
+            CaptureCounters {
+                cells: 3,
+                pdus: 1,
+                abandoned: 0
+            }
+        );
+        let bytes = cap.finish();
+        // pcap header (24) + 3 × (16 + 68) + (16 + 16 + 4 + 144).
+        assert_eq!(bytes.len(), 24 + 3 * (16 + 68) + (16 + 16 + 4 + 144));
+    }
+}
