@@ -51,6 +51,9 @@ struct TxFlow {
     sent: u64,
 }
 
+/// PDUs one flow may send in one poll.
+pub const MAX_PDUS_PER_POLL: u32 = 1024;
+
 /// The bytes of PDU `seq` of a flow.
 pub fn pattern(seq: u64, len: usize, out: &mut Vec<u8>) {
     out.clear();
@@ -178,7 +181,11 @@ impl Node for TrafficHost {
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
         self.rx.handle_timeout(now);
         for f in &mut self.flows {
-            while f.sent < f.spec.count && f.next <= now {
+            // A host sends at most this many PDUs of a flow per poll, so a
+            // zero interval cannot stall the clock.
+            let mut budget = MAX_PDUS_PER_POLL;
+            while f.sent < f.spec.count && f.next <= now && budget > 0 {
+                budget -= 1;
                 pattern(f.sent, f.spec.sdu_len, &mut self.sdu);
                 self.cells.resize(aal5::cells_for(f.spec.sdu_len), [0; 53]);
                 if let Ok(n) =

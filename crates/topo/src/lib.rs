@@ -653,6 +653,9 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
         let interval = parse_duration(&d.interval)
             .map_err(|m| c.at(span.clone(), m))
             .ok();
+        if interval == Some(Duration::ZERO) {
+            c.at(span.clone(), "flow interval must be more than 0".into());
+        }
         let start = match &d.start {
             None => Some(Duration::ZERO),
             Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),

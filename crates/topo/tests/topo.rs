@@ -111,6 +111,16 @@ fn syntax_errors_and_unknown_keys_are_located() {
 }
 
 #[test]
+fn a_zero_interval_is_refused() {
+    let zero = GOOD.replace("interval = \"250us\"", "interval = \"0\"");
+    let p = aurora_topo::load(&zero, 1).err().expect("refused");
+    assert!(
+        p.to_string().contains("interval must be more than 0"),
+        "{p}"
+    );
+}
+
+#[test]
 fn explicit_vcs_may_not_collide() {
     let clash = GOOD.replace(
         "name = \"workstation-to-display\"\npath = [\"workstation\", \"sw1\", \"sw2\", \"display\"]",
