@@ -179,9 +179,14 @@ impl Sim {
 
     /// Adds a node.
     pub fn add_node(&mut self, node: impl SimNode) -> NodeId {
+        self.add_boxed(Box::new(node))
+    }
+
+    /// Adds a node already boxed.
+    pub fn add_boxed(&mut self, node: Box<dyn SimNode>) -> NodeId {
         let id = self.nodes.len() as u32;
         self.out.push(vec![None; node.ports()]);
-        self.nodes.push(Box::new(node));
+        self.nodes.push(node);
         self.wake.push(None);
         self.schedule_wake(id);
         NodeId(id)

@@ -304,9 +304,32 @@ enum Kind {
     Switch(u16),
 }
 
-/// Reads, checks and compiles a topology file. `seed` seeds every link's
-/// random stream.
+/// Reads, checks and compiles a topology file and builds it in the
+/// virtual-time driver; `seed` seeds every link's random stream.
 pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
+    compile(text)?.into_sim(seed)
+}
+
+/// A node a blueprint holds: runs in either driver.
+pub trait BuiltNode: aurora_sim::SimNode + Send {}
+impl<T: aurora_sim::SimNode + Send> BuiltNode for T {}
+
+/// A checked, compiled network not yet given to a driver.
+pub struct Blueprint {
+    /// Nodes; a node's [`NodeId`] is its position here.
+    pub nodes: Vec<Box<dyn BuiltNode>>,
+    /// Host names and ids.
+    pub hosts: Vec<(String, NodeId)>,
+    /// Switch names, ids and port counts.
+    pub switches: Vec<(String, NodeId, u16)>,
+    /// Links: their two ends and the link in each direction.
+    pub links: Vec<(LinkEnd, LinkEnd, LinkSpec)>,
+    /// PVCs.
+    pub pvcs: Vec<PvcInfo>,
+}
+
+/// Reads and checks a topology file and compiles it, ready for a driver.
+pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     let file: File = toml::from_str(text).map_err(|e| {
         let mut c = Ctx {
             text,
@@ -680,8 +703,8 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
         return Err(Problems(c.problems));
     }
 
-    // Build.
-    let mut sim = Sim::new(seed);
+    // Build. Node ids are positions in `nodes`, in the order added.
+    let mut nodes: Vec<Box<dyn BuiltNode>> = Vec::new();
     let mut ids: BTreeMap<String, NodeId> = BTreeMap::new();
     let mut switches = Vec::new();
     for s in &file.switch {
@@ -697,7 +720,8 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
                 }])
             })?;
         }
-        let id = sim.add_node(sw);
+        let id = NodeId(nodes.len() as u32);
+        nodes.push(Box::new(sw));
         ids.insert(d.name.clone(), id);
         switches.push((d.name.clone(), id, d.ports));
     }
@@ -719,7 +743,8 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
         for p in compiled.iter().filter(|p| &p.to == name) {
             host.expect(p.to_vc);
         }
-        let id = sim.add_node(host);
+        let id = NodeId(nodes.len() as u32);
+        nodes.push(Box::new(host));
         ids.insert(name.clone(), id);
         hosts_out.push((name.clone(), id));
         for p in compiled.iter().filter(|p| &p.from == name) {
@@ -744,20 +769,42 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
     let mut links_out = Vec::new();
     for (a, b, spec) in links {
         let (ai, bi) = (ids[&a.0], ids[&b.0]);
-        sim.connect((ai, a.1), (bi, b.1), spec).map_err(|e| {
-            Problems(vec![Problem {
-                line: 0,
-                col: 0,
-                msg: e.to_string(),
-            }])
-        })?;
-        links_out.push(((a.0, ai, a.1), (b.0, bi, b.1)));
+        links_out.push(((a.0, ai, a.1), (b.0, bi, b.1), spec));
     }
-    Ok(Network {
-        sim,
+    Ok(Blueprint {
+        nodes,
         hosts: hosts_out,
         switches,
         links: links_out,
         pvcs,
     })
+}
+
+impl Blueprint {
+    /// The network in the virtual-time driver, its random streams seeded
+    /// from `seed`.
+    pub fn into_sim(self, seed: u64) -> Result<Network, Problems> {
+        let mut sim = Sim::new(seed);
+        for n in self.nodes {
+            sim.add_boxed(n);
+        }
+        let mut links = Vec::new();
+        for (a, b, spec) in self.links {
+            sim.connect((a.1, a.2), (b.1, b.2), spec).map_err(|e| {
+                Problems(vec![Problem {
+                    line: 0,
+                    col: 0,
+                    msg: e.to_string(),
+                }])
+            })?;
+            links.push((a, b));
+        }
+        Ok(Network {
+            sim,
+            hosts: self.hosts,
+            switches: self.switches,
+            links,
+            pvcs: self.pvcs,
+        })
+    }
 }
