@@ -1,10 +1,13 @@
 //! Line-rate pacing, added delay, and seeded loss and bit-error injection,
 //! wrapped around any sending link.
 //!
-//! Each cell is judged once, when the wrapper takes it: lost (counted as
-//! [`LinkDrop::InjectedLoss`]), or given a bit error, then staged until its
-//! delay has passed and handed to the link underneath. The staging queue is
-//! bounded, so a slow link pushes back through the wrapper.
+//! The wrapper models a port's output: it takes cells while its transmit
+//! buffer (`queue` cells not yet fully sent) has room, gives each a
+//! departure time on a line clock running at `rate`, and hands it to the
+//! link underneath once departure plus `delay` has passed. Each cell is
+//! judged once, when taken: lost (counted as [`LinkDrop::InjectedLoss`]) or
+//! given a bit error. A full buffer takes nothing: the caller decides whether
+//! that is backpressure or a drop.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -60,8 +63,10 @@ pub struct Shaped<S> {
     inner: S,
     cfg: Shaping,
     rng: u64,
-    tokens: f64,
-    last: Instant,
+    cell_time: Duration,
+    busy_until: Instant,
+    /// When each cell still in the transmit buffer finishes sending.
+    departures: VecDeque<Instant>,
     staged: VecDeque<(Instant, CellBytes)>,
     batch: Vec<CellBytes>,
     lost: u64,
@@ -75,8 +80,11 @@ impl<S: CellSink> Shaped<S> {
             inner,
             cfg,
             rng: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-            tokens: 0.0,
-            last: Instant::now(),
+            cell_time: cfg
+                .rate
+                .map_or(Duration::ZERO, |r| Duration::from_secs_f64(1.0 / r)),
+            busy_until: Instant::now(),
+            departures: VecDeque::new(),
             staged: VecDeque::new(),
             batch: Vec::new(),
             lost: 0,
@@ -105,15 +113,6 @@ impl<S: CellSink> Shaped<S> {
         p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
     }
 
-    fn refill(&mut self, now: Instant) {
-        if let Some(rate) = self.cfg.rate {
-            let burst = (rate / 1000.0).max(64.0);
-            self.tokens =
-                (self.tokens + now.duration_since(self.last).as_secs_f64() * rate).min(burst);
-        }
-        self.last = now;
-    }
-
     /// Hands every due staged cell to the link underneath.
     fn release(&mut self, now: Instant) -> Result<(), LinkError> {
         while !self.staged.is_empty() {
@@ -140,17 +139,27 @@ impl<S: CellSink> Shaped<S> {
 impl<S: CellSink> CellSink for Shaped<S> {
     fn send(&mut self, cells: &[CellBytes]) -> Result<usize, LinkError> {
         let now = Instant::now();
-        self.refill(now);
         self.release(now)?;
-        let mut take = cells
-            .len()
-            .min(self.cfg.queue.saturating_sub(self.staged.len()));
-        if self.cfg.rate.is_some() {
-            take = take.min(self.tokens as usize);
-            self.tokens -= take as f64;
+        while self.departures.front().is_some_and(|&t| t <= now) {
+            self.departures.pop_front();
         }
-        let due = now + self.cfg.delay;
+        // Room in the transmit buffer (cells not yet fully sent). Without a
+        // rate, cells leave at once and the bound is on cells held for delay.
+        let held = if self.cfg.rate.is_some() {
+            self.departures.len()
+        } else {
+            self.staged.len()
+        };
+        let take = cells.len().min(self.cfg.queue.saturating_sub(held));
         for cell in &cells[..take] {
+            let depart = if self.cfg.rate.is_some() {
+                let start = self.busy_until.max(now);
+                self.busy_until = start + self.cell_time;
+                self.departures.push_back(self.busy_until);
+                self.busy_until
+            } else {
+                now
+            };
             if self.chance(self.cfg.loss) {
                 self.lost += 1;
                 continue;
@@ -161,7 +170,7 @@ impl<S: CellSink> CellSink for Shaped<S> {
                 c[bit / 8] ^= 0x80 >> (bit % 8);
                 self.bit_errors += 1;
             }
-            self.staged.push_back((due, c));
+            self.staged.push_back((depart + self.cfg.delay, c));
         }
         self.release(now)?;
         Ok(take)
@@ -171,16 +180,12 @@ impl<S: CellSink> CellSink for Shaped<S> {
         let now = Instant::now();
         let mut wait = timeout;
         if let Some(&(due, _)) = self.staged.front() {
-            if due > now {
-                wait = wait.min(due - now);
-            }
+            wait = wait.min(due.saturating_duration_since(now));
         }
-        if let Some(rate) = self.cfg.rate {
-            if self.tokens < 1.0 {
-                wait = wait.min(Duration::from_secs_f64((1.0 - self.tokens) / rate));
-            }
+        if let Some(&t) = self.departures.front() {
+            wait = wait.min(t.saturating_duration_since(now));
         }
-        if self.staged.len() >= self.cfg.queue {
+        if self.staged.len() >= self.cfg.queue && self.cfg.rate.is_none() {
             self.inner.wait_ready(wait);
         } else {
             std::thread::sleep(wait);
