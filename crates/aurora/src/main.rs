@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench_net;
 mod bench_sar;
+mod demo;
 mod run;
 mod ttcp;
 
@@ -24,11 +25,24 @@ enum Command {
     /// Move PDUs between two ends through a host interface and a link,
     /// verifying every byte (ttcp_atm's options, plus sweeps and a TCP baseline).
     Ttcp(Box<ttcp::TtcpArgs>),
+    /// A desk-area network (two switches, three hosts) in real time, with a
+    /// report and a plot.
+    Demo {
+        /// Seconds to run.
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// Folder for the report, plot and topology.
+        #[arg(long, default_value = "out/demo")]
+        out: std::path::PathBuf,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Run a topology file (see examples/dan.toml).
     Run {
         /// The topology file.
         file: std::path::PathBuf,
-        /// Run in virtual time (the real-time driver is not built yet).
+        /// Run in virtual time (default: real time, a thread per node).
         #[arg(long)]
         r#virtual: bool,
         /// How long to run, e.g. 200ms or 2s.
@@ -168,8 +182,8 @@ fn main() -> ExitCode {
             json,
             capture,
         } => {
-            if !r#virtual {
-                eprintln!("aurora run: the real-time driver is not built yet; add --virtual to run {} in virtual time", file.display());
+            if !r#virtual && capture.is_some() {
+                eprintln!("aurora run: --capture works in virtual time only so far; add --virtual");
                 return ExitCode::FAILURE;
             }
             let d = match aurora_topo::parse_duration(&duration) {
@@ -179,7 +193,12 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match run::run(&file, d, seed, capture.as_deref()) {
+            let result = if r#virtual {
+                run::run(&file, d, seed, capture.as_deref())
+            } else {
+                run::run_real_time(&file, d, seed)
+            };
+            match result {
                 Ok(r) if json => {
                     println!(
                         "{}",
@@ -193,6 +212,19 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("aurora run: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Demo { secs, out, quiet } => {
+            if !(secs > 0.0 && secs <= 60.0) {
+                eprintln!("aurora demo: --secs must be between 0 and 60, not {secs}");
+                return ExitCode::FAILURE;
+            }
+            match demo::main(secs, &out, quiet) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("aurora demo: {e}");
                     ExitCode::FAILURE
                 }
             }

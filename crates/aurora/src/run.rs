@@ -11,6 +11,7 @@ use std::rc::Rc;
 use aurora_capture::PortCapture;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::TrafficHost;
+use aurora_sim::NodeId;
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
 
@@ -27,6 +28,8 @@ pub struct PvcRow {
     pub missing: u64,
     /// PDUs delivered with wrong bytes (always 0 unless something is broken).
     pub corrupted: u64,
+    /// Goodput in Mb/s over the run.
+    pub mbps: f64,
 }
 
 /// One link direction's counters.
@@ -49,7 +52,9 @@ pub struct LinkRow {
 /// The run's report.
 #[derive(Debug, Serialize)]
 pub struct Report {
-    /// Virtual time simulated.
+    /// "virtual time" or "real time".
+    pub mode: String,
+    /// Time run (virtual, or wall-clock in real time).
     pub virtual_secs: f64,
     /// Events handled.
     pub events: u64,
@@ -143,16 +148,83 @@ pub fn run(
         written.push((file, c.cells, c.pdus));
     }
     let sim = &net.sim;
-    let pvcs = net
-        .pvcs
+    let mut r = build_report(
+        &net.pvcs,
+        &net.links,
+        &net.switches,
+        &|id| sim.node::<TrafficHost>(id),
+        &|id| sim.node::<AtmSwitch>(id),
+        &|id, p| sim.link(id, p),
+    );
+    r.mode = "virtual time".into();
+    r.virtual_secs = duration.as_secs_f64();
+    r.events = sim.events();
+    r.trace = format!("{:016x}", sim.trace_hash());
+    r.captures = written;
+    rates(&mut r);
+    Ok(r)
+}
+
+/// Loads `path` and runs it on the real-time driver for `duration`.
+pub fn run_real_time(path: &Path, duration: Duration, seed: u64) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
+    let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
+    let (done, info) = bp.run_real_time(seed, wall).map_err(|e| e.to_string())?;
+    let mut r = build_report(
+        &info.pvcs,
+        &info.links,
+        &info.switches,
+        &|id| done.node::<TrafficHost>(id),
+        &|id| done.node::<AtmSwitch>(id),
+        &|id, p| done.link(id, p),
+    );
+    r.mode = "real time".into();
+    r.virtual_secs = duration.as_secs_f64();
+    rates(&mut r);
+    Ok(r)
+}
+
+fn problems(path: &Path, p: &aurora_topo::Problems) -> String {
+    let n = p.0.len();
+    let list: Vec<String> =
+        p.0.iter()
+            .map(|x| format!("{}:{x}", path.display()))
+            .collect();
+    format!(
+        "{} has {n} problem{}:\n{}",
+        path.display(),
+        if n == 1 { "" } else { "s" },
+        list.join("\n")
+    )
+}
+
+type HostOf<'a> = &'a dyn Fn(NodeId) -> Option<&'a TrafficHost>;
+type SwitchOf<'a> = &'a dyn Fn(NodeId) -> Option<&'a AtmSwitch>;
+type LinkOf<'a> = &'a dyn Fn(NodeId, u16) -> Option<aurora_sim::DirCounters>;
+
+/// Turns per-PVC byte counts into Mb/s over `secs`.
+fn rates(r: &mut Report) {
+    let secs = r.virtual_secs.max(1e-9);
+    for p in &mut r.pvcs {
+        p.mbps /= secs * 1e6;
+    }
+}
+
+fn build_report<'a>(
+    pvcs_in: &[aurora_topo::PvcInfo],
+    links_in: &[(aurora_topo::LinkEnd, aurora_topo::LinkEnd)],
+    switches: &[(String, NodeId, u16)],
+    host: HostOf<'a>,
+    switch: SwitchOf<'a>,
+    link: LinkOf<'a>,
+) -> Report {
+    let pvcs = pvcs_in
         .iter()
         .map(|p| {
-            let src = sim
-                .node::<TrafficHost>(p.from)
-                .expect("hosts are traffic hosts");
-            let dst = sim
-                .node::<TrafficHost>(p.to)
-                .expect("hosts are traffic hosts");
+            let src = host(p.from).expect("hosts are traffic hosts");
+            let dst = host(p.to).expect("hosts are traffic hosts");
             let r = dst.received(p.to_vc);
             PvcRow {
                 name: p.name.clone(),
@@ -160,13 +232,14 @@ pub fn run(
                 delivered: r.delivered,
                 missing: r.missing,
                 corrupted: r.corrupted + r.out_of_order,
+                mbps: r.bytes as f64 * 8.0,
             }
         })
         .collect();
     let mut links = Vec::new();
-    for ((an, ai, ap), (bn, bi, bp)) in &net.links {
+    for ((an, ai, ap), (bn, bi, bp)) in links_in {
         for (from, fid, fp, to) in [(an, *ai, *ap, bn), (bn, *bi, *bp, an)] {
-            if let Some(c) = sim.link(fid, fp) {
+            if let Some(c) = link(fid, fp) {
                 links.push(LinkRow {
                     dir: format!("{from}:{fp} -> {to}"),
                     offered: c.offered,
@@ -179,34 +252,43 @@ pub fn run(
         }
     }
     let mut switch_ports = Vec::new();
-    for (name, id, ports) in &net.switches {
-        let sw = sim.node::<AtmSwitch>(*id).expect("switches are switches");
+    for (name, id, ports) in switches {
+        let sw = switch(*id).expect("switches are switches");
         for p in 0..*ports {
             let c = sw.counters(p).expect("port exists");
             switch_ports.push((name.clone(), p, c.cells_in, c.cells_out, c.dropped_total()));
         }
     }
-    Ok(Report {
-        virtual_secs: duration.as_secs_f64(),
-        events: sim.events(),
-        trace: format!("{:016x}", sim.trace_hash()),
+    Report {
+        mode: String::new(),
+        virtual_secs: 0.0,
+        events: 0,
+        trace: String::new(),
         pvcs,
         links,
         switch_ports,
-        captures: written,
-    })
+        captures: Vec::new(),
+    }
 }
 
 /// The report as text.
 pub fn text(r: &Report) -> String {
-    let mut s = format!(
-        "virtual time {:.3} s, {} events, trace {}\n\n{:<28} {:>8} {:>10} {:>8} {:>10}\n",
-        r.virtual_secs, r.events, r.trace, "PVC", "sent", "delivered", "missing", "corrupted"
+    let mut s = if r.events > 0 {
+        format!(
+            "{} {:.3} s, {} events, trace {}\n\n",
+            r.mode, r.virtual_secs, r.events, r.trace
+        )
+    } else {
+        format!("{} {:.3} s\n\n", r.mode, r.virtual_secs)
+    };
+    s += &format!(
+        "{:<28} {:>8} {:>10} {:>8} {:>10} {:>9}\n",
+        "PVC", "sent", "delivered", "missing", "corrupted", "Mb/s"
     );
     for p in &r.pvcs {
         s += &format!(
-            "{:<28} {:>8} {:>10} {:>8} {:>10}\n",
-            p.name, p.sent, p.delivered, p.missing, p.corrupted
+            "{:<28} {:>8} {:>10} {:>8} {:>10} {:>9.1}\n",
+            p.name, p.sent, p.delivered, p.missing, p.corrupted, p.mbps
         );
     }
     s += &format!(

@@ -108,12 +108,54 @@ fn run_plays_a_topology_in_virtual_time() {
         .unwrap();
     let r2: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(r["trace"], r2["trace"]);
-    let real = aurora().args(["run", file]).output().unwrap();
-    assert!(!real.status.success());
-    assert!(String::from_utf8_lossy(&real.stderr).contains("--virtual"));
+    let real = aurora()
+        .args(["run", file, "--duration", "200ms", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        real.status.success(),
+        "{}",
+        String::from_utf8_lossy(&real.stderr)
+    );
+    let rr: serde_json::Value = serde_json::from_slice(&real.stdout).unwrap();
+    assert_eq!(rr["mode"], "real time");
+    let cap = aurora()
+        .args(["run", file, "--capture", "x"])
+        .output()
+        .unwrap();
+    assert!(!cap.status.success());
+    assert!(String::from_utf8_lossy(&cap.stderr).contains("--virtual"));
     let missing = aurora()
         .args(["run", "no-such-file.toml", "--virtual"])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read no-such-file.toml"));
+}
+
+#[test]
+fn the_demo_runs_in_real_time_and_reports() {
+    let dir = std::env::temp_dir().join(format!("aurora-demo-test-{}", std::process::id()));
+    let out = aurora()
+        .args(["demo", "--secs", "0.5", "--quiet", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("camera-to-display") && text.contains("0 corrupted"),
+        "{text}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["mode"], "real time");
+    for p in r["pvcs"].as_array().unwrap() {
+        assert_eq!(p["corrupted"], 0, "{p}");
+        assert!(p["delivered"].as_u64().unwrap() > 0, "{p}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -34,6 +34,8 @@ pub struct Flow {
 pub struct RxFlow {
     /// PDUs delivered intact, in order.
     pub delivered: u64,
+    /// Bytes in those PDUs.
+    pub bytes: u64,
     /// PDUs missing from the sequence.
     pub missing: u64,
     /// PDUs delivered with the wrong bytes (must stay zero).
@@ -175,6 +177,7 @@ impl Node for TrafficHost {
             f.missing += seq - f.next_seq;
             f.next_seq = seq + 1;
             f.delivered += 1;
+            f.bytes += sdu.len() as u64;
         });
     }
 

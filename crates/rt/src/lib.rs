@@ -87,9 +87,9 @@ impl std::error::Error for RtError {}
 impl Worker {
     fn route(&mut self, out: &mut Outbox) {
         for (port, cell) in out.drain() {
-            match self.outputs.get_mut(usize::from(port)) {
-                Some(Some(o)) => o.pending.push(cell),
-                _ => {} // an unconnected port: nothing on the other side
+            // An unconnected port has nothing on the other side.
+            if let Some(Some(o)) = self.outputs.get_mut(usize::from(port)) {
+                o.pending.push(cell);
             }
         }
         for o in self.outputs.iter_mut().flatten() {

@@ -311,8 +311,8 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
 }
 
 /// A node a blueprint holds: runs in either driver.
-pub trait BuiltNode: aurora_sim::SimNode + Send {}
-impl<T: aurora_sim::SimNode + Send> BuiltNode for T {}
+pub trait BuiltNode: aurora_sim::SimNode + aurora_rt::RtNode {}
+impl<T: aurora_sim::SimNode + aurora_rt::RtNode> BuiltNode for T {}
 
 /// A checked, compiled network not yet given to a driver.
 pub struct Blueprint {
@@ -324,6 +324,18 @@ pub struct Blueprint {
     pub switches: Vec<(String, NodeId, u16)>,
     /// Links: their two ends and the link in each direction.
     pub links: Vec<(LinkEnd, LinkEnd, LinkSpec)>,
+    /// PVCs.
+    pub pvcs: Vec<PvcInfo>,
+}
+
+/// A blueprint's names and circuits, kept for reporting after a run.
+pub struct BlueprintInfo {
+    /// Host names and ids.
+    pub hosts: Vec<(String, NodeId)>,
+    /// Switch names, ids and port counts.
+    pub switches: Vec<(String, NodeId, u16)>,
+    /// Links, as their two ends.
+    pub links: Vec<(LinkEnd, LinkEnd)>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
 }
@@ -781,12 +793,42 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
 }
 
 impl Blueprint {
+    /// Runs the network on the real-time driver for `duration` of wall-clock
+    /// time, its shapers seeded from `seed`.
+    pub fn run_real_time(
+        self,
+        seed: u64,
+        duration: std::time::Duration,
+    ) -> Result<(aurora_rt::Finished, BlueprintInfo), aurora_rt::RtError> {
+        let wires: Vec<aurora_rt::Wire> = self
+            .links
+            .iter()
+            .map(|(a, b, spec)| aurora_rt::Wire {
+                a: (a.1, a.2),
+                b: (b.1, b.2),
+                spec: *spec,
+            })
+            .collect();
+        let info = BlueprintInfo {
+            hosts: self.hosts,
+            switches: self.switches,
+            links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
+            pvcs: self.pvcs,
+        };
+        let nodes: Vec<Box<dyn aurora_rt::RtNode>> = self
+            .nodes
+            .into_iter()
+            .map(|n| n as Box<dyn aurora_rt::RtNode>)
+            .collect();
+        Ok((aurora_rt::run(nodes, &wires, seed, duration)?, info))
+    }
+
     /// The network in the virtual-time driver, its random streams seeded
     /// from `seed`.
     pub fn into_sim(self, seed: u64) -> Result<Network, Problems> {
         let mut sim = Sim::new(seed);
         for n in self.nodes {
-            sim.add_boxed(n);
+            sim.add_boxed(n as Box<dyn aurora_sim::SimNode>);
         }
         let mut links = Vec::new();
         for (a, b, spec) in self.links {

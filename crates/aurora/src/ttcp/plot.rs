@@ -17,7 +17,7 @@ const FONT_PATHS: [&str; 2] = [
 ];
 
 /// Makes fonts available to the PNG backend; false when none is installed.
-fn load_font() -> bool {
+pub fn load_font() -> bool {
     static LOADED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *LOADED.get_or_init(|| {
         for p in FONT_PATHS {

@@ -1,0 +1,124 @@
+//! `aurora demo`: a desk-area network run in real time, with a live
+//! progress line, a report of every PVC, link and switch port, and a plot.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::run;
+
+/// The demo's network (also `examples/demo.toml`).
+pub const TOPOLOGY: &str = include_str!("../../../examples/demo.toml");
+
+/// Runs the demo for `secs` seconds and writes its report and plot to `out`.
+pub fn main(secs: f64, out: &Path, quiet: bool) -> Result<(), String> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| format!("cannot create the output folder {}: {e}", out.display()))?;
+    let topo = out.join("demo.toml");
+    std::fs::write(&topo, TOPOLOGY).map_err(|e| format!("cannot write {}: {e}", topo.display()))?;
+    println!(
+        "aurora demo: a desk-area network in real time: two switches joined by an OC-12c trunk,\n\
+         a camera, a workstation and a display, video and data flowing both ways ({secs} s)"
+    );
+    let d = aurora_time::Duration::from_nanos((secs * 1e9) as i64);
+    let handle = {
+        let topo = topo.clone();
+        std::thread::spawn(move || run::run_real_time(&topo, d, 1))
+    };
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new((secs * 10.0) as u64)
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_message("cells moving between threads");
+    while !handle.is_finished() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let report = handle
+        .join()
+        .map_err(|_| "the demo's network stopped unexpectedly".to_string())??;
+    print!("{}", run::text(&report));
+    let json =
+        serde_json::to_string_pretty(&report).map_err(|e| format!("cannot write JSON: {e}"))?;
+    let jpath = out.join("report.json");
+    std::fs::write(&jpath, json).map_err(|e| format!("cannot write {}: {e}", jpath.display()))?;
+    let plots = plot(&report, out)?;
+    println!("\nwrote {}", jpath.display());
+    for p in plots {
+        println!("wrote {}", p.display());
+    }
+    let bad: u64 = report.pvcs.iter().map(|p| p.corrupted).sum();
+    println!(
+        "every PDU was checked byte for byte: {} corrupted. Run it in virtual time: aurora run {} --virtual",
+        bad,
+        topo.display()
+    );
+    Ok(())
+}
+
+fn draw<DB: DrawingBackend>(
+    r: &run::Report,
+    root: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("cannot draw the plot: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let n = r.pvcs.len().max(1);
+    let top = r.pvcs.iter().map(|p| p.mbps).fold(1.0, f64::max) * 1.2;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "aurora demo: goodput per PVC (real time)",
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+        .map_err(err)?;
+    let names: Vec<String> = r.pvcs.iter().map(|p| p.name.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc("Mb/s of verified user data")
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(r.pvcs.iter().enumerate().map(|(i, p)| {
+            let mut bar = Rectangle::new(
+                [
+                    (SegmentValue::Exact(i), 0.0),
+                    (SegmentValue::Exact(i + 1), p.mbps),
+                ],
+                BLUE.mix(0.6).filled(),
+            );
+            bar.set_margin(0, 0, 20, 20);
+            bar
+        }))
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+fn plot(r: &run::Report, out: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    if !crate::ttcp::plot::load_font() {
+        eprintln!("aurora demo: no plot drawn: it needs the DejaVu Sans font (Debian package fonts-dejavu-core)");
+        return Ok(Vec::new());
+    }
+    let svg = out.join("goodput.svg");
+    draw(r, SVGBackend::new(&svg, (900, 500)).into_drawing_area())?;
+    let png = out.join("goodput.png");
+    draw(r, BitMapBackend::new(&png, (900, 500)).into_drawing_area())?;
+    Ok(vec![svg, png])
+}
