@@ -412,7 +412,12 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                 Some(p) => {
                     c.at(
                         span,
-                        format!("switch \"{name}\" has ports 0 to {}, not {p}", n - 1),
+                        match n.checked_sub(1) {
+                            Some(last) => {
+                                format!("switch \"{name}\" has ports 0 to {last}, not {p}")
+                            }
+                            None => format!("switch \"{name}\" has no ports, so no port {p}"),
+                        },
                     );
                     None
                 }

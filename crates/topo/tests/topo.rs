@@ -111,6 +111,15 @@ fn syntax_errors_and_unknown_keys_are_located() {
 }
 
 #[test]
+fn a_switch_without_ports_is_reported_not_a_panic() {
+    // Found by the topology fuzz target.
+    let text = GOOD.replace("name = \"sw2\"\nports = 4", "name = \"sw2\"\nports = 0");
+    let p = aurora_topo::load(&text, 1).err().expect("problems");
+    let t = p.to_string();
+    assert!(t.contains("switch \"sw2\" has no ports"), "{t}");
+}
+
+#[test]
 fn a_zero_interval_is_refused() {
     let zero = GOOD.replace("interval = \"250us\"", "interval = \"0\"");
     let p = aurora_topo::load(&zero, 1).err().expect("refused");
