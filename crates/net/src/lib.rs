@@ -10,9 +10,11 @@
 //! |---|---|
 //! | [`switch`] | the ATM cell switch: per-input-port VC and VP translation |
 //! | [`traffic`] | a host that sends and checks AAL5 flows, for scenarios |
+//! | [`vunet`] | VuNet's header-routed switch and relaying link, with authenticated control cells |
 
 pub mod switch;
 pub mod traffic;
+pub mod vunet;
 
 use aurora_time::Instant;
 use aurora_wire::CellBytes;

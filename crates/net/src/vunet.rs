@@ -1,0 +1,327 @@
+//! VuNet's way of switching: the switch routes each cell on header bits
+//! alone, and a separate two-port **relaying link** between switches does
+//! the ATM work: for each VCI arriving on one side, a table gives the new
+//! VCI and the 4 bits of output port the next switch will route on.
+//!
+//! The link's tables are managed by **control cells** on a reserved VCI
+//! that write entries and read them back. VuNet trusted every host; Aurora
+//! accepts a control cell only from a port configured for management, or
+//! with an HMAC-SHA256 tag under a configured key and a sequence number
+//! above the last one accepted (so a recorded cell cannot be replayed).
+//! Every other control cell changes nothing and is counted.
+//!
+//! Routing bits: Aurora carries the 4 output-port bits in the GFC field of
+//! the UNI header (the VuNet switch clears them as it forwards).
+//!
+//! Control cell payload (48 bytes):
+//!
+//! ```text
+//!  0       command: 1 write entry, 2 read entry, 3 reply (from the link)
+//!  1       table: 0 cells arriving on port 0, 1 cells arriving on port 1
+//!  2..4    VCI the entry is for (big-endian)
+//!  4..6    new VCI (write; reply)
+//!  6       output port bits, 0-15 (write; reply)
+//!  7       in a reply: 0 done, 1 no entry
+//!  8..16   sequence number (big-endian)
+//!  16..32  HMAC-SHA256 of bytes 0..16 under the key, first 16 bytes
+//!  32..48  zero
+//! ```
+
+use aurora_time::Instant;
+use aurora_wire::cell::{build_cell, Format, Header};
+use aurora_wire::hec::{HecReceiver, HecVerdict};
+use aurora_wire::{CellBytes, HEADER_LEN};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::{Node, Outbox, PortId};
+
+/// The VCI reserved for relaying-link control cells.
+pub const VCI_LINK_CONTROL: u16 = 30;
+
+/// Control commands.
+pub const CMD_WRITE: u8 = 1;
+/// Read an entry back.
+pub const CMD_READ: u8 = 2;
+/// The link's answer.
+pub const CMD_REPLY: u8 = 3;
+
+/// A control request or reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Control {
+    /// Command.
+    pub cmd: u8,
+    /// Which table (the arriving port it applies to).
+    pub table: u8,
+    /// The VCI the entry is for.
+    pub vci: u16,
+    /// New VCI.
+    pub new_vci: u16,
+    /// Output port bits.
+    pub port_bits: u8,
+    /// Reply status.
+    pub status: u8,
+    /// Sequence number.
+    pub seq: u64,
+}
+
+fn tag(key: &[u8], body: &[u8]) -> [u8; 16] {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(body);
+    let full = mac.finalize().into_bytes();
+    let mut t = [0u8; 16];
+    t.copy_from_slice(&full[..16]);
+    t
+}
+
+impl Control {
+    /// The 48-byte payload, tagged under `key` if given.
+    pub fn encode(&self, key: Option<&[u8]>) -> [u8; 48] {
+        let mut p = [0u8; 48];
+        p[0] = self.cmd;
+        p[1] = self.table;
+        p[2..4].copy_from_slice(&self.vci.to_be_bytes());
+        p[4..6].copy_from_slice(&self.new_vci.to_be_bytes());
+        p[6] = self.port_bits & 0x0F;
+        p[7] = self.status;
+        p[8..16].copy_from_slice(&self.seq.to_be_bytes());
+        if let Some(k) = key {
+            let t = tag(k, &p[..16]);
+            p[16..32].copy_from_slice(&t);
+        }
+        p
+    }
+
+    /// Reads a payload (no tag check).
+    pub fn decode(p: &[u8; 48]) -> Control {
+        Control {
+            cmd: p[0],
+            table: p[1],
+            vci: u16::from_be_bytes([p[2], p[3]]),
+            new_vci: u16::from_be_bytes([p[4], p[5]]),
+            port_bits: p[6] & 0x0F,
+            status: p[7],
+            seq: u64::from_be_bytes(p[8..16].try_into().expect("8 bytes")),
+        }
+    }
+
+    /// A control cell on `vpi` carrying this request.
+    pub fn cell(&self, vpi: u16, key: Option<&[u8]>) -> CellBytes {
+        let h = Header::data(aurora_wire::cell::VcId::new(vpi, VCI_LINK_CONTROL));
+        build_cell(&h, &self.encode(key)).expect("VPI of a UNI header")
+    }
+}
+
+/// Counters of a relaying link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkNodeCounters {
+    /// Cells relayed.
+    pub relayed: u64,
+    /// Cells dropped: no entry for their VCI.
+    pub unmapped: u64,
+    /// Cells dropped: header failed the HEC check.
+    pub hec_discarded: u64,
+    /// Control cells carried out.
+    pub control_accepted: u64,
+    /// Control cells refused: not from a management port and no key set.
+    pub refused_port: u64,
+    /// Control cells refused: the tag did not match the key.
+    pub refused_tag: u64,
+    /// Control cells refused: sequence number not above the last accepted.
+    pub refused_replay: u64,
+    /// Control cells refused: unknown command or table.
+    pub refused_malformed: u64,
+}
+
+const VALID: u32 = 1 << 31;
+
+/// The relaying link.
+pub struct VunetLink {
+    tables: [Vec<u32>; 2],
+    mgmt: [bool; 2],
+    key: Option<Vec<u8>>,
+    last_seq: u64,
+    hec: [HecReceiver; 2],
+    counters: LinkNodeCounters,
+}
+
+impl VunetLink {
+    /// A link with empty tables. `mgmt[p]` trusts control cells arriving on
+    /// port `p`; `key` lets control cells from anywhere in if they carry
+    /// its tag.
+    pub fn new(mgmt: [bool; 2], key: Option<Vec<u8>>) -> Self {
+        VunetLink {
+            tables: [vec![0; 65536], vec![0; 65536]],
+            mgmt,
+            key,
+            last_seq: 0,
+            hec: [HecReceiver::new(), HecReceiver::new()],
+            counters: LinkNodeCounters::default(),
+        }
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> LinkNodeCounters {
+        self.counters
+    }
+
+    /// The entry for `vci` in `table`: (new VCI, port bits).
+    pub fn entry(&self, table: usize, vci: u16) -> Option<(u16, u8)> {
+        let e = *self.tables.get(table)?.get(usize::from(vci))?;
+        (e & VALID != 0).then_some((e as u16, ((e >> 16) & 0x0F) as u8))
+    }
+
+    fn control(&mut self, port: PortId, payload: &[u8; 48], out: &mut Outbox, vpi: u16) {
+        let c = Control::decode(payload);
+        let trusted = self.mgmt.get(usize::from(port)).copied().unwrap_or(false);
+        if !trusted {
+            let Some(key) = self.key.as_deref() else {
+                self.counters.refused_port += 1;
+                return;
+            };
+            // Constant-time comparison of the tag.
+            let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
+            mac.update(&payload[..16]);
+            if mac.verify_truncated_left(&payload[16..32]).is_err() {
+                self.counters.refused_tag += 1;
+                return;
+            }
+            if c.seq <= self.last_seq {
+                self.counters.refused_replay += 1;
+                return;
+            }
+        }
+        if c.table > 1 || !(c.cmd == CMD_WRITE || c.cmd == CMD_READ) {
+            self.counters.refused_malformed += 1;
+            return;
+        }
+        if !trusted {
+            self.last_seq = c.seq;
+        }
+        let t = usize::from(c.table);
+        if c.cmd == CMD_WRITE {
+            self.tables[t][usize::from(c.vci)] =
+                VALID | (u32::from(c.port_bits & 0x0F) << 16) | u32::from(c.new_vci);
+        }
+        self.counters.control_accepted += 1;
+        let (new_vci, port_bits, status) = match self.entry(t, c.vci) {
+            Some((v, b)) => (v, b, 0),
+            None => (0, 0, 1),
+        };
+        let reply = Control {
+            cmd: CMD_REPLY,
+            new_vci,
+            port_bits,
+            status,
+            ..c
+        };
+        out.push(port, reply.cell(vpi, self.key.as_deref()));
+    }
+}
+
+impl Node for VunetLink {
+    fn ports(&self) -> usize {
+        2
+    }
+
+    fn receive(&mut self, _now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
+        let p = usize::from(port);
+        if p > 1 {
+            return;
+        }
+        for cell in cells {
+            let mut c = *cell;
+            if self.hec[p].check_cell(&mut c) == HecVerdict::Discarded {
+                self.counters.hec_discarded += 1;
+                continue;
+            }
+            let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
+            if h.vci == VCI_LINK_CONTROL {
+                let payload: [u8; 48] = c[HEADER_LEN..].try_into().expect("48 bytes");
+                self.control(port, &payload, out, h.vpi);
+                continue;
+            }
+            let Some((vci, bits)) = self.entry(p, h.vci) else {
+                self.counters.unmapped += 1;
+                continue;
+            };
+            let nh = Header {
+                gfc: bits,
+                vci,
+                ..h
+            };
+            if nh.emit(&mut c).is_ok() {
+                self.counters.relayed += 1;
+                out.push(1 - port, c);
+            }
+        }
+    }
+
+    fn poll(&mut self, _now: Instant, _out: &mut Outbox) {}
+
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+}
+
+/// The VuNet switch: each cell leaves on the port its GFC bits name, with
+/// those bits cleared; nothing else is looked up.
+pub struct VunetSwitch {
+    ports: usize,
+    hec: Vec<HecReceiver>,
+    /// Cells forwarded.
+    pub forwarded: u64,
+    /// Cells dropped: the routing bits named a port the switch lacks.
+    pub no_such_port: u64,
+    /// Cells dropped: header failed the HEC check.
+    pub hec_discarded: u64,
+}
+
+impl VunetSwitch {
+    /// A switch with `ports` ports (at most 16: four routing bits).
+    pub fn new(ports: usize) -> Self {
+        let ports = ports.min(16);
+        VunetSwitch {
+            ports,
+            hec: (0..ports).map(|_| HecReceiver::new()).collect(),
+            forwarded: 0,
+            no_such_port: 0,
+            hec_discarded: 0,
+        }
+    }
+}
+
+impl Node for VunetSwitch {
+    fn ports(&self) -> usize {
+        self.ports
+    }
+
+    fn receive(&mut self, _now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
+        let Some(hec) = self.hec.get_mut(usize::from(port)) else {
+            return;
+        };
+        for cell in cells {
+            let mut c = *cell;
+            if hec.check_cell(&mut c) == HecVerdict::Discarded {
+                self.hec_discarded += 1;
+                continue;
+            }
+            let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
+            let to = u16::from(h.gfc);
+            if usize::from(to) >= self.ports {
+                self.no_such_port += 1;
+                continue;
+            }
+            if (Header { gfc: 0, ..h }).emit(&mut c).is_ok() {
+                self.forwarded += 1;
+                out.push(to, c);
+            }
+        }
+    }
+
+    fn poll(&mut self, _now: Instant, _out: &mut Outbox) {}
+
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+}
