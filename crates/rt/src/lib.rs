@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as WallClock};
 
-use aurora_link::ring::{self, RingRx, RingTx};
+use aurora_link::ring;
 use aurora_link::shape::{Shaped, Shaping};
-use aurora_link::{CellSink, CellSource, LinkDrop, LinkError};
+use aurora_link::{CellSink, CellSource, LinkDrop};
 use aurora_net::{Node, Outbox, PortId};
 use aurora_sim::{DirCounters, LinkSpec, NodeId};
 use aurora_time::Instant;
@@ -35,17 +35,44 @@ pub struct Wire {
     pub spec: LinkSpec,
 }
 
-struct Out {
-    link: Shaped<RingTx>,
+/// The sending side of one of a node's ports.
+pub struct Out {
+    link: Shaped<Box<dyn CellSink>>,
     pending: Vec<CellBytes>,
     overflow: u64,
     offered: u64,
 }
 
-struct Worker {
+impl Out {
+    /// Sends through `link`, shaped by `shaping` (its queue is the port's
+    /// output buffer).
+    pub fn new(link: Box<dyn CellSink>, shaping: Shaping) -> Self {
+        Out {
+            link: Shaped::new(link, shaping),
+            pending: Vec::new(),
+            overflow: 0,
+            offered: 0,
+        }
+    }
+
+    /// The direction's counters (delivery is counted at the far end).
+    pub fn counters(&self) -> DirCounters {
+        DirCounters {
+            offered: self.offered,
+            overflow: self.overflow,
+            lost: self.link.counters().drops.get(LinkDrop::InjectedLoss),
+            errored: self.link.bit_errors(),
+            delivered: 0,
+        }
+    }
+}
+
+/// One node with its links, run by [`Worker::run`].
+pub struct Worker {
     node: Box<dyn RtNode>,
-    inputs: Vec<(PortId, RingRx)>,
+    inputs: Vec<(PortId, Box<dyn CellSource>)>,
     outputs: Vec<Option<Out>>,
+    batch: Vec<CellBytes>,
 }
 
 /// What a run hands back: the nodes (to read their counters) and each link
@@ -85,6 +112,52 @@ impl std::fmt::Display for RtError {
 impl std::error::Error for RtError {}
 
 impl Worker {
+    /// A node with no links yet.
+    pub fn new(node: Box<dyn RtNode>) -> Self {
+        let ports = node.ports();
+        Worker {
+            node,
+            inputs: Vec::new(),
+            outputs: (0..ports).map(|_| None).collect(),
+            batch: vec![[0; 53]; 256],
+        }
+    }
+
+    /// Connects a port's receiving side.
+    pub fn add_input(&mut self, port: PortId, link: Box<dyn CellSource>) {
+        self.inputs.push((port, link));
+    }
+
+    /// Connects a port's sending side; false if the port does not exist.
+    pub fn set_output(&mut self, port: PortId, out: Out) -> bool {
+        match self.outputs.get_mut(usize::from(port)) {
+            Some(slot) => {
+                *slot = Some(out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The node.
+    pub fn node(&self) -> &dyn RtNode {
+        self.node.as_ref()
+    }
+
+    /// The sending side of a port.
+    pub fn output(&self, port: PortId) -> Option<&Out> {
+        self.outputs.get(usize::from(port))?.as_ref()
+    }
+
+    /// Cells a port's receiving side has handed up.
+    pub fn delivered(&self, port: PortId) -> u64 {
+        self.inputs
+            .iter()
+            .filter(|(p, _)| *p == port)
+            .map(|(_, l)| l.counters().cells_delivered)
+            .sum()
+    }
+
     fn route(&mut self, out: &mut Outbox) {
         for (port, cell) in out.drain() {
             // An unconnected port has nothing on the other side.
@@ -105,21 +178,21 @@ impl Worker {
         }
     }
 
-    fn run(mut self, start: WallClock, stop: &AtomicBool) -> Self {
+    /// Runs the node until `stop` is set; time counts from `start`.
+    pub fn run(mut self, start: WallClock, stop: &AtomicBool) -> Self {
         let mut out = Outbox::default();
         while !stop.load(Ordering::Relaxed) {
             let now = Instant::from_nanos(start.elapsed().as_nanos() as i64);
             let mut busy = false;
             for i in 0..self.inputs.len() {
-                let (port, rx) = &mut self.inputs[i];
-                let port = *port;
-                let node = &mut self.node;
-                match rx.read_with(256, |cells| node.receive(now, port, cells, &mut out)) {
-                    Ok(n) if n > 0 => busy = true,
-                    Ok(_) | Err(LinkError::Closed) => {}
-                    Err(_) => {} // a corrupt ring stays corrupt; its counters say so
+                let port = self.inputs[i].0;
+                // A broken or closed link stays quiet; its counters say why.
+                let n = self.inputs[i].1.recv(&mut self.batch).unwrap_or(0);
+                if n > 0 {
+                    busy = true;
+                    self.node.receive(now, port, &self.batch[..n], &mut out);
+                    self.route(&mut out);
                 }
-                self.route(&mut out);
             }
             if self.node.poll_at().is_some_and(|t| t <= now) {
                 self.node.poll(now, &mut out);
@@ -142,6 +215,18 @@ impl Worker {
     }
 }
 
+/// The shaping of one direction of `spec`, its stream seeded by `seed`.
+pub fn shaping(spec: &LinkSpec, seed: u64) -> Shaping {
+    Shaping {
+        rate: Some(spec.rate),
+        delay: StdDuration::from_nanos(spec.delay.as_nanos().max(0) as u64),
+        loss: spec.loss,
+        bit_error: spec.bit_error,
+        seed,
+        queue: spec.buffer.max(1),
+    }
+}
+
 /// Runs `nodes` joined by `wires` for `duration` of wall-clock time. The
 /// shapers' random streams derive from `seed` and each direction's number.
 pub fn run(
@@ -150,17 +235,7 @@ pub fn run(
     seed: u64,
     duration: StdDuration,
 ) -> Result<Finished, RtError> {
-    let mut workers: Vec<Worker> = nodes
-        .into_iter()
-        .map(|node| {
-            let ports = node.ports();
-            Worker {
-                node,
-                inputs: Vec::new(),
-                outputs: (0..ports).map(|_| None).collect(),
-            }
-        })
-        .collect();
+    let mut workers: Vec<Worker> = nodes.into_iter().map(Worker::new).collect();
     let mut dirs = Vec::new();
     let mut k = 0u64;
     for w in wires {
@@ -190,21 +265,10 @@ pub fn run(
             }
             // The ring holds what the shaper may release at once, and more.
             let (tx, rx) = ring::in_process((w.spec.buffer * 2).clamp(64, 1 << 20));
-            let shaping = Shaping {
-                rate: Some(w.spec.rate),
-                delay: StdDuration::from_nanos(w.spec.delay.as_nanos().max(0) as u64),
-                loss: w.spec.loss,
-                bit_error: w.spec.bit_error,
-                seed: seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                queue: w.spec.buffer.max(1),
-            };
-            workers[from.0 .0 as usize].outputs[usize::from(from.1)] = Some(Out {
-                link: Shaped::new(tx, shaping),
-                pending: Vec::new(),
-                overflow: 0,
-                offered: 0,
-            });
-            workers[to.0 .0 as usize].inputs.push((to.1, rx));
+            let seed = seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let out = Out::new(Box::new(tx), shaping(&w.spec, seed));
+            workers[from.0 .0 as usize].set_output(from.1, out);
+            workers[to.0 .0 as usize].add_input(to.1, Box::new(rx));
             dirs.push((from, to));
         }
     }
@@ -228,25 +292,12 @@ pub fn run(
     }
     let mut links = Vec::new();
     for (from, to) in dirs {
-        let o = workers[from.0 .0 as usize].outputs[usize::from(from.1)]
-            .as_ref()
-            .expect("connected above");
-        let c = o.link.counters();
-        let delivered = workers[to.0 .0 as usize]
-            .inputs
-            .iter()
-            .find(|(p, _)| *p == to.1)
-            .map_or(0, |(_, rx)| rx.counters().cells_delivered);
-        links.push((
-            from,
-            DirCounters {
-                offered: o.offered,
-                overflow: o.overflow,
-                lost: c.drops.get(LinkDrop::InjectedLoss),
-                errored: o.link.bit_errors(),
-                delivered,
-            },
-        ));
+        let mut c = workers[from.0 .0 as usize]
+            .output(from.1)
+            .expect("connected above")
+            .counters();
+        c.delivered = workers[to.0 .0 as usize].delivered(to.1);
+        links.push((from, c));
     }
     Ok(Finished {
         nodes: workers.into_iter().map(|w| w.node).collect(),
