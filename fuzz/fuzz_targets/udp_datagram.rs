@@ -7,7 +7,7 @@ use aurora_wire::CELL_LEN;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok((_, cells)) = parse_datagram(data) {
+    if let Ok((_, _, cells)) = parse_datagram(data) {
         assert_eq!(cells.len() + HEADER_LEN, data.len());
         assert!(!cells.is_empty() && cells.len() % CELL_LEN == 0);
         let mut hec = HecReceiver::new();

@@ -167,6 +167,8 @@ pub struct LinkCounters {
     pub datagrams_in: u64,
     /// Datagrams that arrived after a later one (delivered all the same).
     pub datagrams_late: u64,
+    /// Times the sender was seen to restart (a new session).
+    pub peer_restarts: u64,
     /// Drops by reason.
     pub drops: LinkDrops,
 }

@@ -3,7 +3,7 @@
 //! ```text
 //!  offset 0  "AU" (0x41 0x55)
 //!  offset 2  version (1)
-//!  offset 3  flags (0)
+//!  offset 3  session: a number the sender picks when it opens the link
 //!  offset 4  index of the first cell, u32 big-endian (cells sent before it)
 //!  offset 8  N whole 53-byte cells, N ≥ 1
 //! ```
@@ -14,6 +14,13 @@
 //! (UDP drops silently when a socket buffer overflows), so
 //! `cells delivered + cells lost + HEC discards` equals the sender's index
 //! of the next cell expected ([`UdpRx::cells_accounted`]).
+//!
+//! A sender that restarts (a switch process killed and started again) picks
+//! a new session and counts its cells from 0 again. The receiver sees the
+//! session change, counts a peer restart, and starts its accounting afresh
+//! from that datagram: the new sender's cells before it count as lost. (One
+//! restart in 256 draws the same session; it then looks like late
+//! datagrams until the index catches up, and the accounting says so.)
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
@@ -37,9 +44,9 @@ fn io(what: &str, e: std::io::Error) -> LinkError {
     LinkError::Io(format!("{what}: {e}"))
 }
 
-/// Checks a datagram's framing; returns the index of its first cell and its
-/// cells' bytes (a whole number of cells, at least one).
-pub fn parse_datagram(d: &[u8]) -> Result<(u32, &[u8]), LinkDrop> {
+/// Checks a datagram's framing; returns its session, the index of its first
+/// cell and its cells' bytes (a whole number of cells, at least one).
+pub fn parse_datagram(d: &[u8]) -> Result<(u8, u32, &[u8]), LinkDrop> {
     if d.len() < HEADER_LEN + CELL_LEN || !(d.len() - HEADER_LEN).is_multiple_of(CELL_LEN) {
         return Err(LinkDrop::BadFrame);
     }
@@ -47,6 +54,7 @@ pub fn parse_datagram(d: &[u8]) -> Result<(u32, &[u8]), LinkDrop> {
         return Err(LinkDrop::BadFrame);
     }
     Ok((
+        d[3],
         u32::from_be_bytes([d[4], d[5], d[6], d[7]]),
         &d[HEADER_LEN..],
     ))
@@ -57,6 +65,7 @@ pub struct UdpTx {
     sock: UdpSocket,
     peer: SocketAddr,
     per_datagram: usize,
+    session: u8,
     seq: u32,
     buf: Vec<u8>,
     counters: LinkCounters,
@@ -66,7 +75,7 @@ pub struct UdpTx {
 pub struct UdpRx {
     sock: UdpSocket,
     peer: SocketAddr,
-    expect: Option<u32>,
+    expect: Option<(u8, u32)>,
     accounted: u64,
     buf: Vec<u8>,
     pending: crate::Pending,
@@ -95,6 +104,7 @@ pub fn open(
             sock,
             peer,
             per_datagram: per,
+            session: new_session(),
             seq: 0,
             buf: Vec::with_capacity(HEADER_LEN + per * CELL_LEN),
             counters: LinkCounters::default(),
@@ -110,6 +120,16 @@ pub fn open(
             counters: LinkCounters::default(),
         },
     ))
+}
+
+/// A session number unlikely to repeat across restarts of a process.
+fn new_session() -> u8 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let x = (t ^ u64::from(std::process::id()).rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (x >> 56) as u8
 }
 
 impl UdpTx {
@@ -146,7 +166,7 @@ impl UdpRx {
             self.counters.drops.add(LinkDrop::Stranger, 1);
             return Ok(true);
         }
-        let (first, body) = match parse_datagram(&self.buf[..n]) {
+        let (session, first, body) = match parse_datagram(&self.buf[..n]) {
             Ok(x) => x,
             Err(reason) => {
                 self.counters.drops.add(reason, 1);
@@ -154,7 +174,21 @@ impl UdpRx {
             }
         };
         let cells = (body.len() / CELL_LEN) as u32;
-        if let Some(want) = self.expect {
+        let want = match self.expect {
+            Some((s, want)) if s == session => Some(want),
+            Some(_) => {
+                // The sender restarted: the new one's cells before this
+                // datagram were lost on the way.
+                self.counters.peer_restarts += 1;
+                self.counters
+                    .drops
+                    .add(LinkDrop::LostInTransit, u64::from(first));
+                self.accounted += u64::from(first);
+                None
+            }
+            None => None,
+        };
+        if let Some(want) = want {
             let gap = first.wrapping_sub(want);
             if gap != 0 && gap < 1 << 31 {
                 self.counters
@@ -166,13 +200,13 @@ impl UdpRx {
                 self.counters.datagrams_late += 1;
             }
         }
-        if self.expect.is_none_or(|w| first.wrapping_sub(w) < 1 << 31) {
+        if want.is_none_or(|w| first.wrapping_sub(w) < 1 << 31) {
             self.accounted += u64::from(
                 first
                     .wrapping_add(cells)
-                    .wrapping_sub(self.expect.unwrap_or(first)),
+                    .wrapping_sub(want.unwrap_or(first)),
             );
-            self.expect = Some(first.wrapping_add(cells));
+            self.expect = Some((session, first.wrapping_add(cells)));
         }
         let pending = self.pending.refill();
         for c in body.chunks_exact(CELL_LEN) {
@@ -193,7 +227,7 @@ impl CellSink for UdpTx {
             self.buf.clear();
             self.buf.extend_from_slice(&MAGIC);
             self.buf.push(VERSION);
-            self.buf.push(0);
+            self.buf.push(self.session);
             self.buf.extend_from_slice(&self.seq.to_be_bytes());
             for c in chunk {
                 self.buf.extend_from_slice(c);

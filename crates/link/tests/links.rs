@@ -183,6 +183,40 @@ fn udp_strangers_and_garbage_are_counted_drops() {
 }
 
 #[test]
+fn udp_sender_restart_is_counted_and_accounting_starts_afresh() {
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let a_addr = a.local_addr().unwrap();
+    drop(a);
+    let (_tx, mut rx) = udp::open(a_addr, peer.local_addr().unwrap(), 8).unwrap();
+    let datagram = |session: u8, first: u32| {
+        let mut d = vec![b'A', b'U', 1, session];
+        d.extend_from_slice(&first.to_be_bytes());
+        d.extend_from_slice(&cell(first));
+        d
+    };
+    // The first sender gets to cell 1000; the restarted one sends cells 0
+    // (lost on the way) and 1, then a late copy of the old session's.
+    peer.send_to(&datagram(7, 999), a_addr).unwrap();
+    peer.send_to(&datagram(9, 1), a_addr).unwrap();
+    peer.send_to(&datagram(9, 2), a_addr).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut out = [[0u8; 53]; 16];
+    let mut got = 0;
+    for _ in 0..20 {
+        got += rx.recv(&mut out).unwrap();
+    }
+    assert_eq!(got, 3);
+    let c = rx.counters();
+    assert_eq!(c.peer_restarts, 1);
+    assert_eq!(c.drops.get(LinkDrop::LostInTransit), 1, "the new cell 0");
+    assert_eq!(c.datagrams_late, 0);
+    // One from the first sender (counting starts at the first datagram
+    // seen), three from the second (its lost cell 0 included).
+    assert_eq!(rx.cells_accounted(), 1 + 3);
+}
+
+#[test]
 fn tcp_stream_carries_cells() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
