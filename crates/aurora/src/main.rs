@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench_net;
 mod bench_sar;
 mod demo;
+mod node;
 mod run;
 mod ttcp;
 
@@ -57,6 +58,25 @@ enum Command {
         /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port here.
         #[arg(long)]
         capture: Option<std::path::PathBuf>,
+    },
+    /// Run one host or switch of a topology file as its own process, its
+    /// links UDP to the processes running the other nodes (each link needs
+    /// udp_a and udp_b addresses).
+    Node {
+        /// The topology file.
+        file: std::path::PathBuf,
+        /// The node to run.
+        #[arg(long)]
+        name: String,
+        /// How long to run, e.g. 10s (default: until killed, with no report).
+        #[arg(long)]
+        duration: Option<String>,
+        /// Seed of the node's sending links' loss and bit errors.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
@@ -212,6 +232,39 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("aurora run: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Node {
+            file,
+            name,
+            duration,
+            seed,
+            json,
+        } => {
+            let d = match duration.as_deref().map(aurora_topo::parse_duration) {
+                None => None,
+                Some(Ok(d)) => Some(std::time::Duration::from_nanos(d.as_nanos().max(0) as u64)),
+                Some(Err(e)) => {
+                    eprintln!("aurora node: --duration {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match node::main(&file, &name, d, seed) {
+                Ok(r) if json => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&r).expect("report serialises")
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(r) => {
+                    print!("{}", node::text(&r));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("aurora node: {e}");
                     ExitCode::FAILURE
                 }
             }

@@ -186,7 +186,7 @@ pub fn run_real_time(path: &Path, duration: Duration, seed: u64) -> Result<Repor
     Ok(r)
 }
 
-fn problems(path: &Path, p: &aurora_topo::Problems) -> String {
+pub(crate) fn problems(path: &Path, p: &aurora_topo::Problems) -> String {
     let n = p.0.len();
     let list: Vec<String> =
         p.0.iter()

@@ -55,6 +55,11 @@ impl Out {
         }
     }
 
+    /// The sending link's own counters (datagrams, peer unreachable, ...).
+    pub fn link_counters(&self) -> aurora_link::LinkCounters {
+        self.link.counters()
+    }
+
     /// The direction's counters (delivery is counted at the far end).
     pub fn counters(&self) -> DirCounters {
         DirCounters {
@@ -158,6 +163,19 @@ impl Worker {
             .sum()
     }
 
+    /// The receiving side's counters for a port (summed if it has several).
+    pub fn input_counters(&self, port: PortId) -> Option<aurora_link::LinkCounters> {
+        self.inputs
+            .iter()
+            .find(|(p, _)| *p == port)
+            .map(|(_, l)| l.counters())
+    }
+
+    /// The node, back from the worker.
+    pub fn into_node(self) -> Box<dyn RtNode> {
+        self.node
+    }
+
     fn route(&mut self, out: &mut Outbox) {
         for (port, cell) in out.drain() {
             // An unconnected port has nothing on the other side.
@@ -215,6 +233,12 @@ impl Worker {
     }
 }
 
+/// The seed of the `k`th link direction's random stream (numbered from 1:
+/// link `i`'s `a`-to-`b` direction is `2i + 1`, its reverse `2i + 2`).
+pub fn direction_seed(seed: u64, k: u64) -> u64 {
+    seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
 /// The shaping of one direction of `spec`, its stream seeded by `seed`.
 pub fn shaping(spec: &LinkSpec, seed: u64) -> Shaping {
     Shaping {
@@ -265,8 +289,7 @@ pub fn run(
             }
             // The ring holds what the shaper may release at once, and more.
             let (tx, rx) = ring::in_process((w.spec.buffer * 2).clamp(64, 1 << 20));
-            let seed = seed ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let out = Out::new(Box::new(tx), shaping(&w.spec, seed));
+            let out = Out::new(Box::new(tx), shaping(&w.spec, direction_seed(seed, k)));
             workers[from.0 .0 as usize].set_output(from.1, out);
             workers[to.0 .0 as usize].add_input(to.1, Box::new(rx));
             dirs.push((from, to));

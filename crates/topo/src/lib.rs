@@ -18,6 +18,8 @@
 //! buffer = 4096             # cells in each direction's transmit buffer
 //! loss = 0.0                # per-cell probabilities, seeded per direction
 //! bit_error = 0.0
+//! udp_a = "127.0.0.1:7001"  # optional, both or neither: the UDP addresses the
+//! udp_b = "127.0.0.1:7002"  # two ends bind when each node is its own process
 //!
 //! [[pvc]]                   # an end-to-end path; Aurora fills in the switch tables
 //! name = "h1-to-h3"
@@ -35,6 +37,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::net::SocketAddr;
 use std::ops::Range;
 
 use aurora_net::switch::AtmSwitch;
@@ -115,6 +118,12 @@ pub struct LinkDef {
     /// Probability a cell gets one flipped bit.
     #[serde(default)]
     pub bit_error: f64,
+    /// UDP address end `a` binds when run by `aurora node`.
+    #[serde(default)]
+    pub udp_a: Option<String>,
+    /// UDP address end `b` binds when run by `aurora node`.
+    #[serde(default)]
+    pub udp_b: Option<String>,
 }
 
 /// A PVC as an end-to-end path of node names.
@@ -324,8 +333,34 @@ pub struct Blueprint {
     pub switches: Vec<(String, NodeId, u16)>,
     /// Links: their two ends and the link in each direction.
     pub links: Vec<(LinkEnd, LinkEnd, LinkSpec)>,
+    /// Per link, the UDP addresses its ends bind as separate processes.
+    pub link_udp: Vec<Option<(SocketAddr, SocketAddr)>>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
+}
+
+/// One node set up to run as its own process ([`Blueprint::node_process`]).
+pub struct NodeProcess {
+    /// Its name.
+    pub name: String,
+    /// Its id in the topology.
+    pub id: NodeId,
+    /// The node with its UDP links, ready to run.
+    pub worker: aurora_rt::Worker,
+    /// Its linked ports.
+    pub ports: Vec<NodePort>,
+}
+
+/// One linked port of a [`NodeProcess`].
+pub struct NodePort {
+    /// The port.
+    pub port: PortId,
+    /// The far end, as `node:port`.
+    pub peer: String,
+    /// The address this end binds.
+    pub local: SocketAddr,
+    /// The far end's address.
+    pub remote: SocketAddr,
 }
 
 /// A blueprint's names and circuits, kept for reporting after a run.
@@ -456,6 +491,29 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         if d.buffer == 0 {
             c.at(span.clone(), "buffer must hold at least one cell".into());
         }
+        let mut addr = |s: &Option<String>, which: &str| -> Option<SocketAddr> {
+            let s = s.as_ref()?;
+            s.parse()
+                .map_err(|_| {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "{which} \"{s}\" is not an address and port, as \"127.0.0.1:7001\""
+                        ),
+                    )
+                })
+                .ok()
+        };
+        let udp = match (addr(&d.udp_a, "udp_a"), addr(&d.udp_b, "udp_b")) {
+            (Some(x), Some(y)) => Some((x, y)),
+            (None, None) => None,
+            _ => {
+                if d.udp_a.is_some() != d.udp_b.is_some() {
+                    c.at(span.clone(), "give both udp_a and udp_b, or neither".into());
+                }
+                None
+            }
+        };
         if let (Some(a), Some(b)) = (a, b) {
             for e in [&a, &b] {
                 if !used_ports.insert(e.clone()) {
@@ -478,6 +536,7 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                         loss: d.loss.clamp(0.0, 1.0),
                         bit_error: d.bit_error.clamp(0.0, 1.0),
                     },
+                    udp,
                 ));
             }
         }
@@ -784,15 +843,18 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         })
         .collect();
     let mut links_out = Vec::new();
-    for (a, b, spec) in links {
+    let mut link_udp = Vec::new();
+    for (a, b, spec, udp) in links {
         let (ai, bi) = (ids[&a.0], ids[&b.0]);
         links_out.push(((a.0, ai, a.1), (b.0, bi, b.1), spec));
+        link_udp.push(udp);
     }
     Ok(Blueprint {
         nodes,
         hosts: hosts_out,
         switches,
         links: links_out,
+        link_udp,
         pvcs,
     })
 }
@@ -826,6 +888,78 @@ impl Blueprint {
             .map(|n| n as Box<dyn aurora_rt::RtNode>)
             .collect();
         Ok((aurora_rt::run(nodes, &wires, seed, duration)?, info))
+    }
+
+    /// Sets up the node called `name` to run as its own process: every link
+    /// it has is a UDP link between the addresses the topology gives, its
+    /// sending side shaped as in the other drivers. The other nodes are
+    /// other processes started with their own names.
+    pub fn node_process(
+        mut self,
+        name: &str,
+        seed: u64,
+    ) -> Result<(NodeProcess, BlueprintInfo), String> {
+        let id = self
+            .hosts
+            .iter()
+            .map(|(n, id)| (n, *id))
+            .chain(self.switches.iter().map(|(n, id, _)| (n, *id)))
+            .find(|(n, _)| *n == name)
+            .map(|(_, id)| id)
+            .ok_or_else(|| format!("the topology has no host or switch called \"{name}\""))?;
+        let node = std::mem::replace(
+            &mut self.nodes[id.0 as usize],
+            Box::new(TrafficHost::new(Format::Uni)),
+        );
+        let mut worker = aurora_rt::Worker::new(node as Box<dyn aurora_rt::RtNode>);
+        let mut ports = Vec::new();
+        for (i, ((a, b, spec), udp)) in self.links.iter().zip(&self.link_udp).enumerate() {
+            for (k, me, other, addrs) in [
+                (2 * i as u64 + 1, a, b, udp.map(|(x, y)| (x, y))),
+                (2 * i as u64 + 2, b, a, udp.map(|(x, y)| (y, x))),
+            ] {
+                if me.1 != id {
+                    continue;
+                }
+                let (local, remote) = addrs.ok_or_else(|| {
+                    format!(
+                        "the link from {}:{} to {}:{} has no udp_a and udp_b addresses, \
+                         so \"{name}\" cannot run as its own process",
+                        a.0, a.2, b.0, b.2
+                    )
+                })?;
+                let (tx, rx) = aurora_link::udp::open(
+                    local,
+                    remote,
+                    aurora_link::udp::DEFAULT_CELLS_PER_DATAGRAM,
+                )
+                .map_err(|e| e.to_string())?;
+                let shaping = aurora_rt::shaping(spec, aurora_rt::direction_seed(seed, k));
+                worker.set_output(me.2, aurora_rt::Out::new(Box::new(tx), shaping));
+                worker.add_input(me.2, Box::new(rx));
+                ports.push(NodePort {
+                    port: me.2,
+                    peer: format!("{}:{}", other.0, other.2),
+                    local,
+                    remote,
+                });
+            }
+        }
+        let info = BlueprintInfo {
+            hosts: self.hosts,
+            switches: self.switches,
+            links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
+            pvcs: self.pvcs,
+        };
+        Ok((
+            NodeProcess {
+                name: name.to_string(),
+                id,
+                worker,
+                ports,
+            },
+            info,
+        ))
     }
 
     /// The network in the virtual-time driver, its random streams seeded

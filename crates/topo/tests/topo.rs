@@ -138,3 +138,47 @@ fn explicit_vcs_may_not_collide() {
     let p = aurora_topo::load(&clash, 1).err().expect("clash");
     assert!(p.to_string().contains("VC 0.300 is already used"), "{p}");
 }
+
+#[test]
+fn udp_addresses_are_checked_and_needed_for_a_node_process() {
+    let bad = r#"
+[[switch]]
+name = "sw"
+ports = 2
+[[host]]
+name = "a"
+[[host]]
+name = "b"
+[[link]]
+a = "a"
+b = "sw:0"
+udp_a = "127.0.0.1:7001"
+[[link]]
+a = "b"
+b = "sw:1"
+udp_a = "localhost"
+udp_b = "127.0.0.1:7004"
+"#;
+    let text = aurora_topo::load(bad, 1)
+        .err()
+        .expect("problems")
+        .to_string();
+    assert!(text.contains("give both udp_a and udp_b"), "{text}");
+    assert!(
+        text.contains("udp_a \"localhost\" is not an address"),
+        "{text}"
+    );
+
+    // The example has no UDP addresses: it cannot be split into processes.
+    let bp = aurora_topo::compile(GOOD).unwrap();
+    let e = bp.node_process("sw1", 1).err().expect("no addresses");
+    assert!(e.contains("has no udp_a and udp_b"), "{e}");
+    let e = aurora_topo::compile(GOOD)
+        .unwrap()
+        .node_process("nobody", 1)
+        .err()
+        .expect("no such node");
+    assert!(e.contains("no host or switch called \"nobody\""), "{e}");
+    let ok = include_str!("../../../examples/processes.toml");
+    assert!(aurora_topo::compile(ok).is_ok());
+}

@@ -1,0 +1,184 @@
+//! `aurora node`: one host or switch of a topology file as its own process,
+//! every link of it a UDP link to the process running the node at the far
+//! end. Start one process per node (on one machine or several); stop and
+//! start any of them while the others run.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use aurora_link::LinkDrop;
+use aurora_net::switch::AtmSwitch;
+use aurora_net::traffic::TrafficHost;
+use serde::Serialize;
+
+/// What a node process did.
+#[derive(Debug, Serialize)]
+pub struct NodeReport {
+    /// The node's name.
+    pub name: String,
+    /// Wall-clock seconds run.
+    pub secs: f64,
+    /// PVCs this node sends on: (name, PDUs sent).
+    pub sent: Vec<(String, u64)>,
+    /// PVCs this node receives on.
+    pub received: Vec<crate::run::PvcRow>,
+    /// Per linked port.
+    pub ports: Vec<PortRow>,
+}
+
+/// One linked port's counters.
+#[derive(Debug, Serialize)]
+pub struct PortRow {
+    /// The port.
+    pub port: u16,
+    /// The far end, `node:port @ address`.
+    pub peer: String,
+    /// Cells the node sent on the port.
+    pub cells_out: u64,
+    /// Of those, dropped at the full output buffer.
+    pub overflow: u64,
+    /// Of those, sent while nothing listened at the far end.
+    pub peer_unreachable: u64,
+    /// Cells that arrived and went up to the node.
+    pub cells_in: u64,
+    /// Cells the far end sent that never arrived.
+    pub lost_in_transit: u64,
+    /// Cells discarded by the HEC check.
+    pub hec_discarded: u64,
+    /// Times the far end was seen to restart.
+    pub peer_restarts: u64,
+    /// Cells the switch dropped on this port (no route, full, ...); 0 on a host.
+    pub switch_dropped: u64,
+}
+
+/// Runs node `name` of the topology in `path` until `duration` passes (or
+/// forever) and reports what it did.
+pub fn main(
+    path: &Path,
+    name: &str,
+    duration: Option<std::time::Duration>,
+    seed: u64,
+) -> Result<NodeReport, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
+    let (proc_, info) = bp.node_process(name, seed)?;
+    for p in &proc_.ports {
+        eprintln!(
+            "{name}:{} bound {} -> {} at {}",
+            p.port, p.local, p.peer, p.remote
+        );
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Some(d) = duration {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let start = std::time::Instant::now();
+    let worker = proc_.worker.run(start, &stop);
+    let secs = start.elapsed().as_secs_f64();
+
+    let node: &dyn std::any::Any = worker.node();
+    let host = node.downcast_ref::<TrafficHost>();
+    let switch = node.downcast_ref::<AtmSwitch>();
+    let mut sent = Vec::new();
+    let mut received = Vec::new();
+    for p in &info.pvcs {
+        if let (true, Some(h)) = (p.from == proc_.id, host) {
+            sent.push((p.name.clone(), p.flows.iter().map(|&i| h.sent(i)).sum()));
+        }
+        if let (true, Some(h)) = (p.to == proc_.id, host) {
+            let r = h.received(p.to_vc);
+            received.push(crate::run::PvcRow {
+                name: p.name.clone(),
+                sent: 0,
+                delivered: r.delivered,
+                missing: r.missing,
+                corrupted: r.corrupted + r.out_of_order,
+                mbps: r.bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+            });
+        }
+    }
+    let ports = proc_
+        .ports
+        .iter()
+        .map(|p| {
+            let out = worker.output(p.port);
+            let tx = out.map(|o| o.link_counters()).unwrap_or_default();
+            let dir = out.map(|o| o.counters()).unwrap_or_default();
+            let rx = worker.input_counters(p.port).unwrap_or_default();
+            PortRow {
+                port: p.port,
+                peer: format!("{} @ {}", p.peer, p.remote),
+                cells_out: dir.offered,
+                overflow: dir.overflow,
+                peer_unreachable: tx.drops.get(LinkDrop::PeerUnreachable),
+                cells_in: rx.cells_delivered,
+                lost_in_transit: rx.drops.get(LinkDrop::LostInTransit),
+                hec_discarded: rx.drops.get(LinkDrop::HecDiscarded),
+                peer_restarts: rx.peer_restarts,
+                switch_dropped: switch
+                    .and_then(|s| s.counters(p.port))
+                    .map_or(0, |c| c.dropped_total()),
+            }
+        })
+        .collect();
+    Ok(NodeReport {
+        name: name.to_string(),
+        secs,
+        sent,
+        received,
+        ports,
+    })
+}
+
+/// The report as text.
+pub fn text(r: &NodeReport) -> String {
+    let mut s = format!("node {} ran {:.3} s\n", r.name, r.secs);
+    for (name, n) in &r.sent {
+        s += &format!("sent on {name}: {n} PDUs\n");
+    }
+    if !r.received.is_empty() {
+        s += &format!(
+            "\n{:<28} {:>10} {:>8} {:>10} {:>9}\n",
+            "PVC received", "delivered", "missing", "corrupted", "Mb/s"
+        );
+        for p in &r.received {
+            s += &format!(
+                "{:<28} {:>10} {:>8} {:>10} {:>9.1}\n",
+                p.name, p.delivered, p.missing, p.corrupted, p.mbps
+            );
+        }
+    }
+    s += &format!(
+        "\n{:>4} {:<34} {:>9} {:>8} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
+        "port",
+        "peer",
+        "cells out",
+        "overflow",
+        "unreachable",
+        "cells in",
+        "lost",
+        "restarts",
+        "sw drop"
+    );
+    for p in &r.ports {
+        s += &format!(
+            "{:>4} {:<34} {:>9} {:>8} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
+            p.port,
+            p.peer,
+            p.cells_out,
+            p.overflow,
+            p.peer_unreachable,
+            p.cells_in,
+            p.lost_in_transit,
+            p.peer_restarts,
+            p.switch_dropped
+        );
+    }
+    s
+}
