@@ -5,10 +5,9 @@ use std::path::Path;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::BufWriter;
 use std::rc::Rc;
 
-use aurora_capture::PortCapture;
+use aurora_capture::CaptureDir;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::TrafficHost;
 use aurora_sim::NodeId;
@@ -70,7 +69,21 @@ pub struct Report {
     pub captures: Vec<(String, u64, u64)>,
 }
 
-type Captures = Rc<RefCell<BTreeMap<(u32, u16), (String, PortCapture<BufWriter<std::fs::File>>)>>>;
+/// Creates `dir` and a capture recorder for it naming every node.
+pub(crate) fn open_captures(
+    dir: &Path,
+    hosts: &[(String, NodeId)],
+    switches: &[(String, NodeId, u16)],
+) -> Result<CaptureDir, String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create the capture folder {}: {e}", dir.display()))?;
+    let names: BTreeMap<u32, String> = hosts
+        .iter()
+        .map(|(n, id)| (id.0, n.clone()))
+        .chain(switches.iter().map(|(n, id, _)| (id.0, n.clone())))
+        .collect();
+    Ok(CaptureDir::new(dir, names))
+}
 
 /// Loads and runs `path` for `duration` of virtual time, writing a pcap
 /// file per receiving port into `capture` if given.
@@ -95,58 +108,28 @@ pub fn run(
             list.join("\n")
         )
     })?;
-    let captures: Captures = Rc::new(RefCell::new(BTreeMap::new()));
-    let failed: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
-    if let Some(dir) = capture {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create the capture folder {}: {e}", dir.display()))?;
-        let names: BTreeMap<u32, String> = net
-            .hosts
-            .iter()
-            .map(|(n, id)| (id.0, n.clone()))
-            .chain(net.switches.iter().map(|(n, id, _)| (id.0, n.clone())))
-            .collect();
-        let (caps, failed, dir) = (captures.clone(), failed.clone(), dir.to_path_buf());
-        net.sim.set_tap(Box::new(move |t, node, port, cell| {
-            if failed.borrow().is_some() {
-                return;
-            }
-            let mut caps = caps.borrow_mut();
-            let entry = match caps.entry((node.0, port)) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    let file = dir.join(format!(
-                        "{}-p{port}.pcap",
-                        names.get(&node.0).map_or("node", String::as_str)
-                    ));
-                    match std::fs::File::create(&file)
-                        .and_then(|f| PortCapture::new(BufWriter::new(f)))
-                    {
-                        Ok(c) => v.insert((file.display().to_string(), c)),
-                        Err(e) => {
-                            *failed.borrow_mut() =
-                                Some(format!("cannot write {}: {e}", file.display()));
-                            return;
-                        }
-                    }
-                }
-            };
-            if let Err(e) = entry.1.cell(t, cell) {
-                *failed.borrow_mut() = Some(format!("cannot write {}: {e}", entry.0));
-            }
-        }));
-    }
+    let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
+        Some(dir) => {
+            let c = Rc::new(RefCell::new(open_captures(dir, &net.hosts, &net.switches)?));
+            let tap = c.clone();
+            net.sim.set_tap(Box::new(move |t, node, port, cell| {
+                tap.borrow_mut()
+                    .record(t, node.0, port, std::slice::from_ref(cell));
+            }));
+            Some(c)
+        }
+        None => None,
+    };
     net.sim.run_until(Instant::ZERO + duration);
-    if let Some(e) = failed.borrow_mut().take() {
-        return Err(e);
-    }
-    let mut written = Vec::new();
-    for (_, (file, cap)) in std::mem::take(&mut *captures.borrow_mut()) {
-        let c = cap.counters();
-        let mut w = cap.finish();
-        std::io::Write::flush(&mut w).map_err(|e| format!("cannot write {file}: {e}"))?;
-        written.push((file, c.cells, c.pdus));
-    }
+    // The tap holds the other reference; take the captures out of the sim.
+    net.sim.clear_tap();
+    let written = match captures {
+        Some(c) => Rc::try_unwrap(c)
+            .map_err(|_| "the capture is still in use".to_string())?
+            .into_inner()
+            .finish()?,
+        None => Vec::new(),
+    };
     let sim = &net.sim;
     let mut r = build_report(
         &net.pvcs,

@@ -184,3 +184,75 @@ mod tests {
         assert_eq!(bytes.len(), 24 + 3 * (16 + 68) + (16 + 16 + 4 + 144));
     }
 }
+
+/// A folder of captures, one file per receiving port (`NODE-pPORT.pcap`),
+/// each opened when its port first receives a cell. The first write error
+/// stops recording and is kept for [`CaptureDir::finish`].
+pub struct CaptureDir {
+    dir: std::path::PathBuf,
+    names: std::collections::BTreeMap<u32, String>,
+    files: std::collections::BTreeMap<
+        (u32, u16),
+        (String, PortCapture<std::io::BufWriter<std::fs::File>>),
+    >,
+    failed: Option<String>,
+}
+
+/// One capture file written: its path, cell records and AAL5 PDU records.
+pub type Written = (String, u64, u64);
+
+impl CaptureDir {
+    /// Records into `dir` (which must exist); `names` names the nodes by id.
+    pub fn new(dir: &std::path::Path, names: std::collections::BTreeMap<u32, String>) -> Self {
+        CaptureDir {
+            dir: dir.to_path_buf(),
+            names,
+            files: Default::default(),
+            failed: None,
+        }
+    }
+
+    /// Records cells that arrived at `port` of node `node` at `t`.
+    pub fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes]) {
+        if self.failed.is_some() {
+            return;
+        }
+        let entry = match self.files.entry((node, port)) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let name = self.names.get(&node).map_or("node", String::as_str);
+                let file = self.dir.join(format!("{name}-p{port}.pcap"));
+                match std::fs::File::create(&file)
+                    .and_then(|f| PortCapture::new(std::io::BufWriter::new(f)))
+                {
+                    Ok(c) => v.insert((file.display().to_string(), c)),
+                    Err(e) => {
+                        self.failed = Some(format!("cannot write {}: {e}", file.display()));
+                        return;
+                    }
+                }
+            }
+        };
+        for c in cells {
+            if let Err(e) = entry.1.cell(t, c) {
+                self.failed = Some(format!("cannot write {}: {e}", entry.0));
+                return;
+            }
+        }
+    }
+
+    /// Flushes every file; what was written, or the first error.
+    pub fn finish(self) -> Result<Vec<Written>, String> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut written = Vec::new();
+        for (_, (file, cap)) in self.files {
+            let c = cap.counters();
+            let mut w = cap.finish();
+            w.flush().map_err(|e| format!("cannot write {file}: {e}"))?;
+            written.push((file, c.cells, c.pdus));
+        }
+        Ok(written)
+    }
+}

@@ -371,6 +371,11 @@ impl Sim {
         self.tap = Some(tap);
     }
 
+    /// Removes the tap (dropping it).
+    pub fn clear_tap(&mut self) {
+        self.tap = None;
+    }
+
     /// The simulated clock.
     pub fn now(&self) -> Instant {
         self.now
