@@ -11,7 +11,12 @@ use crate::run;
 pub const TOPOLOGY: &str = include_str!("../../../examples/demo.toml");
 
 /// Runs the demo for `secs` seconds and writes its report and plot to `out`.
-pub fn main(secs: f64, out: &Path, quiet: bool) -> Result<(), String> {
+pub fn main(
+    secs: f64,
+    out: &Path,
+    quiet: bool,
+    capture: Option<std::path::PathBuf>,
+) -> Result<(), String> {
     std::fs::create_dir_all(out)
         .map_err(|e| format!("cannot create the output folder {}: {e}", out.display()))?;
     let topo = out.join("demo.toml");
@@ -23,7 +28,7 @@ pub fn main(secs: f64, out: &Path, quiet: bool) -> Result<(), String> {
     let d = aurora_time::Duration::from_nanos((secs * 1e9) as i64);
     let handle = {
         let topo = topo.clone();
-        std::thread::spawn(move || run::run_real_time(&topo, d, 1))
+        std::thread::spawn(move || run::run_real_time(&topo, d, 1, capture.as_deref()))
     };
     let bar = if quiet {
         indicatif::ProgressBar::hidden()

@@ -38,6 +38,10 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port
+        /// here (about 100 bytes per cell: keep --secs short).
+        #[arg(long)]
+        capture: Option<std::path::PathBuf>,
     },
     /// Run a topology file (see examples/dan.toml).
     Run {
@@ -77,6 +81,10 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port
+        /// here (written out when --duration ends).
+        #[arg(long)]
+        capture: Option<std::path::PathBuf>,
     },
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
@@ -202,10 +210,6 @@ fn main() -> ExitCode {
             json,
             capture,
         } => {
-            if !r#virtual && capture.is_some() {
-                eprintln!("aurora run: --capture works in virtual time only so far; add --virtual");
-                return ExitCode::FAILURE;
-            }
             let d = match aurora_topo::parse_duration(&duration) {
                 Ok(d) => d,
                 Err(e) => {
@@ -216,7 +220,7 @@ fn main() -> ExitCode {
             let result = if r#virtual {
                 run::run(&file, d, seed, capture.as_deref())
             } else {
-                run::run_real_time(&file, d, seed)
+                run::run_real_time(&file, d, seed, capture.as_deref())
             };
             match result {
                 Ok(r) if json => {
@@ -242,6 +246,7 @@ fn main() -> ExitCode {
             duration,
             seed,
             json,
+            capture,
         } => {
             let d = match duration.as_deref().map(aurora_topo::parse_duration) {
                 None => None,
@@ -251,7 +256,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match node::main(&file, &name, d, seed) {
+            match node::main(&file, &name, d, seed, capture.as_deref()) {
                 Ok(r) if json => {
                     println!(
                         "{}",
@@ -269,12 +274,17 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Demo { secs, out, quiet } => {
+        Command::Demo {
+            secs,
+            out,
+            quiet,
+            capture,
+        } => {
             if !(secs > 0.0 && secs <= 60.0) {
                 eprintln!("aurora demo: --secs must be between 0 and 60, not {secs}");
                 return ExitCode::FAILURE;
             }
-            match demo::main(secs, &out, quiet) {
+            match demo::main(secs, &out, quiet, capture) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("aurora demo: {e}");

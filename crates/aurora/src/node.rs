@@ -25,6 +25,8 @@ pub struct NodeReport {
     pub received: Vec<crate::run::PvcRow>,
     /// Per linked port.
     pub ports: Vec<PortRow>,
+    /// Capture files written: (file, cell records, AAL5 PDU records).
+    pub captures: Vec<(String, u64, u64)>,
 }
 
 /// One linked port's counters.
@@ -59,11 +61,22 @@ pub fn main(
     name: &str,
     duration: Option<std::time::Duration>,
     seed: u64,
+    capture: Option<&Path>,
 ) -> Result<NodeReport, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
-    let (proc_, info) = bp.node_process(name, seed)?;
+    let names = match capture {
+        Some(dir) => Some(crate::run::open_captures(dir, &bp.hosts, &bp.switches)?),
+        None => None,
+    };
+    let (mut proc_, info) = bp.node_process(name, seed)?;
+    if let Some(dir) = names {
+        proc_.worker.set_tap(Box::new(crate::run::NodeTap {
+            node: proc_.id.0,
+            dir,
+        }));
+    }
     for p in &proc_.ports {
         eprintln!(
             "{name}:{} bound {} -> {} at {}",
@@ -79,8 +92,15 @@ pub fn main(
         });
     }
     let start = std::time::Instant::now();
-    let worker = proc_.worker.run(start, &stop);
+    let mut worker = proc_.worker.run(start, &stop);
     let secs = start.elapsed().as_secs_f64();
+    let mut captures = Vec::new();
+    if let Some(tap) = worker.take_tap() {
+        let any: Box<dyn std::any::Any> = tap;
+        if let Ok(t) = any.downcast::<crate::run::NodeTap>() {
+            captures = t.dir.finish()?;
+        }
+    }
 
     let node: &dyn std::any::Any = worker.node();
     let host = node.downcast_ref::<TrafficHost>();
@@ -133,6 +153,7 @@ pub fn main(
         sent,
         received,
         ports,
+        captures,
     })
 }
 
@@ -179,6 +200,9 @@ pub fn text(r: &NodeReport) -> String {
             p.peer_restarts,
             p.switch_dropped
         );
+    }
+    for (f, cells, pdus) in &r.captures {
+        s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
     }
     s
 }

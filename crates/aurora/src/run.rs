@@ -148,13 +148,39 @@ pub fn run(
     Ok(r)
 }
 
-/// Loads `path` and runs it on the real-time driver for `duration`.
-pub fn run_real_time(path: &Path, duration: Duration, seed: u64) -> Result<Report, String> {
+/// Loads `path` and runs it on the real-time driver for `duration`, writing
+/// a pcap file per receiving port into `capture` if given.
+pub fn run_real_time(
+    path: &Path,
+    duration: Duration,
+    seed: u64,
+    capture: Option<&Path>,
+) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
     let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
-    let (done, info) = bp.run_real_time(seed, wall).map_err(|e| e.to_string())?;
+    let template = match capture {
+        Some(dir) => Some((dir, open_captures(dir, &bp.hosts, &bp.switches)?)),
+        None => None,
+    };
+    let mut make_tap = |id: NodeId| -> Option<Box<dyn aurora_rt::Tap>> {
+        let (dir, names) = template.as_ref()?;
+        Some(Box::new(NodeTap {
+            node: id.0,
+            dir: CaptureDir::new(dir, names.names().clone()),
+        }))
+    };
+    let (mut done, info) = bp
+        .run_real_time(seed, wall, &mut make_tap)
+        .map_err(|e| e.to_string())?;
+    let mut written = Vec::new();
+    for tap in done.taps.drain(..).flatten() {
+        let any: Box<dyn std::any::Any> = tap;
+        if let Ok(t) = any.downcast::<NodeTap>() {
+            written.extend(t.dir.finish()?);
+        }
+    }
     let mut r = build_report(
         &info.pvcs,
         &info.links,
@@ -165,8 +191,21 @@ pub fn run_real_time(path: &Path, duration: Duration, seed: u64) -> Result<Repor
     );
     r.mode = "real time".into();
     r.virtual_secs = duration.as_secs_f64();
+    r.captures = written;
     rates(&mut r);
     Ok(r)
+}
+
+/// One real-time node's captures.
+pub(crate) struct NodeTap {
+    pub(crate) node: u32,
+    pub(crate) dir: CaptureDir,
+}
+
+impl aurora_rt::Tap for NodeTap {
+    fn cells(&mut self, t: Instant, port: u16, cells: &[aurora_wire::CellBytes]) {
+        self.dir.record(t, self.node, port, cells);
+    }
 }
 
 pub(crate) fn problems(path: &Path, p: &aurora_topo::Problems) -> String {

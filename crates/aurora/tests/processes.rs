@@ -18,8 +18,20 @@ fn free_port() -> u16 {
 }
 
 fn node(topo: &std::path::Path, name: &str, duration: Option<&str>) -> Child {
+    node_with(topo, name, duration, &[])
+}
+
+fn node_with(
+    topo: &std::path::Path,
+    name: &str,
+    duration: Option<&str>,
+    extra: &[&std::ffi::OsStr],
+) -> Child {
     let mut c = Command::new(env!("CARGO_BIN_EXE_aurora"));
-    c.arg("node").arg(topo).args(["--name", name, "--json"]);
+    c.arg("node")
+        .arg(topo)
+        .args(["--name", name, "--json"])
+        .args(extra);
     if let Some(d) = duration {
         c.args(["--duration", d]);
     }
@@ -77,7 +89,13 @@ interval = "500us"
     let topo = std::env::temp_dir().join(format!("aurora-processes-{}.toml", std::process::id()));
     std::fs::write(&topo, text).unwrap();
 
-    let h2 = node(&topo, "h2", Some("3s"));
+    let cap = std::env::temp_dir().join(format!("aurora-processes-cap-{}", std::process::id()));
+    let h2 = node_with(
+        &topo,
+        "h2",
+        Some("3s"),
+        &["--capture".as_ref(), cap.as_os_str()],
+    );
     let h1 = node(&topo, "h1", Some("3s"));
     let mut sw = node(&topo, "sw", None);
     std::thread::sleep(Duration::from_millis(1000));
@@ -88,6 +106,7 @@ interval = "500us"
     let h1 = report(h1);
     let h2 = report(h2);
     std::fs::remove_file(&topo).ok();
+    std::fs::remove_dir_all(&cap).ok();
 
     // The new switch carried traffic from h1 to h2: at least half its 1.2 s
     // of life's worth of 32-cell PDUs at 2000 PDUs/s.

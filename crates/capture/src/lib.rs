@@ -212,6 +212,11 @@ impl CaptureDir {
         }
     }
 
+    /// The node names.
+    pub fn names(&self) -> &std::collections::BTreeMap<u32, String> {
+        &self.names
+    }
+
     /// Records cells that arrived at `port` of node `node` at `t`.
     pub fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes]) {
         if self.failed.is_some() {

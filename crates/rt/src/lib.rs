@@ -24,6 +24,13 @@ use aurora_wire::CellBytes;
 pub trait RtNode: Node + Any + Send {}
 impl<T: Node + Any + Send> RtNode for T {}
 
+/// Sees every batch of cells a node's ports receive (a capture, say). Each
+/// node's worker owns its own tap, so taps need no locking.
+pub trait Tap: Any + Send {
+    /// Cells that arrived at `port` at `t`.
+    fn cells(&mut self, t: Instant, port: PortId, cells: &[CellBytes]);
+}
+
 /// A link between two ports, the same in both directions.
 #[derive(Clone, Copy, Debug)]
 pub struct Wire {
@@ -78,6 +85,7 @@ pub struct Worker {
     inputs: Vec<(PortId, Box<dyn CellSource>)>,
     outputs: Vec<Option<Out>>,
     batch: Vec<CellBytes>,
+    tap: Option<Box<dyn Tap>>,
 }
 
 /// What a run hands back: the nodes (to read their counters) and each link
@@ -87,6 +95,8 @@ pub struct Finished {
     pub nodes: Vec<Box<dyn RtNode>>,
     /// Per sending port: its link direction's counters.
     pub links: Vec<((NodeId, PortId), DirCounters)>,
+    /// Each node's tap, if it had one.
+    pub taps: Vec<Option<Box<dyn Tap>>>,
 }
 
 impl Finished {
@@ -125,7 +135,18 @@ impl Worker {
             inputs: Vec::new(),
             outputs: (0..ports).map(|_| None).collect(),
             batch: vec![[0; 53]; 256],
+            tap: None,
         }
+    }
+
+    /// Shows every received batch to `tap`.
+    pub fn set_tap(&mut self, tap: Box<dyn Tap>) {
+        self.tap = Some(tap);
+    }
+
+    /// The tap, back from the worker.
+    pub fn take_tap(&mut self) -> Option<Box<dyn Tap>> {
+        self.tap.take()
     }
 
     /// Connects a port's receiving side.
@@ -208,6 +229,9 @@ impl Worker {
                 let n = self.inputs[i].1.recv(&mut self.batch).unwrap_or(0);
                 if n > 0 {
                     busy = true;
+                    if let Some(tap) = self.tap.as_mut() {
+                        tap.cells(now, port, &self.batch[..n]);
+                    }
                     self.node.receive(now, port, &self.batch[..n], &mut out);
                     self.route(&mut out);
                 }
@@ -259,7 +283,23 @@ pub fn run(
     seed: u64,
     duration: StdDuration,
 ) -> Result<Finished, RtError> {
+    run_with_taps(nodes, wires, seed, duration, &mut |_| None)
+}
+
+/// [`run`], with each node given the tap `tap` makes for it (if any).
+pub fn run_with_taps(
+    nodes: Vec<Box<dyn RtNode>>,
+    wires: &[Wire],
+    seed: u64,
+    duration: StdDuration,
+    tap: &mut dyn FnMut(NodeId) -> Option<Box<dyn Tap>>,
+) -> Result<Finished, RtError> {
     let mut workers: Vec<Worker> = nodes.into_iter().map(Worker::new).collect();
+    for (i, w) in workers.iter_mut().enumerate() {
+        if let Some(t) = tap(NodeId(i as u32)) {
+            w.set_tap(t);
+        }
+    }
     let mut dirs = Vec::new();
     let mut k = 0u64;
     for w in wires {
@@ -322,8 +362,10 @@ pub fn run(
         c.delivered = workers[to.0 .0 as usize].delivered(to.1);
         links.push((from, c));
     }
+    let taps = workers.iter_mut().map(Worker::take_tap).collect();
     Ok(Finished {
         nodes: workers.into_iter().map(|w| w.node).collect(),
         links,
+        taps,
     })
 }

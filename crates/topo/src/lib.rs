@@ -861,11 +861,13 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
 
 impl Blueprint {
     /// Runs the network on the real-time driver for `duration` of wall-clock
-    /// time, its shapers seeded from `seed`.
+    /// time, its shapers seeded from `seed`, each node given the tap `tap`
+    /// makes for it (if any).
     pub fn run_real_time(
         self,
         seed: u64,
         duration: std::time::Duration,
+        tap: &mut dyn FnMut(NodeId) -> Option<Box<dyn aurora_rt::Tap>>,
     ) -> Result<(aurora_rt::Finished, BlueprintInfo), aurora_rt::RtError> {
         let wires: Vec<aurora_rt::Wire> = self
             .links
@@ -887,7 +889,10 @@ impl Blueprint {
             .into_iter()
             .map(|n| n as Box<dyn aurora_rt::RtNode>)
             .collect();
-        Ok((aurora_rt::run(nodes, &wires, seed, duration)?, info))
+        Ok((
+            aurora_rt::run_with_taps(nodes, &wires, seed, duration, tap)?,
+            info,
+        ))
     }
 
     /// Sets up the node called `name` to run as its own process: every link
