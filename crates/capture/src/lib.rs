@@ -185,16 +185,16 @@ mod tests {
     }
 }
 
+/// A capture written to a file.
+pub type FileCapture = PortCapture<std::io::BufWriter<std::fs::File>>;
+
 /// A folder of captures, one file per receiving port (`NODE-pPORT.pcap`),
 /// each opened when its port first receives a cell. The first write error
 /// stops recording and is kept for [`CaptureDir::finish`].
 pub struct CaptureDir {
     dir: std::path::PathBuf,
     names: std::collections::BTreeMap<u32, String>,
-    files: std::collections::BTreeMap<
-        (u32, u16),
-        (String, PortCapture<std::io::BufWriter<std::fs::File>>),
-    >,
+    files: std::collections::BTreeMap<(u32, u16), (String, FileCapture)>,
     failed: Option<String>,
 }
 
