@@ -135,56 +135,6 @@ impl<W: Write> PortCapture<W> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn erf_record_layout() {
-        let r = erf_record(Instant::from_nanos(1_500_000_000), ERF_TYPE_ATM, &[9; 52]);
-        assert_eq!(r.len(), 68);
-        // 1.5 s: seconds in the high word, half of 2^32 in the low word.
-        assert_eq!(
-            u64::from_le_bytes(r[..8].try_into().unwrap()),
-            (1 << 32) | (1 << 31)
-        );
-        assert_eq!(r[8], 3);
-        assert_eq!(&r[10..12], &68u16.to_be_bytes());
-        assert_eq!(&r[14..16], &52u16.to_be_bytes());
-        assert_eq!(&r[16..], &[9; 52]);
-    }
-
-    #[test]
-    fn cells_and_pdus_are_both_recorded() {
-        use aurora_sar::{Aal5Tx, PduOptions};
-        let _ = (); // keep the test self-contained
-        let mut tx = Aal5Tx::new(
-            aurora_wire::cell::VcId::new(0, 77),
-            aurora_wire::cell::Format::Uni,
-        )
-        .unwrap();
-        let mut cells = vec![[0u8; 53]; 3];
-        let n = tx
-            .segment_into(&[1u8; 100], PduOptions::default(), &mut cells)
-            .unwrap();
-        let mut cap = PortCapture::new(Vec::new()).unwrap();
-        for c in &cells[..n] {
-            cap.cell(Instant::ZERO, c).unwrap();
-        }
-        assert_eq!(
-            cap.counters(),
-            CaptureCounters {
-                cells: 3,
-                pdus: 1,
-                abandoned: 0
-            }
-        );
-        let bytes = cap.finish();
-        // pcap header (24) + 3 × (16 + 68) + (16 + 16 + 4 + 144).
-        assert_eq!(bytes.len(), 24 + 3 * (16 + 68) + (16 + 16 + 4 + 144));
-    }
-}
-
 /// A capture written to a file.
 pub type FileCapture = PortCapture<std::io::BufWriter<std::fs::File>>;
 
@@ -259,5 +209,55 @@ impl CaptureDir {
             written.push((file, c.cells, c.pdus));
         }
         Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erf_record_layout() {
+        let r = erf_record(Instant::from_nanos(1_500_000_000), ERF_TYPE_ATM, &[9; 52]);
+        assert_eq!(r.len(), 68);
+        // 1.5 s: seconds in the high word, half of 2^32 in the low word.
+        assert_eq!(
+            u64::from_le_bytes(r[..8].try_into().unwrap()),
+            (1 << 32) | (1 << 31)
+        );
+        assert_eq!(r[8], 3);
+        assert_eq!(&r[10..12], &68u16.to_be_bytes());
+        assert_eq!(&r[14..16], &52u16.to_be_bytes());
+        assert_eq!(&r[16..], &[9; 52]);
+    }
+
+    #[test]
+    fn cells_and_pdus_are_both_recorded() {
+        use aurora_sar::{Aal5Tx, PduOptions};
+        let _ = (); // keep the test self-contained
+        let mut tx = Aal5Tx::new(
+            aurora_wire::cell::VcId::new(0, 77),
+            aurora_wire::cell::Format::Uni,
+        )
+        .unwrap();
+        let mut cells = vec![[0u8; 53]; 3];
+        let n = tx
+            .segment_into(&[1u8; 100], PduOptions::default(), &mut cells)
+            .unwrap();
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        for c in &cells[..n] {
+            cap.cell(Instant::ZERO, c).unwrap();
+        }
+        assert_eq!(
+            cap.counters(),
+            CaptureCounters {
+                cells: 3,
+                pdus: 1,
+                abandoned: 0
+            }
+        );
+        let bytes = cap.finish();
+        // pcap header (24) + 3 × (16 + 68) + (16 + 16 + 4 + 144).
+        assert_eq!(bytes.len(), 24 + 3 * (16 + 68) + (16 + 16 + 4 + 144));
     }
 }
