@@ -23,6 +23,8 @@ pub struct NodeReport {
     pub sent: Vec<(String, u64)>,
     /// PVCs this node receives on.
     pub received: Vec<crate::run::PvcRow>,
+    /// Pings this node sent.
+    pub pings: Vec<crate::run::PingRow>,
     /// Per linked port.
     pub ports: Vec<PortRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records).
@@ -107,9 +109,11 @@ pub fn main(
     let switch = node.downcast_ref::<AtmSwitch>();
     let mut sent = Vec::new();
     let mut received = Vec::new();
+    let mut pings = Vec::new();
     for p in &info.pvcs {
         if let (true, Some(h)) = (p.from == proc_.id, host) {
             sent.push((p.name.clone(), p.flows.iter().map(|&i| h.sent(i)).sum()));
+            pings.extend(crate::run::ping_rows(p, h));
         }
         if let (true, Some(h)) = (p.to == proc_.id, host) {
             let r = h.received(p.to_vc);
@@ -152,6 +156,7 @@ pub fn main(
         secs,
         sent,
         received,
+        pings,
         ports,
         captures,
     })
@@ -175,6 +180,7 @@ pub fn text(r: &NodeReport) -> String {
             );
         }
     }
+    s += &crate::run::ping_text(&r.pings);
     s += &format!(
         "\n{:>4} {:<34} {:>9} {:>8} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
         "port",

@@ -31,6 +31,60 @@ pub struct PvcRow {
     pub mbps: f64,
 }
 
+/// One ping's outcome (OAM F5 loopback along a PVC).
+#[derive(Debug, Serialize)]
+pub struct PingRow {
+    /// PVC name.
+    pub pvc: String,
+    /// "end-to-end" or "segment".
+    pub kind: String,
+    /// Requests sent.
+    pub sent: u64,
+    /// Answers matched to their request.
+    pub answered: u64,
+    /// Answers that matched no waiting request.
+    pub unmatched: u64,
+    /// Round trip, microseconds: shortest, mean, longest (0 with no answer).
+    pub rtt_us: [f64; 3],
+}
+
+/// The rows of the pings sent on `p` by its sending host `h`.
+pub(crate) fn ping_rows(p: &aurora_topo::PvcInfo, h: &TrafficHost) -> Vec<PingRow> {
+    p.pings
+        .iter()
+        .filter_map(|&(i, e2e)| {
+            let g = h.ping(i)?;
+            let us = |d: Duration| d.as_nanos() as f64 / 1e3;
+            Some(PingRow {
+                pvc: p.name.clone(),
+                kind: if e2e { "end-to-end" } else { "segment" }.into(),
+                sent: g.sent,
+                answered: g.answered,
+                unmatched: g.unmatched,
+                rtt_us: [us(g.rtt_min), g.rtt_mean().map_or(0.0, us), us(g.rtt_max)],
+            })
+        })
+        .collect()
+}
+
+/// Pings as text.
+pub(crate) fn ping_text(rows: &[PingRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n{:<28} {:<10} {:>6} {:>8} {:>10} {:>10} {:>10}\n",
+        "OAM ping on", "kind", "sent", "answered", "min us", "mean us", "max us"
+    );
+    for g in rows {
+        s += &format!(
+            "{:<28} {:<10} {:>6} {:>8} {:>10.1} {:>10.1} {:>10.1}\n",
+            g.pvc, g.kind, g.sent, g.answered, g.rtt_us[0], g.rtt_us[1], g.rtt_us[2]
+        );
+    }
+    s
+}
+
 /// One link direction's counters.
 #[derive(Debug, Serialize)]
 pub struct LinkRow {
@@ -61,6 +115,8 @@ pub struct Report {
     pub trace: String,
     /// Per PVC.
     pub pvcs: Vec<PvcRow>,
+    /// Per ping.
+    pub pings: Vec<PingRow>,
     /// Per link direction.
     pub links: Vec<LinkRow>,
     /// Per switch port: (switch, port, in, out, dropped).
@@ -258,6 +314,10 @@ fn build_report<'a>(
             }
         })
         .collect();
+    let pings = pvcs_in
+        .iter()
+        .flat_map(|p| host(p.from).map(|h| ping_rows(p, h)).unwrap_or_default())
+        .collect();
     let mut links = Vec::new();
     for ((an, ai, ap), (bn, bi, bp)) in links_in {
         for (from, fid, fp, to) in [(an, *ai, *ap, bn), (bn, *bi, *bp, an)] {
@@ -287,6 +347,7 @@ fn build_report<'a>(
         events: 0,
         trace: String::new(),
         pvcs,
+        pings,
         links,
         switch_ports,
         captures: Vec::new(),
@@ -313,6 +374,7 @@ pub fn text(r: &Report) -> String {
             p.name, p.sent, p.delivered, p.missing, p.corrupted, p.mbps
         );
     }
+    s += &ping_text(&r.pings);
     s += &format!(
         "\n{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
         "link (cells)", "offered", "delivered", "overflow", "lost", "errored"

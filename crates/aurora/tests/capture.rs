@@ -48,7 +48,7 @@ fn captures_decode_cleanly_in_tshark() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let caps = r["captures"].as_array().unwrap();
     assert!(caps.len() >= 6, "{r}");
-    check_files(caps);
+    check_files(caps, 0);
     // The display's port carries exactly the two PVCs that end there.
     let display = caps
         .iter()
@@ -73,8 +73,10 @@ fn captures_decode_cleanly_in_tshark() {
 }
 
 /// Every capture file decodes cleanly, holds the cell and PDU records Aurora
-/// counted, and every AAL5 CRC checks as correct.
-fn check_files(caps: &[serde_json::Value]) {
+/// counted, and every AAL5 CRC checks as correct, except for at most
+/// `damaged` PDU records per file (a cell dropped upstream, counted by the
+/// links, joins two PDUs into one record whose trailer cannot check).
+fn check_files(caps: &[serde_json::Value], damaged: u64) {
     for c in caps {
         let path = c[0].as_str().unwrap();
         let (cells, pdus) = (c[1].as_u64().unwrap(), c[2].as_u64().unwrap());
@@ -103,7 +105,11 @@ fn check_files(caps: &[serde_json::Value]) {
             .lines()
             .filter(|l| l.contains("AAL5 CRC:") && l.contains("(correct)"))
             .count() as u64;
-        assert_eq!((total, good), (pdus, pdus), "{path}: every AAL5 CRC checks");
+        assert_eq!(total, good, "{path}: no AAL5 CRC checks as incorrect");
+        assert!(
+            good <= pdus && good + damaged >= pdus,
+            "{path}: {good} of {pdus} AAL5 CRCs check, {damaged} cells dropped upstream"
+        );
     }
 }
 
@@ -134,7 +140,15 @@ fn demo_captures_match_the_counters() {
     let r: serde_json::Value = serde_json::from_str(&text).unwrap();
     let caps = r["captures"].as_array().unwrap();
     assert_eq!(caps.len(), 7, "every receiving port: {r}");
-    check_files(caps);
+    // Real time on a busy machine: a host that fell behind sends a burst,
+    // and an output buffer may overflow (counted).
+    let dropped: u64 = r["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["overflow"].as_u64().unwrap() + l["lost"].as_u64().unwrap())
+        .sum();
+    check_files(caps, dropped);
     // Each file's cells are the cells its port received, by Aurora's own
     // counters: a switch port's cells in, a host's link deliveries.
     for c in caps {

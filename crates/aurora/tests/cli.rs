@@ -119,12 +119,33 @@ fn run_plays_a_topology_in_virtual_time() {
     );
     let rr: serde_json::Value = serde_json::from_slice(&real.stdout).unwrap();
     assert_eq!(rr["mode"], "real time");
+    // Real time captures too.
+    let dir = std::env::temp_dir().join(format!("aurora-cli-rt-cap-{}", std::process::id()));
     let cap = aurora()
-        .args(["run", file, "--capture", "x"])
+        .args(["run", file, "--duration", "50ms", "--json", "--capture"])
+        .arg(&dir)
         .output()
         .unwrap();
-    assert!(!cap.status.success());
-    assert!(String::from_utf8_lossy(&cap.stderr).contains("--virtual"));
+    assert!(
+        cap.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cap.stderr)
+    );
+    let rc: serde_json::Value = serde_json::from_slice(&cap.stdout).unwrap();
+    assert!(rc["captures"].as_array().unwrap().len() >= 6, "{rc}");
+    let _ = std::fs::remove_dir_all(&dir);
+    // The example's pings: every end-to-end request answered by the far
+    // host after at least the round trip's propagation delay (2 x 54 us),
+    // every segment request by the first switch, sooner.
+    let pings = r["pings"].as_array().unwrap();
+    assert_eq!(pings.len(), 2, "{r}");
+    let (e2e, seg) = (&pings[0], &pings[1]);
+    assert_eq!(e2e["kind"], "end-to-end");
+    assert_eq!(e2e["answered"], e2e["sent"]);
+    assert!(e2e["rtt_us"][0].as_f64().unwrap() >= 108.0, "{e2e}");
+    assert_eq!(seg["kind"], "segment");
+    assert_eq!(seg["answered"], seg["sent"]);
+    assert!(seg["rtt_us"][2].as_f64().unwrap() < 20.0, "{seg}");
     let missing = aurora()
         .args(["run", "no-such-file.toml", "--virtual"])
         .output()

@@ -12,6 +12,7 @@
 //! | [`traffic`] | a host that sends and checks AAL5 flows, for scenarios |
 //! | [`vunet`] | VuNet's header-routed switch and relaying link, with authenticated control cells |
 
+pub mod oam;
 pub mod switch;
 pub mod traffic;
 pub mod vunet;

@@ -26,6 +26,9 @@ pub enum SwitchDrop {
     Idle,
     /// Arrived on a port the switch does not have.
     BadPort,
+    /// A segment OAM cell that is not a loopback request: each link is a
+    /// segment, so it ends here.
+    SegmentOam,
 }
 
 /// Per-port counters.
@@ -38,7 +41,9 @@ pub struct PortCounters {
     /// Headers repaired on arrival.
     pub hec_corrected: u64,
     /// Arriving cells dropped, by [`SwitchDrop`].
-    pub drops: [u64; 4],
+    pub drops: [u64; 5],
+    /// Segment loopback requests answered (sent back out of this port).
+    pub oam_looped: u64,
 }
 
 impl PortCounters {
@@ -216,6 +221,27 @@ impl AtmSwitch {
     }
 }
 
+impl AtmSwitch {
+    /// A segment OAM cell (PTI 4) ends at this switch: a loopback request
+    /// goes back out of the port it came in on, with its indication cleared.
+    fn segment_oam(&mut self, port: PortId, cell: &CellBytes, out: &mut Outbox) {
+        let p = usize::from(port);
+        let mut c = *cell;
+        if self.hec[p].check_cell(&mut c) == aurora_wire::hec::HecVerdict::Discarded {
+            self.counters[p].drops[SwitchDrop::Hec as usize] += 1;
+            return;
+        }
+        match crate::oam::loopback_answer(&c, self.format, aurora_wire::oam::OamFlow::F5Segment) {
+            Some(a) => {
+                self.counters[p].oam_looped += 1;
+                self.counters[p].cells_out += 1;
+                out.push(port, a);
+            }
+            None => self.counters[p].drops[SwitchDrop::SegmentOam as usize] += 1,
+        }
+    }
+}
+
 impl Node for AtmSwitch {
     fn ports(&self) -> usize {
         self.tables.len()
@@ -228,6 +254,10 @@ impl Node for AtmSwitch {
         }
         for cell in cells {
             self.counters[p].cells_in += 1;
+            if (cell[3] >> 1) & 7 == 0b100 {
+                self.segment_oam(port, cell, out);
+                continue;
+            }
             // Fast path: a VC entry whose precomputed HEC matches.
             let h4 = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
             let low = (h4 & 0xF) as usize;
@@ -378,6 +408,11 @@ mod tests {
                 &[build_cell(&h, &[low; 48]).unwrap()],
                 &mut out,
             );
+            if h.pti == Pti::OamSegment {
+                // Segment OAM ends at the switch (each link is a segment).
+                assert!(out.drain().next().is_none());
+                continue;
+            }
             let (port, c) = out.drain().next().unwrap();
             assert_eq!(port, 1);
             let view = aurora_wire::cell::Cell::new_checked(&c[..]).unwrap();
@@ -394,6 +429,7 @@ mod tests {
             assert_eq!(view.payload(), &[low; 48]);
         }
         assert_eq!(s.counters(0).unwrap().cells_in, 16);
-        assert_eq!(s.counters(1).unwrap().cells_out, 16);
+        assert_eq!(s.counters(0).unwrap().dropped(SwitchDrop::SegmentOam), 2);
+        assert_eq!(s.counters(1).unwrap().cells_out, 14);
     }
 }

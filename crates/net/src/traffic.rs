@@ -12,7 +12,9 @@ use aurora_wire::cell::{Format, VcId};
 use aurora_wire::{aal5, CellBytes};
 use rustc_hash::FxHashMap;
 
+use crate::oam::{self, Ping, PingStats, Pinger};
 use crate::{Node, Outbox, PortId};
+use aurora_wire::oam::OamFlow;
 
 /// A flow to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +77,10 @@ pub struct TrafficHost {
     sdu: Vec<u8>,
     want: Vec<u8>,
     cells_sent: u64,
+    pings: Vec<Pinger>,
+    user: Vec<CellBytes>,
+    oam_answered: u64,
+    oam_other: u64,
 }
 
 impl TrafficHost {
@@ -92,6 +98,10 @@ impl TrafficHost {
             sdu: Vec::new(),
             want: Vec::new(),
             cells_sent: 0,
+            pings: Vec::new(),
+            user: Vec::new(),
+            oam_answered: 0,
+            oam_other: 0,
         }
     }
 
@@ -119,6 +129,23 @@ impl TrafficHost {
         self.rx_flows.entry(vc).or_default();
     }
 
+    /// Adds a ping (OAM F5 loopback requests on a VC); returns its index.
+    pub fn add_ping(&mut self, p: Ping) -> usize {
+        self.pings.push(Pinger::new(p, *b"aurora-host\0\0\0\0\0"));
+        self.pings.len() - 1
+    }
+
+    /// What ping `i` found.
+    pub fn ping(&self, i: usize) -> Option<PingStats> {
+        self.pings.get(i).map(Pinger::stats)
+    }
+
+    /// (loopback requests answered, other OAM cells that arrived and were
+    /// not a ping's answer: dropped, counted here).
+    pub fn oam_counters(&self) -> (u64, u64) {
+        (self.oam_answered, self.oam_other)
+    }
+
     /// PDUs sent on flow `i` (in the order added).
     pub fn sent(&self, i: usize) -> u64 {
         self.flows.get(i).map_or(0, |f| f.sent)
@@ -139,18 +166,26 @@ impl TrafficHost {
         self.rx.stats()
     }
 
-    /// True when every flow has sent all its PDUs.
-    pub fn done_sending(&self) -> bool {
-        self.flows.iter().all(|f| f.sent >= f.spec.count)
+    /// Answers a loopback request, or gives a ping its answer; anything
+    /// else is counted and dropped.
+    fn oam_cell(&mut self, now: Instant, c: &CellBytes, out: &mut Outbox) {
+        if let Some(a) = oam::loopback_answer(c, self.format, OamFlow::F5EndToEnd) {
+            self.oam_answered += 1;
+            out.push(0, a);
+            return;
+        }
+        let vc = aurora_wire::cell::Header::parse(&[c[0], c[1], c[2], c[3]], self.format).vc();
+        if !self
+            .pings
+            .iter_mut()
+            .any(|p| p.vc() == vc && p.answer(now, c))
+        {
+            self.oam_other += 1;
+        }
     }
-}
 
-impl Node for TrafficHost {
-    fn ports(&self) -> usize {
-        1
-    }
-
-    fn receive(&mut self, now: Instant, _port: PortId, cells: &[CellBytes], _out: &mut Outbox) {
+    /// Reassembles user cells and checks each PDU.
+    fn reassemble(&mut self, now: Instant, cells: &[CellBytes]) {
         let flows = &mut self.rx_flows;
         let want = &mut self.want;
         self.rx.push(now, cells, &mut |d| {
@@ -181,8 +216,40 @@ impl Node for TrafficHost {
         });
     }
 
+    /// True when every flow has sent all its PDUs.
+    pub fn done_sending(&self) -> bool {
+        self.flows.iter().all(|f| f.sent >= f.spec.count)
+    }
+}
+
+impl Node for TrafficHost {
+    fn ports(&self) -> usize {
+        1
+    }
+
+    fn receive(&mut self, now: Instant, _port: PortId, cells: &[CellBytes], out: &mut Outbox) {
+        // OAM cells are taken out here; user cells go on to reassembly.
+        if cells.iter().any(oam::is_f5_oam) {
+            let mut user = std::mem::take(&mut self.user);
+            user.clear();
+            for c in cells {
+                if oam::is_f5_oam(c) {
+                    self.oam_cell(now, c, out);
+                } else {
+                    user.push(*c);
+                }
+            }
+            self.reassemble(now, &user);
+            self.user = user;
+        } else {
+            self.reassemble(now, cells);
+        }
+    }
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
         self.rx.handle_timeout(now);
+        for p in &mut self.pings {
+            p.poll(now, &mut |c| out.push(0, c));
+        }
         for f in &mut self.flows {
             // A host sends at most this many PDUs of a flow per poll, so a
             // zero interval cannot stall the clock.
@@ -212,6 +279,10 @@ impl Node for TrafficHost {
             .filter(|f| f.sent < f.spec.count)
             .map(|f| f.next)
             .min();
-        [next_send, self.rx.poll_at()].into_iter().flatten().min()
+        let next_ping = self.pings.iter().filter_map(Pinger::due).min();
+        [next_send, next_ping, self.rx.poll_at()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }

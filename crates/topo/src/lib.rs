@@ -33,6 +33,12 @@
 //! count = 100
 //! interval = "2ms"
 //! start = "0ms"             # optional
+//!
+//! [[ping]]                  # OAM F5 loopback along a PVC, timed
+//! pvc = "h1-to-h3"
+//! count = 10
+//! interval = "1ms"
+//! segment = false           # true: answered by the first switch instead
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,6 +46,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::ops::Range;
 
+use aurora_net::oam::Ping;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::PortId;
@@ -68,6 +75,9 @@ pub struct File {
     /// Traffic.
     #[serde(default)]
     pub flow: Vec<Spanned<FlowDef>>,
+    /// OAM pings.
+    #[serde(default)]
+    pub ping: Vec<Spanned<PingDef>>,
 }
 
 /// A switch.
@@ -159,6 +169,25 @@ pub struct FlowDef {
     pub start: Option<String>,
 }
 
+/// OAM F5 loopback requests sent by a PVC's sending host along it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingDef {
+    /// The PVC.
+    pub pvc: String,
+    /// Number of requests.
+    pub count: u64,
+    /// Time between requests.
+    pub interval: String,
+    /// Time of the first request.
+    #[serde(default)]
+    pub start: Option<String>,
+    /// Segment loopback (answered by the first switch) instead of
+    /// end-to-end (answered by the receiving host).
+    #[serde(default)]
+    pub segment: bool,
+}
+
 /// One problem in a topology file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
@@ -209,6 +238,8 @@ pub struct PvcInfo {
     pub to_vc: VcId,
     /// Index of each of its flows in the sending host.
     pub flows: Vec<usize>,
+    /// Its pings: index in the sending host, and whether end-to-end.
+    pub pings: Vec<(usize, bool)>,
 }
 
 /// One end of a link: node name, node, port.
@@ -663,11 +694,16 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         if !ok {
             continue;
         }
-        // A VC per hop, unique on the receiving port.
+        // A VC per hop, unused in either direction of its link: a PVC is
+        // one-way for data, but OAM loopback cells come back along it.
         let mut vcs = Vec::new();
         for (i, h) in hops.iter().enumerate() {
-            let key = (h.2.clone(), h.3);
-            let set = taken.entry(key).or_default();
+            let fwd = (h.2.clone(), h.3);
+            let rev = (h.0.clone(), h.1);
+            let used = |v: &VcId| {
+                taken.get(&fwd).is_some_and(|s| s.contains(v))
+                    || taken.get(&rev).is_some_and(|s| s.contains(v))
+            };
             let want = if i == 0 {
                 from_vc
             } else if i == hops.len() - 1 {
@@ -676,12 +712,12 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                 None
             };
             let vc = match want {
-                Some(v) if set.contains(&v) => {
+                Some(v) if used(&v) => {
                     c.at(
                         span.clone(),
                         format!(
-                            "PVC \"{}\": VC {v} is already used on port {} of \"{}\"",
-                            d.name, h.3, h.2
+                            "PVC \"{}\": VC {v} is already used on the link from \"{}\" to \"{}\"",
+                            d.name, h.0, h.2
                         ),
                     );
                     ok = false;
@@ -690,15 +726,15 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                 Some(v) => v,
                 None => match (32u16..=u16::MAX)
                     .map(|vci| VcId::new(0, vci))
-                    .find(|v| !set.contains(v))
+                    .find(|v| !used(v))
                 {
                     Some(v) => v,
                     None => {
                         c.at(
                             span.clone(),
                             format!(
-                                "PVC \"{}\": no free VC on port {} of \"{}\"",
-                                d.name, h.3, h.2
+                                "PVC \"{}\": no free VC on the link from \"{}\" to \"{}\"",
+                                d.name, h.0, h.2
                             ),
                         );
                         ok = false;
@@ -706,7 +742,8 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     }
                 },
             };
-            set.insert(vc);
+            taken.entry(fwd).or_default().insert(vc);
+            taken.entry(rev).or_default().insert(vc);
             vcs.push(vc);
         }
         if !ok {
@@ -714,13 +751,11 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         }
         for i in 1..hops.len() {
             // Switch hops[i].0 takes hop i-1's VC on its input port and
-            // sends hop i's VC out of hops[i].1.
-            tables.entry(hops[i].0.clone()).or_default().push((
-                hops[i - 1].3,
-                vcs[i - 1],
-                hops[i].1,
-                vcs[i],
-            ));
+            // sends hop i's VC out of hops[i].1; and the reverse, for cells
+            // coming back.
+            let t = tables.entry(hops[i].0.clone()).or_default();
+            t.push((hops[i - 1].3, vcs[i - 1], hops[i].1, vcs[i]));
+            t.push((hops[i].1, vcs[i], hops[i - 1].3, vcs[i - 1]));
         }
         compiled.push(Compiled {
             name: d.name.clone(),
@@ -774,6 +809,43 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         }
     }
 
+    // Pings.
+    let mut pings: Vec<(String, Ping)> = Vec::new();
+    for g in &file.ping {
+        let span = g.span();
+        let d = g.get_ref();
+        let pvc = compiled.iter().find(|p| p.name == d.pvc);
+        if pvc.is_none() && !pvc_names.contains(&d.pvc) {
+            c.at(
+                span.clone(),
+                format!("ping names PVC \"{}\", which is not defined", d.pvc),
+            );
+        }
+        let interval = parse_duration(&d.interval)
+            .map_err(|m| c.at(span.clone(), m))
+            .ok();
+        if interval == Some(Duration::ZERO) {
+            c.at(span.clone(), "ping interval must be more than 0".into());
+        }
+        let start = match &d.start {
+            None => Some(Duration::ZERO),
+            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
+        };
+        let Some(pvc) = pvc else { continue };
+        if let (Some(interval), Some(start)) = (interval, start) {
+            pings.push((
+                d.pvc.clone(),
+                Ping {
+                    vc: pvc.from_vc,
+                    end_to_end: !d.segment,
+                    count: d.count,
+                    start: Instant::ZERO + start,
+                    interval,
+                },
+            ));
+        }
+    }
+
     if !c.problems.is_empty() {
         c.problems.sort_by_key(|p| (p.line, p.col));
         return Err(Problems(c.problems));
@@ -807,6 +879,7 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         let name = &h.get_ref().name;
         let mut host = TrafficHost::new(Format::Uni);
         let mut my_flows: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut my_pings: BTreeMap<String, Vec<(usize, bool)>> = BTreeMap::new();
         let mut n = 0;
         for (pvc, f) in &flows {
             let p = compiled.iter().find(|p| &p.name == pvc).expect("checked");
@@ -819,12 +892,26 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         for p in compiled.iter().filter(|p| &p.to == name) {
             host.expect(p.to_vc);
         }
+        for (pvc, g) in &pings {
+            let p = compiled.iter().find(|p| &p.name == pvc).expect("checked");
+            if &p.from == name {
+                let i = host.add_ping(*g);
+                my_pings
+                    .entry(pvc.clone())
+                    .or_default()
+                    .push((i, g.end_to_end));
+            }
+        }
         let id = NodeId(nodes.len() as u32);
         nodes.push(Box::new(host));
         ids.insert(name.clone(), id);
         hosts_out.push((name.clone(), id));
         for p in compiled.iter().filter(|p| &p.from == name) {
-            pvcs.push((p.name.clone(), my_flows.remove(&p.name).unwrap_or_default()));
+            pvcs.push((
+                p.name.clone(),
+                my_flows.remove(&p.name).unwrap_or_default(),
+                my_pings.remove(&p.name).unwrap_or_default(),
+            ));
         }
     }
     let pvcs = compiled
@@ -837,8 +924,13 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             to_vc: p.to_vc,
             flows: pvcs
                 .iter()
-                .find(|(n, _)| *n == p.name)
-                .map(|(_, f)| f.clone())
+                .find(|(n, _, _)| *n == p.name)
+                .map(|(_, f, _)| f.clone())
+                .unwrap_or_default(),
+            pings: pvcs
+                .iter()
+                .find(|(n, _, _)| *n == p.name)
+                .map(|(_, _, g)| g.clone())
                 .unwrap_or_default(),
         })
         .collect();
