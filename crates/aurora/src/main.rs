@@ -8,6 +8,7 @@ mod bench_net;
 mod bench_sar;
 mod demo;
 mod node;
+mod ping;
 mod run;
 mod ttcp;
 
@@ -85,6 +86,32 @@ enum Command {
         /// here (written out when --duration ends).
         #[arg(long)]
         capture: Option<std::path::PathBuf>,
+    },
+    /// Time OAM F5 loopback round trips from a host of a topology file, its
+    /// own traffic running around them.
+    Ping {
+        /// The topology file.
+        file: std::path::PathBuf,
+        /// `[itf.]vpi.vci`: the VC at the sending host (its interface is 0).
+        target: String,
+        /// The sending host.
+        #[arg(long)]
+        from: String,
+        /// Requests to send.
+        #[arg(short = 'c', long, default_value_t = 5)]
+        count: u64,
+        /// Time between requests.
+        #[arg(short = 'i', long, default_value = "100ms")]
+        interval: String,
+        /// Segment loopback: the first switch answers.
+        #[arg(long)]
+        segment: bool,
+        /// Run in virtual time.
+        #[arg(long)]
+        r#virtual: bool,
+        /// Seed of the links' loss and bit errors.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
@@ -270,6 +297,48 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("aurora node: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Ping {
+            file,
+            target,
+            from,
+            count,
+            interval,
+            segment,
+            r#virtual,
+            seed,
+        } => {
+            let interval = match aurora_topo::parse_duration(&interval) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("aurora ping: --interval {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let args = ping::Args {
+                file: &file,
+                from: &from,
+                target: &target,
+                count,
+                interval,
+                segment,
+                virtual_time: r#virtual,
+                seed,
+            };
+            match ping::main(&args) {
+                Ok((stats, text)) => {
+                    print!("{text}");
+                    if stats.answered > 0 {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::FAILURE
+                    }
+                }
+                Err(e) => {
+                    eprintln!("aurora ping: {e}");
                     ExitCode::FAILURE
                 }
             }

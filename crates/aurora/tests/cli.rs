@@ -180,3 +180,53 @@ fn the_demo_runs_in_real_time_and_reports() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ping_times_oam_round_trips() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
+    let ok = aurora()
+        .args([
+            "ping",
+            file,
+            "--from",
+            "camera",
+            "0.0.100",
+            "-c",
+            "4",
+            "--virtual",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{text}");
+    assert!(text.contains("4 sent, 4 answered"), "{text}");
+    // camera -> sw1 -> sw2 -> display and back: at least 2 x 54 us.
+    let min: f64 = text
+        .split("= ")
+        .nth(1)
+        .and_then(|t| t.split('/').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap();
+    assert!((108.0..200.0).contains(&min), "{text}");
+    // No PVC on that VC: nobody answers, and the exit status says so.
+    let none = aurora()
+        .args([
+            "ping",
+            file,
+            "--from",
+            "camera",
+            "0.999",
+            "-c",
+            "2",
+            "--virtual",
+        ])
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stdout).contains("2 sent, 0 answered"));
+    let bad = aurora()
+        .args(["ping", file, "--from", "camera", "7.0.100"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("interface 7"));
+}

@@ -320,7 +320,8 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_vc(s: &str) -> Result<VcId, String> {
+/// Reads a VC written `vpi.vci`.
+pub fn parse_vc(s: &str) -> Result<VcId, String> {
     let (vpi, vci) = s
         .split_once('.')
         .ok_or_else(|| format!("VC \"{s}\" is not of the form vpi.vci"))?;
@@ -985,6 +986,22 @@ impl Blueprint {
             aurora_rt::run_with_taps(nodes, &wires, seed, duration, tap)?,
             info,
         ))
+    }
+
+    /// Adds a ping to host `host`; returns the host's id and the ping's
+    /// index in it.
+    pub fn add_ping(&mut self, host: &str, ping: Ping) -> Result<(NodeId, usize), String> {
+        let id = self
+            .hosts
+            .iter()
+            .find(|(n, _)| n == host)
+            .map(|(_, id)| *id)
+            .ok_or_else(|| format!("the topology has no host called \"{host}\""))?;
+        let node: &mut dyn std::any::Any = self.nodes[id.0 as usize].as_mut();
+        let h = node
+            .downcast_mut::<TrafficHost>()
+            .ok_or_else(|| format!("\"{host}\" is not a traffic host"))?;
+        Ok((id, h.add_ping(ping)))
     }
 
     /// Sets up the node called `name` to run as its own process: every link

@@ -1,0 +1,111 @@
+//! `aurora ping`: OAM F5 loopback round trips from a host of a topology, at
+//! the ATM layer, with the topology's own traffic running around them.
+
+use std::path::Path;
+
+use aurora_net::oam::{Ping, PingStats};
+use aurora_net::traffic::TrafficHost;
+use aurora_time::{Duration, Instant};
+
+/// What to ping.
+pub struct Args<'a> {
+    /// The topology file.
+    pub file: &'a Path,
+    /// The sending host.
+    pub from: &'a str,
+    /// `[itf.]vpi.vci` (a host has one interface, 0).
+    pub target: &'a str,
+    /// Requests.
+    pub count: u64,
+    /// Time between requests.
+    pub interval: Duration,
+    /// Segment loopback (the first switch answers) instead of end-to-end.
+    pub segment: bool,
+    /// Virtual time instead of real time.
+    pub virtual_time: bool,
+    /// Seed of the links' random streams.
+    pub seed: u64,
+}
+
+/// Runs the topology with the ping added; returns the ping's figures and a
+/// text report.
+pub fn main(a: &Args) -> Result<(PingStats, String), String> {
+    let vc_text = match a.target.split('.').count() {
+        3 => {
+            let (itf, rest) = a.target.split_once('.').expect("three parts");
+            if itf != "0" {
+                return Err(format!(
+                    "interface {itf} in \"{}\" does not exist: a host has one, 0",
+                    a.target
+                ));
+            }
+            rest
+        }
+        _ => a.target,
+    };
+    let vc = aurora_topo::parse_vc(vc_text)?;
+    if a.interval <= Duration::ZERO {
+        return Err("--interval must be more than 0".into());
+    }
+    if a.count == 0 || a.count > 1_000_000 {
+        return Err(format!("--count {} is not between 1 and 1000000", a.count));
+    }
+    let text = std::fs::read_to_string(a.file)
+        .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
+    let mut bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(a.file, &p))?;
+    let (id, i) = bp.add_ping(
+        a.from,
+        Ping {
+            vc,
+            end_to_end: !a.segment,
+            count: a.count,
+            start: Instant::ZERO,
+            interval: a.interval,
+        },
+    )?;
+    // Long enough for the last request's answer, or to call it lost.
+    let run_for = Duration::from_nanos(a.interval.as_nanos().saturating_mul(a.count as i64))
+        + Duration::from_millis(200);
+    let stats = if a.virtual_time {
+        let mut net = bp
+            .into_sim(a.seed)
+            .map_err(|p| crate::run::problems(a.file, &p))?;
+        net.sim.run_until(Instant::ZERO + run_for);
+        net.sim.node::<TrafficHost>(id).and_then(|h| h.ping(i))
+    } else {
+        let wall = std::time::Duration::from_nanos(run_for.as_nanos() as u64);
+        let (done, _) = bp
+            .run_real_time(a.seed, wall, &mut |_| None)
+            .map_err(|e| e.to_string())?;
+        done.node::<TrafficHost>(id).and_then(|h| h.ping(i))
+    }
+    .ok_or("the ping's host went missing")?;
+    let kind = if a.segment { "segment" } else { "end-to-end" };
+    let mut s = format!(
+        "OAM F5 {kind} loopback from {} on VC {vc} ({}): {} sent, {} answered",
+        a.from,
+        if a.virtual_time {
+            "virtual time"
+        } else {
+            "real time"
+        },
+        stats.sent,
+        stats.answered
+    );
+    if stats.unmatched > 0 {
+        s += &format!(", {} unmatched", stats.unmatched);
+    }
+    let us = |d: Duration| d.as_nanos() as f64 / 1e3;
+    match stats.rtt_mean() {
+        Some(mean) => {
+            s += &format!(
+                "\nround trip min/mean/max = {:.1}/{:.1}/{:.1} us\n",
+                us(stats.rtt_min),
+                us(mean),
+                us(stats.rtt_max)
+            )
+        }
+        None => s += "\nno answer: is there a PVC from this host on that VC?\n",
+    }
+    Ok((stats, s))
+}
