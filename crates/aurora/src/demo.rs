@@ -3,6 +3,9 @@
 
 use std::path::Path;
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
 use plotters::prelude::*;
 
 use crate::run;
@@ -26,25 +29,53 @@ pub fn main(
          a camera, a workstation and a display, video and data flowing both ways ({secs} s)"
     );
     let d = aurora_time::Duration::from_nanos((secs * 1e9) as i64);
+    let pvcs = aurora_topo::compile(TOPOLOGY)
+        .map_err(|p| format!("the built-in topology has problems: {p}"))?
+        .pvcs;
+    let live = Arc::new(Mutex::new(run::Live::default()));
     let handle = {
-        let topo = topo.clone();
-        std::thread::spawn(move || run::run_real_time(&topo, d, 1, capture.as_deref()))
+        let (topo, live) = (topo.clone(), (!quiet).then(|| live.clone()));
+        std::thread::spawn(move || run::run_real_time(&topo, d, 1, capture.as_deref(), live))
     };
-    let bar = if quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        indicatif::ProgressBar::new((secs * 10.0) as u64)
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {elapsed} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    bar.set_message("cells moving between threads");
-    while !handle.is_finished() {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        bar.inc(1);
+    if !quiet {
+        let mut head = format!("{:>6}", "time");
+        for p in &pvcs {
+            head += &format!(" {:>24}", format!("{} Mb/s", p.name));
+        }
+        println!("\n{head} {:>16}", "ping RTT");
     }
-    bar.finish_and_clear();
+    let start = std::time::Instant::now();
+    let mut last: BTreeMap<String, u64> = BTreeMap::new();
+    let mut shown = 0.0;
+    while !handle.is_finished() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let t = start.elapsed().as_secs_f64();
+        if quiet || t < shown + 1.0 || t > secs {
+            continue;
+        }
+        let l = match live.lock() {
+            Ok(l) => l,
+            Err(_) => continue,
+        };
+        let mut line = format!("{:>4.0} s", t);
+        for p in &pvcs {
+            let bytes = l.rx_bytes.get(&(p.to.0, p.to_vc)).copied().unwrap_or(0);
+            let before = last.insert(p.name.clone(), bytes).unwrap_or(0);
+            let mbps = bytes.saturating_sub(before) as f64 * 8.0 / (t - shown) / 1e6;
+            line += &format!(" {mbps:>24.1}");
+        }
+        let rtt = l
+            .pings
+            .values()
+            .flatten()
+            .filter_map(|g| g.rtt_mean())
+            .map(|m| format!("{:.2} ms mean", m.as_nanos() as f64 / 1e6))
+            .next()
+            .unwrap_or_else(|| "-".into());
+        println!("{line} {rtt:>16}");
+        shown = t;
+    }
+    println!();
     let report = handle
         .join()
         .map_err(|_| "the demo's network stopped unexpectedly".to_string())??;

@@ -175,6 +175,13 @@ fn llc_bytes() -> Option<usize> {
 }
 
 fn main() -> ExitCode {
+    // A report piped into `head` should end quietly when the pipe closes, as
+    // other command-line tools do, not panic on the next write.
+    // SAFETY: setting a signal's disposition to the default is async-signal
+    // safe and happens before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Ttcp(a) => match ttcp::main(*a) {
@@ -247,7 +254,7 @@ fn main() -> ExitCode {
             let result = if r#virtual {
                 run::run(&file, d, seed, capture.as_deref())
             } else {
-                run::run_real_time(&file, d, seed, capture.as_deref())
+                run::run_real_time(&file, d, seed, capture.as_deref(), None)
             };
             match result {
                 Ok(r) if json => {

@@ -76,7 +76,8 @@ pub fn main(
     if let Some(dir) = names {
         proc_.worker.set_tap(Box::new(crate::run::NodeTap {
             node: proc_.id.0,
-            dir,
+            dir: Some(dir),
+            live: None,
         }));
     }
     for p in &proc_.ports {
@@ -99,8 +100,12 @@ pub fn main(
     let mut captures = Vec::new();
     if let Some(tap) = worker.take_tap() {
         let any: Box<dyn std::any::Any> = tap;
-        if let Ok(t) = any.downcast::<crate::run::NodeTap>() {
-            captures = t.dir.finish()?;
+        if let Some(dir) = any
+            .downcast::<crate::run::NodeTap>()
+            .ok()
+            .and_then(|t| t.dir)
+        {
+            captures = dir.finish()?;
         }
     }
 

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use aurora_capture::CaptureDir;
 use aurora_net::switch::AtmSwitch;
@@ -211,6 +212,7 @@ pub fn run_real_time(
     duration: Duration,
     seed: u64,
     capture: Option<&Path>,
+    live: Option<Arc<Mutex<Live>>>,
 ) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -221,10 +223,16 @@ pub fn run_real_time(
         None => None,
     };
     let mut make_tap = |id: NodeId| -> Option<Box<dyn aurora_rt::Tap>> {
-        let (dir, names) = template.as_ref()?;
+        let dir = template
+            .as_ref()
+            .map(|(dir, names)| CaptureDir::new(dir, names.names().clone()));
+        if dir.is_none() && live.is_none() {
+            return None;
+        }
         Some(Box::new(NodeTap {
             node: id.0,
-            dir: CaptureDir::new(dir, names.names().clone()),
+            dir,
+            live: live.clone(),
         }))
     };
     let (mut done, info) = bp
@@ -233,8 +241,8 @@ pub fn run_real_time(
     let mut written = Vec::new();
     for tap in done.taps.drain(..).flatten() {
         let any: Box<dyn std::any::Any> = tap;
-        if let Ok(t) = any.downcast::<NodeTap>() {
-            written.extend(t.dir.finish()?);
+        if let Some(dir) = any.downcast::<NodeTap>().ok().and_then(|t| t.dir) {
+            written.extend(dir.finish()?);
         }
     }
     let mut r = build_report(
@@ -252,15 +260,43 @@ pub fn run_real_time(
     Ok(r)
 }
 
-/// One real-time node's captures.
+/// Figures a real-time run publishes as it goes, for a live display.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Per (receiving host, VC): bytes of verified PDUs so far.
+    pub rx_bytes: BTreeMap<(u32, aurora_wire::cell::VcId), u64>,
+    /// Per sending host: its pings so far.
+    pub pings: BTreeMap<u32, Vec<aurora_net::oam::PingStats>>,
+}
+
+/// One real-time node's captures and live figures.
 pub(crate) struct NodeTap {
     pub(crate) node: u32,
-    pub(crate) dir: CaptureDir,
+    pub(crate) dir: Option<CaptureDir>,
+    pub(crate) live: Option<Arc<Mutex<Live>>>,
 }
 
 impl aurora_rt::Tap for NodeTap {
     fn cells(&mut self, t: Instant, port: u16, cells: &[aurora_wire::CellBytes]) {
-        self.dir.record(t, self.node, port, cells);
+        if let Some(d) = self.dir.as_mut() {
+            d.record(t, self.node, port, cells);
+        }
+    }
+
+    fn sample(&mut self, _t: Instant, node: &dyn aurora_rt::RtNode) {
+        let (Some(live), Some(h)) = (
+            self.live.as_ref(),
+            (node as &dyn std::any::Any).downcast_ref::<TrafficHost>(),
+        ) else {
+            return;
+        };
+        // A poisoned lock means the display thread died; nothing to show.
+        if let Ok(mut l) = live.lock() {
+            for (vc, f) in h.received_all() {
+                l.rx_bytes.insert((self.node, vc), f.bytes);
+            }
+            l.pings.insert(self.node, h.pings().collect());
+        }
     }
 }
 

@@ -157,7 +157,7 @@ fn run_plays_a_topology_in_virtual_time() {
 fn the_demo_runs_in_real_time_and_reports() {
     let dir = std::env::temp_dir().join(format!("aurora-demo-test-{}", std::process::id()));
     let out = aurora()
-        .args(["demo", "--secs", "0.5", "--quiet", "--out"])
+        .args(["demo", "--secs", "1.5", "--out"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -171,6 +171,20 @@ fn the_demo_runs_in_real_time_and_reports() {
         text.contains("camera-to-display") && text.contains("0 corrupted"),
         "{text}"
     );
+    // The live display: a line after the first second, with a rate for
+    // each PVC and the ping's round trip.
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 s"))
+        .unwrap_or_else(|| panic!("no live line in:\n{text}"));
+    let rates: Vec<f64> = line
+        .split_whitespace()
+        .skip(2)
+        .take(3)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(rates.iter().all(|&r| r > 1.0), "{line}");
+    assert!(line.ends_with("ms mean"), "{line}");
     let r: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(r["mode"], "real time");
@@ -178,6 +192,8 @@ fn the_demo_runs_in_real_time_and_reports() {
         assert_eq!(p["corrupted"], 0, "{p}");
         assert!(p["delivered"].as_u64().unwrap() > 0, "{p}");
     }
+    let ping = &r["pings"][0];
+    assert!(ping["answered"].as_u64().unwrap() > 0, "{ping}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -135,6 +135,16 @@ impl TrafficHost {
         self.pings.len() - 1
     }
 
+    /// Every receiving VC and what arrived on it.
+    pub fn received_all(&self) -> impl Iterator<Item = (VcId, RxFlow)> + '_ {
+        self.rx_flows.iter().map(|(v, f)| (*v, *f))
+    }
+
+    /// Every ping's figures, in the order added.
+    pub fn pings(&self) -> impl Iterator<Item = PingStats> + '_ {
+        self.pings.iter().map(Pinger::stats)
+    }
+
     /// What ping `i` found.
     pub fn ping(&self, i: usize) -> Option<PingStats> {
         self.pings.get(i).map(Pinger::stats)

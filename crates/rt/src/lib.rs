@@ -24,12 +24,18 @@ use aurora_wire::CellBytes;
 pub trait RtNode: Node + Any + Send {}
 impl<T: Node + Any + Send> RtNode for T {}
 
-/// Sees every batch of cells a node's ports receive (a capture, say). Each
-/// node's worker owns its own tap, so taps need no locking.
+/// Sees every batch of cells a node's ports receive (a capture, say), and
+/// the node itself every [`SAMPLE_EVERY`] (for a live display). Each node's
+/// worker owns its own tap, so taps need no locking.
 pub trait Tap: Any + Send {
     /// Cells that arrived at `port` at `t`.
     fn cells(&mut self, t: Instant, port: PortId, cells: &[CellBytes]);
+    /// The node as it is at `t`.
+    fn sample(&mut self, _t: Instant, _node: &dyn RtNode) {}
 }
+
+/// How often a worker shows its node to its tap.
+pub const SAMPLE_EVERY: StdDuration = StdDuration::from_millis(100);
 
 /// A link between two ports, the same in both directions.
 #[derive(Clone, Copy, Debug)]
@@ -220,8 +226,16 @@ impl Worker {
     /// Runs the node until `stop` is set; time counts from `start`.
     pub fn run(mut self, start: WallClock, stop: &AtomicBool) -> Self {
         let mut out = Outbox::default();
+        let every = SAMPLE_EVERY.as_nanos() as i64;
+        let mut next_sample = Instant::from_nanos(every);
         while !stop.load(Ordering::Relaxed) {
             let now = Instant::from_nanos(start.elapsed().as_nanos() as i64);
+            if now >= next_sample {
+                if let Some(tap) = self.tap.as_mut() {
+                    tap.sample(now, self.node.as_ref());
+                }
+                next_sample = now + aurora_time::Duration::from_nanos(every);
+            }
             let mut busy = false;
             for i in 0..self.inputs.len() {
                 let port = self.inputs[i].0;
