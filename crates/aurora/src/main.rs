@@ -174,6 +174,32 @@ fn llc_bytes() -> Option<usize> {
     num.parse::<usize>().ok().map(|n| n * mult)
 }
 
+/// Prints a command's report as JSON or text, or its error.
+fn report<R: serde::Serialize>(
+    cmd: &str,
+    result: Result<R, String>,
+    json: bool,
+    text: fn(&R) -> String,
+) -> ExitCode {
+    match result {
+        Ok(r) if json => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&r).expect("report serialises")
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(r) => {
+            print!("{}", text(&r));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{cmd}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // A report piped into `head` should end quietly when the pipe closes, as
     // other command-line tools do, not panic on the next write.
@@ -256,23 +282,7 @@ fn main() -> ExitCode {
             } else {
                 run::run_real_time(&file, d, seed, capture.as_deref(), None)
             };
-            match result {
-                Ok(r) if json => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&r).expect("report serialises")
-                    );
-                    ExitCode::SUCCESS
-                }
-                Ok(r) => {
-                    print!("{}", run::text(&r));
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("aurora run: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            report("aurora run", result, json, run::text)
         }
         Command::Node {
             file,
@@ -290,23 +300,12 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match node::main(&file, &name, d, seed, capture.as_deref()) {
-                Ok(r) if json => {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&r).expect("report serialises")
-                    );
-                    ExitCode::SUCCESS
-                }
-                Ok(r) => {
-                    print!("{}", node::text(&r));
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("aurora node: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            report(
+                "aurora node",
+                node::main(&file, &name, d, seed, capture.as_deref()),
+                json,
+                node::text,
+            )
         }
         Command::Ping {
             file,

@@ -152,19 +152,7 @@ pub fn run(
 ) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut net = aurora_topo::load(&text, seed).map_err(|p| {
-        let n = p.0.len();
-        let list: Vec<String> =
-            p.0.iter()
-                .map(|x| format!("{}:{x}", path.display()))
-                .collect();
-        format!(
-            "{} has {n} problem{}:\n{}",
-            path.display(),
-            if n == 1 { "" } else { "s" },
-            list.join("\n")
-        )
-    })?;
+    let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
     let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
         Some(dir) => {
             let c = Rc::new(RefCell::new(open_captures(dir, &net.hosts, &net.switches)?));
