@@ -18,7 +18,7 @@ pub fn main(
     secs: f64,
     out: &Path,
     quiet: bool,
-    capture: Option<std::path::PathBuf>,
+    capture: Option<run::CaptureArg>,
 ) -> Result<(), String> {
     std::fs::create_dir_all(out)
         .map_err(|e| format!("cannot create the output folder {}: {e}", out.display()))?;
@@ -35,7 +35,7 @@ pub fn main(
     let live = Arc::new(Mutex::new(run::Live::default()));
     let handle = {
         let (topo, live) = (topo.clone(), (!quiet).then(|| live.clone()));
-        std::thread::spawn(move || run::run_real_time(&topo, d, 1, capture.as_deref(), live))
+        std::thread::spawn(move || run::run_real_time(&topo, d, 1, capture.as_ref(), live))
     };
     if !quiet {
         let mut head = format!("{:>6}", "time");

@@ -43,6 +43,10 @@ enum Command {
         /// here (about 100 bytes per cell: keep --secs short).
         #[arg(long)]
         capture: Option<std::path::PathBuf>,
+        /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
+        /// (reassembled SDUs).
+        #[arg(long, value_enum, default_value = "erf")]
+        capture_format: CapFormat,
     },
     /// Run a topology file (see examples/dan.toml).
     Run {
@@ -63,6 +67,10 @@ enum Command {
         /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port here.
         #[arg(long)]
         capture: Option<std::path::PathBuf>,
+        /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
+        /// (reassembled SDUs).
+        #[arg(long, value_enum, default_value = "erf")]
+        capture_format: CapFormat,
     },
     /// Run one host or switch of a topology file as its own process, its
     /// links UDP to the processes running the other nodes (each link needs
@@ -86,6 +94,10 @@ enum Command {
         /// here (written out when --duration ends).
         #[arg(long)]
         capture: Option<std::path::PathBuf>,
+        /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
+        /// (reassembled SDUs).
+        #[arg(long, value_enum, default_value = "erf")]
+        capture_format: CapFormat,
     },
     /// Time OAM F5 loopback round trips from a host of a topology file, its
     /// own traffic running around them.
@@ -200,6 +212,23 @@ fn report<R: serde::Serialize>(
     }
 }
 
+/// The capture formats on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+enum CapFormat {
+    Erf,
+    Sunatm,
+}
+
+fn capture_arg(dir: Option<std::path::PathBuf>, f: CapFormat) -> Option<run::CaptureArg> {
+    Some(run::CaptureArg {
+        dir: dir?,
+        format: match f {
+            CapFormat::Erf => aurora_capture::CaptureFormat::Erf,
+            CapFormat::Sunatm => aurora_capture::CaptureFormat::SunAtm,
+        },
+    })
+}
+
 fn main() -> ExitCode {
     // A report piped into `head` should end quietly when the pipe closes, as
     // other command-line tools do, not panic on the next write.
@@ -269,7 +298,9 @@ fn main() -> ExitCode {
             seed,
             json,
             capture,
+            capture_format,
         } => {
+            let capture = capture_arg(capture, capture_format);
             let d = match aurora_topo::parse_duration(&duration) {
                 Ok(d) => d,
                 Err(e) => {
@@ -278,9 +309,9 @@ fn main() -> ExitCode {
                 }
             };
             let result = if r#virtual {
-                run::run(&file, d, seed, capture.as_deref())
+                run::run(&file, d, seed, capture.as_ref())
             } else {
-                run::run_real_time(&file, d, seed, capture.as_deref(), None)
+                run::run_real_time(&file, d, seed, capture.as_ref(), None)
             };
             report("aurora run", result, json, run::text)
         }
@@ -291,7 +322,9 @@ fn main() -> ExitCode {
             seed,
             json,
             capture,
+            capture_format,
         } => {
+            let capture = capture_arg(capture, capture_format);
             let d = match duration.as_deref().map(aurora_topo::parse_duration) {
                 None => None,
                 Some(Ok(d)) => Some(std::time::Duration::from_nanos(d.as_nanos().max(0) as u64)),
@@ -302,7 +335,7 @@ fn main() -> ExitCode {
             };
             report(
                 "aurora node",
-                node::main(&file, &name, d, seed, capture.as_deref()),
+                node::main(&file, &name, d, seed, capture.as_ref()),
                 json,
                 node::text,
             )
@@ -354,7 +387,9 @@ fn main() -> ExitCode {
             out,
             quiet,
             capture,
+            capture_format,
         } => {
+            let capture = capture_arg(capture, capture_format);
             if !(secs > 0.0 && secs <= 60.0) {
                 eprintln!("aurora demo: --secs must be between 0 and 60, not {secs}");
                 return ExitCode::FAILURE;

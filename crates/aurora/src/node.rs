@@ -63,13 +63,13 @@ pub fn main(
     name: &str,
     duration: Option<std::time::Duration>,
     seed: u64,
-    capture: Option<&Path>,
+    capture: Option<&crate::run::CaptureArg>,
 ) -> Result<NodeReport, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
     let names = match capture {
-        Some(dir) => Some(crate::run::open_captures(dir, &bp.hosts, &bp.switches)?),
+        Some(cap) => Some(crate::run::open_captures(cap, &bp.hosts, &bp.switches)?),
         None => None,
     };
     let (mut proc_, info) = bp.node_process(name, seed)?;

@@ -126,12 +126,22 @@ pub struct Report {
     pub captures: Vec<(String, u64, u64)>,
 }
 
-/// Creates `dir` and a capture recorder for it naming every node.
+/// Where captures go, and in what format.
+#[derive(Clone, Debug)]
+pub struct CaptureArg {
+    /// The folder (created if missing).
+    pub dir: std::path::PathBuf,
+    /// The files' format.
+    pub format: aurora_capture::CaptureFormat,
+}
+
+/// Creates the capture folder and a recorder for it naming every node.
 pub(crate) fn open_captures(
-    dir: &Path,
+    cap: &CaptureArg,
     hosts: &[(String, NodeId)],
     switches: &[(String, NodeId, u16)],
 ) -> Result<CaptureDir, String> {
+    let dir = cap.dir.as_path();
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create the capture folder {}: {e}", dir.display()))?;
     let names: BTreeMap<u32, String> = hosts
@@ -139,7 +149,7 @@ pub(crate) fn open_captures(
         .map(|(n, id)| (id.0, n.clone()))
         .chain(switches.iter().map(|(n, id, _)| (id.0, n.clone())))
         .collect();
-    Ok(CaptureDir::new(dir, names))
+    Ok(CaptureDir::new(dir, names, cap.format))
 }
 
 /// Loads and runs `path` for `duration` of virtual time, writing a pcap
@@ -148,14 +158,14 @@ pub fn run(
     path: &Path,
     duration: Duration,
     seed: u64,
-    capture: Option<&Path>,
+    capture: Option<&CaptureArg>,
 ) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
     let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
-        Some(dir) => {
-            let c = Rc::new(RefCell::new(open_captures(dir, &net.hosts, &net.switches)?));
+        Some(cap) => {
+            let c = Rc::new(RefCell::new(open_captures(cap, &net.hosts, &net.switches)?));
             let tap = c.clone();
             net.sim.set_tap(Box::new(move |t, node, port, cell| {
                 tap.borrow_mut()
@@ -199,7 +209,7 @@ pub fn run_real_time(
     path: &Path,
     duration: Duration,
     seed: u64,
-    capture: Option<&Path>,
+    capture: Option<&CaptureArg>,
     live: Option<Arc<Mutex<Live>>>,
 ) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
@@ -207,13 +217,13 @@ pub fn run_real_time(
     let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
     let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
     let template = match capture {
-        Some(dir) => Some((dir, open_captures(dir, &bp.hosts, &bp.switches)?)),
+        Some(cap) => Some((cap, open_captures(cap, &bp.hosts, &bp.switches)?)),
         None => None,
     };
     let mut make_tap = |id: NodeId| -> Option<Box<dyn aurora_rt::Tap>> {
         let dir = template
             .as_ref()
-            .map(|(dir, names)| CaptureDir::new(dir, names.names().clone()));
+            .map(|(cap, d)| CaptureDir::new(&cap.dir, d.names().clone(), d.format()));
         if dir.is_none() && live.is_none() {
             return None;
         }

@@ -180,3 +180,71 @@ fn demo_captures_match_the_counters() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn sunatm_captures_hold_the_reassembled_sdus() {
+    if tshark(&["--version"]).is_none() {
+        assert!(
+            std::env::var("AURORA_REQUIRE_TSHARK").is_err(),
+            "tshark is required here but not installed"
+        );
+        eprintln!("tshark not installed: capture check skipped");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("aurora-sunatm-{}", std::process::id()));
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args(["run", file, "--virtual", "--duration", "10ms", "--json"])
+        .args(["--capture-format", "sunatm", "--capture"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for c in r["captures"].as_array().unwrap() {
+        let path = c[0].as_str().unwrap();
+        let pdus = c[2].as_u64().unwrap();
+        assert_eq!(c[1].as_u64(), Some(0), "no cell records");
+        let malformed = tshark(&["-r", path, "-Y", "_ws.malformed"]).unwrap();
+        assert!(malformed.trim().is_empty(), "{path}: {malformed}");
+        let rows = tshark(&[
+            "-r",
+            path,
+            "-T",
+            "fields",
+            "-e",
+            "atm.vpi",
+            "-e",
+            "atm.vci",
+            "-e",
+            "frame.len",
+        ])
+        .unwrap();
+        assert_eq!(rows.lines().count() as u64, pdus, "{path}");
+        // The display receives the camera's 9180-byte SDUs on 0.300 and the
+        // workstation's 4000-byte ones on another VC: whole SDUs, no trailer.
+        if path.ends_with("display-p0.pcap") {
+            let kinds: BTreeSet<(String, String)> = rows
+                .lines()
+                .map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    (format!("{}.{}", f[0], f[1]), f[2].to_string())
+                })
+                .collect();
+            assert!(
+                kinds.contains(&("0.300".into(), "9180".into())),
+                "{kinds:?}"
+            );
+            assert!(
+                kinds.iter().any(|(v, l)| v != "0.300" && l == "4000"),
+                "{kinds:?}"
+            );
+            assert_eq!(kinds.len(), 2, "{kinds:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -47,6 +47,21 @@ pub fn erf_record(t: Instant, ty: u8, body: &[u8]) -> Vec<u8> {
     r
 }
 
+/// LINKTYPE_SUNATM: each record a 4-byte pseudo-header (flags and traffic
+/// type, VPI, VCI big-endian) and a reassembled AAL5 SDU, without pad or
+/// trailer.
+pub const LINKTYPE_SUNATM: u32 = 123;
+
+/// What a capture file holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CaptureFormat {
+    /// LINKTYPE_ERF: every cell (type 3) and every AAL5 CPCS-PDU (type 4).
+    #[default]
+    Erf,
+    /// LINKTYPE_SUNATM: every AAL5 SDU whose trailer checks, reassembled.
+    SunAtm,
+}
+
 /// What a capture wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CaptureCounters {
@@ -56,11 +71,14 @@ pub struct CaptureCounters {
     pub pdus: u64,
     /// Partial PDUs abandoned (too long, or too many VCs at once).
     pub abandoned: u64,
+    /// SUNATM only: PDUs not written because their length or CRC failed.
+    pub bad_pdus: u64,
 }
 
 /// The capture of one port.
 pub struct PortCapture<W: Write> {
     w: PcapWriter<W>,
+    format: CaptureFormat,
     partial: FxHashMap<u32, Vec<u8>>,
     counters: CaptureCounters,
 }
@@ -68,8 +86,17 @@ pub struct PortCapture<W: Write> {
 impl<W: Write> PortCapture<W> {
     /// Starts a pcap stream with LINKTYPE_ERF and nanosecond timestamps.
     pub fn new(w: W) -> std::io::Result<Self> {
+        Self::with_format(w, CaptureFormat::Erf)
+    }
+
+    /// Starts a pcap stream of `format` with nanosecond timestamps.
+    pub fn with_format(w: W, format: CaptureFormat) -> std::io::Result<Self> {
+        let datalink = match format {
+            CaptureFormat::Erf => DataLink::ERF,
+            CaptureFormat::SunAtm => DataLink::from(LINKTYPE_SUNATM),
+        };
         let header = PcapHeader {
-            datalink: DataLink::ERF,
+            datalink,
             snaplen: (ERF_HEADER_LEN + 4 + aal5::cpcs_len(aal5::MAX_SDU)) as u32,
             ts_resolution: TsResolution::NanoSecond,
             ..PcapHeader::default()
@@ -77,6 +104,7 @@ impl<W: Write> PortCapture<W> {
         let w = PcapWriter::with_header(w, header).map_err(std::io::Error::other)?;
         Ok(PortCapture {
             w,
+            format,
             partial: FxHashMap::default(),
             counters: CaptureCounters::default(),
         })
@@ -97,11 +125,13 @@ impl<W: Write> PortCapture<W> {
 
     /// Records one cell seen at `t`, and the AAL5 PDU it completes, if any.
     pub fn cell(&mut self, t: Instant, cell: &CellBytes) -> std::io::Result<()> {
-        let mut body = [0u8; 52];
-        body[..4].copy_from_slice(&cell[..4]);
-        body[4..].copy_from_slice(&cell[HEADER_LEN..]);
-        self.write(t, &erf_record(t, ERF_TYPE_ATM, &body))?;
-        self.counters.cells += 1;
+        if self.format == CaptureFormat::Erf {
+            let mut body = [0u8; 52];
+            body[..4].copy_from_slice(&cell[..4]);
+            body[4..].copy_from_slice(&cell[HEADER_LEN..]);
+            self.write(t, &erf_record(t, ERF_TYPE_ATM, &body))?;
+            self.counters.cells += 1;
+        }
         // User cells only (PTI high bit clear); key on VPI/VCI.
         if cell[3] & 0x08 != 0 {
             return Ok(());
@@ -120,10 +150,30 @@ impl<W: Write> PortCapture<W> {
         }
         if cell[3] & 0x02 != 0 {
             let pdu = self.partial.remove(&key).unwrap_or_default();
-            let mut body = Vec::with_capacity(4 + pdu.len());
-            body.extend_from_slice(&cell[..4]);
-            body.extend_from_slice(&pdu);
-            self.write(t, &erf_record(t, ERF_TYPE_AAL5, &body))?;
+            match self.format {
+                CaptureFormat::Erf => {
+                    let mut body = Vec::with_capacity(4 + pdu.len());
+                    body.extend_from_slice(&cell[..4]);
+                    body.extend_from_slice(&pdu);
+                    self.write(t, &erf_record(t, ERF_TYPE_AAL5, &body))?;
+                }
+                CaptureFormat::SunAtm => {
+                    let Ok((_, sdu)) = aal5::decode(&pdu) else {
+                        self.counters.bad_pdus += 1;
+                        return Ok(());
+                    };
+                    // UNI header: VPI is bits 27..20, VCI bits 19..4.
+                    let h = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
+                    let vci = ((h >> 4) & 0xFFFF) as u16;
+                    let mut rec = Vec::with_capacity(4 + sdu.len());
+                    // Flags: traffic type 0 (let the reader guess), no direction.
+                    rec.push(0);
+                    rec.push((h >> 20) as u8);
+                    rec.extend_from_slice(&vci.to_be_bytes());
+                    rec.extend_from_slice(sdu);
+                    self.write(t, &rec)?;
+                }
+            }
             self.counters.pdus += 1;
         }
         Ok(())
@@ -146,6 +196,7 @@ pub struct CaptureDir {
     names: std::collections::BTreeMap<u32, String>,
     files: std::collections::BTreeMap<(u32, u16), (String, FileCapture)>,
     failed: Option<String>,
+    format: CaptureFormat,
 }
 
 /// One capture file written: its path, cell records and AAL5 PDU records.
@@ -153,13 +204,23 @@ pub type Written = (String, u64, u64);
 
 impl CaptureDir {
     /// Records into `dir` (which must exist); `names` names the nodes by id.
-    pub fn new(dir: &std::path::Path, names: std::collections::BTreeMap<u32, String>) -> Self {
+    pub fn new(
+        dir: &std::path::Path,
+        names: std::collections::BTreeMap<u32, String>,
+        format: CaptureFormat,
+    ) -> Self {
         CaptureDir {
             dir: dir.to_path_buf(),
             names,
             files: Default::default(),
             failed: None,
+            format,
         }
+    }
+
+    /// The files' format.
+    pub fn format(&self) -> CaptureFormat {
+        self.format
     }
 
     /// The node names.
@@ -178,7 +239,7 @@ impl CaptureDir {
                 let name = self.names.get(&node).map_or("node", String::as_str);
                 let file = self.dir.join(format!("{name}-p{port}.pcap"));
                 match std::fs::File::create(&file)
-                    .and_then(|f| PortCapture::new(std::io::BufWriter::new(f)))
+                    .and_then(|f| PortCapture::with_format(std::io::BufWriter::new(f), self.format))
                 {
                     Ok(c) => v.insert((file.display().to_string(), c)),
                     Err(e) => {
@@ -253,11 +314,50 @@ mod tests {
             CaptureCounters {
                 cells: 3,
                 pdus: 1,
-                abandoned: 0
+                ..CaptureCounters::default()
             }
         );
         let bytes = cap.finish();
         // pcap header (24) + 3 × (16 + 68) + (16 + 16 + 4 + 144).
         assert_eq!(bytes.len(), 24 + 3 * (16 + 68) + (16 + 16 + 4 + 144));
+    }
+
+    #[test]
+    fn sunatm_records_hold_checked_sdus_only() {
+        use aurora_sar::{Aal5Tx, PduOptions};
+        let vc = aurora_wire::cell::VcId::new(5, 0x1234);
+        let mut tx = Aal5Tx::new(vc, aurora_wire::cell::Format::Uni).unwrap();
+        let mut cells = vec![[0u8; 53]; 3];
+        let n = tx
+            .segment_into(&[7u8; 60], PduOptions::default(), &mut cells)
+            .unwrap();
+        assert_eq!(n, 2);
+        let mut cap = PortCapture::with_format(Vec::new(), CaptureFormat::SunAtm).unwrap();
+        for c in &cells[..n] {
+            cap.cell(Instant::ZERO, c).unwrap();
+        }
+        // The same PDU with a payload bit flipped fails its CRC: not written.
+        let mut bad = cells.clone();
+        bad[0][10] ^= 1;
+        for c in &bad[..n] {
+            cap.cell(Instant::ZERO, c).unwrap();
+        }
+        let c = cap.counters();
+        assert_eq!((c.cells, c.pdus, c.bad_pdus), (0, 1, 1));
+        let bytes = cap.finish();
+        // pcap header: link type 123 at offset 20, in the file's byte order
+        // (the nanosecond magic number says which).
+        let lt: [u8; 4] = bytes[20..24].try_into().unwrap();
+        let big = bytes[..4] == [0xA1, 0xB2, 0x3C, 0x4D];
+        let linktype = if big {
+            u32::from_be_bytes(lt)
+        } else {
+            u32::from_le_bytes(lt)
+        };
+        assert_eq!(linktype, 123);
+        // One record: 16-byte record header, then flags, VPI, VCI, the SDU.
+        assert_eq!(bytes.len(), 24 + 16 + 4 + 60);
+        assert_eq!(&bytes[40..44], &[0, 5, 0x12, 0x34]);
+        assert_eq!(&bytes[44..], &[7u8; 60]);
     }
 }
