@@ -137,3 +137,74 @@ interval = "500us"
         "{delivered} < {forwarded} / 32"
     );
 }
+
+#[test]
+fn three_processes_over_shared_memory() {
+    let base = format!("/dev/shm/aurora-test-{}", std::process::id());
+    let text = format!(
+        r#"
+[[switch]]
+name = "sw"
+ports = 2
+[[host]]
+name = "h1"
+[[host]]
+name = "h2"
+[[link]]
+a = "h1"
+b = "sw:0"
+rate = "oc3"
+shm = "{base}-l1"
+[[link]]
+a = "sw:1"
+b = "h2"
+rate = "oc3"
+shm = "{base}-l2"
+[[pvc]]
+name = "h1-to-h2"
+path = ["h1", "sw", "h2"]
+[[flow]]
+pvc = "h1-to-h2"
+sdu = 9180
+count = 1000000
+interval = "1ms"
+"#
+    );
+    let topo = std::env::temp_dir().join(format!("aurora-shm-{}.toml", std::process::id()));
+    std::fs::write(&topo, text).unwrap();
+    // Started in an order that makes the hosts wait for the switch's rings.
+    let h1 = node(&topo, "h1", Some("2s"));
+    let h2 = node(&topo, "h2", Some("2s"));
+    std::thread::sleep(Duration::from_millis(200));
+    let sw = node(&topo, "sw", Some("2s"));
+    let (h1, h2, sw) = (report(h1), report(h2), report(sw));
+    std::fs::remove_file(&topo).ok();
+
+    let sent = h1["sent"][0][1].as_u64().unwrap();
+    let rx = &h2["received"][0];
+    let delivered = rx["delivered"].as_u64().unwrap();
+    assert_eq!(rx["corrupted"].as_u64(), Some(0), "{h2}");
+    assert!(
+        delivered > 1000 && delivered <= sent,
+        "{delivered} of {sent}"
+    );
+    // Rings lose nothing: a PDU is missing only if a full ring dropped it,
+    // and then that overflow is counted on a sending port.
+    let overflow: u64 = [&h1, &sw]
+        .iter()
+        .flat_map(|r| r["ports"].as_array().unwrap().iter())
+        .map(|p| p["overflow"].as_u64().unwrap())
+        .sum();
+    let missing = rx["missing"].as_u64().unwrap();
+    assert!(
+        missing == 0 || overflow > 0,
+        "{missing} missing, no overflow"
+    );
+    // Every ring file is gone once its reader stopped.
+    for l in ["l1", "l2"] {
+        for d in ["ab", "ba"] {
+            let f = format!("{base}-{l}-{d}");
+            assert!(!std::path::Path::new(&f).exists(), "{f} left behind");
+        }
+    }
+}

@@ -20,6 +20,7 @@
 //! bit_error = 0.0
 //! udp_a = "127.0.0.1:7001"  # optional, both or neither: the UDP addresses the
 //! udp_b = "127.0.0.1:7002"  # two ends bind when each node is its own process
+//! # shm = "/dev/shm/aurora-l1"  # or: shared-memory rings PATH-ab and PATH-ba
 //!
 //! [[pvc]]                   # an end-to-end path; Aurora fills in the switch tables
 //! name = "h1-to-h3"
@@ -134,6 +135,19 @@ pub struct LinkDef {
     /// UDP address end `b` binds when run by `aurora node`.
     #[serde(default)]
     pub udp_b: Option<String>,
+    /// Shared-memory rings (`PATH-ab`, `PATH-ba`) when run by `aurora node`
+    /// on one machine: each end creates the ring it reads.
+    #[serde(default)]
+    pub shm: Option<String>,
+}
+
+/// How a link's two ends meet when each node is its own process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// UDP, each end binding its address.
+    Udp(SocketAddr, SocketAddr),
+    /// Shared-memory rings `PATH-ab` (a to b) and `PATH-ba`.
+    Shm(std::path::PathBuf),
 }
 
 /// A PVC as an end-to-end path of node names.
@@ -365,8 +379,8 @@ pub struct Blueprint {
     pub switches: Vec<(String, NodeId, u16)>,
     /// Links: their two ends and the link in each direction.
     pub links: Vec<(LinkEnd, LinkEnd, LinkSpec)>,
-    /// Per link, the UDP addresses its ends bind as separate processes.
-    pub link_udp: Vec<Option<(SocketAddr, SocketAddr)>>,
+    /// Per link, how its ends meet as separate processes.
+    pub link_transport: Vec<Option<Transport>>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
 }
@@ -389,11 +403,14 @@ pub struct NodePort {
     pub port: PortId,
     /// The far end, as `node:port`.
     pub peer: String,
-    /// The address this end binds.
-    pub local: SocketAddr,
-    /// The far end's address.
-    pub remote: SocketAddr,
+    /// What this end reads from: its UDP address, or its ring's file.
+    pub local: String,
+    /// What it writes to: the far end's address, or the far end's ring.
+    pub remote: String,
 }
+
+/// How long a node process waits for a peer's shared-memory ring.
+pub const SHM_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A blueprint's names and circuits, kept for reporting after a run.
 pub struct BlueprintInfo {
@@ -537,12 +554,29 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                 .ok()
         };
         let udp = match (addr(&d.udp_a, "udp_a"), addr(&d.udp_b, "udp_b")) {
-            (Some(x), Some(y)) => Some((x, y)),
+            (Some(x), Some(y)) => Some(Transport::Udp(x, y)),
             (None, None) => None,
             _ => {
                 if d.udp_a.is_some() != d.udp_b.is_some() {
                     c.at(span.clone(), "give both udp_a and udp_b, or neither".into());
                 }
+                None
+            }
+        };
+        let udp = match (&d.shm, udp) {
+            (None, t) => t,
+            (Some(p), None) if !p.is_empty() && d.udp_a.is_none() && d.udp_b.is_none() => {
+                Some(Transport::Shm(p.into()))
+            }
+            (Some(p), _) if p.is_empty() => {
+                c.at(span.clone(), "shm must name a file path".into());
+                None
+            }
+            (Some(_), _) => {
+                c.at(
+                    span.clone(),
+                    "give udp_a and udp_b, or shm, not both".into(),
+                );
                 None
             }
         };
@@ -936,18 +970,18 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         })
         .collect();
     let mut links_out = Vec::new();
-    let mut link_udp = Vec::new();
+    let mut link_transport = Vec::new();
     for (a, b, spec, udp) in links {
         let (ai, bi) = (ids[&a.0], ids[&b.0]);
         links_out.push(((a.0, ai, a.1), (b.0, bi, b.1), spec));
-        link_udp.push(udp);
+        link_transport.push(udp);
     }
     Ok(Blueprint {
         nodes,
         hosts: hosts_out,
         switches,
         links: links_out,
-        link_udp,
+        link_transport,
         pvcs,
     })
 }
@@ -1027,37 +1061,79 @@ impl Blueprint {
         );
         let mut worker = aurora_rt::Worker::new(node as Box<dyn aurora_rt::RtNode>);
         let mut ports = Vec::new();
-        for (i, ((a, b, spec), udp)) in self.links.iter().zip(&self.link_udp).enumerate() {
-            for (k, me, other, addrs) in [
-                (2 * i as u64 + 1, a, b, udp.map(|(x, y)| (x, y))),
-                (2 * i as u64 + 2, b, a, udp.map(|(x, y)| (y, x))),
+        // Inputs first (a shared-memory ring is created by its reader), then
+        // outputs (a writer waits for its peer's ring), so processes started
+        // in any order meet.
+        let mut outputs = Vec::new();
+        for (i, ((a, b, spec), t)) in self.links.iter().zip(&self.link_transport).enumerate() {
+            for (k, me, other, me_is_a) in [
+                (2 * i as u64 + 1, a, b, true),
+                (2 * i as u64 + 2, b, a, false),
             ] {
                 if me.1 != id {
                     continue;
                 }
-                let (local, remote) = addrs.ok_or_else(|| {
+                let t = t.as_ref().ok_or_else(|| {
                     format!(
-                        "the link from {}:{} to {}:{} has no udp_a and udp_b addresses, \
+                        "the link from {}:{} to {}:{} has neither udp_a and udp_b nor shm, \
                          so \"{name}\" cannot run as its own process",
                         a.0, a.2, b.0, b.2
                     )
                 })?;
-                let (tx, rx) = aurora_link::udp::open(
-                    local,
-                    remote,
-                    aurora_link::udp::DEFAULT_CELLS_PER_DATAGRAM,
-                )
-                .map_err(|e| e.to_string())?;
                 let shaping = aurora_rt::shaping(spec, aurora_rt::direction_seed(seed, k));
-                worker.set_output(me.2, aurora_rt::Out::new(Box::new(tx), shaping));
-                worker.add_input(me.2, Box::new(rx));
-                ports.push(NodePort {
-                    port: me.2,
-                    peer: format!("{}:{}", other.0, other.2),
-                    local,
-                    remote,
-                });
+                let peer = format!("{}:{}", other.0, other.2);
+                match t {
+                    Transport::Udp(x, y) => {
+                        let (local, remote) = if me_is_a { (*x, *y) } else { (*y, *x) };
+                        let (tx, rx) = aurora_link::udp::open(
+                            local,
+                            remote,
+                            aurora_link::udp::DEFAULT_CELLS_PER_DATAGRAM,
+                        )
+                        .map_err(|e| e.to_string())?;
+                        worker.set_output(me.2, aurora_rt::Out::new(Box::new(tx), shaping));
+                        worker.add_input(me.2, Box::new(rx));
+                        ports.push(NodePort {
+                            port: me.2,
+                            peer,
+                            local: local.to_string(),
+                            remote: remote.to_string(),
+                        });
+                    }
+                    Transport::Shm(path) => {
+                        let ring = |dir: &str| {
+                            let mut p = path.clone().into_os_string();
+                            p.push(dir);
+                            std::path::PathBuf::from(p)
+                        };
+                        let (inp, outp) = if me_is_a {
+                            (ring("-ba"), ring("-ab"))
+                        } else {
+                            (ring("-ab"), ring("-ba"))
+                        };
+                        let cap = (spec.buffer * 2).clamp(64, 1 << 20);
+                        let rx = aurora_link::shm::create_consumer(&inp, cap)
+                            .map_err(|e| e.to_string())?;
+                        worker.add_input(me.2, Box::new(rx));
+                        ports.push(NodePort {
+                            port: me.2,
+                            peer,
+                            local: inp.display().to_string(),
+                            remote: outp.display().to_string(),
+                        });
+                        outputs.push((me.2, outp, shaping));
+                    }
+                }
             }
+        }
+        for (port, path, shaping) in outputs {
+            let tx = aurora_link::shm::attach_producer(&path, SHM_WAIT).map_err(|e| {
+                format!(
+                    "{e} (waited {} s for the process at the far end to create it)",
+                    SHM_WAIT.as_secs()
+                )
+            })?;
+            worker.set_output(port, aurora_rt::Out::new(Box::new(tx), shaping));
         }
         let info = BlueprintInfo {
             hosts: self.hosts,

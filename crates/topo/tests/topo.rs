@@ -158,6 +158,7 @@ a = "b"
 b = "sw:1"
 udp_a = "localhost"
 udp_b = "127.0.0.1:7004"
+shm = "/dev/shm/x"
 "#;
     let text = aurora_topo::load(bad, 1)
         .err()
@@ -172,7 +173,7 @@ udp_b = "127.0.0.1:7004"
     // The example has no UDP addresses: it cannot be split into processes.
     let bp = aurora_topo::compile(GOOD).unwrap();
     let e = bp.node_process("sw1", 1).err().expect("no addresses");
-    assert!(e.contains("has no udp_a and udp_b"), "{e}");
+    assert!(e.contains("has neither udp_a and udp_b nor shm"), "{e}");
     let e = aurora_topo::compile(GOOD)
         .unwrap()
         .node_process("nobody", 1)
