@@ -36,17 +36,11 @@ enum Command {
         /// Folder for the report, plot and topology.
         #[arg(long, default_value = "out/demo")]
         out: std::path::PathBuf,
-        /// No progress bar.
+        /// No live display (only the report).
         #[arg(long)]
         quiet: bool,
-        /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port
-        /// here (about 100 bytes per cell: keep --secs short).
-        #[arg(long)]
-        capture: Option<std::path::PathBuf>,
-        /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
-        /// (reassembled SDUs).
-        #[arg(long, value_enum, default_value = "erf")]
-        capture_format: CapFormat,
+        #[command(flatten)]
+        capture: CaptureOpts,
     },
     /// Run a topology file (see examples/dan.toml).
     Run {
@@ -64,17 +58,12 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port here.
-        #[arg(long)]
-        capture: Option<std::path::PathBuf>,
-        /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
-        /// (reassembled SDUs).
-        #[arg(long, value_enum, default_value = "erf")]
-        capture_format: CapFormat,
+        #[command(flatten)]
+        capture: CaptureOpts,
     },
     /// Run one host or switch of a topology file as its own process, its
-    /// links UDP to the processes running the other nodes (each link needs
-    /// udp_a and udp_b addresses).
+    /// links UDP or shared memory to the processes running the other nodes
+    /// (each link needs udp_a and udp_b addresses, or shm).
     Node {
         /// The topology file.
         file: std::path::PathBuf,
@@ -90,14 +79,8 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Write a pcap file (ERF cells and AAL5 PDUs) per receiving port
-        /// here (written out when --duration ends).
-        #[arg(long)]
-        capture: Option<std::path::PathBuf>,
-        /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
-        /// (reassembled SDUs).
-        #[arg(long, value_enum, default_value = "erf")]
-        capture_format: CapFormat,
+        #[command(flatten)]
+        capture: CaptureOpts,
     },
     /// Time OAM F5 loopback round trips from a host of a topology file, its
     /// own traffic running around them.
@@ -219,14 +202,30 @@ enum CapFormat {
     Sunatm,
 }
 
-fn capture_arg(dir: Option<std::path::PathBuf>, f: CapFormat) -> Option<run::CaptureArg> {
-    Some(run::CaptureArg {
-        dir: dir?,
-        format: match f {
-            CapFormat::Erf => aurora_capture::CaptureFormat::Erf,
-            CapFormat::Sunatm => aurora_capture::CaptureFormat::SunAtm,
-        },
-    })
+/// `--capture` and `--capture-format`, shared by run, node and demo.
+#[derive(clap::Args)]
+struct CaptureOpts {
+    /// Write a pcap file per receiving port into this folder (ERF: about
+    /// 100 bytes per cell, so keep real-time runs short; a node writes its
+    /// files when --duration ends).
+    #[arg(long)]
+    capture: Option<std::path::PathBuf>,
+    /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
+    /// (reassembled SDUs).
+    #[arg(long, value_enum, default_value = "erf")]
+    capture_format: CapFormat,
+}
+
+impl CaptureOpts {
+    fn arg(self) -> Option<run::CaptureArg> {
+        Some(run::CaptureArg {
+            dir: self.capture?,
+            format: match self.capture_format {
+                CapFormat::Erf => aurora_capture::CaptureFormat::Erf,
+                CapFormat::Sunatm => aurora_capture::CaptureFormat::SunAtm,
+            },
+        })
+    }
 }
 
 fn main() -> ExitCode {
@@ -298,9 +297,8 @@ fn main() -> ExitCode {
             seed,
             json,
             capture,
-            capture_format,
         } => {
-            let capture = capture_arg(capture, capture_format);
+            let capture = capture.arg();
             let d = match aurora_topo::parse_duration(&duration) {
                 Ok(d) => d,
                 Err(e) => {
@@ -322,9 +320,8 @@ fn main() -> ExitCode {
             seed,
             json,
             capture,
-            capture_format,
         } => {
-            let capture = capture_arg(capture, capture_format);
+            let capture = capture.arg();
             let d = match duration.as_deref().map(aurora_topo::parse_duration) {
                 None => None,
                 Some(Ok(d)) => Some(std::time::Duration::from_nanos(d.as_nanos().max(0) as u64)),
@@ -387,9 +384,8 @@ fn main() -> ExitCode {
             out,
             quiet,
             capture,
-            capture_format,
         } => {
-            let capture = capture_arg(capture, capture_format);
+            let capture = capture.arg();
             if !(secs > 0.0 && secs <= 60.0) {
                 eprintln!("aurora demo: --secs must be between 0 and 60, not {secs}");
                 return ExitCode::FAILURE;

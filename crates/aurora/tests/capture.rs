@@ -15,14 +15,23 @@ fn tshark(args: &[&str]) -> Option<String> {
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
+/// False (and the check skipped) when tshark is missing, unless CI said it
+/// must be there.
+fn tshark_present() -> bool {
+    if tshark(&["--version"]).is_some() {
+        return true;
+    }
+    assert!(
+        std::env::var("AURORA_REQUIRE_TSHARK").is_err(),
+        "tshark is required here but not installed"
+    );
+    eprintln!("tshark not installed: capture check skipped");
+    false
+}
+
 #[test]
 fn captures_decode_cleanly_in_tshark() {
-    if tshark(&["--version"]).is_none() {
-        assert!(
-            std::env::var("AURORA_REQUIRE_TSHARK").is_err(),
-            "tshark is required here but not installed"
-        );
-        eprintln!("tshark not installed: capture check skipped");
+    if !tshark_present() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("aurora-capture-test-{}", std::process::id()));
@@ -115,12 +124,7 @@ fn check_files(caps: &[serde_json::Value], damaged: u64) {
 
 #[test]
 fn demo_captures_match_the_counters() {
-    if tshark(&["--version"]).is_none() {
-        assert!(
-            std::env::var("AURORA_REQUIRE_TSHARK").is_err(),
-            "tshark is required here but not installed"
-        );
-        eprintln!("tshark not installed: capture check skipped");
+    if !tshark_present() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("aurora-demo-capture-{}", std::process::id()));
@@ -183,12 +187,7 @@ fn demo_captures_match_the_counters() {
 
 #[test]
 fn sunatm_captures_hold_the_reassembled_sdus() {
-    if tshark(&["--version"]).is_none() {
-        assert!(
-            std::env::var("AURORA_REQUIRE_TSHARK").is_err(),
-            "tshark is required here but not installed"
-        );
-        eprintln!("tshark not installed: capture check skipped");
+    if !tshark_present() {
         return;
     }
     let dir = std::env::temp_dir().join(format!("aurora-sunatm-{}", std::process::id()));

@@ -51,10 +51,10 @@ fn report(c: Child) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[test]
-fn switch_process_killed_and_restarted() {
-    let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
-    let text = format!(
+/// Host h1, switch sw, host h2, and a flow h1 -> h2 of `sdu`-byte PDUs
+/// every `interval`; `l1` and `l2` say how each link's processes meet.
+fn topology(l1: &str, l2: &str, sdu: u32, interval: &str) -> String {
+    format!(
         r#"
 [[switch]]
 name = "sw"
@@ -67,25 +67,29 @@ name = "h2"
 a = "h1"
 b = "sw:0"
 rate = "oc3"
-udp_a = "127.0.0.1:{}"
-udp_b = "127.0.0.1:{}"
+{l1}
 [[link]]
 a = "sw:1"
 b = "h2"
 rate = "oc3"
-udp_a = "127.0.0.1:{}"
-udp_b = "127.0.0.1:{}"
+{l2}
 [[pvc]]
 name = "h1-to-h2"
 path = ["h1", "sw", "h2"]
 [[flow]]
 pvc = "h1-to-h2"
-sdu = 1500
+sdu = {sdu}
 count = 1000000
-interval = "500us"
-"#,
-        p[0], p[1], p[2], p[3]
-    );
+interval = "{interval}"
+"#
+    )
+}
+
+#[test]
+fn switch_process_killed_and_restarted() {
+    let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
+    let udp = |x: u16, y: u16| format!("udp_a = \"127.0.0.1:{x}\"\nudp_b = \"127.0.0.1:{y}\"");
+    let text = topology(&udp(p[0], p[1]), &udp(p[2], p[3]), 1500, "500us");
     let topo = std::env::temp_dir().join(format!("aurora-processes-{}.toml", std::process::id()));
     std::fs::write(&topo, text).unwrap();
 
@@ -141,34 +145,11 @@ interval = "500us"
 #[test]
 fn three_processes_over_shared_memory() {
     let base = format!("/dev/shm/aurora-test-{}", std::process::id());
-    let text = format!(
-        r#"
-[[switch]]
-name = "sw"
-ports = 2
-[[host]]
-name = "h1"
-[[host]]
-name = "h2"
-[[link]]
-a = "h1"
-b = "sw:0"
-rate = "oc3"
-shm = "{base}-l1"
-[[link]]
-a = "sw:1"
-b = "h2"
-rate = "oc3"
-shm = "{base}-l2"
-[[pvc]]
-name = "h1-to-h2"
-path = ["h1", "sw", "h2"]
-[[flow]]
-pvc = "h1-to-h2"
-sdu = 9180
-count = 1000000
-interval = "1ms"
-"#
+    let text = topology(
+        &format!("shm = \"{base}-l1\""),
+        &format!("shm = \"{base}-l2\""),
+        9180,
+        "1ms",
     );
     let topo = std::env::temp_dir().join(format!("aurora-shm-{}.toml", std::process::id()));
     std::fs::write(&topo, text).unwrap();
