@@ -20,7 +20,7 @@
 //! bit_error = 0.0
 //! udp_a = "127.0.0.1:7001"  # optional, both or neither: the UDP addresses the
 //! udp_b = "127.0.0.1:7002"  # two ends bind when each node is its own process
-//! # shm = "/dev/shm/aurora-l1"  # or: shared-memory rings PATH-ab and PATH-ba
+//! # shm = "aurora-l1"      # or: shared-memory rings /dev/shm/aurora-l1-ab and -ba
 //!
 //! [[pvc]]                   # an end-to-end path; Aurora fills in the switch tables
 //! name = "h1-to-h3"
@@ -334,6 +334,25 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Where a link's shared-memory rings live: a plain name goes in /dev/shm;
+/// a path must be in /dev/shm too, since a process replaces any old ring
+/// file at that place.
+pub fn shm_path(s: &str) -> Result<std::path::PathBuf, String> {
+    let name = s.strip_prefix("/dev/shm/").unwrap_or(s);
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+        && !name.starts_with('.');
+    if ok {
+        Ok(std::path::Path::new("/dev/shm").join(name))
+    } else {
+        Err(format!(
+            "shm \"{s}\" must be a name (letters, digits, '-', '_', '.') in /dev/shm, as \"aurora-l1\""
+        ))
+    }
+}
+
 /// Reads a VC written `vpi.vci`.
 pub fn parse_vc(s: &str) -> Result<VcId, String> {
     let (vpi, vci) = s
@@ -565,13 +584,13 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         };
         let udp = match (&d.shm, udp) {
             (None, t) => t,
-            (Some(p), None) if !p.is_empty() && d.udp_a.is_none() && d.udp_b.is_none() => {
-                Some(Transport::Shm(p.into()))
-            }
-            (Some(p), _) if p.is_empty() => {
-                c.at(span.clone(), "shm must name a file path".into());
-                None
-            }
+            (Some(p), None) if d.udp_a.is_none() && d.udp_b.is_none() => match shm_path(p) {
+                Ok(path) => Some(Transport::Shm(path)),
+                Err(m) => {
+                    c.at(span.clone(), m);
+                    None
+                }
+            },
             (Some(_), _) => {
                 c.at(
                     span.clone(),
