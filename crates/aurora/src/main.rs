@@ -70,7 +70,8 @@ enum Command {
         /// The node to run.
         #[arg(long)]
         name: String,
-        /// How long to run, e.g. 10s (default: until killed, with no report).
+        /// How long to run, e.g. 10s (default: until Ctrl-C or SIGTERM; either
+        /// ends the run with its report).
         #[arg(long)]
         duration: Option<String>,
         /// Seed of the node's sending links' loss and bit errors.

@@ -56,8 +56,8 @@ pub struct PortRow {
     pub switch_dropped: u64,
 }
 
-/// Runs node `name` of the topology in `path` until `duration` passes (or
-/// forever) and reports what it did.
+/// Runs node `name` of the topology in `path` until `duration` passes, or
+/// SIGINT or SIGTERM arrives, and reports what it did.
 pub fn main(
     path: &Path,
     name: &str,
@@ -92,6 +92,18 @@ pub fn main(
         std::thread::spawn(move || {
             std::thread::sleep(d);
             stop.store(true, Ordering::Relaxed);
+        });
+    }
+    // Ctrl-C or SIGTERM ends the run the same way, with a report.
+    install_stop_signals();
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || loop {
+            if SIGNALLED.load(Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         });
     }
     let start = std::time::Instant::now();
@@ -165,6 +177,24 @@ pub fn main(
         ports,
         captures,
     })
+}
+
+/// Set by SIGINT or SIGTERM.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::Relaxed);
+}
+
+fn install_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal safe; `signal` is given a valid function pointer of
+        // the type it expects.
+        unsafe {
+            libc::signal(sig, on_stop_signal as *const () as libc::sighandler_t);
+        }
+    }
 }
 
 /// The report as text.

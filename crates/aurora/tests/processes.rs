@@ -189,3 +189,26 @@ fn three_processes_over_shared_memory() {
         }
     }
 }
+
+#[test]
+fn sigterm_ends_a_node_with_its_report() {
+    let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
+    let udp = |x: u16, y: u16| format!("udp_a = \"127.0.0.1:{x}\"\nudp_b = \"127.0.0.1:{y}\"");
+    let text = topology(&udp(p[0], p[1]), &udp(p[2], p[3]), 1500, "1ms");
+    let topo = std::env::temp_dir().join(format!("aurora-sigterm-{}.toml", std::process::id()));
+    std::fs::write(&topo, text).unwrap();
+    let h1 = node(&topo, "h1", None);
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = libc::pid_t::try_from(h1.id()).unwrap();
+    // SAFETY: sends a signal to the child this test started and still owns
+    // (not yet waited for, so the pid cannot have been reused).
+    let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    let r = report(h1);
+    std::fs::remove_file(&topo).ok();
+    assert_eq!(r["name"], "h1");
+    // It ran until the signal and sent meanwhile (1000 PDUs/s).
+    let secs = r["secs"].as_f64().unwrap();
+    assert!((0.3..5.0).contains(&secs), "{r}");
+    assert!(r["sent"][0][1].as_u64().unwrap() > 100, "{r}");
+}
