@@ -122,6 +122,8 @@ pub struct Report {
     pub links: Vec<LinkRow>,
     /// Per switch port: (switch, port, in, out, dropped).
     pub switch_ports: Vec<(String, u16, u64, u64, u64)>,
+    /// PDUs a host's reassembler dropped: (host, reason, count), non-zero only.
+    pub host_drops: Vec<(String, String, u64)>,
     /// Capture files written: (file, cell records, AAL5 PDU records).
     pub captures: Vec<(String, u64, u64)>,
 }
@@ -189,6 +191,7 @@ pub fn run(
     let mut r = build_report(
         &net.pvcs,
         &net.links,
+        &net.hosts,
         &net.switches,
         &|id| sim.node::<TrafficHost>(id),
         &|id| sim.node::<AtmSwitch>(id),
@@ -246,6 +249,7 @@ pub fn run_real_time(
     let mut r = build_report(
         &info.pvcs,
         &info.links,
+        &info.hosts,
         &info.switches,
         &|id| done.node::<TrafficHost>(id),
         &|id| done.node::<AtmSwitch>(id),
@@ -327,6 +331,7 @@ fn rates(r: &mut Report) {
 fn build_report<'a>(
     pvcs_in: &[aurora_topo::PvcInfo],
     links_in: &[(aurora_topo::LinkEnd, aurora_topo::LinkEnd)],
+    hosts: &[(String, NodeId)],
     switches: &[(String, NodeId, u16)],
     host: HostOf<'a>,
     switch: SwitchOf<'a>,
@@ -367,6 +372,14 @@ fn build_report<'a>(
             }
         }
     }
+    let mut host_drops = Vec::new();
+    for (name, id) in hosts {
+        if let Some(h) = host(*id) {
+            for (reason, n) in h.rx_stats().pdus_dropped.nonzero() {
+                host_drops.push((name.clone(), reason.name().to_string(), n));
+            }
+        }
+    }
     let mut switch_ports = Vec::new();
     for (name, id, ports) in switches {
         let sw = switch(*id).expect("switches are switches");
@@ -384,6 +397,7 @@ fn build_report<'a>(
         pings,
         links,
         switch_ports,
+        host_drops,
         captures: Vec::new(),
     }
 }
@@ -426,6 +440,15 @@ pub fn text(r: &Report) -> String {
     for (n, p, i, o, d) in &r.switch_ports {
         if i + o + d > 0 {
             s += &format!("{n:<12} {p:>5} {i:>10} {o:>10} {d:>8}\n");
+        }
+    }
+    if !r.host_drops.is_empty() {
+        s += &format!(
+            "\n{:<12} {:<24} {:>8}\n",
+            "host", "PDUs dropped: reason", "count"
+        );
+        for (h, why, n) in &r.host_drops {
+            s += &format!("{h:<12} {why:<24} {n:>8}\n");
         }
     }
     for (f, cells, pdus) in &r.captures {
