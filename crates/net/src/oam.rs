@@ -1,9 +1,9 @@
 //! OAM F5 loopback at the nodes: answering loopback requests, and a pinger
 //! that sends them on a VC and times the answers.
 //!
-//! Who answers: a host answers end-to-end (PTI 5) requests that reach it on
-//! any VC; a switch answers segment (PTI 4) requests on the port they
-//! arrive at, so each link is a segment. End-to-end cells pass switches
+//! Who answers: a host answers end-to-end requests (F5: PTI 5; F4: VCI 4)
+//! that reach it; a switch answers segment requests (F5: PTI 4; F4: VCI 3)
+//! on the port they arrive at, so each link is a segment. End-to-end cells pass switches
 //! like user cells, along the VC's table entries (PVCs get entries in both
 //! directions, so the answer comes back the way the request went).
 
@@ -21,6 +21,15 @@ pub const MAX_OUTSTANDING: usize = 4096;
 #[inline]
 pub fn is_f5_oam(cell: &CellBytes) -> bool {
     matches!((cell[3] >> 1) & 7, 0b100 | 0b101)
+}
+
+/// True for any OAM cell of a UNI header: F5 by its PTI, or F4 by its VCI
+/// (3 or 4) with a user-data PTI.
+#[inline]
+pub fn is_oam(cell: &CellBytes) -> bool {
+    let vci =
+        (u16::from(cell[1] & 0x0F) << 12) | (u16::from(cell[2]) << 4) | u16::from(cell[3] >> 4);
+    is_f5_oam(cell) || (cell[3] & 0x08 == 0 && matches!(vci, 3 | 4))
 }
 
 /// The answer to `cell` if it is an F5 loopback request of `flow` with a
@@ -229,10 +238,19 @@ mod tests {
         let mut h = TrafficHost::new(Format::Uni);
         let mut out = Outbox::default();
         let seg = request(OamFlow::F5Segment, 2);
-        h.receive(at(0), 0, &[request(OamFlow::F5EndToEnd, 1), seg], &mut out);
+        let f4 = request(OamFlow::F4EndToEnd, 3);
+        let f4_seg = request(OamFlow::F4Segment, 4);
+        h.receive(
+            at(0),
+            0,
+            &[request(OamFlow::F5EndToEnd, 1), seg, f4, f4_seg],
+            &mut out,
+        );
         let sent: Vec<_> = out.drain().collect();
-        assert_eq!(sent.len(), 1);
-        assert_eq!(h.oam_counters(), (1, 1));
+        assert_eq!(sent.len(), 2, "the F5 and the F4 end-to-end requests");
+        assert_eq!(sent[1].1[..4], f4[..4], "on the F4 flow's VCI 4");
+        assert_eq!(h.oam_counters(), (2, 2));
+        assert_eq!(h.rx_stats().cells_in, 0, "no OAM cell reached reassembly");
     }
 
     #[test]
@@ -248,6 +266,19 @@ mod tests {
         assert_eq!(c.oam_looped, 1);
         assert_eq!(c.dropped(SwitchDrop::SegmentOam), 1, "the answer ends here");
         assert_eq!(c.cells_in, 2);
+        // F4: a segment request (VCI 3) is answered on any VP; an
+        // end-to-end one (VCI 4) is not the switch's to answer.
+        let f4 = request(OamFlow::F4Segment, 6);
+        s.receive(at(0), 1, &[f4, request(OamFlow::F4EndToEnd, 7)], &mut out);
+        let sent: Vec<_> = out.drain().collect();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].0, 1);
+        assert_eq!(
+            sent[0].1,
+            loopback_answer(&f4, Format::Uni, OamFlow::F4Segment).unwrap()
+        );
+        assert_eq!(s.counters(1).unwrap().oam_looped, 1);
+        assert_eq!(s.counters(1).unwrap().dropped(SwitchDrop::UnknownVc), 1);
     }
 
     #[test]

@@ -222,16 +222,23 @@ impl AtmSwitch {
 }
 
 impl AtmSwitch {
-    /// A segment OAM cell (PTI 4) ends at this switch: a loopback request
-    /// goes back out of the port it came in on, with its indication cleared.
-    fn segment_oam(&mut self, port: PortId, cell: &CellBytes, out: &mut Outbox) {
+    /// A segment OAM cell (F5: PTI 4; F4: VCI 3) ends at this switch: a
+    /// loopback request goes back out of the port it came in on, with its
+    /// indication cleared.
+    fn segment_oam(
+        &mut self,
+        port: PortId,
+        cell: &CellBytes,
+        out: &mut Outbox,
+        flow: aurora_wire::oam::OamFlow,
+    ) {
         let p = usize::from(port);
         let mut c = *cell;
         if self.hec[p].check_cell(&mut c) == aurora_wire::hec::HecVerdict::Discarded {
             self.counters[p].drops[SwitchDrop::Hec as usize] += 1;
             return;
         }
-        match crate::oam::loopback_answer(&c, self.format, aurora_wire::oam::OamFlow::F5Segment) {
+        match crate::oam::loopback_answer(&c, self.format, flow) {
             Some(a) => {
                 self.counters[p].oam_looped += 1;
                 self.counters[p].cells_out += 1;
@@ -255,7 +262,7 @@ impl Node for AtmSwitch {
         for cell in cells {
             self.counters[p].cells_in += 1;
             if (cell[3] >> 1) & 7 == 0b100 {
-                self.segment_oam(port, cell, out);
+                self.segment_oam(port, cell, out, aurora_wire::oam::OamFlow::F5Segment);
                 continue;
             }
             // Fast path: a VC entry whose precomputed HEC matches.
@@ -263,6 +270,11 @@ impl Node for AtmSwitch {
             let low = (h4 & 0xF) as usize;
             let vc = Header::parse(&h4.to_be_bytes(), self.format).vc();
             let is_f4 = vc.vci == VCI_F4_SEGMENT || vc.vci == VCI_F4_END_TO_END;
+            if vc.vci == VCI_F4_SEGMENT && cell[3] & 0x08 == 0 {
+                // F4 segment OAM ends here too, on any VP.
+                self.segment_oam(port, cell, out, aurora_wire::oam::OamFlow::F4Segment);
+                continue;
+            }
             if !is_f4 {
                 if let Some(e) = self.tables[p].vc.get(&vc) {
                     if cell[4] == e.in_hec[low] && usize::from(e.out) < self.tables.len() {

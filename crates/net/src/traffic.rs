@@ -179,7 +179,9 @@ impl TrafficHost {
     /// Answers a loopback request, or gives a ping its answer; anything
     /// else is counted and dropped.
     fn oam_cell(&mut self, now: Instant, c: &CellBytes, out: &mut Outbox) {
-        if let Some(a) = oam::loopback_answer(c, self.format, OamFlow::F5EndToEnd) {
+        let answer = oam::loopback_answer(c, self.format, OamFlow::F5EndToEnd)
+            .or_else(|| oam::loopback_answer(c, self.format, OamFlow::F4EndToEnd));
+        if let Some(a) = answer {
             self.oam_answered += 1;
             out.push(0, a);
             return;
@@ -239,11 +241,11 @@ impl Node for TrafficHost {
 
     fn receive(&mut self, now: Instant, _port: PortId, cells: &[CellBytes], out: &mut Outbox) {
         // OAM cells are taken out here; user cells go on to reassembly.
-        if cells.iter().any(oam::is_f5_oam) {
+        if cells.iter().any(oam::is_oam) {
             let mut user = std::mem::take(&mut self.user);
             user.clear();
             for c in cells {
-                if oam::is_f5_oam(c) {
+                if oam::is_oam(c) {
                     self.oam_cell(now, c, out);
                 } else {
                     user.push(*c);
