@@ -11,7 +11,7 @@ use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{build_cell, Format, Header, VcId};
 use aurora_wire::oam::{OamFlow, OamFunction, OamRepr};
 use aurora_wire::{CellBytes, HEADER_LEN};
-use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 /// Requests a pinger keeps waiting for; an older one unanswered when a new
 /// one would pass this is counted lost.
@@ -92,7 +92,8 @@ pub struct Pinger {
     spec: Ping,
     next: Instant,
     tag: u32,
-    waiting: FxHashMap<u32, Instant>,
+    /// Requests waiting, by tag; tags rise, so the first is the oldest.
+    waiting: BTreeMap<u32, Instant>,
     stats: PingStats,
     source: [u8; 16],
 }
@@ -104,7 +105,7 @@ impl Pinger {
             spec,
             next: spec.start,
             tag: 0,
-            waiting: FxHashMap::default(),
+            waiting: BTreeMap::new(),
             stats: PingStats::default(),
             source,
         }
@@ -138,11 +139,8 @@ impl Pinger {
             self.tag = self.tag.wrapping_add(1);
             let req = OamRepr::loopback_request(self.tag, self.source).emit();
             if let Ok(cell) = build_cell(&flow.header(self.spec.vc), &req) {
-                if self.waiting.len() >= MAX_OUTSTANDING {
-                    if let Some(&oldest) = self.waiting.keys().min_by_key(|t| self.waiting[t]) {
-                        self.waiting.remove(&oldest);
-                        self.stats.lost += 1;
-                    }
+                if self.waiting.len() >= MAX_OUTSTANDING && self.waiting.pop_first().is_some() {
+                    self.stats.lost += 1;
                 }
                 self.waiting.insert(self.tag, now);
                 send(cell);

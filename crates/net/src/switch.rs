@@ -9,6 +9,7 @@
 use aurora_time::Instant;
 use aurora_wire::cell::{Format, Header, VcId, VCI_F4_END_TO_END, VCI_F4_SEGMENT};
 use aurora_wire::hec::HecReceiver;
+use aurora_wire::oam::OamFlow;
 use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
 
@@ -221,34 +222,6 @@ impl AtmSwitch {
     }
 }
 
-impl AtmSwitch {
-    /// A segment OAM cell (F5: PTI 4; F4: VCI 3) ends at this switch: a
-    /// loopback request goes back out of the port it came in on, with its
-    /// indication cleared.
-    fn segment_oam(
-        &mut self,
-        port: PortId,
-        cell: &CellBytes,
-        out: &mut Outbox,
-        flow: aurora_wire::oam::OamFlow,
-    ) {
-        let p = usize::from(port);
-        let mut c = *cell;
-        if self.hec[p].check_cell(&mut c) == aurora_wire::hec::HecVerdict::Discarded {
-            self.counters[p].drops[SwitchDrop::Hec as usize] += 1;
-            return;
-        }
-        match crate::oam::loopback_answer(&c, self.format, flow) {
-            Some(a) => {
-                self.counters[p].oam_looped += 1;
-                self.counters[p].cells_out += 1;
-                out.push(port, a);
-            }
-            None => self.counters[p].drops[SwitchDrop::SegmentOam as usize] += 1,
-        }
-    }
-}
-
 impl Node for AtmSwitch {
     fn ports(&self) -> usize {
         self.tables.len()
@@ -261,21 +234,14 @@ impl Node for AtmSwitch {
         }
         for cell in cells {
             self.counters[p].cells_in += 1;
-            if (cell[3] >> 1) & 7 == 0b100 {
-                self.segment_oam(port, cell, out, aurora_wire::oam::OamFlow::F5Segment);
-                continue;
-            }
-            // Fast path: a VC entry whose precomputed HEC matches.
+            // Fast path: a VC entry whose precomputed HEC matches. Segment
+            // OAM cells (F5 PTI 4, F4 VCI 3) end here, so they take the
+            // slow path, classified only after the HEC check.
             let h4 = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
             let low = (h4 & 0xF) as usize;
             let vc = Header::parse(&h4.to_be_bytes(), self.format).vc();
             let is_f4 = vc.vci == VCI_F4_SEGMENT || vc.vci == VCI_F4_END_TO_END;
-            if vc.vci == VCI_F4_SEGMENT && cell[3] & 0x08 == 0 {
-                // F4 segment OAM ends here too, on any VP.
-                self.segment_oam(port, cell, out, aurora_wire::oam::OamFlow::F4Segment);
-                continue;
-            }
-            if !is_f4 {
+            if !is_f4 && low >> 1 != 0b100 {
                 if let Some(e) = self.tables[p].vc.get(&vc) {
                     if cell[4] == e.in_hec[low] && usize::from(e.out) < self.tables.len() {
                         let mut c = *cell;
@@ -297,8 +263,23 @@ impl Node for AtmSwitch {
                         self.counters[p].hec_corrected += 1;
                     }
                     let h = Header::parse(&[c[0], c[1], c[2], c[3]], self.format);
+                    let segment = OamFlow::of(&h)
+                        .filter(|f| matches!(f, OamFlow::F5Segment | OamFlow::F4Segment));
                     if h.is_idle() || h.is_unassigned() {
                         Some(SwitchDrop::Idle)
+                    } else if let Some(flow) = segment {
+                        // Each link is a segment: a loopback request goes
+                        // back out of its arrival port; any other segment
+                        // OAM cell ends here.
+                        match crate::oam::loopback_answer(&c, self.format, flow) {
+                            Some(a) => {
+                                self.counters[p].oam_looped += 1;
+                                self.counters[p].cells_out += 1;
+                                out.push(port, a);
+                                None
+                            }
+                            None => Some(SwitchDrop::SegmentOam),
+                        }
                     } else {
                         match self.route(port, &h) {
                             Some((to, nh)) if usize::from(to) < self.tables.len() => {
@@ -400,6 +381,31 @@ mod tests {
         assert_eq!(s.counters(0).unwrap().hec_corrected, 1);
         assert_eq!(s.counters(2).unwrap().dropped(SwitchDrop::UnknownVc), 1);
         assert_eq!(s.counters(2).unwrap().cells_out, 2);
+    }
+
+    #[test]
+    fn a_corrected_header_is_classified_after_correction() {
+        // A user cell whose PTI took a one-bit error that makes it look like
+        // segment OAM: the HEC check repairs it and it is switched as data.
+        let mut s = AtmSwitch::new(2, Format::Uni);
+        s.add_vc(0, VcId::new(0, 40), 1, VcId::new(0, 41)).unwrap();
+        let mut c = cell(
+            VcId::new(0, 40),
+            Pti::User {
+                congestion: false,
+                auu: false,
+            },
+        );
+        c[3] ^= 0x08;
+        let mut out = Outbox::default();
+        s.receive(Instant::ZERO, 0, &[c], &mut out);
+        let sent: Vec<_> = out.drain().collect();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].0, 1);
+        assert_eq!(sent[0].1[3] & 0x0E, 0, "user PTI restored");
+        let k = s.counters(0).unwrap();
+        assert_eq!(k.hec_corrected, 1);
+        assert_eq!(k.dropped(SwitchDrop::SegmentOam), 0);
     }
 
     #[test]
