@@ -334,17 +334,22 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A name safe in a file name and a link end: letters, digits, '-', '_'
+/// and '.', not starting with '.'.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+}
+
 /// Where a link's shared-memory rings live: a plain name goes in /dev/shm;
 /// a path must be in /dev/shm too, since a process replaces any old ring
 /// file at that place.
 pub fn shm_path(s: &str) -> Result<std::path::PathBuf, String> {
     let name = s.strip_prefix("/dev/shm/").unwrap_or(s);
-    let ok = !name.is_empty()
-        && name
-            .chars()
-            .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
-        && !name.starts_with('.');
-    if ok {
+    if plain_name(name) {
         Ok(std::path::Path::new("/dev/shm").join(name))
     } else {
         Err(format!(
@@ -460,6 +465,22 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
 
     // Names.
     let mut kinds: BTreeMap<String, Kind> = BTreeMap::new();
+    // Node names become capture file names and link ends ("sw1:2").
+    let names = file
+        .switch
+        .iter()
+        .map(|s| (s.span(), &s.get_ref().name))
+        .chain(file.host.iter().map(|h| (h.span(), &h.get_ref().name)));
+    for (span, name) in names {
+        if !plain_name(name) {
+            c.at(
+                span,
+                format!(
+                    "the name \"{name}\" must be letters, digits, '-', '_' or '.', not starting with '.'"
+                ),
+            );
+        }
+    }
     for s in &file.switch {
         if s.get_ref().ports == 0 {
             c.at(
