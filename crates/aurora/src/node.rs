@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use aurora_link::LinkDrop;
-use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::TrafficHost;
 use serde::Serialize;
 
@@ -121,9 +120,9 @@ pub fn main(
         }
     }
 
+    let dyn_node: &dyn aurora_net::Node = worker.node();
     let node: &dyn std::any::Any = worker.node();
     let host = node.downcast_ref::<TrafficHost>();
-    let switch = node.downcast_ref::<AtmSwitch>();
     let mut sent = Vec::new();
     let mut received = Vec::new();
     let mut pings = Vec::new();
@@ -162,9 +161,7 @@ pub fn main(
                 lost_in_transit: rx.drops.get(LinkDrop::LostInTransit),
                 hec_discarded: rx.drops.get(LinkDrop::HecDiscarded),
                 peer_restarts: rx.peer_restarts,
-                switch_dropped: switch
-                    .and_then(|s| s.counters(p.port))
-                    .map_or(0, |c| c.dropped_total()),
+                switch_dropped: dyn_node.port_summary(p.port).map_or(0, |c| c.dropped),
             }
         })
         .collect();

@@ -9,7 +9,6 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use aurora_capture::CaptureDir;
-use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::TrafficHost;
 use aurora_sim::NodeId;
 use aurora_time::{Duration, Instant};
@@ -194,7 +193,7 @@ pub fn run(
         &net.hosts,
         &net.switches,
         &|id| sim.node::<TrafficHost>(id),
-        &|id| sim.node::<AtmSwitch>(id),
+        &|id| sim.node_dyn(id),
         &|id, p| sim.link(id, p),
     );
     r.mode = "virtual time".into();
@@ -252,7 +251,7 @@ pub fn run_real_time(
         &info.hosts,
         &info.switches,
         &|id| done.node::<TrafficHost>(id),
-        &|id| done.node::<AtmSwitch>(id),
+        &|id| done.node_dyn(id),
         &|id, p| done.link(id, p),
     );
     r.mode = "real time".into();
@@ -317,7 +316,7 @@ pub(crate) fn problems(path: &Path, p: &aurora_topo::Problems) -> String {
 }
 
 type HostOf<'a> = &'a dyn Fn(NodeId) -> Option<&'a TrafficHost>;
-type SwitchOf<'a> = &'a dyn Fn(NodeId) -> Option<&'a AtmSwitch>;
+type SwitchOf<'a> = &'a dyn Fn(NodeId) -> Option<&'a dyn aurora_net::Node>;
 type LinkOf<'a> = &'a dyn Fn(NodeId, u16) -> Option<aurora_sim::DirCounters>;
 
 /// Turns per-PVC byte counts into Mb/s over `secs`.
@@ -382,10 +381,10 @@ fn build_report<'a>(
     }
     let mut switch_ports = Vec::new();
     for (name, id, ports) in switches {
-        let sw = switch(*id).expect("switches are switches");
+        let Some(sw) = switch(*id) else { continue };
         for p in 0..*ports {
-            let c = sw.counters(p).expect("port exists");
-            switch_ports.push((name.clone(), p, c.cells_in, c.cells_out, c.dropped_total()));
+            let c = sw.port_summary(p).unwrap_or_default();
+            switch_ports.push((name.clone(), p, c.cells_in, c.cells_out, c.dropped));
         }
     }
     Report {
@@ -435,7 +434,7 @@ pub fn text(r: &Report) -> String {
     }
     s += &format!(
         "\n{:<12} {:>5} {:>10} {:>10} {:>8}\n",
-        "switch", "port", "cells in", "cells out", "dropped"
+        "node", "port", "cells in", "cells out", "dropped"
     );
     for (n, p, i, o, d) in &r.switch_ports {
         if i + o + d > 0 {

@@ -56,4 +56,20 @@ pub trait Node {
     fn poll(&mut self, now: Instant, out: &mut Outbox);
     /// When [`Node::poll`] next needs to run, if ever.
     fn poll_at(&self) -> Option<Instant>;
+    /// What went through `port` so far, for nodes that switch or relay
+    /// cells (hosts report their own figures and give `None`).
+    fn port_summary(&self, _port: PortId) -> Option<PortSummary> {
+        None
+    }
+}
+
+/// Cells through one port of a switching node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortSummary {
+    /// Cells that arrived on the port.
+    pub cells_in: u64,
+    /// Cells sent out of the port.
+    pub cells_out: u64,
+    /// Arriving cells dropped, for any reason.
+    pub dropped: u64,
 }

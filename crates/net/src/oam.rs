@@ -151,7 +151,8 @@ impl Pinger {
     }
 
     /// Takes an arriving answer on this pinger's VC; false if `cell` is not
-    /// a loopback answer of this pinger's flow (segment or end-to-end).
+    /// a loopback answer of this pinger's flow (segment or end-to-end) that
+    /// carries this pinger's source ID (several pingers may share a VC).
     pub fn answer(&mut self, now: Instant, cell: &CellBytes) -> bool {
         let pti = if self.spec.end_to_end { 0b101 } else { 0b100 };
         if (cell[3] >> 1) & 7 != pti {
@@ -165,12 +166,16 @@ impl Pinger {
                 OamFunction::Loopback {
                     indication: false,
                     correlation_tag,
+                    source_id,
                     ..
                 },
         }) = OamRepr::parse(payload)
         else {
             return false;
         };
+        if source_id != self.source {
+            return false;
+        }
         match self.waiting.remove(&correlation_tag) {
             Some(sent) => {
                 let rtt = now - sent;

@@ -309,6 +309,15 @@ impl Node for AtmSwitch {
     fn poll_at(&self) -> Option<Instant> {
         None
     }
+
+    fn port_summary(&self, port: PortId) -> Option<crate::PortSummary> {
+        let c = self.counters(port)?;
+        Some(crate::PortSummary {
+            cells_in: c.cells_in,
+            cells_out: c.cells_out,
+            dropped: c.dropped_total(),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -81,6 +81,19 @@ pub struct TrafficHost {
     user: Vec<CellBytes>,
     oam_answered: u64,
     oam_other: u64,
+    route_bits: FxHashMap<VcId, u8>,
+}
+
+/// Sends `c` out of the host's port, with the VuNet routing bits its VC
+/// needs (if any) written into the GFC field.
+fn send(route_bits: &FxHashMap<VcId, u8>, format: Format, out: &mut Outbox, mut c: CellBytes) {
+    if !route_bits.is_empty() && format == Format::Uni {
+        let h = aurora_wire::cell::Header::parse(&[c[0], c[1], c[2], c[3]], format);
+        if let Some(&bits) = route_bits.get(&h.vc()) {
+            let _ = aurora_wire::cell::Header { gfc: bits, ..h }.emit(&mut c);
+        }
+    }
+    out.push(0, c);
 }
 
 impl TrafficHost {
@@ -102,7 +115,15 @@ impl TrafficHost {
             user: Vec::new(),
             oam_answered: 0,
             oam_other: 0,
+            route_bits: FxHashMap::default(),
         }
+    }
+
+    /// Cells this host sends on `vc` carry `bits` (0-15) in their GFC
+    /// field: the output port a VuNet switch at the far end of the host's
+    /// link routes them to.
+    pub fn set_route_bits(&mut self, vc: VcId, bits: u8) {
+        self.route_bits.insert(vc, bits & 0x0F);
     }
 
     /// Adds a flow to send.
@@ -131,8 +152,13 @@ impl TrafficHost {
 
     /// Adds a ping (OAM F5 loopback requests on a VC); returns its index.
     pub fn add_ping(&mut self, p: Ping) -> usize {
-        self.pings.push(Pinger::new(p, *b"aurora-host\0\0\0\0\0"));
-        self.pings.len() - 1
+        // Each ping's own source ID tells its answers from another's on
+        // the same VC.
+        let i = self.pings.len();
+        let mut source = *b"aurora-host\0\0\0\0\0";
+        source[12..].copy_from_slice(&(i as u32).to_be_bytes());
+        self.pings.push(Pinger::new(p, source));
+        i
     }
 
     /// Every receiving VC and what arrived on it.
@@ -183,7 +209,7 @@ impl TrafficHost {
             .or_else(|| oam::loopback_answer(c, self.format, OamFlow::F4EndToEnd));
         if let Some(a) = answer {
             self.oam_answered += 1;
-            out.push(0, a);
+            send(&self.route_bits, self.format, out, a);
             return;
         }
         let vc = aurora_wire::cell::Header::parse(&[c[0], c[1], c[2], c[3]], self.format).vc();
@@ -259,8 +285,9 @@ impl Node for TrafficHost {
     }
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
         self.rx.handle_timeout(now);
+        let (bits, format) = (&self.route_bits, self.format);
         for p in &mut self.pings {
-            p.poll(now, &mut |c| out.push(0, c));
+            p.poll(now, &mut |c| send(bits, format, out, c));
         }
         for f in &mut self.flows {
             // A host sends at most this many PDUs of a flow per poll, so a
@@ -274,7 +301,7 @@ impl Node for TrafficHost {
                     f.tx.segment_into(&self.sdu, PduOptions::default(), &mut self.cells)
                 {
                     for c in &self.cells[..n] {
-                        out.push(0, *c);
+                        send(bits, format, out, *c);
                     }
                     self.cells_sent += n as u64;
                 }
@@ -296,5 +323,74 @@ impl Node for TrafficHost {
             .into_iter()
             .flatten()
             .min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `a` against `b` (their ports joined directly) until both are
+    /// idle, moving time on by 1 µs per step.
+    fn exchange(a: &mut TrafficHost, b: &mut TrafficHost, until: Instant) {
+        let mut now = Instant::ZERO;
+        let mut out = Outbox::default();
+        while now <= until {
+            a.poll(now, &mut out);
+            let cells: Vec<CellBytes> = out.drain().map(|(_, c)| c).collect();
+            b.receive(now, 0, &cells, &mut out);
+            let back: Vec<CellBytes> = out.drain().map(|(_, c)| c).collect();
+            a.receive(now, 0, &back, &mut out);
+            now += Duration::from_micros(1);
+        }
+    }
+
+    #[test]
+    fn two_pings_on_one_vc_each_get_their_own_answers() {
+        let vc = VcId::new(0, 100);
+        let mut a = TrafficHost::new(Format::Uni);
+        let mut b = TrafficHost::new(Format::Uni);
+        let ping = |count, start| Ping {
+            vc,
+            end_to_end: true,
+            count,
+            start,
+            interval: Duration::from_micros(10),
+        };
+        let first = a.add_ping(ping(5, Instant::ZERO));
+        let second = a.add_ping(ping(3, Instant::ZERO + Duration::from_micros(2)));
+        exchange(&mut a, &mut b, Instant::ZERO + Duration::from_micros(100));
+        let (s1, s2) = (a.ping(first).unwrap(), a.ping(second).unwrap());
+        assert_eq!((s1.sent, s1.answered, s1.unmatched), (5, 5, 0));
+        assert_eq!((s2.sent, s2.answered, s2.unmatched), (3, 3, 0));
+        assert_eq!(b.oam_counters(), (8, 0));
+    }
+
+    #[test]
+    fn route_bits_go_in_the_gfc_of_every_cell_on_their_vc() {
+        let (vc, other) = (VcId::new(0, 100), VcId::new(0, 101));
+        let mut a = TrafficHost::new(Format::Uni);
+        a.set_route_bits(vc, 5);
+        for v in [vc, other] {
+            a.add_flow(Flow {
+                vc: v,
+                sdu_len: 100,
+                count: 1,
+                start: Instant::ZERO,
+                interval: Duration::from_micros(1),
+            })
+            .unwrap();
+        }
+        let mut out = Outbox::default();
+        a.poll(Instant::ZERO, &mut out);
+        let cells: Vec<CellBytes> = out.drain().map(|(_, c)| c).collect();
+        assert_eq!(cells.len(), 6);
+        for c in &cells {
+            let h = aurora_wire::cell::Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
+            let want = if h.vc() == vc { 5 } else { 0 };
+            assert_eq!(h.gfc, want);
+            // The header still checks.
+            assert_eq!(aurora_wire::crc::hec(&[c[0], c[1], c[2], c[3]]), c[4]);
+        }
     }
 }

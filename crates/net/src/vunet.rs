@@ -34,7 +34,7 @@ use aurora_wire::{CellBytes, HEADER_LEN};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::{Node, Outbox, PortId};
+use crate::{Node, Outbox, PortId, PortSummary};
 
 /// The VCI reserved for relaying-link control cells.
 pub const VCI_LINK_CONTROL: u16 = 30;
@@ -143,6 +143,7 @@ pub struct VunetLink {
     last_seq: u64,
     hec: [HecReceiver; 2],
     counters: LinkNodeCounters,
+    ports: [PortSummary; 2],
 }
 
 impl VunetLink {
@@ -157,6 +158,17 @@ impl VunetLink {
             last_seq: 0,
             hec: [HecReceiver::new(), HecReceiver::new()],
             counters: LinkNodeCounters::default(),
+            ports: [PortSummary::default(); 2],
+        }
+    }
+
+    /// Writes an entry directly, as a management plane loading a table
+    /// before the network starts: cells arriving on port `table` with
+    /// `vci` leave by the other port with `new_vci` and routing bits
+    /// `port_bits` (0-15). `table` above 1 is ignored.
+    pub fn set_entry(&mut self, table: usize, vci: u16, new_vci: u16, port_bits: u8) {
+        if let Some(t) = self.tables.get_mut(table) {
+            t[usize::from(vci)] = VALID | (u32::from(port_bits & 0x0F) << 16) | u32::from(new_vci);
         }
     }
 
@@ -215,6 +227,7 @@ impl VunetLink {
             status,
             ..c
         };
+        self.ports[usize::from(port) & 1].cells_out += 1;
         out.push(port, reply.cell(vpi, self.key.as_deref()));
     }
 }
@@ -229,20 +242,27 @@ impl Node for VunetLink {
         if p > 1 {
             return;
         }
+        self.ports[p].cells_in += cells.len() as u64;
         for cell in cells {
             let mut c = *cell;
             if self.hec[p].check_cell(&mut c) == HecVerdict::Discarded {
                 self.counters.hec_discarded += 1;
+                self.ports[p].dropped += 1;
                 continue;
             }
             let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
             if h.vci == VCI_LINK_CONTROL {
                 let payload: [u8; 48] = c[HEADER_LEN..].try_into().expect("48 bytes");
+                let before = self.counters.control_accepted;
                 self.control(port, &payload, out, h.vpi);
+                if self.counters.control_accepted == before {
+                    self.ports[p].dropped += 1;
+                }
                 continue;
             }
             let Some((vci, bits)) = self.entry(p, h.vci) else {
                 self.counters.unmapped += 1;
+                self.ports[p].dropped += 1;
                 continue;
             };
             let nh = Header {
@@ -252,6 +272,7 @@ impl Node for VunetLink {
             };
             if nh.emit(&mut c).is_ok() {
                 self.counters.relayed += 1;
+                self.ports[1 - p].cells_out += 1;
                 out.push(1 - port, c);
             }
         }
@@ -262,6 +283,10 @@ impl Node for VunetLink {
     fn poll_at(&self) -> Option<Instant> {
         None
     }
+
+    fn port_summary(&self, port: PortId) -> Option<PortSummary> {
+        self.ports.get(usize::from(port)).copied()
+    }
 }
 
 /// The VuNet switch: each cell leaves on the port its GFC bits name, with
@@ -269,6 +294,7 @@ impl Node for VunetLink {
 pub struct VunetSwitch {
     ports: usize,
     hec: Vec<HecReceiver>,
+    per_port: Vec<PortSummary>,
     /// Cells forwarded.
     pub forwarded: u64,
     /// Cells dropped: the routing bits named a port the switch lacks.
@@ -284,6 +310,7 @@ impl VunetSwitch {
         VunetSwitch {
             ports,
             hec: (0..ports).map(|_| HecReceiver::new()).collect(),
+            per_port: vec![PortSummary::default(); ports],
             forwarded: 0,
             no_such_port: 0,
             hec_discarded: 0,
@@ -297,23 +324,28 @@ impl Node for VunetSwitch {
     }
 
     fn receive(&mut self, _now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
-        let Some(hec) = self.hec.get_mut(usize::from(port)) else {
+        let p = usize::from(port);
+        let Some(hec) = self.hec.get_mut(p) else {
             return;
         };
+        self.per_port[p].cells_in += cells.len() as u64;
         for cell in cells {
             let mut c = *cell;
             if hec.check_cell(&mut c) == HecVerdict::Discarded {
                 self.hec_discarded += 1;
+                self.per_port[p].dropped += 1;
                 continue;
             }
             let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
             let to = u16::from(h.gfc);
             if usize::from(to) >= self.ports {
                 self.no_such_port += 1;
+                self.per_port[p].dropped += 1;
                 continue;
             }
             if (Header { gfc: 0, ..h }).emit(&mut c).is_ok() {
                 self.forwarded += 1;
+                self.per_port[usize::from(to)].cells_out += 1;
                 out.push(to, c);
             }
         }
@@ -323,5 +355,9 @@ impl Node for VunetSwitch {
 
     fn poll_at(&self) -> Option<Instant> {
         None
+    }
+
+    fn port_summary(&self, port: PortId) -> Option<PortSummary> {
+        self.per_port.get(usize::from(port)).copied()
     }
 }

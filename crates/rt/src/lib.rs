@@ -106,6 +106,12 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// A node as a [`Node`], whatever its type.
+    pub fn node_dyn(&self, id: NodeId) -> Option<&dyn Node> {
+        let n: &dyn RtNode = self.nodes.get(id.0 as usize)?.as_ref();
+        Some(n)
+    }
+
     /// A node by its concrete type.
     pub fn node<T: Node + Any>(&self, id: NodeId) -> Option<&T> {
         let n: &dyn Any = self.nodes.get(id.0 as usize)?.as_ref();

@@ -407,6 +407,12 @@ impl Sim {
         Some(self.dirs[k as usize].counters)
     }
 
+    /// A node as a [`Node`], whatever its type.
+    pub fn node_dyn(&self, id: NodeId) -> Option<&dyn Node> {
+        let n: &dyn SimNode = self.nodes.get(id.0 as usize)?.as_ref();
+        Some(n)
+    }
+
     /// A node, by its concrete type.
     pub fn node<T: Node + Any>(&self, id: NodeId) -> Option<&T> {
         let n: &dyn Any = self.nodes.get(id.0 as usize)?.as_ref();

@@ -6,6 +6,12 @@
 //! [[switch]]
 //! name = "sw1"
 //! ports = 4
+//! # kind = "vunet"          # a VuNet switch: routes on the GFC bits (at most 16 ports)
+//!
+//! [[relay]]                 # a VuNet relaying link: two ports, "r1:0" and "r1:1";
+//! name = "r1"               # remaps VCIs and writes the next VuNet switch's bits
+//! mgmt_ports = [0]          # optional: ports whose control cells are trusted
+//! key = "secret"            # optional: control cells tagged under this key are too
 //!
 //! [[host]]
 //! name = "h1"
@@ -22,7 +28,7 @@
 //! udp_b = "127.0.0.1:7002"  # two ends bind when each node is its own process
 //! # shm = "aurora-l1"      # or: shared-memory rings /dev/shm/aurora-l1-ab and -ba
 //!
-//! [[pvc]]                   # an end-to-end path; Aurora fills in the switch tables
+//! [[pvc]]                   # an end-to-end path; Aurora fills in the tables (see `pvc`)
 //! name = "h1-to-h3"
 //! path = ["h1", "sw1", "sw2", "h3"]
 //! from_vc = "0.100"         # optional: the VC at the sender (else chosen)
@@ -50,11 +56,15 @@ use std::ops::Range;
 use aurora_net::oam::Ping;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
+use aurora_net::vunet::{VunetLink, VunetSwitch};
 use aurora_net::PortId;
 use aurora_sim::{LinkSpec, NodeId, Sim};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 use serde::Deserialize;
+
+mod pvc;
+use pvc::{Entries, Hop, Kind};
 use toml::Spanned;
 
 /// The file as written.
@@ -67,6 +77,9 @@ pub struct File {
     /// Hosts.
     #[serde(default)]
     pub host: Vec<Spanned<HostDef>>,
+    /// VuNet relaying links (two-port nodes).
+    #[serde(default)]
+    pub relay: Vec<Spanned<RelayDef>>,
     /// Links.
     #[serde(default)]
     pub link: Vec<Spanned<LinkDef>>,
@@ -89,6 +102,26 @@ pub struct SwitchDef {
     pub name: String,
     /// Number of ports.
     pub ports: u16,
+    /// `"atm"` (translation tables; the default) or `"vunet"` (routes on
+    /// the GFC bits a host or relaying link wrote; at most 16 ports).
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+/// A VuNet relaying link: a two-port node that remaps VCIs and writes the
+/// routing bits for the VuNet switch after it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelayDef {
+    /// Its name.
+    pub name: String,
+    /// Ports (0 or 1) whose control cells are trusted.
+    #[serde(default)]
+    pub mgmt_ports: Vec<u16>,
+    /// A key (its UTF-8 bytes) under which control cells from any port are
+    /// accepted if their HMAC tag checks.
+    #[serde(default)]
+    pub key: Option<String>,
 }
 
 /// A host (one port).
@@ -265,7 +298,8 @@ pub struct Network {
     pub sim: Sim,
     /// Host names and ids.
     pub hosts: Vec<(String, NodeId)>,
-    /// Switch names, ids and port counts.
+    /// Switching nodes (ATM and VuNet switches, relaying links): names,
+    /// ids and port counts.
     pub switches: Vec<(String, NodeId, u16)>,
     /// Links, as their two ends.
     pub links: Vec<(LinkEnd, LinkEnd)>,
@@ -377,12 +411,6 @@ pub fn parse_vc(s: &str) -> Result<VcId, String> {
     Ok(VcId::new(vpi, vci))
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Host,
-    Switch(u16),
-}
-
 /// Reads, checks and compiles a topology file and builds it in the
 /// virtual-time driver; `seed` seeds every link's random stream.
 pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
@@ -399,7 +427,8 @@ pub struct Blueprint {
     pub nodes: Vec<Box<dyn BuiltNode>>,
     /// Host names and ids.
     pub hosts: Vec<(String, NodeId)>,
-    /// Switch names, ids and port counts.
+    /// Switching nodes (ATM and VuNet switches, relaying links): names,
+    /// ids and port counts.
     pub switches: Vec<(String, NodeId, u16)>,
     /// Links: their two ends and the link in each direction.
     pub links: Vec<(LinkEnd, LinkEnd, LinkSpec)>,
@@ -440,7 +469,8 @@ pub const SHM_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 pub struct BlueprintInfo {
     /// Host names and ids.
     pub hosts: Vec<(String, NodeId)>,
-    /// Switch names, ids and port counts.
+    /// Switching nodes (ATM and VuNet switches, relaying links): names,
+    /// ids and port counts.
     pub switches: Vec<(String, NodeId, u16)>,
     /// Links, as their two ends.
     pub links: Vec<(LinkEnd, LinkEnd)>,
@@ -466,44 +496,72 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     // Names.
     let mut kinds: BTreeMap<String, Kind> = BTreeMap::new();
     // Node names become capture file names and link ends ("sw1:2").
-    let names = file
-        .switch
-        .iter()
-        .map(|s| (s.span(), &s.get_ref().name))
-        .chain(file.host.iter().map(|h| (h.span(), &h.get_ref().name)));
-    for (span, name) in names {
+    let mut named: Vec<(Range<usize>, &str, Kind)> = Vec::new();
+    for sw in &file.switch {
+        let d = sw.get_ref();
+        let kind = match d.kind.as_deref() {
+            None | Some("atm") => Kind::Switch(d.ports),
+            Some("vunet") => {
+                if d.ports > 16 {
+                    c.at(
+                        sw.span(),
+                        format!(
+                            "VuNet switch \"{}\" has {} ports; its 4 routing bits name at most 16",
+                            d.name, d.ports
+                        ),
+                    );
+                }
+                Kind::VuSwitch(d.ports)
+            }
+            Some(k) => {
+                c.at(
+                    sw.span(),
+                    format!(
+                        "switch \"{}\" has kind \"{k}\"; it must be \"atm\" or \"vunet\"",
+                        d.name
+                    ),
+                );
+                Kind::Switch(d.ports)
+            }
+        };
+        if d.ports == 0 {
+            c.at(sw.span(), format!("switch \"{}\" has no ports", d.name));
+        }
+        named.push((sw.span(), &d.name, kind));
+    }
+    for h in &file.host {
+        named.push((h.span(), &h.get_ref().name, Kind::Host));
+    }
+    for r in &file.relay {
+        let d = r.get_ref();
+        if let Some(p) = d.mgmt_ports.iter().find(|&&p| p > 1) {
+            c.at(
+                r.span(),
+                format!(
+                    "relaying link \"{}\" has ports 0 and 1, so no management port {p}",
+                    d.name
+                ),
+            );
+        }
+        if d.key.as_deref() == Some("") {
+            c.at(
+                r.span(),
+                format!("relaying link \"{}\" has an empty key", d.name),
+            );
+        }
+        named.push((r.span(), &d.name, Kind::Relay));
+    }
+    for (span, name, kind) in named {
         if !plain_name(name) {
             c.at(
-                span,
+                span.clone(),
                 format!(
                     "the name \"{name}\" must be letters, digits, '-', '_' or '.', not starting with '.'"
                 ),
             );
         }
-    }
-    for s in &file.switch {
-        if s.get_ref().ports == 0 {
-            c.at(
-                s.span(),
-                format!("switch \"{}\" has no ports", s.get_ref().name),
-            );
-        }
-        if kinds
-            .insert(s.get_ref().name.clone(), Kind::Switch(s.get_ref().ports))
-            .is_some()
-        {
-            c.at(
-                s.span(),
-                format!("the name \"{}\" is used twice", s.get_ref().name),
-            );
-        }
-    }
-    for h in &file.host {
-        if kinds.insert(h.get_ref().name.clone(), Kind::Host).is_some() {
-            c.at(
-                h.span(),
-                format!("the name \"{}\" is used twice", h.get_ref().name),
-            );
+        if kinds.insert(name.to_string(), kind).is_some() {
+            c.at(span, format!("the name \"{name}\" is used twice"));
         }
     }
 
@@ -519,40 +577,41 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             },
             None => (s.to_string(), None),
         };
-        match kinds.get(&name).copied() {
-            None => {
-                c.at(span, format!("link end \"{s}\" names no host or switch"));
+        let Some(kind) = kinds.get(&name).copied() else {
+            c.at(
+                span,
+                format!("link end \"{s}\" names no host, switch or relaying link"),
+            );
+            return None;
+        };
+        match (kind.ports(), port) {
+            (None, None | Some(0)) => Some((name, 0)),
+            (None, Some(p)) => {
+                c.at(span, format!("host \"{name}\" has one port, 0, not {p}"));
                 None
             }
-            Some(Kind::Host) => match port {
-                None | Some(0) => Some((name, 0)),
-                Some(p) => {
-                    c.at(span, format!("host \"{name}\" has one port, 0, not {p}"));
-                    None
-                }
-            },
-            Some(Kind::Switch(n)) => match port {
-                Some(p) if p < n => Some((name, p)),
-                Some(p) => {
-                    c.at(
-                        span,
-                        match n.checked_sub(1) {
-                            Some(last) => {
-                                format!("switch \"{name}\" has ports 0 to {last}, not {p}")
-                            }
-                            None => format!("switch \"{name}\" has no ports, so no port {p}"),
-                        },
-                    );
-                    None
-                }
-                None => {
-                    c.at(
-                        span,
-                        format!("link end \"{s}\" must name a switch port, as \"{name}:0\""),
-                    );
-                    None
-                }
-            },
+            (Some(n), Some(p)) if p < n => Some((name, p)),
+            (Some(n), Some(p)) => {
+                let what = kind.describe();
+                c.at(
+                    span,
+                    match n.checked_sub(1) {
+                        Some(last) => format!("{what} \"{name}\" has ports 0 to {last}, not {p}"),
+                        None => format!("{what} \"{name}\" has no ports, so no port {p}"),
+                    },
+                );
+                None
+            }
+            (Some(_), None) => {
+                c.at(
+                    span,
+                    format!(
+                        "link end \"{s}\" must name a port of {} \"{name}\", as \"{name}:0\"",
+                        kind.describe()
+                    ),
+                );
+                None
+            }
         }
     };
     let mut used_ports: BTreeSet<(String, PortId)> = BTreeSet::new();
@@ -648,16 +707,17 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         }
     }
 
-    // PVCs: find each hop's ports, choose VCs, fill switch tables.
-    let mut tables: BTreeMap<String, Vec<(PortId, VcId, PortId, VcId)>> = BTreeMap::new();
-    // VCs in use on each receiving port.
-    let mut taken: BTreeMap<(String, PortId), BTreeSet<VcId>> = BTreeMap::new();
+    // PVCs: find each hop's ports, choose VCs, fill the nodes' tables.
+    let mut entries = Entries::default();
     struct Compiled {
         name: String,
         from: String,
         from_vc: VcId,
         to: String,
         to_vc: VcId,
+        /// The first node after the sender is an ATM switch (which answers
+        /// segment loopback).
+        first_atm: bool,
     }
     let mut compiled: Vec<Compiled> = Vec::new();
     let mut pvc_names = BTreeSet::new();
@@ -701,12 +761,13 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     );
                     ok = false;
                 }
-                Some(Kind::Switch(_)) if ends => {
+                Some(k) if ends && *k != Kind::Host => {
                     c.at(
                         span.clone(),
                         format!(
-                            "PVC \"{}\" must start and end at hosts, not at switch \"{n}\"",
-                            d.name
+                            "PVC \"{}\" must start and end at hosts, not at {} \"{n}\"",
+                            d.name,
+                            k.describe()
                         ),
                     );
                     ok = false;
@@ -736,7 +797,15 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     );
                     ok = false;
                 }
-                1 => hops.push(joins[0].clone()),
+                1 => {
+                    let (from, from_port, to, to_port) = joins[0].clone();
+                    hops.push(Hop {
+                        from,
+                        from_port,
+                        to,
+                        to_port,
+                    });
+                }
                 _ => {
                     c.at(
                         span.clone(),
@@ -769,75 +838,31 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         if !ok {
             continue;
         }
-        // A VC per hop, unused in either direction of its link: a PVC is
-        // one-way for data, but OAM loopback cells come back along it.
-        let mut vcs = Vec::new();
-        for (i, h) in hops.iter().enumerate() {
-            let fwd = (h.2.clone(), h.3);
-            let rev = (h.0.clone(), h.1);
-            let used = |v: &VcId| {
-                taken.get(&fwd).is_some_and(|s| s.contains(v))
-                    || taken.get(&rev).is_some_and(|s| s.contains(v))
-            };
-            let want = if i == 0 {
-                from_vc
-            } else if i == hops.len() - 1 {
-                to_vc
-            } else {
-                None
-            };
-            let vc = match want {
-                Some(v) if used(&v) => {
-                    c.at(
-                        span.clone(),
-                        format!(
-                            "PVC \"{}\": VC {v} is already used on the link from \"{}\" to \"{}\"",
-                            d.name, h.0, h.2
-                        ),
-                    );
-                    ok = false;
-                    v
+        let path_kinds: Vec<Kind> = d.path.iter().map(|n| kinds[n]).collect();
+        let vcs = match pvc::route(
+            &d.name,
+            &d.path,
+            &path_kinds,
+            &hops,
+            from_vc,
+            to_vc,
+            &mut entries,
+        ) {
+            Ok(v) => v,
+            Err(msgs) => {
+                for m in msgs {
+                    c.at(span.clone(), m);
                 }
-                Some(v) => v,
-                None => match (32u16..=u16::MAX)
-                    .map(|vci| VcId::new(0, vci))
-                    .find(|v| !used(v))
-                {
-                    Some(v) => v,
-                    None => {
-                        c.at(
-                            span.clone(),
-                            format!(
-                                "PVC \"{}\": no free VC on the link from \"{}\" to \"{}\"",
-                                d.name, h.0, h.2
-                            ),
-                        );
-                        ok = false;
-                        VcId::new(0, 0)
-                    }
-                },
-            };
-            taken.entry(fwd).or_default().insert(vc);
-            taken.entry(rev).or_default().insert(vc);
-            vcs.push(vc);
-        }
-        if !ok {
-            continue;
-        }
-        for i in 1..hops.len() {
-            // Switch hops[i].0 takes hop i-1's VC on its input port and
-            // sends hop i's VC out of hops[i].1; and the reverse, for cells
-            // coming back.
-            let t = tables.entry(hops[i].0.clone()).or_default();
-            t.push((hops[i - 1].3, vcs[i - 1], hops[i].1, vcs[i]));
-            t.push((hops[i].1, vcs[i], hops[i - 1].3, vcs[i - 1]));
-        }
+                continue;
+            }
+        };
         compiled.push(Compiled {
             name: d.name.clone(),
             from: d.path[0].clone(),
             from_vc: vcs[0],
             to: d.path[d.path.len() - 1].clone(),
             to_vc: vcs[vcs.len() - 1],
+            first_atm: matches!(path_kinds[1], Kind::Switch(_)),
         });
     }
 
@@ -907,6 +932,17 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
         };
         let Some(pvc) = pvc else { continue };
+        if d.segment && !pvc.first_atm {
+            c.at(
+                span.clone(),
+                format!(
+                    "a segment ping on PVC \"{}\" needs an ATM switch as the first node after \
+                     the sender (only ATM switches answer segment loopback)",
+                    d.pvc
+                ),
+            );
+            continue;
+        }
         if let (Some(interval), Some(start)) = (interval, start) {
             pings.push((
                 d.pvc.clone(),
@@ -932,27 +968,50 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     let mut switches = Vec::new();
     for s in &file.switch {
         let d = s.get_ref();
-        let mut sw = AtmSwitch::new(usize::from(d.ports), Format::Uni);
-        for &(ip, ivc, op, ovc) in tables.get(&d.name).map(Vec::as_slice).unwrap_or(&[]) {
-            // Ports and VCs were checked above; the VCs are unique per input.
-            sw.add_vc(ip, ivc, op, ovc).map_err(|e| {
-                Problems(vec![Problem {
-                    line: 0,
-                    col: 0,
-                    msg: e.to_string(),
-                }])
-            })?;
-        }
+        let node: Box<dyn BuiltNode> = match kinds[&d.name] {
+            Kind::VuSwitch(_) => Box::new(VunetSwitch::new(usize::from(d.ports))),
+            _ => {
+                let mut sw = AtmSwitch::new(usize::from(d.ports), Format::Uni);
+                let table = entries.atm.get(&d.name).map(Vec::as_slice);
+                for &(ip, ivc, op, ovc) in table.unwrap_or(&[]) {
+                    // Ports and VCs were checked above; the VCs are unique
+                    // per input.
+                    sw.add_vc(ip, ivc, op, ovc).map_err(|e| {
+                        Problems(vec![Problem {
+                            line: 0,
+                            col: 0,
+                            msg: e.to_string(),
+                        }])
+                    })?;
+                }
+                Box::new(sw)
+            }
+        };
         let id = NodeId(nodes.len() as u32);
-        nodes.push(Box::new(sw));
+        nodes.push(node);
         ids.insert(d.name.clone(), id);
         switches.push((d.name.clone(), id, d.ports));
+    }
+    for r in &file.relay {
+        let d = r.get_ref();
+        let mgmt = [0, 1].map(|p| d.mgmt_ports.contains(&p));
+        let mut relay = VunetLink::new(mgmt, d.key.as_ref().map(|k| k.as_bytes().to_vec()));
+        for (&(table, vci), &(new_vci, bits)) in entries.relay.get(&d.name).into_iter().flatten() {
+            relay.set_entry(usize::from(table), vci, new_vci, bits);
+        }
+        let id = NodeId(nodes.len() as u32);
+        nodes.push(Box::new(relay));
+        ids.insert(d.name.clone(), id);
+        switches.push((d.name.clone(), id, 2));
     }
     let mut pvcs = Vec::new();
     let mut hosts_out = Vec::new();
     for h in &file.host {
         let name = &h.get_ref().name;
         let mut host = TrafficHost::new(Format::Uni);
+        for &(vc, bits) in entries.host_bits.get(name).into_iter().flatten() {
+            host.set_route_bits(vc, bits);
+        }
         let mut my_flows: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut my_pings: BTreeMap<String, Vec<(usize, bool)>> = BTreeMap::new();
         let mut n = 0;
@@ -1094,7 +1153,7 @@ impl Blueprint {
             .chain(self.switches.iter().map(|(n, id, _)| (n, *id)))
             .find(|(n, _)| *n == name)
             .map(|(_, id)| id)
-            .ok_or_else(|| format!("the topology has no host or switch called \"{name}\""))?;
+            .ok_or_else(|| format!("the topology has no node called \"{name}\""))?;
         let node = std::mem::replace(
             &mut self.nodes[id.0 as usize],
             Box::new(TrafficHost::new(Format::Uni)),

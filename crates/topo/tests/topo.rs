@@ -78,7 +78,7 @@ interval = "soon"
     for want in [
         "\"a\" is used twice",
         "ports 0 to 1, not 5",
-        "\"ghost\" names no host or switch",
+        "\"ghost\" names no host, switch or relaying link",
         "rate \"fast\"",
         "loss 2 is not a probability",
         "\"nowhere\", which is not defined",
@@ -179,7 +179,7 @@ shm = "/dev/shm/x"
         .node_process("nobody", 1)
         .err()
         .expect("no such node");
-    assert!(e.contains("no host or switch called \"nobody\""), "{e}");
+    assert!(e.contains("no node called \"nobody\""), "{e}");
     let ok = include_str!("../../../examples/processes.toml");
     assert!(aurora_topo::compile(ok).is_ok());
 }
