@@ -154,6 +154,32 @@ fn run_plays_a_topology_in_virtual_time() {
 }
 
 #[test]
+fn the_vunet_example_runs_in_real_time_with_its_ping_answered() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/vunet.toml");
+    let out = aurora()
+        .args(["run", file, "--duration", "400ms", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in r["pvcs"].as_array().unwrap() {
+        assert_eq!(p["corrupted"], 0, "{p}");
+        assert!(p["delivered"].as_u64().unwrap() > 0, "{p}");
+    }
+    let pings = r["pings"].as_array().unwrap();
+    assert!(pings[0]["answered"].as_u64().unwrap() > 0, "{r}");
+    // The relay and both VuNet switches are in the port report.
+    let ports = r["switch_ports"].to_string();
+    for n in ["vs1", "vs2", "trunk"] {
+        assert!(ports.contains(n), "{n} in {ports}");
+    }
+}
+
+#[test]
 fn the_demo_runs_in_real_time_and_reports() {
     let dir = std::env::temp_dir().join(format!("aurora-demo-test-{}", std::process::id()));
     let out = aurora()
