@@ -20,6 +20,9 @@
 //! | [`oam`] | F4/F5 OAM fault-management cells |
 //! | [`aal5`] | AAL5 CPCS-PDU trailer and framing |
 //! | [`aal34`] | AAL3/4 SAR-PDU and CPCS-PDU header/trailer |
+//! | [`llc`] | RFC 2684 multiprotocol encapsulation: LLC/SNAP and VC multiplexing |
+//! | [`atmarp`] | RFC 2225 ATMARP and InATMARP packets |
+//! | [`ipv4`] | IPv4 header checks, Internet checksum and RFC 1624 update, ICMP errors |
 #![forbid(unsafe_code)]
 #![no_std]
 
@@ -28,10 +31,13 @@ extern crate std;
 
 pub mod aal34;
 pub mod aal5;
+pub mod atmarp;
 pub mod cell;
 pub mod crc;
 pub mod delineate;
 pub mod hec;
+pub mod ipv4;
+pub mod llc;
 pub mod oam;
 pub mod vunet;
 
