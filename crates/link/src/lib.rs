@@ -7,6 +7,7 @@
 //! | [`udp`] | many cells per datagram, sequence-numbered, one peer only |
 //! | [`stream`] | bare cells on TCP or a Unix socket, HEC-delineated on receipt |
 //! | [`shape`] | pacing, delay, seeded loss and bit errors around any sender |
+//! | [`tun`] | TUN interfaces: IP packets to and from the kernel (not cells) |
 //!
 //! Every link is bounded: a full link pushes back (the sender is told how
 //! many cells were taken) or drops with a count, never grows.
@@ -15,6 +16,7 @@ pub mod ring;
 pub mod shape;
 pub mod shm;
 pub mod stream;
+pub mod tun;
 pub mod udp;
 
 use std::fmt;
