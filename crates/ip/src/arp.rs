@@ -90,6 +90,11 @@ impl ArpCache {
             .filter(|e| now < e.learned + self.ageing)
     }
 
+    /// The entry for `ip`, valid or not.
+    pub fn get(&self, ip: Ipv4Addr) -> Option<Entry> {
+        self.entries.get(&ip).copied()
+    }
+
     /// Drops every entry that has aged out by `now`.
     pub fn expire(&mut self, now: Instant) {
         let ageing = self.ageing;

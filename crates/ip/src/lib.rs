@@ -15,3 +15,4 @@
 pub mod arp;
 pub mod forward;
 pub mod lpm;
+pub mod node;

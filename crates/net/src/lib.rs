@@ -61,6 +61,24 @@ pub trait Node {
     fn port_summary(&self, _port: PortId) -> Option<PortSummary> {
         None
     }
+    /// The node's side of a local host's IP stack (a TUN interface), for
+    /// nodes that have one.
+    fn packet_port(&mut self) -> Option<&mut dyn PacketPort> {
+        None
+    }
+}
+
+/// Where a node meets a local host's IP stack: packets, not cells. The
+/// driver reads packets from the host (a TUN interface) into
+/// [`PacketPort::host_sent`] and writes what [`PacketPort::drain_to_host`] gives
+/// back to it.
+pub trait PacketPort {
+    /// A packet the local host sent.
+    fn host_sent(&mut self, now: Instant, pkt: &[u8], out: &mut Outbox);
+    /// Hands every packet waiting for the local host to `f`, oldest first.
+    fn drain_to_host(&mut self, f: &mut dyn FnMut(&[u8]));
+    /// Packets waiting for the local host.
+    fn to_host_len(&self) -> usize;
 }
 
 /// Cells through one port of a switching node.

@@ -1,0 +1,323 @@
+//! Classical IP between IP nodes joined back to back (one PVC per link, the
+//! same VC at both ends): InATMARP, host delivery, routing between logical
+//! IP subnets, ICMP, and every drop counted.
+
+use std::net::Ipv4Addr;
+
+use aurora_ip::forward::DropReason;
+use aurora_ip::node::{Interface, IpConfig, IpNode, StaticRoute};
+use aurora_net::{Node, Outbox, PacketPort, PortId};
+use aurora_sar::{Aal5Tx, PduOptions};
+use aurora_time::{Duration, Instant};
+use aurora_wire::cell::{Format, VcId};
+use aurora_wire::ipv4;
+use aurora_wire::llc::Protocol;
+
+const VC: VcId = VcId::new(0, 40);
+
+/// Nodes and the wires between their ports.
+struct Net {
+    nodes: Vec<IpNode>,
+    wires: Vec<((usize, PortId), (usize, PortId))>,
+    now: Instant,
+    /// What each node's host was handed.
+    host: Vec<Vec<Vec<u8>>>,
+}
+
+impl Net {
+    fn peer(&self, n: usize, p: PortId) -> Option<(usize, PortId)> {
+        self.wires.iter().find_map(|&(a, b)| {
+            if a == (n, p) {
+                Some(b)
+            } else if b == (n, p) {
+                Some(a)
+            } else {
+                None
+            }
+        })
+    }
+
+    fn route(&self, from: usize, out: &mut Outbox, queue: &mut Vec<(usize, PortId, [u8; 53])>) {
+        for (p, c) in out.drain() {
+            if let Some((m, q)) = self.peer(from, p) {
+                queue.push((m, q, c));
+            }
+        }
+    }
+
+    /// Delivers queued cells, and whatever they cause, until none are left.
+    fn settle(&mut self, mut queue: Vec<(usize, PortId, [u8; 53])>) {
+        let mut out = Outbox::default();
+        while !queue.is_empty() {
+            for (n, p, c) in std::mem::take(&mut queue) {
+                self.nodes[n].receive(self.now, p, &[c], &mut out);
+                self.route(n, &mut out, &mut queue);
+            }
+        }
+        for n in 0..self.nodes.len() {
+            let host = &mut self.host[n];
+            self.nodes[n].drain_to_host(&mut |p| host.push(p.to_vec()));
+        }
+    }
+
+    /// Runs every node for `d`, in steps of 10 us, moving cells at once.
+    fn run(&mut self, d: Duration) {
+        let end = self.now + d;
+        let mut out = Outbox::default();
+        while self.now < end {
+            let mut queue = Vec::new();
+            for n in 0..self.nodes.len() {
+                if self.nodes[n].poll_at().is_some_and(|t| t <= self.now) {
+                    self.nodes[n].poll(self.now, &mut out);
+                    self.route(n, &mut out, &mut queue);
+                }
+            }
+            self.settle(queue);
+            self.now += Duration::from_micros(10);
+        }
+    }
+
+    /// Node `n`'s host sends `pkt`.
+    fn send(&mut self, n: usize, pkt: &[u8]) {
+        let mut out = Outbox::default();
+        let mut queue = Vec::new();
+        self.nodes[n].host_sent(self.now, pkt, &mut out);
+        self.route(n, &mut out, &mut queue);
+        self.settle(queue);
+    }
+}
+
+fn ip(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+fn iface(s: &str) -> Option<Interface> {
+    let (a, p) = s.split_once('/').unwrap();
+    Some(Interface {
+        addr: ip(a),
+        prefix: p.parse().unwrap(),
+    })
+}
+
+/// An IPv4 packet from `src` to `dst`: an ICMP echo request when `proto`
+/// is 1, else `len` bytes of pattern.
+fn packet(src: &str, dst: &str, ttl: u8, proto: u8, len: usize) -> Vec<u8> {
+    let mut p = vec![0u8; len];
+    p[0] = 0x45;
+    p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    p[8] = ttl;
+    p[9] = proto;
+    p[12..16].copy_from_slice(&ip(src).octets());
+    p[16..20].copy_from_slice(&ip(dst).octets());
+    for (i, b) in p[20..].iter_mut().enumerate() {
+        *b = (i * 7) as u8;
+    }
+    if proto == 1 {
+        p[20] = ipv4::ICMP_ECHO_REQUEST;
+        p[21] = 0;
+        p[22..24].fill(0);
+        let c = ipv4::checksum(&p[20..]);
+        p[22..24].copy_from_slice(&c.to_be_bytes());
+    }
+    let c = ipv4::checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+fn host(addr: &str, gw: Option<&str>) -> IpNode {
+    let mut n = IpNode::new(IpConfig {
+        interfaces: vec![iface(addr)],
+        routes: gw
+            .map(|g| StaticRoute {
+                dst: ip("0.0.0.0"),
+                prefix: 0,
+                gateway: ip(g),
+            })
+            .into_iter()
+            .collect(),
+        ..IpConfig::default()
+    })
+    .unwrap();
+    n.add_pvc(0, VC).unwrap();
+    n
+}
+
+fn two_hosts() -> Net {
+    Net {
+        nodes: vec![host("10.1.0.1/24", None), host("10.1.0.2/24", None)],
+        wires: vec![((0, 0), (1, 0))],
+        now: Instant::ZERO,
+        host: vec![Vec::new(), Vec::new()],
+    }
+}
+
+/// h1 (10.1.0.1) - r (10.1.0.254 | 10.2.0.254) - h2 (10.2.0.1).
+fn routed() -> Net {
+    let mut r = IpNode::new(IpConfig {
+        interfaces: vec![iface("10.1.0.254/24"), iface("10.2.0.254/24")],
+        forwarding: true,
+        ..IpConfig::default()
+    })
+    .unwrap();
+    r.add_pvc(0, VC).unwrap();
+    r.add_pvc(1, VC).unwrap();
+    Net {
+        nodes: vec![
+            host("10.1.0.1/24", Some("10.1.0.254")),
+            r,
+            host("10.2.0.1/24", Some("10.2.0.254")),
+        ],
+        wires: vec![((0, 0), (1, 0)), ((1, 1), (2, 0))],
+        now: Instant::ZERO,
+        host: vec![Vec::new(), Vec::new(), Vec::new()],
+    }
+}
+
+#[test]
+fn inatmarp_resolves_both_ends_and_packets_arrive_intact() {
+    let mut net = two_hosts();
+    net.run(Duration::from_millis(1));
+    assert_eq!(
+        net.nodes[0].neighbours().next(),
+        Some((0, VC, Some(ip("10.1.0.2"))))
+    );
+    assert_eq!(
+        net.nodes[1].neighbours().next(),
+        Some((0, VC, Some(ip("10.1.0.1"))))
+    );
+    for len in [28, 1500, 9180] {
+        let p = packet("10.1.0.1", "10.1.0.2", 64, 17, len);
+        net.send(0, &p);
+        net.run(Duration::from_micros(20));
+        assert_eq!(net.host[1].pop(), Some(p), "{len}");
+    }
+    // Longer than the MTU: dropped, counted, and the host is told.
+    net.send(0, &packet("10.1.0.1", "10.1.0.2", 64, 17, 9181));
+    net.run(Duration::from_micros(20));
+    let c = net.nodes[0].counters();
+    assert_eq!(c.drops.get(DropReason::TooBig), 1);
+    let icmp = net.host[0].pop().expect("frag needed to the host");
+    assert_eq!(&icmp[20..22], &[3, 4]);
+    assert_eq!(u16::from_be_bytes([icmp[26], icmp[27]]), 9180);
+    assert_eq!(c.packets_out, 3);
+    assert_eq!(net.nodes[1].counters().to_host, 3);
+}
+
+#[test]
+fn a_packet_sent_before_resolution_waits_for_it() {
+    let mut net = two_hosts();
+    let p = packet("10.1.0.1", "10.1.0.2", 64, 17, 100);
+    net.send(0, &p);
+    net.run(Duration::from_millis(1));
+    assert_eq!(net.host[1], vec![p]);
+}
+
+#[test]
+fn an_unresolvable_address_gets_a_host_unreachable_after_the_timeout() {
+    let mut net = two_hosts();
+    net.run(Duration::from_millis(1));
+    net.send(0, &packet("10.1.0.1", "10.1.0.77", 64, 1, 64));
+    net.run(Duration::from_millis(2900));
+    assert!(net.host[0].is_empty());
+    net.run(Duration::from_millis(200));
+    let icmp = net.host[0].pop().expect("host unreachable");
+    assert_eq!(&icmp[20..22], &[3, 1]);
+    assert_eq!(ipv4::src(&icmp), Some(ip("10.1.0.1")));
+    assert_eq!(net.nodes[0].counters().drops.get(DropReason::Unresolved), 1);
+    assert_eq!(net.nodes[0].last_unresolved(), Some(ip("10.1.0.77")));
+}
+
+#[test]
+fn the_router_forwards_with_ttl_and_checksum_updated() {
+    let mut net = routed();
+    net.run(Duration::from_millis(1));
+    let p = packet("10.1.0.1", "10.2.0.1", 64, 17, 1500);
+    net.send(0, &p);
+    net.run(Duration::from_micros(50));
+    let got = net.host[2].pop().expect("forwarded");
+    assert_eq!(got[8], 63);
+    assert!(ipv4::check(&got).is_ok());
+    assert_eq!(&got[20..], &p[20..]);
+    // And back.
+    let q = packet("10.2.0.1", "10.1.0.1", 9, 17, 64);
+    net.send(2, &q);
+    net.run(Duration::from_micros(50));
+    assert_eq!(net.host[0].pop().unwrap()[8], 8);
+}
+
+#[test]
+fn the_router_answers_pings_and_reports_ttl_and_routes() {
+    let mut net = routed();
+    net.run(Duration::from_millis(1));
+    // A ping to the router's far address.
+    net.send(0, &packet("10.1.0.1", "10.2.0.254", 64, 1, 64));
+    net.run(Duration::from_micros(50));
+    let r = net.host[0].pop().expect("echo reply");
+    assert_eq!(r[20], ipv4::ICMP_ECHO_REPLY);
+    assert_eq!(ipv4::src(&r), Some(ip("10.2.0.254")));
+    assert!(ipv4::check(&r).is_ok());
+    assert_eq!(ipv4::ones_sum(&r[20..]), 0xFFFF);
+    // TTL 1: time exceeded from the router's near address.
+    let t = packet("10.1.0.1", "10.2.0.1", 1, 17, 64);
+    net.send(0, &t);
+    net.run(Duration::from_micros(50));
+    let e = net.host[0].pop().expect("time exceeded");
+    assert_eq!(&e[20..22], &[11, 0]);
+    assert_eq!(ipv4::src(&e), Some(ip("10.1.0.254")));
+    assert_eq!(&e[28..48], &t[..20]);
+    // No route at the router (the host sends anything off-subnet to it).
+    net.send(0, &packet("10.1.0.1", "192.0.2.1", 64, 17, 64));
+    net.run(Duration::from_micros(50));
+    let u = net.host[0].pop().expect("net unreachable");
+    assert_eq!(&u[20..22], &[3, 0]);
+    let c = net.nodes[1].counters();
+    assert_eq!(c.drops.get(DropReason::TtlExpired), 1);
+    assert_eq!(c.drops.get(DropReason::NoRoute), 1);
+    assert_eq!(c.icmp_sent, 3);
+    assert!(net.host[2].is_empty());
+}
+
+#[test]
+fn bad_headers_reaching_the_router_are_each_counted() {
+    let mut net = routed();
+    net.run(Duration::from_millis(1));
+    let good = packet("10.1.0.1", "10.2.0.1", 64, 17, 60);
+    let mut cases: Vec<(Vec<u8>, DropReason)> = Vec::new();
+    let mut v = good.clone();
+    v[0] = 0x55;
+    cases.push((v, DropReason::BadVersion));
+    let mut v = good.clone();
+    v[0] = 0x42;
+    cases.push((v, DropReason::BadHeaderLength));
+    let mut v = good.clone();
+    v[16] = 11;
+    cases.push((v, DropReason::BadChecksum));
+    let mut v = good.clone();
+    v[2..4].copy_from_slice(&100u16.to_be_bytes());
+    let c = ipv4::checksum(&{
+        let mut h = v[..20].to_vec();
+        h[10] = 0;
+        h[11] = 0;
+        h
+    });
+    v[10..12].copy_from_slice(&c.to_be_bytes());
+    cases.push((v, DropReason::BadTotalLength));
+    cases.push((good[..10].to_vec(), DropReason::Truncated));
+    let mut tx = Aal5Tx::new(VC, Format::Uni).unwrap();
+    for (pkt, _) in &cases {
+        let hdr = Protocol::Ipv4.llc_header();
+        let parts: [&[u8]; 2] = [&hdr, pkt];
+        let mut seg = tx.segment(&parts, PduOptions::default()).unwrap();
+        let mut cells = vec![[0u8; 53]; 4];
+        let n = seg.fill(&mut cells);
+        let mut out = Outbox::default();
+        net.nodes[1].receive(net.now, 0, &cells[..n], &mut out);
+        assert!(out.is_empty());
+    }
+    let c = net.nodes[1].counters();
+    for (_, r) in &cases {
+        assert_eq!(c.drops.get(*r), 1, "{r:?}");
+    }
+    assert_eq!(c.drops.total(), cases.len() as u64);
+    assert!(net.host[2].is_empty());
+}
