@@ -28,6 +28,25 @@ pub struct NodeReport {
     pub ports: Vec<PortRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records).
     pub captures: Vec<(String, u64, u64)>,
+    /// An IP host's or router's counters.
+    pub ip: Option<crate::run::IpRow>,
+    /// An IP host's TUN interface: its name and what crossed it.
+    pub tun: Option<TunRow>,
+}
+
+/// What crossed an IP host's TUN interface.
+#[derive(Debug, Serialize)]
+pub struct TunRow {
+    /// Interface name and address.
+    pub name: String,
+    /// Packets read from it (the kernel sent them).
+    pub read: u64,
+    /// Packets written to it.
+    pub written: u64,
+    /// Packets it refused (its queue was full).
+    pub refused: u64,
+    /// Reads or writes that failed.
+    pub errors: u64,
 }
 
 /// One linked port's counters.
@@ -68,7 +87,7 @@ pub fn main(
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
     let names = match capture {
-        Some(cap) => Some(crate::run::open_captures(cap, &bp.hosts, &bp.switches)?),
+        Some(cap) => Some(crate::run::open_captures(cap, &bp.hosts, &bp.switches, &bp.routers)?),
         None => None,
     };
     let (mut proc_, info) = bp.node_process(name, seed)?;
@@ -78,6 +97,19 @@ pub fn main(
             dir: Some(dir),
             live: None,
         }));
+    }
+    if let Some(t) = &proc_.tun {
+        eprintln!(
+            "{name}: TUN {} is {}/{}, MTU {}{}",
+            t.name,
+            t.addr,
+            t.prefix,
+            t.mtu,
+            t.routes
+                .iter()
+                .map(|r| format!(", route {}/{} via {}", r.dst, r.prefix, r.gateway))
+                .collect::<String>()
+        );
     }
     for p in &proc_.ports {
         eprintln!(
@@ -165,6 +197,19 @@ pub fn main(
             }
         })
         .collect();
+    let ip = node
+        .downcast_ref::<aurora_ip::node::IpNode>()
+        .map(|n| crate::run::ip_row(name, n));
+    let tun = match (&proc_.tun, worker.device_counters()) {
+        (Some(t), Some(c)) => Some(TunRow {
+            name: format!("{} {}/{}", t.name, t.addr, t.prefix),
+            read: c.from_device,
+            written: c.to_device,
+            refused: c.device_full,
+            errors: c.errors,
+        }),
+        _ => None,
+    };
     Ok(NodeReport {
         name: name.to_string(),
         secs,
@@ -173,6 +218,8 @@ pub fn main(
         pings,
         ports,
         captures,
+        ip,
+        tun,
     })
 }
 
@@ -237,6 +284,15 @@ pub fn text(r: &NodeReport) -> String {
             p.lost_in_transit,
             p.peer_restarts,
             p.switch_dropped
+        );
+    }
+    if let Some(ip) = &r.ip {
+        s += &crate::run::ip_text(std::slice::from_ref(ip));
+    }
+    if let Some(t) = &r.tun {
+        s += &format!(
+            "TUN {}: {} packets read, {} written, {} refused, {} errors\n",
+            t.name, t.read, t.written, t.refused, t.errors
         );
     }
     for (f, cells, pdus) in &r.captures {

@@ -85,6 +85,87 @@ pub(crate) fn ping_text(rows: &[PingRow]) -> String {
     s
 }
 
+/// One IP host's or router's counters.
+#[derive(Debug, Serialize)]
+pub struct IpRow {
+    /// Node name.
+    pub node: String,
+    /// IP packets that arrived from the cell network.
+    pub packets_in: u64,
+    /// IP packets sent into it.
+    pub packets_out: u64,
+    /// Packets from the local host (its TUN interface).
+    pub from_host: u64,
+    /// Packets handed to the local host.
+    pub to_host: u64,
+    /// ICMP messages generated.
+    pub icmp_sent: u64,
+    /// InATMARP requests sent and answered.
+    pub inarp: [u64; 2],
+    /// Each PVC end: "port/vpi.vci -> far address" (or "unresolved").
+    pub neighbours: Vec<String>,
+    /// Drops by reason.
+    pub drops: Vec<(String, u64)>,
+}
+
+/// An IP node's row.
+pub(crate) fn ip_row(name: &str, n: &aurora_ip::node::IpNode) -> IpRow {
+    let c = n.counters();
+    IpRow {
+        node: name.to_string(),
+        packets_in: c.packets_in,
+        packets_out: c.packets_out,
+        from_host: c.from_host,
+        to_host: c.to_host,
+        icmp_sent: c.icmp_sent,
+        inarp: [c.inarp_requests, c.inarp_replies],
+        neighbours: n
+            .neighbours()
+            .map(|(p, vc, far)| {
+                format!(
+                    "{p}/{vc} -> {}",
+                    far.map_or("unresolved".to_string(), |a| a.to_string())
+                )
+            })
+            .collect(),
+        drops: c
+            .drops
+            .nonzero()
+            .map(|(r, k)| (r.name().to_string(), k))
+            .chain((c.sdus_dropped > 0).then(|| ("aal5-reassembly".to_string(), c.sdus_dropped)))
+            .collect(),
+    }
+}
+
+/// IP rows as text.
+pub(crate) fn ip_text(rows: &[IpRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n{:<12} {:>8} {:>8} {:>9} {:>8} {:>6} {:>11}  {}\n",
+        "IP node", "in", "out", "from host", "to host", "ICMP", "InATMARP", "PVC -> neighbour"
+    );
+    for r in rows {
+        s += &format!(
+            "{:<12} {:>8} {:>8} {:>9} {:>8} {:>6} {:>5}/{:<5}  {}\n",
+            r.node,
+            r.packets_in,
+            r.packets_out,
+            r.from_host,
+            r.to_host,
+            r.icmp_sent,
+            r.inarp[0],
+            r.inarp[1],
+            r.neighbours.join(", ")
+        );
+        for (why, n) in &r.drops {
+            s += &format!("{:<12} dropped {n} ({why})\n", "");
+        }
+    }
+    s
+}
+
 /// One link direction's counters.
 #[derive(Debug, Serialize)]
 pub struct LinkRow {
@@ -123,6 +204,8 @@ pub struct Report {
     pub switch_ports: Vec<(String, u16, u64, u64, u64)>,
     /// PDUs a host's reassembler dropped: (host, reason, count), non-zero only.
     pub host_drops: Vec<(String, String, u64)>,
+    /// IP hosts and routers.
+    pub ip: Vec<IpRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records).
     pub captures: Vec<(String, u64, u64)>,
 }
@@ -141,6 +224,7 @@ pub(crate) fn open_captures(
     cap: &CaptureArg,
     hosts: &[(String, NodeId)],
     switches: &[(String, NodeId, u16)],
+    routers: &[(String, NodeId, u16)],
 ) -> Result<CaptureDir, String> {
     let dir = cap.dir.as_path();
     std::fs::create_dir_all(dir)
@@ -149,6 +233,7 @@ pub(crate) fn open_captures(
         .iter()
         .map(|(n, id)| (id.0, n.clone()))
         .chain(switches.iter().map(|(n, id, _)| (id.0, n.clone())))
+        .chain(routers.iter().map(|(n, id, _)| (id.0, n.clone())))
         .collect();
     Ok(CaptureDir::new(dir, names, cap.format))
 }
@@ -166,7 +251,7 @@ pub fn run(
     let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
     let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
         Some(cap) => {
-            let c = Rc::new(RefCell::new(open_captures(cap, &net.hosts, &net.switches)?));
+            let c = Rc::new(RefCell::new(open_captures(cap, &net.hosts, &net.switches, &net.routers)?));
             let tap = c.clone();
             net.sim.set_tap(Box::new(move |t, node, port, cell| {
                 tap.borrow_mut()
@@ -186,20 +271,20 @@ pub fn run(
             .finish()?,
         None => Vec::new(),
     };
-    let sim = &net.sim;
     let mut r = build_report(
-        &net.pvcs,
-        &net.links,
-        &net.hosts,
-        &net.switches,
-        &|id| sim.node::<TrafficHost>(id),
-        &|id| sim.node_dyn(id),
-        &|id, p| sim.link(id, p),
+        &Names {
+            pvcs: &net.pvcs,
+            links: &net.links,
+            hosts: &net.hosts,
+            switches: &net.switches,
+            ip_nodes: &net.ip_nodes,
+        },
+        &net.sim,
     );
     r.mode = "virtual time".into();
     r.virtual_secs = duration.as_secs_f64();
-    r.events = sim.events();
-    r.trace = format!("{:016x}", sim.trace_hash());
+    r.events = net.sim.events();
+    r.trace = format!("{:016x}", net.sim.trace_hash());
     r.captures = written;
     rates(&mut r);
     Ok(r)
@@ -219,7 +304,7 @@ pub fn run_real_time(
     let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
     let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
     let template = match capture {
-        Some(cap) => Some((cap, open_captures(cap, &bp.hosts, &bp.switches)?)),
+        Some(cap) => Some((cap, open_captures(cap, &bp.hosts, &bp.switches, &bp.routers)?)),
         None => None,
     };
     let mut make_tap = |id: NodeId| -> Option<Box<dyn aurora_rt::Tap>> {
@@ -246,13 +331,14 @@ pub fn run_real_time(
         }
     }
     let mut r = build_report(
-        &info.pvcs,
-        &info.links,
-        &info.hosts,
-        &info.switches,
-        &|id| done.node::<TrafficHost>(id),
-        &|id| done.node_dyn(id),
-        &|id, p| done.link(id, p),
+        &Names {
+            pvcs: &info.pvcs,
+            links: &info.links,
+            hosts: &info.hosts,
+            switches: &info.switches,
+            ip_nodes: &info.ip_nodes,
+        },
+        &done,
     );
     r.mode = "real time".into();
     r.virtual_secs = duration.as_secs_f64();
@@ -315,9 +401,52 @@ pub(crate) fn problems(path: &Path, p: &aurora_topo::Problems) -> String {
     )
 }
 
-type HostOf<'a> = &'a dyn Fn(NodeId) -> Option<&'a TrafficHost>;
-type SwitchOf<'a> = &'a dyn Fn(NodeId) -> Option<&'a dyn aurora_net::Node>;
-type LinkOf<'a> = &'a dyn Fn(NodeId, u16) -> Option<aurora_sim::DirCounters>;
+/// What a report reads from a finished run, in either driver.
+pub(crate) trait View {
+    fn host(&self, id: NodeId) -> Option<&TrafficHost>;
+    fn ip(&self, id: NodeId) -> Option<&aurora_ip::node::IpNode>;
+    fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node>;
+    fn link(&self, id: NodeId, port: u16) -> Option<aurora_sim::DirCounters>;
+}
+
+impl View for aurora_sim::Sim {
+    fn host(&self, id: NodeId) -> Option<&TrafficHost> {
+        self.node(id)
+    }
+    fn ip(&self, id: NodeId) -> Option<&aurora_ip::node::IpNode> {
+        self.node(id)
+    }
+    fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node> {
+        self.node_dyn(id)
+    }
+    fn link(&self, id: NodeId, port: u16) -> Option<aurora_sim::DirCounters> {
+        aurora_sim::Sim::link(self, id, port)
+    }
+}
+
+impl View for aurora_rt::Finished {
+    fn host(&self, id: NodeId) -> Option<&TrafficHost> {
+        self.node(id)
+    }
+    fn ip(&self, id: NodeId) -> Option<&aurora_ip::node::IpNode> {
+        self.node(id)
+    }
+    fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node> {
+        self.node_dyn(id)
+    }
+    fn link(&self, id: NodeId, port: u16) -> Option<aurora_sim::DirCounters> {
+        aurora_rt::Finished::link(self, id, port)
+    }
+}
+
+/// The names and circuits a report is about.
+pub(crate) struct Names<'a> {
+    pub pvcs: &'a [aurora_topo::PvcInfo],
+    pub links: &'a [(aurora_topo::LinkEnd, aurora_topo::LinkEnd)],
+    pub hosts: &'a [(String, NodeId)],
+    pub switches: &'a [(String, NodeId, u16)],
+    pub ip_nodes: &'a [(String, NodeId)],
+}
 
 /// Turns per-PVC byte counts into Mb/s over `secs`.
 fn rates(r: &mut Report) {
@@ -327,39 +456,34 @@ fn rates(r: &mut Report) {
     }
 }
 
-fn build_report<'a>(
-    pvcs_in: &[aurora_topo::PvcInfo],
-    links_in: &[(aurora_topo::LinkEnd, aurora_topo::LinkEnd)],
-    hosts: &[(String, NodeId)],
-    switches: &[(String, NodeId, u16)],
-    host: HostOf<'a>,
-    switch: SwitchOf<'a>,
-    link: LinkOf<'a>,
-) -> Report {
-    let pvcs = pvcs_in
+fn build_report(names: &Names, view: &dyn View) -> Report {
+    // PVCs between traffic hosts; IP nodes report their own figures.
+    let pvcs = names
+        .pvcs
         .iter()
-        .map(|p| {
-            let src = host(p.from).expect("hosts are traffic hosts");
-            let dst = host(p.to).expect("hosts are traffic hosts");
+        .filter_map(|p| {
+            let src = view.host(p.from)?;
+            let dst = view.host(p.to)?;
             let r = dst.received(p.to_vc);
-            PvcRow {
+            Some(PvcRow {
                 name: p.name.clone(),
                 sent: p.flows.iter().map(|&i| src.sent(i)).sum(),
                 delivered: r.delivered,
                 missing: r.missing,
                 corrupted: r.corrupted + r.out_of_order,
                 mbps: r.bytes as f64 * 8.0,
-            }
+            })
         })
         .collect();
-    let pings = pvcs_in
+    let pings = names
+        .pvcs
         .iter()
-        .flat_map(|p| host(p.from).map(|h| ping_rows(p, h)).unwrap_or_default())
+        .flat_map(|p| view.host(p.from).map(|h| ping_rows(p, h)).unwrap_or_default())
         .collect();
     let mut links = Vec::new();
-    for ((an, ai, ap), (bn, bi, bp)) in links_in {
+    for ((an, ai, ap), (bn, bi, bp)) in names.links {
         for (from, fid, fp, to) in [(an, *ai, *ap, bn), (bn, *bi, *bp, an)] {
-            if let Some(c) = link(fid, fp) {
+            if let Some(c) = view.link(fid, fp) {
                 links.push(LinkRow {
                     dir: format!("{from}:{fp} -> {to}"),
                     offered: c.offered,
@@ -372,16 +496,18 @@ fn build_report<'a>(
         }
     }
     let mut host_drops = Vec::new();
-    for (name, id) in hosts {
-        if let Some(h) = host(*id) {
+    for (name, id) in names.hosts {
+        if let Some(h) = view.host(*id) {
             for (reason, n) in h.rx_stats().pdus_dropped.nonzero() {
                 host_drops.push((name.clone(), reason.name().to_string(), n));
             }
         }
     }
     let mut switch_ports = Vec::new();
-    for (name, id, ports) in switches {
-        let Some(sw) = switch(*id) else { continue };
+    for (name, id, ports) in names.switches {
+        let Some(sw) = view.any_node(*id) else {
+            continue;
+        };
         for p in 0..*ports {
             let c = sw.port_summary(p).unwrap_or_default();
             switch_ports.push((name.clone(), p, c.cells_in, c.cells_out, c.dropped));
@@ -397,6 +523,11 @@ fn build_report<'a>(
         links,
         switch_ports,
         host_drops,
+        ip: names
+            .ip_nodes
+            .iter()
+            .filter_map(|(n, id)| view.ip(*id).map(|x| ip_row(n, x)))
+            .collect(),
         captures: Vec::new(),
     }
 }
@@ -450,6 +581,7 @@ pub fn text(r: &Report) -> String {
             s += &format!("{h:<12} {why:<24} {n:>8}\n");
         }
     }
+    s += &ip_text(&r.ip);
     for (f, cells, pdus) in &r.captures {
         s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
     }

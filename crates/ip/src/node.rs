@@ -19,7 +19,8 @@
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
-use aurora_net::{Node, Outbox, PacketPort, PortId};
+use aurora_net::{oam, Node, Outbox, PacketPort, PortId};
+use aurora_wire::oam::OamFlow;
 use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, Status, VcConfig};
 use aurora_time::{Duration, Instant};
 use aurora_wire::atmarp::{AtmAddr, AtmarpRepr, Op, MAX_LEN as ATMARP_MAX};
@@ -132,6 +133,10 @@ pub struct IpCounters {
     pub inarp_requests: u64,
     /// InATMARP requests answered.
     pub inarp_replies: u64,
+    /// OAM loopback requests answered.
+    pub oam_answered: u64,
+    /// Other OAM cells (dropped).
+    pub oam_other: u64,
     /// Packets dropped, by reason.
     pub drops: Drops,
 }
@@ -173,6 +178,8 @@ pub struct IpNode {
     core: Core,
     /// Reassembly buffers on their way back to their reassembler.
     used: Vec<Vec<u8>>,
+    /// User cells of a batch that also held OAM cells.
+    user: Vec<CellBytes>,
 }
 
 fn in_subnet(a: Ipv4Addr, i: &Interface) -> bool {
@@ -230,6 +237,7 @@ impl IpNode {
         Ok(IpNode {
             rx,
             used: Vec::new(),
+            user: Vec::new(),
             core: Core {
                 arp: ArpCache::new(cfg.arp_ageing, ARP_CAPACITY),
                 cfg,
@@ -650,6 +658,30 @@ impl Node for IpNode {
         let Some(rx) = self.rx.get_mut(usize::from(port)) else {
             return;
         };
+        // OAM cells: end-to-end loopback requests are answered, the rest
+        // counted; user cells go on to reassembly.
+        let mut user = std::mem::take(&mut self.user);
+        let cells = if cells.iter().any(oam::is_oam) {
+            user.clear();
+            for c in cells {
+                if !oam::is_oam(c) {
+                    user.push(*c);
+                    continue;
+                }
+                let answer = oam::loopback_answer(c, Format::Uni, OamFlow::F5EndToEnd)
+                    .or_else(|| oam::loopback_answer(c, Format::Uni, OamFlow::F4EndToEnd));
+                match answer {
+                    Some(a) => {
+                        self.core.counters.oam_answered += 1;
+                        out.push(port, a);
+                    }
+                    None => self.core.counters.oam_other += 1,
+                }
+            }
+            &user[..]
+        } else {
+            cells
+        };
         let core = &mut self.core;
         let used = &mut self.used;
         rx.push(now, cells, &mut |d| {
@@ -664,6 +696,7 @@ impl Node for IpNode {
         for b in self.used.drain(..) {
             rx.recycle(b);
         }
+        self.user = user;
     }
 
     fn poll(&mut self, now: Instant, out: &mut Outbox) {

@@ -85,6 +85,46 @@ impl Out {
     }
 }
 
+/// A local host's IP stack as the worker sees it: packets in and out (a
+/// TUN interface, say).
+pub trait PacketDevice: Send {
+    /// One packet from the host, if one is waiting.
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<Option<usize>>;
+    /// One packet to the host; false if the host's queue was full.
+    fn send(&mut self, pkt: &[u8]) -> std::io::Result<bool>;
+}
+
+impl PacketDevice for aurora_link::tun::Tun {
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+        aurora_link::tun::Tun::recv(self, buf)
+    }
+    fn send(&mut self, pkt: &[u8]) -> std::io::Result<bool> {
+        aurora_link::tun::Tun::send(self, pkt)
+    }
+}
+
+/// What moved between a worker's node and its packet device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCounters {
+    /// Packets read from the device and handed to the node.
+    pub from_device: u64,
+    /// Packets the node gave and the device took.
+    pub to_device: u64,
+    /// Packets the device refused (its queue was full).
+    pub device_full: u64,
+    /// Reads or writes that failed.
+    pub errors: u64,
+}
+
+/// Packets read from a device per turn of the worker's loop.
+pub const DEVICE_BATCH: usize = 64;
+
+struct Device {
+    dev: Box<dyn PacketDevice>,
+    buf: Vec<u8>,
+    counters: DeviceCounters,
+}
+
 /// One node with its links, run by [`Worker::run`].
 pub struct Worker {
     node: Box<dyn RtNode>,
@@ -92,6 +132,7 @@ pub struct Worker {
     outputs: Vec<Option<Out>>,
     batch: Vec<CellBytes>,
     tap: Option<Box<dyn Tap>>,
+    device: Option<Device>,
 }
 
 /// What a run hands back: the nodes (to read their counters) and each link
@@ -148,7 +189,59 @@ impl Worker {
             outputs: (0..ports).map(|_| None).collect(),
             batch: vec![[0; 53]; 256],
             tap: None,
+            device: None,
         }
+    }
+
+    /// Joins the node's [`aurora_net::PacketPort`] to `dev`: packets the
+    /// device gives go to the node, and packets the node has for its host
+    /// go to the device.
+    pub fn set_packet_device(&mut self, dev: Box<dyn PacketDevice>) {
+        self.device = Some(Device {
+            dev,
+            buf: vec![0; 65536],
+            counters: DeviceCounters::default(),
+        });
+    }
+
+    /// The packet device's counters, if there is one.
+    pub fn device_counters(&self) -> Option<DeviceCounters> {
+        self.device.as_ref().map(|d| d.counters)
+    }
+
+    /// Moves packets between the device and the node; true if any moved.
+    fn device_turn(&mut self, now: Instant, out: &mut Outbox) -> bool {
+        let Some(d) = self.device.as_mut() else {
+            return false;
+        };
+        let Some(port) = self.node.packet_port() else {
+            return false;
+        };
+        let mut moved = false;
+        for _ in 0..DEVICE_BATCH {
+            match d.dev.recv(&mut d.buf) {
+                Ok(Some(n)) => {
+                    d.counters.from_device += 1;
+                    port.host_sent(now, &d.buf[..n], out);
+                    moved = true;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    d.counters.errors += 1;
+                    break;
+                }
+            }
+        }
+        if port.to_host_len() > 0 {
+            moved = true;
+            let (dev, c) = (&mut d.dev, &mut d.counters);
+            port.drain_to_host(&mut |p| match dev.send(p) {
+                Ok(true) => c.to_device += 1,
+                Ok(false) => c.device_full += 1,
+                Err(_) => c.errors += 1,
+            });
+        }
+        moved
     }
 
     /// Shows every received batch to `tap`.
@@ -258,6 +351,10 @@ impl Worker {
             }
             if self.node.poll_at().is_some_and(|t| t <= now) {
                 self.node.poll(now, &mut out);
+                self.route(&mut out);
+                busy = true;
+            }
+            if self.device_turn(now, &mut out) {
                 self.route(&mut out);
                 busy = true;
             }

@@ -63,7 +63,9 @@ use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 use serde::Deserialize;
 
+mod ip;
 mod pvc;
+pub use ip::{parse_cidr, parse_route, TunSpec};
 use pvc::{Entries, Hop, Kind};
 use toml::Spanned;
 
@@ -80,6 +82,9 @@ pub struct File {
     /// VuNet relaying links (two-port nodes).
     #[serde(default)]
     pub relay: Vec<Spanned<RelayDef>>,
+    /// IP routers.
+    #[serde(default)]
+    pub router: Vec<Spanned<RouterDef>>,
     /// Links.
     #[serde(default)]
     pub link: Vec<Spanned<LinkDef>>,
@@ -124,12 +129,50 @@ pub struct RelayDef {
     pub key: Option<String>,
 }
 
-/// A host (one port).
+/// A host (one port): a traffic host, or with `ip` a Classical IP host
+/// whose local side is a TUN interface when it runs as its own process.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostDef {
     /// Its name.
     pub name: String,
+    /// Its address and subnet, as `10.1.0.1/24`.
+    #[serde(default)]
+    pub ip: Option<String>,
+    /// Static routes, as `10.2.0.0/16 via 10.1.0.254` or
+    /// `default via 10.1.0.254`.
+    #[serde(default)]
+    pub routes: Vec<String>,
+    /// The TUN interface's name (default `aur-NAME`, cut to 15 characters).
+    #[serde(default)]
+    pub tun: Option<String>,
+    /// MTU (default 9180).
+    #[serde(default)]
+    pub mtu: Option<usize>,
+    /// `llc` (LLC/SNAP, the default) or `vcmux` (VC multiplexing, IPv4 only).
+    #[serde(default)]
+    pub encap: Option<String>,
+}
+
+/// An IP router: ATM ports, each in its own logical IP subnet.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterDef {
+    /// Its name.
+    pub name: String,
+    /// Number of ports.
+    pub ports: u16,
+    /// Each port's address and subnet, in port order.
+    pub ip: Vec<String>,
+    /// Static routes, as for hosts.
+    #[serde(default)]
+    pub routes: Vec<String>,
+    /// MTU (default 9180).
+    #[serde(default)]
+    pub mtu: Option<usize>,
+    /// `llc` or `vcmux`.
+    #[serde(default)]
+    pub encap: Option<String>,
 }
 
 fn default_rate() -> String {
@@ -301,6 +344,10 @@ pub struct Network {
     /// Switching nodes (ATM and VuNet switches, relaying links): names,
     /// ids and port counts.
     pub switches: Vec<(String, NodeId, u16)>,
+    /// IP routers: names, ids and port counts.
+    pub routers: Vec<(String, NodeId, u16)>,
+    /// IP hosts and routers: names and ids.
+    pub ip_nodes: Vec<(String, NodeId)>,
     /// Links, as their two ends.
     pub links: Vec<(LinkEnd, LinkEnd)>,
     /// PVCs.
@@ -430,10 +477,17 @@ pub struct Blueprint {
     /// Switching nodes (ATM and VuNet switches, relaying links): names,
     /// ids and port counts.
     pub switches: Vec<(String, NodeId, u16)>,
+    /// IP routers: names, ids and port counts.
+    pub routers: Vec<(String, NodeId, u16)>,
+    /// IP hosts and routers: names and ids.
+    pub ip_nodes: Vec<(String, NodeId)>,
     /// Links: their two ends and the link in each direction.
     pub links: Vec<(LinkEnd, LinkEnd, LinkSpec)>,
     /// Per link, how its ends meet as separate processes.
     pub link_transport: Vec<Option<Transport>>,
+    /// IP hosts' TUN interfaces (made when the host runs as its own
+    /// process).
+    pub tuns: Vec<(NodeId, TunSpec)>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
 }
@@ -448,6 +502,8 @@ pub struct NodeProcess {
     pub worker: aurora_rt::Worker,
     /// Its linked ports.
     pub ports: Vec<NodePort>,
+    /// Its TUN interface, made and configured, if it is an IP host.
+    pub tun: Option<TunSpec>,
 }
 
 /// One linked port of a [`NodeProcess`].
@@ -472,6 +528,10 @@ pub struct BlueprintInfo {
     /// Switching nodes (ATM and VuNet switches, relaying links): names,
     /// ids and port counts.
     pub switches: Vec<(String, NodeId, u16)>,
+    /// IP routers: names, ids and port counts.
+    pub routers: Vec<(String, NodeId, u16)>,
+    /// IP hosts and routers: names and ids.
+    pub ip_nodes: Vec<(String, NodeId)>,
     /// Links, as their two ends.
     pub links: Vec<(LinkEnd, LinkEnd)>,
     /// PVCs.
@@ -550,6 +610,39 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             );
         }
         named.push((r.span(), &d.name, Kind::Relay));
+    }
+    // IP settings of hosts and routers.
+    let mut ipcfg: BTreeMap<String, (aurora_ip::node::IpConfig, Option<TunSpec>)> =
+        BTreeMap::new();
+    for h in &file.host {
+        match ip::host(h.get_ref()) {
+            Ok(Some((cfg, tun))) => {
+                ipcfg.insert(h.get_ref().name.clone(), (cfg, Some(tun)));
+            }
+            Ok(None) => {}
+            Err(msgs) => {
+                for m in msgs {
+                    c.at(h.span(), m);
+                }
+            }
+        }
+    }
+    for r in &file.router {
+        let d = r.get_ref();
+        if d.ports == 0 {
+            c.at(r.span(), format!("router \"{}\" has no ports", d.name));
+        }
+        match ip::router(d) {
+            Ok(cfg) => {
+                ipcfg.insert(d.name.clone(), (cfg, None));
+            }
+            Err(msgs) => {
+                for m in msgs {
+                    c.at(r.span(), m);
+                }
+            }
+        }
+        named.push((r.span(), &d.name, Kind::Router(d.ports)));
     }
     for (span, name, kind) in named {
         if !plain_name(name) {
@@ -718,6 +811,9 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         /// The first node after the sender is an ATM switch (which answers
         /// segment loopback).
         first_atm: bool,
+        /// The sender's port and the receiver's.
+        from_port: PortId,
+        to_port: PortId,
     }
     let mut compiled: Vec<Compiled> = Vec::new();
     let mut pvc_names = BTreeSet::new();
@@ -751,21 +847,22 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     );
                     ok = false;
                 }
-                Some(Kind::Host) if !ends => {
+                Some(k) if !ends && k.is_end() => {
                     c.at(
                         span.clone(),
                         format!(
-                            "PVC \"{}\" passes through host \"{n}\"; only its ends may be hosts",
-                            d.name
+                            "PVC \"{}\" passes through {} \"{n}\"; only its ends may be hosts or routers",
+                            d.name,
+                            k.describe()
                         ),
                     );
                     ok = false;
                 }
-                Some(k) if ends && *k != Kind::Host => {
+                Some(k) if ends && !k.is_end() => {
                     c.at(
                         span.clone(),
                         format!(
-                            "PVC \"{}\" must start and end at hosts, not at {} \"{n}\"",
+                            "PVC \"{}\" must start and end at hosts or routers, not at {} \"{n}\"",
                             d.name,
                             k.describe()
                         ),
@@ -863,6 +960,8 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             to: d.path[d.path.len() - 1].clone(),
             to_vc: vcs[vcs.len() - 1],
             first_atm: matches!(path_kinds[1], Kind::Switch(_)),
+            from_port: hops[0].from_port,
+            to_port: hops[hops.len() - 1].to_port,
         });
     }
 
@@ -895,6 +994,17 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
         };
         let Some(pvc) = pvc else { continue };
+        if ipcfg.contains_key(&pvc.from) {
+            c.at(
+                span.clone(),
+                format!(
+                    "flow on PVC \"{}\": its sender \"{}\" is an IP node; flows come from hosts \
+                     without ip (run ping or iperf3 over the TUN interface instead)",
+                    d.pvc, pvc.from
+                ),
+            );
+            continue;
+        }
         if let (Some(interval), Some(start)) = (interval, start) {
             flows.push((
                 d.pvc.clone(),
@@ -932,6 +1042,17 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
         };
         let Some(pvc) = pvc else { continue };
+        if ipcfg.contains_key(&pvc.from) {
+            c.at(
+                span.clone(),
+                format!(
+                    "ping on PVC \"{}\": its sender \"{}\" is an IP node; pings come from hosts \
+                     without ip (run ping or iperf3 over the TUN interface instead)",
+                    d.pvc, pvc.from
+                ),
+            );
+            continue;
+        }
         if d.segment && !pvc.first_atm {
             c.at(
                 span.clone(),
@@ -954,6 +1075,19 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     interval,
                 },
             ));
+        }
+    }
+
+    for h in &file.host {
+        let name = &h.get_ref().name;
+        if ipcfg.contains_key(name) && entries.host_bits.contains_key(name) {
+            c.at(
+                h.span(),
+                format!(
+                    "IP host \"{name}\" sends into a VuNet switch, which needs routing bits \
+                     only traffic hosts write; put an ATM switch or a relay next to it"
+                ),
+            );
         }
     }
 
@@ -1004,10 +1138,52 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         ids.insert(d.name.clone(), id);
         switches.push((d.name.clone(), id, 2));
     }
+    // IP hosts and routers: each end of each PVC they terminate.
+    let mut ip_nodes = Vec::new();
+    let mut tuns = Vec::new();
+    let mut ip_node = |name: &str, id: NodeId| -> Result<Box<dyn BuiltNode>, Problems> {
+        let (cfg, tun) = ipcfg.remove(name).expect("IP nodes have settings");
+        let fail = |m: String| {
+            Problems(vec![Problem {
+                line: 0,
+                col: 0,
+                msg: format!("\"{name}\": {m}"),
+            }])
+        };
+        let mut n = aurora_ip::node::IpNode::new(cfg).map_err(|e| fail(e.0))?;
+        for p in &compiled {
+            if p.from == name {
+                n.add_pvc(p.from_port, p.from_vc).map_err(|e| fail(e.0))?;
+            }
+            if p.to == name {
+                n.add_pvc(p.to_port, p.to_vc).map_err(|e| fail(e.0))?;
+            }
+        }
+        ip_nodes.push((name.to_string(), id));
+        if let Some(t) = tun {
+            tuns.push((id, t));
+        }
+        Ok(Box::new(n))
+    };
+    let mut routers = Vec::new();
+    for r in &file.router {
+        let d = r.get_ref();
+        let id = NodeId(nodes.len() as u32);
+        nodes.push(ip_node(&d.name, id)?);
+        ids.insert(d.name.clone(), id);
+        routers.push((d.name.clone(), id, d.ports));
+    }
     let mut pvcs = Vec::new();
     let mut hosts_out = Vec::new();
     for h in &file.host {
         let name = &h.get_ref().name;
+        if h.get_ref().ip.is_some() {
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(ip_node(name, id)?);
+            ids.insert(name.clone(), id);
+            hosts_out.push((name.clone(), id));
+            continue;
+        }
         let mut host = TrafficHost::new(Format::Uni);
         for &(vc, bits) in entries.host_bits.get(name).into_iter().flatten() {
             host.set_route_bits(vc, bits);
@@ -1079,10 +1255,32 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         nodes,
         hosts: hosts_out,
         switches,
+        routers,
+        ip_nodes,
+        tuns,
         links: links_out,
         link_transport,
         pvcs,
     })
+}
+
+/// Creates and configures a host's TUN interface: address, MTU, up, and
+/// its routes.
+pub fn open_tun(t: &TunSpec) -> Result<aurora_link::tun::Tun, String> {
+    let hint = |e: std::io::Error| {
+        let mut m = e.to_string();
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            m += " (TUN interfaces need root, or CAP_NET_ADMIN in the network namespace)";
+        }
+        m
+    };
+    let tun = aurora_link::tun::Tun::create(&t.name).map_err(hint)?;
+    tun.configure(t.addr, t.prefix, t.mtu as u32)
+        .map_err(hint)?;
+    for r in &t.routes {
+        tun.add_route(r.dst, r.prefix, r.gateway).map_err(hint)?;
+    }
+    Ok(tun)
 }
 
 impl Blueprint {
@@ -1107,6 +1305,8 @@ impl Blueprint {
         let info = BlueprintInfo {
             hosts: self.hosts,
             switches: self.switches,
+            routers: self.routers,
+            ip_nodes: self.ip_nodes,
             links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
             pvcs: self.pvcs,
         };
@@ -1151,6 +1351,7 @@ impl Blueprint {
             .iter()
             .map(|(n, id)| (n, *id))
             .chain(self.switches.iter().map(|(n, id, _)| (n, *id)))
+            .chain(self.routers.iter().map(|(n, id, _)| (n, *id)))
             .find(|(n, _)| *n == name)
             .map(|(_, id)| id)
             .ok_or_else(|| format!("the topology has no node called \"{name}\""))?;
@@ -1159,6 +1360,14 @@ impl Blueprint {
             Box::new(TrafficHost::new(Format::Uni)),
         );
         let mut worker = aurora_rt::Worker::new(node as Box<dyn aurora_rt::RtNode>);
+        let tun = self
+            .tuns
+            .iter()
+            .find(|(n, _)| *n == id)
+            .map(|(_, t)| t.clone());
+        if let Some(t) = &tun {
+            worker.set_packet_device(Box::new(open_tun(t)?));
+        }
         let mut ports = Vec::new();
         // Inputs first (a shared-memory ring is created by its reader), then
         // outputs (a writer waits for its peer's ring), so processes started
@@ -1237,6 +1446,8 @@ impl Blueprint {
         let info = BlueprintInfo {
             hosts: self.hosts,
             switches: self.switches,
+            routers: self.routers,
+            ip_nodes: self.ip_nodes,
             links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
             pvcs: self.pvcs,
         };
@@ -1246,6 +1457,7 @@ impl Blueprint {
                 id,
                 worker,
                 ports,
+                tun,
             },
             info,
         ))
@@ -1273,6 +1485,8 @@ impl Blueprint {
             sim,
             hosts: self.hosts,
             switches: self.switches,
+            routers: self.routers,
+            ip_nodes: self.ip_nodes,
             links,
             pvcs: self.pvcs,
         })

@@ -28,6 +28,8 @@ pub(crate) enum Kind {
     VuSwitch(u16),
     /// A VuNet relaying link (two ports).
     Relay,
+    /// An IP router with this many ports.
+    Router(u16),
 }
 
 impl Kind {
@@ -35,7 +37,7 @@ impl Kind {
     pub(crate) fn ports(self) -> Option<u16> {
         match self {
             Kind::Host => None,
-            Kind::Switch(n) | Kind::VuSwitch(n) => Some(n),
+            Kind::Switch(n) | Kind::VuSwitch(n) | Kind::Router(n) => Some(n),
             Kind::Relay => Some(2),
         }
     }
@@ -46,7 +48,13 @@ impl Kind {
             Kind::Switch(_) => "switch",
             Kind::VuSwitch(_) => "VuNet switch",
             Kind::Relay => "relaying link",
+            Kind::Router(_) => "router",
         }
+    }
+
+    /// Hosts and routers: where PVCs start and end.
+    pub(crate) fn is_end(self) -> bool {
+        matches!(self, Kind::Host | Kind::Router(_))
     }
 }
 
@@ -244,7 +252,7 @@ pub(crate) fn route(
                     }
                 }
             }
-            Kind::VuSwitch(_) | Kind::Host => {}
+            Kind::VuSwitch(_) | Kind::Host | Kind::Router(_) => {}
         }
     }
     if matches!(kinds[1], Kind::VuSwitch(_)) {

@@ -1,0 +1,220 @@
+//! The IP side of topology files: hosts with addresses, routers, and what
+//! a host's TUN interface is given when the host runs as its own process.
+
+use std::net::Ipv4Addr;
+
+use aurora_ip::node::{Interface, IpConfig, StaticRoute, DEFAULT_MTU};
+use aurora_wire::llc::{Encapsulation, Protocol};
+
+use crate::{HostDef, RouterDef};
+
+/// What a host's TUN interface gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TunSpec {
+    /// Interface name.
+    pub name: String,
+    /// Its address.
+    pub addr: Ipv4Addr,
+    /// Its prefix length.
+    pub prefix: u8,
+    /// Its MTU.
+    pub mtu: usize,
+    /// Routes through it.
+    pub routes: Vec<StaticRoute>,
+}
+
+/// Reads `a.b.c.d/len`.
+pub fn parse_cidr(s: &str) -> Result<(Ipv4Addr, u8), String> {
+    let bad = || format!("\"{s}\" is not an IPv4 address with a prefix length, as \"10.1.0.1/24\"");
+    let (a, l) = s.trim().split_once('/').ok_or_else(bad)?;
+    let a: Ipv4Addr = a.parse().map_err(|_| bad())?;
+    let l: u8 = l.parse().map_err(|_| bad())?;
+    if l > 32 {
+        return Err(bad());
+    }
+    Ok((a, l))
+}
+
+/// Reads `PREFIX via GATEWAY` or `default via GATEWAY`.
+pub fn parse_route(s: &str) -> Result<StaticRoute, String> {
+    let bad = || {
+        format!("route \"{s}\" is not \"10.2.0.0/16 via 10.1.0.254\" or \"default via 10.1.0.254\"")
+    };
+    let (dst, gw) = s.trim().split_once(" via ").ok_or_else(bad)?;
+    let (dst, prefix) = match dst.trim() {
+        "default" => (Ipv4Addr::UNSPECIFIED, 0),
+        d => parse_cidr(d).map_err(|_| bad())?,
+    };
+    let gateway = gw.trim().parse().map_err(|_| bad())?;
+    Ok(StaticRoute {
+        dst,
+        prefix,
+        gateway,
+    })
+}
+
+fn encap(s: Option<&str>) -> Result<Encapsulation, String> {
+    match s {
+        None | Some("llc") => Ok(Encapsulation::Llc),
+        Some("vcmux") => Ok(Encapsulation::VcMux(Protocol::Ipv4)),
+        Some(e) => Err(format!(
+            "encapsulation \"{e}\" is not \"llc\" (LLC/SNAP) or \"vcmux\" (VC multiplexing)"
+        )),
+    }
+}
+
+fn mtu(m: Option<usize>) -> Result<usize, String> {
+    match m.unwrap_or(DEFAULT_MTU) {
+        m @ 68..=65_000 => Ok(m),
+        m => Err(format!("MTU {m} is outside 68 to 65000")),
+    }
+}
+
+fn common(
+    name: &str,
+    interfaces: Vec<Option<Interface>>,
+    routes: &[String],
+    m: Option<usize>,
+    e: Option<&str>,
+    forwarding: bool,
+    errs: &mut Vec<String>,
+) -> IpConfig {
+    let routes = routes
+        .iter()
+        .filter_map(|r| parse_route(r).map_err(|m| errs.push(m)).ok())
+        .collect();
+    let cfg = IpConfig {
+        interfaces,
+        routes,
+        forwarding,
+        mtu: mtu(m).map_err(|m| errs.push(m)).unwrap_or(DEFAULT_MTU),
+        encap: encap(e).map_err(|m| errs.push(m)).unwrap_or(Encapsulation::Llc),
+        ..IpConfig::default()
+    };
+    if let Err(e) = aurora_ip::node::IpNode::new(cfg.clone()) {
+        errs.push(format!("\"{name}\": {e}"));
+    }
+    cfg
+}
+
+/// A host's IP configuration and TUN, if it has an address.
+pub(crate) fn host(d: &HostDef) -> Result<Option<(IpConfig, TunSpec)>, Vec<String>> {
+    let mut errs = Vec::new();
+    let Some(ip) = &d.ip else {
+        if !d.routes.is_empty() || d.tun.is_some() || d.mtu.is_some() || d.encap.is_some() {
+            errs.push(format!(
+                "host \"{}\" has routes, tun, mtu or encap but no ip",
+                d.name
+            ));
+            return Err(errs);
+        }
+        return Ok(None);
+    };
+    let (addr, prefix) = match parse_cidr(ip) {
+        Ok(x) => x,
+        Err(m) => return Err(vec![m]),
+    };
+    let cfg = common(
+        &d.name,
+        vec![Some(Interface { addr, prefix })],
+        &d.routes,
+        d.mtu,
+        d.encap.as_deref(),
+        false,
+        &mut errs,
+    );
+    let name = d.tun.clone().unwrap_or_else(|| {
+        let mut n = format!("aur-{}", d.name);
+        n.truncate(15);
+        n
+    });
+    if name.is_empty()
+        || name.len() > 15
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        errs.push(format!(
+            "tun \"{name}\" of host \"{}\" must be 1 to 15 letters, digits, '-', '_' or '.'",
+            d.name
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let tun = TunSpec {
+        name,
+        addr,
+        prefix,
+        mtu: cfg.mtu,
+        routes: cfg.routes.clone(),
+    };
+    Ok(Some((cfg, tun)))
+}
+
+/// A router's IP configuration.
+pub(crate) fn router(d: &RouterDef) -> Result<IpConfig, Vec<String>> {
+    let mut errs = Vec::new();
+    if d.ip.len() != usize::from(d.ports) {
+        errs.push(format!(
+            "router \"{}\" has {} ports but {} addresses; give one per port",
+            d.name,
+            d.ports,
+            d.ip.len()
+        ));
+    }
+    let interfaces = d
+        .ip
+        .iter()
+        .map(|s| {
+            parse_cidr(s)
+                .map(|(addr, prefix)| Some(Interface { addr, prefix }))
+                .map_err(|m| errs.push(m))
+                .unwrap_or(None)
+        })
+        .collect();
+    let cfg = common(
+        &d.name,
+        interfaces,
+        &d.routes,
+        d.mtu,
+        d.encap.as_deref(),
+        true,
+        &mut errs,
+    );
+    if errs.is_empty() {
+        Ok(cfg)
+    } else {
+        Err(errs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_and_routes_parse() {
+        assert_eq!(
+            parse_cidr("10.1.0.1/24"),
+            Ok((Ipv4Addr::new(10, 1, 0, 1), 24))
+        );
+        assert!(parse_cidr("10.1.0.1").is_err());
+        assert!(parse_cidr("10.1.0.1/33").is_err());
+        assert!(parse_cidr("10.1.0/24").is_err());
+        assert_eq!(
+            parse_route("default via 10.1.0.254"),
+            Ok(StaticRoute {
+                dst: Ipv4Addr::UNSPECIFIED,
+                prefix: 0,
+                gateway: Ipv4Addr::new(10, 1, 0, 254)
+            })
+        );
+        assert_eq!(
+            parse_route("10.2.0.0/16 via 10.1.0.254").unwrap().prefix,
+            16
+        );
+        assert!(parse_route("10.2.0.0/16 10.1.0.254").is_err());
+        assert!(parse_route("default via nowhere").is_err());
+    }
+}
