@@ -47,6 +47,9 @@ pub fn erf_record(t: Instant, ty: u8, body: &[u8]) -> Vec<u8> {
     r
 }
 
+/// SunATM traffic type of an LLC-encapsulated VC.
+pub const SUNATM_LLC: u8 = 0x02;
+
 /// LINKTYPE_SUNATM: each record a 4-byte pseudo-header (flags and traffic
 /// type, VPI, VCI big-endian) and a reassembled AAL5 SDU, without pad or
 /// trailer.
@@ -166,8 +169,12 @@ impl<W: Write> PortCapture<W> {
                     let h = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
                     let vci = ((h >> 4) & 0xFFFF) as u16;
                     let mut rec = Vec::with_capacity(4 + sdu.len());
-                    // Flags: traffic type 0 (let the reader guess), no direction.
-                    rec.push(0);
+                    // Flags: traffic type LLC (2) when the SDU starts with an
+                    // LLC/SNAP header (IP and ATMARP from IP nodes), so
+                    // readers dissect what it carries; else 0, unknown (let
+                    // the reader guess). No direction.
+                    let llc = sdu.starts_with(&aurora_wire::llc::LLC_SNAP);
+                    rec.push(if llc { SUNATM_LLC } else { 0 });
                     rec.push((h >> 20) as u8);
                     rec.extend_from_slice(&vci.to_be_bytes());
                     rec.extend_from_slice(sdu);

@@ -136,6 +136,16 @@ impl Tun {
         self.ctl_ioctl(libc::SIOCSIFFLAGS as _, &mut r, "bring it up")
     }
 
+    /// Turns IPv6 off on the interface, so the kernel sends it no router
+    /// solicitations or other IPv6 packets it cannot deliver (an error if
+    /// the kernel has no IPv6, which leaves nothing to turn off).
+    pub fn disable_ipv6(&self) -> io::Result<()> {
+        std::fs::write(
+            format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", self.name),
+            b"1",
+        )
+    }
+
     /// Routes `dst/prefix` through `gateway` on this interface.
     pub fn add_route(&self, dst: Ipv4Addr, prefix: u8, gateway: Ipv4Addr) -> io::Result<()> {
         let mut dev: Vec<u8> = self.name.bytes().chain([0]).collect();

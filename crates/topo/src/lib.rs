@@ -1275,6 +1275,9 @@ pub fn open_tun(t: &TunSpec) -> Result<aurora_link::tun::Tun, String> {
         m
     };
     let tun = aurora_link::tun::Tun::create(&t.name).map_err(hint)?;
+    // Aurora's IP nodes carry IPv4; without IPv6 on the interface the
+    // kernel sends none. A kernel without IPv6 has nothing to turn off.
+    let _ = tun.disable_ipv6();
     tun.configure(t.addr, t.prefix, t.mtu as u32)
         .map_err(hint)?;
     for r in &t.routes {
