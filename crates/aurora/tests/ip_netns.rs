@@ -1,0 +1,352 @@
+//! Real IP traffic across Aurora between network namespaces: each host an
+//! `aurora node` process in its own namespace with a TUN interface, the
+//! switches and the router their own processes, links over shared-memory
+//! rings. Unchanged tools (ping, iperf3, nc, tshark) are the judges.
+//!
+//! These tests need root (network namespaces, TUN devices) and the tools;
+//! without them they fail, saying what is missing. They never skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn aurora() -> &'static str {
+    env!("CARGO_BIN_EXE_aurora")
+}
+
+fn need(tool: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "this test needs `{tool}` (CI installs it: iproute2, iputils-ping, iperf3, netcat-openbsd, tshark)"
+    );
+}
+
+/// A network namespace, deleted when dropped.
+struct Netns(String);
+
+impl Netns {
+    fn new(name: String) -> Netns {
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        let out = Command::new("ip")
+            .args(["netns", "add", &name])
+            .output()
+            .expect("run ip");
+        assert!(
+            out.status.success(),
+            "cannot create network namespace {name} (needs root or CAP_SYS_ADMIN): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Loopback up, for the tools' own use.
+        let _ = Command::new("ip")
+            .args(["netns", "exec", &name, "ip", "link", "set", "lo", "up"])
+            .output();
+        Netns(name)
+    }
+
+    /// `cmd` run inside the namespace.
+    fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0, prog]);
+        c
+    }
+
+    fn run(&self, prog: &str, args: &[&str]) -> Output {
+        self.cmd(prog).args(args).output().expect("run in namespace")
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// A child process, killed when dropped.
+struct Proc(Option<Child>);
+
+impl Proc {
+    /// Stops it with SIGINT (as Ctrl-C would) and returns its output.
+    fn interrupt(mut self) -> Output {
+        let child = self.0.take().expect("running");
+        // SAFETY: kill() takes a process id and a signal number; the child
+        // is ours and has not been waited for, so its id is still its own.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+        }
+        child.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn node(ns: Option<&Netns>, topo: &Path, name: &str, extra: &[&str]) -> Proc {
+    let mut c = match ns {
+        Some(n) => n.cmd(aurora()),
+        None => Command::new(aurora()),
+    };
+    c.args(["node"])
+        .arg(topo)
+        .args(["--name", name, "--duration", "120s"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Proc(Some(c.spawn().expect("start aurora node")))
+}
+
+/// Writes `example` with its shared-memory ring names made unique to this
+/// test process, so tests and runs do not meet each other's rings.
+fn topology(example: &str, tag: &str) -> PathBuf {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(example),
+    )
+    .unwrap()
+    .replace("shm = \"aurora-", &format!("shm = \"aurora-{tag}-"));
+    let path = std::env::temp_dir().join(format!("aurora-{tag}-{example}"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Pings until one answer comes (the nodes are starting), or gives up.
+fn wait_for_ping(ns: &Netns, addr: &str) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        if ns
+            .run("ping", &["-c", "1", "-W", "1", addr])
+            .status
+            .success()
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("no answer from {addr} within 20 s of starting the nodes");
+}
+
+fn ping_clean(ns: &Netns, addr: &str) -> String {
+    let out = ns.run("ping", &["-c", "5", "-i", "0.2", "-W", "2", addr]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && text.contains(" 0% packet loss"),
+        "ping {addr} from {}:\n{text}{}",
+        ns.0,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn ping_iperf3_and_a_file_copy_cross_aurora_between_namespaces() {
+    for t in ["ip", "ping", "iperf3", "nc"] {
+        need(t);
+    }
+    let tag = format!("t{}", std::process::id());
+    let topo = topology("ip.toml", &tag);
+    let (a, b) = (
+        Netns::new(format!("{tag}-a")),
+        Netns::new(format!("{tag}-b")),
+    );
+    let sw = node(None, &topo, "sw", &[]);
+    let h1 = node(Some(&a), &topo, "h1", &[]);
+    let h2 = node(Some(&b), &topo, "h2", &[]);
+    wait_for_ping(&a, "10.1.0.2");
+
+    // ping, both ways, nothing lost.
+    ping_clean(&a, "10.1.0.2");
+    ping_clean(&b, "10.1.0.1");
+
+    // iperf3 TCP for a few seconds.
+    let port = 20000 + (std::process::id() % 20000);
+    let server = b
+        .cmd("iperf3")
+        .args(["-s", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("iperf3 server");
+    let _server = Proc(Some(server));
+    std::thread::sleep(Duration::from_millis(500));
+    let out = a.run(
+        "iperf3",
+        &["-c", "10.1.0.2", "-p", &port.to_string(), "-t", "3", "-J"],
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "iperf3 gave no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let bps = j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(bps > 0.0, "iperf3: {j}");
+    eprintln!("iperf3 TCP through Aurora: {:.0} Mb/s", bps / 1e6);
+
+    // A file copied with nc arrives byte for byte.
+    let dir = std::env::temp_dir();
+    let src = dir.join(format!("aurora-{tag}-src.bin"));
+    let dst = dir.join(format!("aurora-{tag}-dst.bin"));
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let data: Vec<u8> = (0..3_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&src, &data).unwrap();
+    let nport = (port + 1).to_string();
+    let receiver = b
+        .cmd("sh")
+        .args([
+            "-c",
+            &format!("nc -l -N {nport} > {}", dst.display()),
+        ])
+        .spawn()
+        .expect("nc receiver");
+    let mut receiver = Proc(Some(receiver));
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = a
+        .cmd("sh")
+        .args([
+            "-c",
+            &format!("nc -N 10.1.0.2 {nport} < {}", src.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(sent.status.success(), "nc sender failed");
+    let status = receiver.0.take().unwrap().wait().unwrap();
+    assert!(status.success(), "nc receiver failed");
+    let got = std::fs::read(&dst).unwrap();
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&dst);
+    assert_eq!(got.len(), data.len(), "file length");
+    assert!(got == data, "the copy differs from the original");
+
+    // Ctrl-C: the host reports and its TUN interface is gone.
+    let out = h1.interrupt();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("TUN aur-h1 10.1.0.1/24"), "{report}");
+    assert!(report.contains("-> 10.1.0.2"), "{report}");
+    let link = a.run("ip", &["link", "show", "aur-h1"]);
+    assert!(
+        !link.status.success(),
+        "aur-h1 still exists after the node stopped"
+    );
+    drop(h2);
+    drop(sw);
+    let _ = std::fs::remove_file(&topo);
+}
+
+/// The fields tshark shows for every IP packet in `file`.
+fn tshark_ip(file: &Path) -> Vec<Vec<String>> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args([
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-Y",
+            "ip",
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "ip.dst",
+            "-e",
+            "ip.ttl",
+            "-e",
+            "ip.checksum.status",
+            "-e",
+            "icmp.type",
+            "-e",
+            "_ws.malformed",
+        ])
+        .output()
+        .expect("run tshark");
+    assert!(
+        out.status.success(),
+        "tshark on {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn the_router_forwards_between_subnets_with_ttl_and_checksum_checked_in_captures() {
+    for t in ["ip", "ping", "tshark"] {
+        need(t);
+    }
+    let tag = format!("r{}", std::process::id());
+    let topo = topology("routed.toml", &tag);
+    let cap = std::env::temp_dir().join(format!("aurora-{tag}-cap"));
+    let _ = std::fs::remove_dir_all(&cap);
+    let capture = ["--capture", cap.to_str().unwrap(), "--capture-format", "sunatm"];
+    let (a, b, c) = (
+        Netns::new(format!("{tag}-a")),
+        Netns::new(format!("{tag}-b")),
+        Netns::new(format!("{tag}-c")),
+    );
+    let _sw1 = node(None, &topo, "sw1", &[]);
+    let _sw2 = node(None, &topo, "sw2", &[]);
+    let r = node(Some(&c), &topo, "r", &capture);
+    let _h1 = node(Some(&a), &topo, "h1", &[]);
+    let h2 = node(Some(&b), &topo, "h2", &capture);
+    wait_for_ping(&a, "10.2.0.1");
+    let text = ping_clean(&a, "10.2.0.1");
+    assert!(text.contains("ttl=63"), "one router on the way:\n{text}");
+    // TTL 1 from h1 dies at the router, which says so.
+    let out = a.run("ping", &["-c", "2", "-i", "0.3", "-t", "1", "10.2.0.1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("From 10.1.0.254") && text.contains("Time to live exceeded"),
+        "{text}"
+    );
+    // The router answers pings to its far address itself.
+    ping_clean(&a, "10.2.0.254");
+
+    let r_out = r.interrupt();
+    let h2_out = h2.interrupt();
+    let report = String::from_utf8_lossy(&r_out.stdout);
+    assert!(report.contains("ttl-expired"), "{report}");
+
+    // What arrived at the router from h1: TTL 64, good checksums; what the
+    // router delivered to h2: the same requests with TTL 63, checksums
+    // still good (updated incrementally).
+    let at_router = tshark_ip(&cap.join("r-p0.pcap"));
+    let at_h2 = tshark_ip(&cap.join("h2-p0.pcap"));
+    let requests = |rows: &[Vec<String>], ttl: &str| {
+        rows.iter()
+            .filter(|f| f[1] == "10.2.0.1" && f[4] == "8" && f[2] == ttl)
+            .count()
+    };
+    // 1 to start + 5 counted + 2 with TTL 1 reach the router.
+    assert!(requests(&at_router, "64") >= 5, "{at_router:?}");
+    let ttl1 = at_router.iter().filter(|f| f[2] == "1").count();
+    assert_eq!(ttl1, 2, "{at_router:?}");
+    assert!(requests(&at_h2, "63") >= 5, "{at_h2:?}");
+    assert!(at_h2.iter().all(|f| f[2] != "64" && f[2] != "1"), "{at_h2:?}");
+    for f in at_router.iter().chain(&at_h2) {
+        assert_eq!(f[3], "1", "every IP checksum good: {f:?}");
+        assert_eq!(f.get(5).map_or("", |s| s.as_str()), "", "not malformed: {f:?}");
+    }
+    let _ = h2_out;
+    let _ = std::fs::remove_dir_all(&cap);
+    let _ = std::fs::remove_file(&topo);
+}
