@@ -372,4 +372,40 @@ mod tests {
         b[7] = 77;
         assert_eq!(AtmarpRepr::parse(&b).unwrap().op, Op::Unknown(77));
     }
+
+    fn addr() -> impl proptest::strategy::Strategy<Value = AtmAddr> {
+        (
+            proptest::collection::vec(proptest::num::u8::ANY, 0..=20),
+            proptest::bool::ANY,
+        )
+            .prop_map(|(b, e)| AtmAddr::new(&b, e).unwrap())
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        /// Any packet emits and parses back to itself.
+        #[test]
+        fn packets_round_trip(
+            op in proptest::num::u16::ANY,
+            sha in addr(), ssa in addr(), tha in addr(), tsa in addr(),
+            spa in proptest::option::of(proptest::num::u32::ANY),
+            tpa in proptest::option::of(proptest::num::u32::ANY),
+        ) {
+            let r = AtmarpRepr {
+                op: Op::from_code(op),
+                sha, ssa, tha, tsa,
+                spa: spa.map(Ipv4Addr::from),
+                tpa: tpa.map(Ipv4Addr::from),
+            };
+            let mut buf = [0u8; MAX_LEN];
+            let n = r.emit(&mut buf).unwrap();
+            proptest::prop_assert_eq!(n, r.buffer_len());
+            proptest::prop_assert_eq!(AtmarpRepr::parse(&buf[..n]), Ok(r));
+            // Cut anywhere short of the end, it is refused.
+            for cut in 0..n {
+                proptest::prop_assert!(AtmarpRepr::parse(&buf[..cut]).is_err());
+            }
+        }
+    }
 }

@@ -259,4 +259,49 @@ mod tests {
             assert_eq!(Encapsulation::Llc.parse(&buf), Ok((p, n)));
         }
     }
+
+    fn protocol() -> impl proptest::strategy::Strategy<Value = Protocol> {
+        proptest::prop_oneof![
+            proptest::strategy::Just(Protocol::Ipv4),
+            proptest::strategy::Just(Protocol::Ipv6),
+            proptest::strategy::Just(Protocol::Atmarp),
+            proptest::strategy::Just(Protocol::Ethernet),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Any packet behind any header this VC can carry comes back as the
+        /// same protocol and the same bytes.
+        #[test]
+        fn headers_round_trip(
+            p in protocol(),
+            vcmux in proptest::bool::ANY,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 1..200),
+        ) {
+            let mut body = body;
+            // An IP packet's version nibble matches its protocol.
+            match p {
+                Protocol::Ipv4 => body[0] = 0x45,
+                Protocol::Ipv6 => body[0] = 0x60,
+                _ => {}
+            }
+            let e = if vcmux { Encapsulation::VcMux(p) } else { Encapsulation::Llc };
+            let mut sdu = [0u8; 16].to_vec();
+            let n = e.emit_header(p, &mut sdu).unwrap();
+            sdu.truncate(n);
+            sdu.extend_from_slice(&body);
+            proptest::prop_assert_eq!(e.parse(&sdu), Ok((p, n)));
+            proptest::prop_assert_eq!(&sdu[n..], &body[..]);
+        }
+
+        /// Arbitrary bytes never panic the parser, and what it accepts
+        /// under LLC starts with AA-AA-03.
+        #[test]
+        fn any_bytes_parse_or_are_refused(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            if let Ok((_, start)) = Encapsulation::Llc.parse(&b) {
+                proptest::prop_assert!(b.starts_with(&LLC_SNAP));
+                proptest::prop_assert!(start <= b.len());
+            }
+        }
+    }
 }
