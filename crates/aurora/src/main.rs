@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod bench_ip;
 mod bench_net;
 mod bench_sar;
 mod demo;
@@ -122,6 +123,14 @@ enum Bench {
     /// Cells per second through a 16-port switch with a full translation
     /// table, against the OC-192c and OC-768c line rates.
     Switch {
+        /// Seconds per figure.
+        #[arg(long, default_value_t = 0.5)]
+        secs: f64,
+    },
+    /// IP forwarding decisions per second on one core (header checks,
+    /// longest-prefix match over 10,000 prefixes, TTL and checksum update),
+    /// against OC-192c/OC-768c packet rates and a bare loop.
+    Forward {
         /// Seconds per figure.
         #[arg(long, default_value_t = 0.5)]
         secs: f64,
@@ -268,6 +277,35 @@ fn main() -> ExitCode {
                     r / 1e6,
                     r / bench_net::OC192_CELLS,
                     r / bench_net::OC768_CELLS
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Bench {
+            what: Bench::Forward { secs },
+        } => {
+            if !(secs > 0.0 && secs.is_finite()) {
+                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
+                return ExitCode::FAILURE;
+            }
+            println!(
+                "aurora bench forward (one thread, {} prefixes, batches of {} packets)",
+                bench_ip::PREFIXES,
+                bench_ip::BATCH
+            );
+            println!(
+                "{:>6} {:>11} {:>10} {:>10} {:>10} {:>14}",
+                "bytes", "packets/s", "ns/packet", "x OC-192c", "x OC-768c", "/ bare loop"
+            );
+            for size in [64, 1500, 9180] {
+                let r = bench_ip::forward_rate(size, secs);
+                println!(
+                    "{size:>6} {:>10.1}M {:>10.2} {:>10.2} {:>10.2} {:>14.3}",
+                    r.pps / 1e6,
+                    1e9 / r.pps,
+                    r.pps / r.line_pps[0],
+                    r.pps / r.line_pps[1],
+                    r.pps / r.touch_pps
                 );
             }
             ExitCode::SUCCESS

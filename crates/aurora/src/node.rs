@@ -87,7 +87,12 @@ pub fn main(
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
     let names = match capture {
-        Some(cap) => Some(crate::run::open_captures(cap, &bp.hosts, &bp.switches, &bp.routers)?),
+        Some(cap) => Some(crate::run::open_captures(
+            cap,
+            &bp.hosts,
+            &bp.switches,
+            &bp.routers,
+        )?),
         None => None,
     };
     let (mut proc_, info) = bp.node_process(name, seed)?;

@@ -251,7 +251,12 @@ pub fn run(
     let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
     let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
         Some(cap) => {
-            let c = Rc::new(RefCell::new(open_captures(cap, &net.hosts, &net.switches, &net.routers)?));
+            let c = Rc::new(RefCell::new(open_captures(
+                cap,
+                &net.hosts,
+                &net.switches,
+                &net.routers,
+            )?));
             let tap = c.clone();
             net.sim.set_tap(Box::new(move |t, node, port, cell| {
                 tap.borrow_mut()
@@ -304,7 +309,10 @@ pub fn run_real_time(
     let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
     let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
     let template = match capture {
-        Some(cap) => Some((cap, open_captures(cap, &bp.hosts, &bp.switches, &bp.routers)?)),
+        Some(cap) => Some((
+            cap,
+            open_captures(cap, &bp.hosts, &bp.switches, &bp.routers)?,
+        )),
         None => None,
     };
     let mut make_tap = |id: NodeId| -> Option<Box<dyn aurora_rt::Tap>> {
@@ -478,7 +486,11 @@ fn build_report(names: &Names, view: &dyn View) -> Report {
     let pings = names
         .pvcs
         .iter()
-        .flat_map(|p| view.host(p.from).map(|h| ping_rows(p, h)).unwrap_or_default())
+        .flat_map(|p| {
+            view.host(p.from)
+                .map(|h| ping_rows(p, h))
+                .unwrap_or_default()
+        })
         .collect();
     let mut links = Vec::new();
     for ((an, ai, ap), (bn, bi, bp)) in names.links {

@@ -55,7 +55,10 @@ impl Netns {
     }
 
     fn run(&self, prog: &str, args: &[&str]) -> Output {
-        self.cmd(prog).args(args).output().expect("run in namespace")
+        self.cmd(prog)
+            .args(args)
+            .output()
+            .expect("run in namespace")
     }
 }
 
@@ -108,7 +111,9 @@ fn node(ns: Option<&Netns>, topo: &Path, name: &str, extra: &[&str]) -> Proc {
 /// test process, so tests and runs do not meet each other's rings.
 fn topology(example: &str, tag: &str) -> PathBuf {
     let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(example),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples")
+            .join(example),
     )
     .unwrap()
     .replace("shm = \"aurora-", &format!("shm = \"aurora-{tag}-"));
@@ -209,20 +214,14 @@ fn ping_iperf3_and_a_file_copy_cross_aurora_between_namespaces() {
     let nport = (port + 1).to_string();
     let receiver = b
         .cmd("sh")
-        .args([
-            "-c",
-            &format!("nc -l -N {nport} > {}", dst.display()),
-        ])
+        .args(["-c", &format!("nc -l -N {nport} > {}", dst.display())])
         .spawn()
         .expect("nc receiver");
     let mut receiver = Proc(Some(receiver));
     std::thread::sleep(Duration::from_millis(500));
     let sent = a
         .cmd("sh")
-        .args([
-            "-c",
-            &format!("nc -N 10.1.0.2 {nport} < {}", src.display()),
-        ])
+        .args(["-c", &format!("nc -N 10.1.0.2 {nport} < {}", src.display())])
         .output()
         .unwrap();
     assert!(sent.status.success(), "nc sender failed");
@@ -297,7 +296,12 @@ fn the_router_forwards_between_subnets_with_ttl_and_checksum_checked_in_captures
     let topo = topology("routed.toml", &tag);
     let cap = std::env::temp_dir().join(format!("aurora-{tag}-cap"));
     let _ = std::fs::remove_dir_all(&cap);
-    let capture = ["--capture", cap.to_str().unwrap(), "--capture-format", "sunatm"];
+    let capture = [
+        "--capture",
+        cap.to_str().unwrap(),
+        "--capture-format",
+        "sunatm",
+    ];
     let (a, b, c) = (
         Netns::new(format!("{tag}-a")),
         Netns::new(format!("{tag}-b")),
@@ -341,10 +345,17 @@ fn the_router_forwards_between_subnets_with_ttl_and_checksum_checked_in_captures
     let ttl1 = at_router.iter().filter(|f| f[2] == "1").count();
     assert_eq!(ttl1, 2, "{at_router:?}");
     assert!(requests(&at_h2, "63") >= 5, "{at_h2:?}");
-    assert!(at_h2.iter().all(|f| f[2] != "64" && f[2] != "1"), "{at_h2:?}");
+    assert!(
+        at_h2.iter().all(|f| f[2] != "64" && f[2] != "1"),
+        "{at_h2:?}"
+    );
     for f in at_router.iter().chain(&at_h2) {
         assert_eq!(f[3], "1", "every IP checksum good: {f:?}");
-        assert_eq!(f.get(5).map_or("", |s| s.as_str()), "", "not malformed: {f:?}");
+        assert_eq!(
+            f.get(5).map_or("", |s| s.as_str()),
+            "",
+            "not malformed: {f:?}"
+        );
     }
     let _ = h2_out;
     let _ = std::fs::remove_dir_all(&cap);

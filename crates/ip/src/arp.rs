@@ -162,14 +162,26 @@ mod tests {
     fn a_full_cache_refuses_new_addresses_and_counts_them() {
         let mut c = ArpCache::new(CLIENT_AGEING, 2);
         for i in 0..4u8 {
-            c.learn(Instant::ZERO, Ipv4Addr::new(10, 0, 0, i), 0, VcId::new(0, 40));
+            c.learn(
+                Instant::ZERO,
+                Ipv4Addr::new(10, 0, 0, i),
+                0,
+                VcId::new(0, 40),
+            );
         }
         assert_eq!(c.len(), 2);
         assert_eq!(c.counters().full, 2);
         // Relearning a known address still works when full.
-        c.learn(Instant::ZERO, Ipv4Addr::new(10, 0, 0, 0), 1, VcId::new(0, 41));
+        c.learn(
+            Instant::ZERO,
+            Ipv4Addr::new(10, 0, 0, 0),
+            1,
+            VcId::new(0, 41),
+        );
         assert_eq!(
-            c.lookup(Instant::ZERO, Ipv4Addr::new(10, 0, 0, 0)).unwrap().port,
+            c.lookup(Instant::ZERO, Ipv4Addr::new(10, 0, 0, 0))
+                .unwrap()
+                .port,
             1
         );
         c.forget_vc(1, VcId::new(0, 41));

@@ -135,6 +135,9 @@ impl Drops {
     }
 }
 
+/// The port number of routes to the node itself.
+const LOCAL: PortId = PortId::MAX;
+
 /// Where a route leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
@@ -202,9 +205,18 @@ impl Forwarder {
         self.lpm.insert(dst, len, (self.routes.len() - 1) as u32);
     }
 
-    /// Adds an address of this node.
+    /// Adds an address of this node (a /32 route to "here", so one lookup
+    /// tells local from forwarded).
     pub fn add_local(&mut self, a: Ipv4Addr) {
         self.local.push(a);
+        self.add_route(
+            a,
+            32,
+            Route {
+                port: LOCAL,
+                gateway: None,
+            },
+        );
     }
 
     /// True for an address of this node.
@@ -213,11 +225,11 @@ impl Forwarder {
         self.local.contains(&a)
     }
 
-    /// The route to `dst`, and the next hop it gives.
+    /// The route to `dst` (not a local address), and the next hop it gives.
     #[inline]
     pub fn route(&self, dst: Ipv4Addr) -> Option<(PortId, Ipv4Addr)> {
-        let r = self.routes[self.lpm.lookup(dst)? as usize];
-        Some((r.port, r.gateway.unwrap_or(dst)))
+        let r = self.routes.get(self.lpm.lookup(dst)? as usize)?;
+        (r.port != LOCAL).then(|| (r.port, r.gateway.unwrap_or(dst)))
     }
 
     /// Checks `pkt` and decides its fate; a packet to forward has its TTL
@@ -228,16 +240,25 @@ impl Forwarder {
             Ok(h) => h,
             Err(e) => return Decision::Drop(e.into()),
         };
-        if self.is_local(h.dst) {
+        let route = self
+            .lpm
+            .lookup(h.dst)
+            .and_then(|i| self.routes.get(i as usize));
+        let Some(&Route { port, gateway }) = route else {
+            return if h.ttl <= 1 {
+                Decision::Drop(DropReason::TtlExpired)
+            } else {
+                Decision::Drop(DropReason::NoRoute)
+            };
+        };
+        if port == LOCAL {
             self.local_in += 1;
             return Decision::Local { len: h.total_len };
         }
         if h.ttl <= 1 {
             return Decision::Drop(DropReason::TtlExpired);
         }
-        let Some((port, next_hop)) = self.route(h.dst) else {
-            return Decision::Drop(DropReason::NoRoute);
-        };
+        let next_hop = gateway.unwrap_or(h.dst);
         ipv4::decrement_ttl(pkt);
         self.forwarded += 1;
         Decision::Forward {

@@ -1,26 +1,25 @@
-//! A longest-prefix-match table for IPv4: a multibit trie with 8-bit
-//! strides (at most four steps per lookup), prefixes expanded into the
-//! level where they end. Each slot remembers the length of the prefix it
-//! holds, so a longer prefix written later is never overwritten by a
-//! shorter one, whatever the order of insertion.
+//! A longest-prefix-match table for IPv4: a multibit trie with strides of
+//! 16, 8 and 8 bits (at most three steps per lookup, most routes found in
+//! one or two), prefixes expanded into the level where they end. Each slot
+//! remembers the length of the prefix it holds, so a longer prefix written
+//! earlier is never overwritten by a shorter one written later.
+//!
+//! A slot is one `u64`: the value + 1 in the low half (0: none) and the
+//! index of its child block in the high half (0: none; the root block is
+//! at 0 and is nobody's child).
 
 use std::net::Ipv4Addr;
 
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    /// Index of the child node, 0 for none (node 0 is the root, never a child).
-    child: u32,
-    /// Value + 1, 0 for none.
-    value: u32,
-    /// Length of the prefix `value` came from.
-    len: u8,
-}
+const ROOT: usize = 1 << 16;
+const BLOCK: usize = 1 << 8;
 
 /// The table: prefixes to values of type `u32` (an index into the caller's
-/// list of routes, say).
+/// list of routes, say; `u32::MAX` is not a value).
 pub struct Lpm {
-    nodes: Vec<[Slot; 256]>,
-    default: Option<u32>,
+    slots: Vec<u64>,
+    /// Prefix length of the value in each slot (for insertion only).
+    lens: Vec<u8>,
+    default: u32,
     prefixes: usize,
 }
 
@@ -31,11 +30,12 @@ impl Default for Lpm {
 }
 
 impl Lpm {
-    /// An empty table.
+    /// An empty table (its root block is 512 KiB).
     pub fn new() -> Self {
         Lpm {
-            nodes: vec![[Slot::default(); 256]],
-            default: None,
+            slots: vec![0; ROOT],
+            lens: vec![0; ROOT],
+            default: 0,
             prefixes: 0,
         }
     }
@@ -50,59 +50,77 @@ impl Lpm {
         self.prefixes == 0
     }
 
+    /// The child block of slot `i`, made if missing.
+    fn child(&mut self, i: usize) -> usize {
+        let c = (self.slots[i] >> 32) as usize;
+        if c != 0 {
+            return c;
+        }
+        let c = self.slots.len();
+        self.slots.resize(c + BLOCK, 0);
+        self.lens.resize(c + BLOCK, 0);
+        self.slots[i] |= (c as u64) << 32;
+        c
+    }
+
+    /// Writes `value` for a prefix of `len` bits into `span` slots from
+    /// `first`, where no longer prefix is held.
+    fn fill(&mut self, first: usize, span: usize, len: u8, value: u32) {
+        for i in first..first + span {
+            if self.lens[i] <= len {
+                self.lens[i] = len;
+                self.slots[i] = (self.slots[i] & !0xFFFF_FFFF) | u64::from(value + 1);
+            }
+        }
+    }
+
     /// Maps `addr/len` to `value` (bits of `addr` past `len` are ignored;
     /// `len` above 32 is taken as 32). A prefix given twice keeps the last
     /// value.
     pub fn insert(&mut self, addr: Ipv4Addr, len: u8, value: u32) {
         let len = len.min(32);
+        let value = value.min(u32::MAX - 1);
         self.prefixes += 1;
+        let a = u32::from(addr) as usize;
         if len == 0 {
-            self.default = Some(value);
-            return;
-        }
-        let a = u32::from(addr).to_be_bytes();
-        let mut node = 0usize;
-        for (level, &byte) in a.iter().enumerate() {
-            let end = 8 * (level as u8 + 1);
-            if len <= end {
-                // Expand: the prefix covers 2^(end - len) slots here.
-                let span = 1usize << (end - len);
-                let base = usize::from(byte) & !(span - 1);
-                for s in &mut self.nodes[node][base..base + span] {
-                    if s.len <= len {
-                        s.value = value + 1;
-                        s.len = len;
-                    }
-                }
-                return;
-            }
-            let child = self.nodes[node][usize::from(byte)].child;
-            node = if child == 0 {
-                self.nodes.push([Slot::default(); 256]);
-                let c = self.nodes.len() - 1;
-                self.nodes[node][usize::from(byte)].child = c as u32;
-                c
-            } else {
-                child as usize
-            };
+            self.default = value + 1;
+        } else if len <= 16 {
+            let span = 1 << (16 - len);
+            self.fill((a >> 16) & !(span - 1), span, len, value);
+        } else if len <= 24 {
+            let c = self.child(a >> 16);
+            let span = 1 << (24 - len);
+            self.fill(c + (((a >> 8) & 0xFF) & !(span - 1)), span, len, value);
+        } else {
+            let c = self.child(a >> 16);
+            let c = self.child(c + ((a >> 8) & 0xFF));
+            let span = 1 << (32 - len);
+            self.fill(c + ((a & 0xFF) & !(span - 1)), span, len, value);
         }
     }
 
     /// The value of the longest prefix holding `addr`.
     #[inline]
     pub fn lookup(&self, addr: Ipv4Addr) -> Option<u32> {
-        let a = u32::from(addr).to_be_bytes();
-        let mut best = self.default.map_or(0, |v| v + 1);
-        let mut node = 0usize;
-        for byte in a {
-            let s = self.nodes[node][usize::from(byte)];
-            if s.value != 0 {
-                best = s.value;
+        let a = u32::from(addr) as usize;
+        let mut best = self.default;
+        let mut s = self.slots[a >> 16];
+        if s as u32 != 0 {
+            best = s as u32;
+        }
+        let c = (s >> 32) as usize;
+        if c != 0 {
+            s = self.slots.get(c + ((a >> 8) & 0xFF)).copied().unwrap_or(0);
+            if s as u32 != 0 {
+                best = s as u32;
             }
-            if s.child == 0 {
-                break;
+            let c = (s >> 32) as usize;
+            if c != 0 {
+                s = self.slots.get(c + (a & 0xFF)).copied().unwrap_or(0);
+                if s as u32 != 0 {
+                    best = s as u32;
+                }
             }
-            node = s.child as usize;
         }
         best.checked_sub(1)
     }

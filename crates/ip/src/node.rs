@@ -20,13 +20,13 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use aurora_net::{oam, Node, Outbox, PacketPort, PortId};
-use aurora_wire::oam::OamFlow;
 use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, Status, VcConfig};
 use aurora_time::{Duration, Instant};
 use aurora_wire::atmarp::{AtmAddr, AtmarpRepr, Op, MAX_LEN as ATMARP_MAX};
 use aurora_wire::cell::{Format, VcId};
 use aurora_wire::ipv4;
 use aurora_wire::llc::{Encapsulation, Protocol, LLC_SNAP_LEN};
+use aurora_wire::oam::OamFlow;
 use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
 
@@ -286,11 +286,7 @@ impl IpNode {
     /// The counters.
     pub fn counters(&self) -> IpCounters {
         let mut c = self.core.counters;
-        c.sdus_dropped = self
-            .rx
-            .iter()
-            .map(|r| r.stats().pdus_dropped.total())
-            .sum();
+        c.sdus_dropped = self.rx.iter().map(|r| r.stats().pdus_dropped.total()).sum();
         c
     }
 
@@ -317,7 +313,11 @@ impl IpNode {
 
 impl Core {
     fn iface(&self, port: PortId) -> Option<Interface> {
-        self.cfg.interfaces.get(usize::from(port)).copied().flatten()
+        self.cfg
+            .interfaces
+            .get(usize::from(port))
+            .copied()
+            .flatten()
     }
 
     /// Sends one packet of `protocol` on VC number `i`.

@@ -59,7 +59,11 @@ fn sockaddr_in(a: Ipv4Addr) -> libc::sockaddr {
 }
 
 fn netmask(prefix: u8) -> Ipv4Addr {
-    Ipv4Addr::from(u32::MAX.checked_shl(32 - u32::from(prefix.min(32))).unwrap_or(0))
+    Ipv4Addr::from(
+        u32::MAX
+            .checked_shl(32 - u32::from(prefix.min(32)))
+            .unwrap_or(0),
+    )
 }
 
 impl Tun {

@@ -88,7 +88,9 @@ fn common(
         routes,
         forwarding,
         mtu: mtu(m).map_err(|m| errs.push(m)).unwrap_or(DEFAULT_MTU),
-        encap: encap(e).map_err(|m| errs.push(m)).unwrap_or(Encapsulation::Llc),
+        encap: encap(e)
+            .map_err(|m| errs.push(m))
+            .unwrap_or(Encapsulation::Llc),
         ..IpConfig::default()
     };
     if let Err(e) = aurora_ip::node::IpNode::new(cfg.clone()) {
@@ -163,16 +165,15 @@ pub(crate) fn router(d: &RouterDef) -> Result<IpConfig, Vec<String>> {
             d.ip.len()
         ));
     }
-    let interfaces = d
-        .ip
-        .iter()
-        .map(|s| {
-            parse_cidr(s)
-                .map(|(addr, prefix)| Some(Interface { addr, prefix }))
-                .map_err(|m| errs.push(m))
-                .unwrap_or(None)
-        })
-        .collect();
+    let interfaces =
+        d.ip.iter()
+            .map(|s| {
+                parse_cidr(s)
+                    .map(|(addr, prefix)| Some(Interface { addr, prefix }))
+                    .map_err(|m| errs.push(m))
+                    .unwrap_or(None)
+            })
+            .collect();
     let cfg = common(
         &d.name,
         interfaces,

@@ -612,8 +612,7 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         named.push((r.span(), &d.name, Kind::Relay));
     }
     // IP settings of hosts and routers.
-    let mut ipcfg: BTreeMap<String, (aurora_ip::node::IpConfig, Option<TunSpec>)> =
-        BTreeMap::new();
+    let mut ipcfg: BTreeMap<String, (aurora_ip::node::IpConfig, Option<TunSpec>)> = BTreeMap::new();
     for h in &file.host {
         match ip::host(h.get_ref()) {
             Ok(Some((cfg, tun))) => {

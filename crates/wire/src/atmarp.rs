@@ -167,7 +167,9 @@ fn split(b: &[u8], n: usize) -> Result<(&[u8], &[u8])> {
 
 fn atm(b: &[u8], type_len: u8) -> Result<(AtmAddr, &[u8])> {
     if type_len & 0x80 != 0 {
-        return Err(Error::Malformed("reserved bit set in an ATM type and length"));
+        return Err(Error::Malformed(
+            "reserved bit set in an ATM type and length",
+        ));
     }
     let (a, rest) = split(b, usize::from(type_len & 0x3F))?;
     Ok((AtmAddr::new(a, type_len & 0x40 != 0)?, rest))
@@ -343,7 +345,9 @@ mod tests {
 
     #[test]
     fn malformed_packets_are_refused() {
-        let good = [0x00, 0x13, 0x08, 0x00, 0, 0, 0x00, 0x08, 4, 0, 0, 0, 1, 2, 3, 4];
+        let good = [
+            0x00, 0x13, 0x08, 0x00, 0, 0, 0x00, 0x08, 4, 0, 0, 0, 1, 2, 3, 4,
+        ];
         assert!(AtmarpRepr::parse(&good).is_ok());
         assert!(matches!(
             AtmarpRepr::parse(&good[..11]),

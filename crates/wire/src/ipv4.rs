@@ -101,10 +101,42 @@ pub fn update_checksum(hc: u16, old: u16, new: u16) -> u16 {
     !(sum as u16)
 }
 
+/// True when the one's complement sum of a 20-byte header is 0xFFFF (its
+/// checksum checks). The sum does not depend on byte order (RFC 1071), so
+/// the words are added as the machine loads them.
+#[inline]
+fn header20_sums_to_ones(h: &[u8; MIN_HEADER_LEN]) -> bool {
+    let w = |i: usize| u64::from(u32::from_ne_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let mut s = w(0) + w(4) + w(8) + w(12) + w(16);
+    s = (s & 0xFFFF_FFFF) + (s >> 32);
+    s = (s & 0xFFFF) + (s >> 16);
+    s = (s & 0xFFFF) + (s >> 16);
+    s = (s & 0xFFFF) + (s >> 16);
+    s == 0xFFFF
+}
+
 /// Checks an IPv4 header at the front of `pkt`: version, header length,
 /// total length against the bytes given, and the header checksum.
 #[inline]
 pub fn check(pkt: &[u8]) -> core::result::Result<HeaderInfo, HeaderError> {
+    // The common case: no options.
+    if let Some(h) = pkt.first_chunk::<MIN_HEADER_LEN>() {
+        if h[0] == 0x45 {
+            let total_len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+            if total_len < MIN_HEADER_LEN || total_len > pkt.len() {
+                return Err(HeaderError::TotalLength);
+            }
+            if !header20_sums_to_ones(h) {
+                return Err(HeaderError::Checksum);
+            }
+            return Ok(HeaderInfo {
+                header_len: MIN_HEADER_LEN,
+                total_len,
+                ttl: h[TTL],
+                dst: Ipv4Addr::new(h[DST], h[DST + 1], h[DST + 2], h[DST + 3]),
+            });
+        }
+    }
     if pkt.len() < MIN_HEADER_LEN {
         return Err(HeaderError::Truncated);
     }
@@ -132,14 +164,19 @@ pub fn check(pkt: &[u8]) -> core::result::Result<HeaderInfo, HeaderError> {
 }
 
 /// Decrements the TTL of a checked header (TTL above 1) and updates its
-/// checksum incrementally.
+/// checksum incrementally. With RFC 1624 equation 3 for the word holding
+/// the TTL, m' = m - 0x0100, so ~m + m' is the constant 0xFEFF and
+/// HC' = ~(~HC + 0xFEFF).
 #[inline]
 pub fn decrement_ttl(pkt: &mut [u8]) {
-    let old = u16::from_be_bytes([pkt[TTL], pkt[PROTOCOL]]);
-    pkt[TTL] = pkt[TTL].wrapping_sub(1);
-    let new = u16::from_be_bytes([pkt[TTL], pkt[PROTOCOL]]);
-    let hc = u16::from_be_bytes([pkt[CHECKSUM], pkt[CHECKSUM + 1]]);
-    pkt[CHECKSUM..CHECKSUM + 2].copy_from_slice(&update_checksum(hc, old, new).to_be_bytes());
+    let Some(h) = pkt.first_chunk_mut::<MIN_HEADER_LEN>() else {
+        return;
+    };
+    h[TTL] = h[TTL].wrapping_sub(1);
+    let hc = u16::from_be_bytes([h[CHECKSUM], h[CHECKSUM + 1]]);
+    let mut sum = u32::from(!hc) + 0xFEFF;
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&(!(sum as u16)).to_be_bytes());
 }
 
 /// Source address of a header at least [`MIN_HEADER_LEN`] long.
@@ -300,5 +337,30 @@ mod tests {
         assert_eq!(&buf[20..22], &[11, 0]);
         assert_eq!(ones_sum(&buf[20..n]), 0xFFFF);
         assert_eq!(&buf[28..n], &p[..28]);
+    }
+
+    proptest::proptest! {
+        /// Any valid header, any TTL above 1: after the decrement the header
+        /// still checks and its checksum is what RFC 1624 equation 3 gives.
+        #[test]
+        fn ttl_decrement_keeps_any_header_valid(
+            body in proptest::array::uniform20(proptest::num::u8::ANY),
+            ttl in 2u8..=255,
+        ) {
+            let mut h = body;
+            h[0] = 0x45;
+            h[2..4].copy_from_slice(&20u16.to_be_bytes());
+            h[TTL] = ttl;
+            h[CHECKSUM..CHECKSUM + 2].fill(0);
+            let c = checksum(&h);
+            h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&c.to_be_bytes());
+            proptest::prop_assert!(check(&h).is_ok());
+            let old = u16::from_be_bytes([h[TTL], h[PROTOCOL]]);
+            let want = update_checksum(c, old, old - 0x0100);
+            decrement_ttl(&mut h);
+            proptest::prop_assert_eq!(h[TTL], ttl - 1);
+            proptest::prop_assert_eq!(u16::from_be_bytes([h[10], h[11]]), want);
+            proptest::prop_assert!(check(&h).is_ok());
+        }
     }
 }

@@ -103,9 +103,9 @@ impl Encapsulation {
     /// Writes the header for a `protocol` packet into the front of `buf`
     /// and returns its length.
     pub fn emit_header(self, protocol: Protocol, buf: &mut [u8]) -> Result<usize> {
-        let n = self
-            .header_len(protocol)
-            .ok_or(Error::Malformed("protocol not carried on this VC-multiplexed VC"))?;
+        let n = self.header_len(protocol).ok_or(Error::Malformed(
+            "protocol not carried on this VC-multiplexed VC",
+        ))?;
         if buf.len() < n {
             return Err(Error::Length {
                 expected: n,
@@ -229,13 +229,12 @@ mod tests {
     #[test]
     fn bad_llc_headers_are_refused() {
         let llc = Encapsulation::Llc;
-        assert!(matches!(llc.parse(&[0xAA, 0xAA]), Err(Error::Length { .. })));
-        assert!(llc
-            .parse(&[0xFE, 0xFE, 0x03, 0, 0, 0, 0x08, 0x00])
-            .is_err());
-        assert!(llc
-            .parse(&[0xAA, 0xAA, 0x03, 0, 0, 0, 0x12, 0x34])
-            .is_err());
+        assert!(matches!(
+            llc.parse(&[0xAA, 0xAA]),
+            Err(Error::Length { .. })
+        ));
+        assert!(llc.parse(&[0xFE, 0xFE, 0x03, 0, 0, 0, 0x08, 0x00]).is_err());
+        assert!(llc.parse(&[0xAA, 0xAA, 0x03, 0, 0, 0, 0x12, 0x34]).is_err());
         // A bridged header without its pad is too short.
         assert!(llc
             .parse(&[0xAA, 0xAA, 0x03, 0x00, 0x80, 0xC2, 0x00, 0x07, 0])
