@@ -20,8 +20,8 @@ fn nodes() -> (IpNode, IpNode) {
         ..IpConfig::default()
     })
     .unwrap();
-    r.add_pvc(0, VcId::new(0, 32)).unwrap();
-    r.add_pvc(1, VcId::new(0, 32)).unwrap();
+    r.add_pvc(0, VcId::new(0, 32), None).unwrap();
+    r.add_pvc(1, VcId::new(0, 32), None).unwrap();
     let mut h = IpNode::new(IpConfig {
         interfaces: vec![i([10, 1, 0, 1], 24)],
         routes: vec![StaticRoute {
@@ -32,7 +32,7 @@ fn nodes() -> (IpNode, IpNode) {
         ..IpConfig::default()
     })
     .unwrap();
-    h.add_pvc(0, VcId::new(0, 32)).unwrap();
+    h.add_pvc(0, VcId::new(0, 32), None).unwrap();
     (r, h)
 }
 

@@ -106,6 +106,9 @@ pub struct IpRow {
     pub neighbours: Vec<String>,
     /// Drops by reason.
     pub drops: Vec<(String, u64)>,
+    /// ATMARP: as a server, the addresses registered; as a client, whether
+    /// the server has confirmed this node's registration.
+    pub atmarp: String,
 }
 
 /// An IP node's row.
@@ -134,6 +137,23 @@ pub(crate) fn ip_row(name: &str, n: &aurora_ip::node::IpNode) -> IpRow {
             .map(|(r, k)| (r.name().to_string(), k))
             .chain((c.sdus_dropped > 0).then(|| ("aal5-reassembly".to_string(), c.sdus_dropped)))
             .collect(),
+        atmarp: if n.config().atmarp_server {
+            let t = n.atmarp_table();
+            format!(
+                "server for {} address{} ({} answered, {} NAKs)",
+                t.len(),
+                if t.len() == 1 { "" } else { "es" },
+                c.served[0],
+                c.served[1]
+            )
+        } else if n.config().server_vc.is_some() {
+            match n.registered() {
+                Some(_) => "registered with the server".into(),
+                None => "NOT registered: the server has not answered".into(),
+            }
+        } else {
+            String::new()
+        },
     }
 }
 
@@ -159,6 +179,9 @@ pub(crate) fn ip_text(rows: &[IpRow]) -> String {
             r.inarp[1],
             r.neighbours.join(", ")
         );
+        if !r.atmarp.is_empty() {
+            s += &format!("{:<12} ATMARP: {}\n", "", r.atmarp);
+        }
         for (why, n) in &r.drops {
             s += &format!("{:<12} dropped {n} ({why})\n", "");
         }
@@ -554,10 +577,12 @@ pub fn text(r: &Report) -> String {
     } else {
         format!("{} {:.3} s\n\n", r.mode, r.virtual_secs)
     };
-    s += &format!(
-        "{:<28} {:>8} {:>10} {:>8} {:>10} {:>9}\n",
-        "PVC", "sent", "delivered", "missing", "corrupted", "Mb/s"
-    );
+    if !r.pvcs.is_empty() {
+        s += &format!(
+            "{:<28} {:>8} {:>10} {:>8} {:>10} {:>9}\n",
+            "PVC", "sent", "delivered", "missing", "corrupted", "Mb/s"
+        );
+    }
     for p in &r.pvcs {
         s += &format!(
             "{:<28} {:>8} {:>10} {:>8} {:>10} {:>9.1}\n",

@@ -31,6 +31,8 @@ use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
 
 use crate::arp::{ArpCache, CLIENT_AGEING};
+
+mod server;
 use crate::forward::{Decision, DropReason, Drops, Forwarder, Route};
 
 /// RFC 1626's default MTU for IP over ATM.
@@ -82,6 +84,16 @@ pub struct IpConfig {
     pub resolve_timeout: Duration,
     /// Packets waiting for the local host, at most.
     pub host_queue: usize,
+    /// This node's ATM address (NSAP or E.164), sent in ATMARP packets.
+    pub atm: AtmAddr,
+    /// Ask who is at the far end of each PVC by InATMARP (RFC 2225 asks
+    /// for it on PVCs; turn it off to rely on an ATMARP server alone).
+    pub inarp: bool,
+    /// Serve ATMARP for the subnets of this node's ports.
+    pub atmarp_server: bool,
+    /// The PVC to this subnet's ATMARP server, if it has one: the node
+    /// registers its address there and asks it for unknown next hops.
+    pub server_vc: Option<(PortId, VcId)>,
 }
 
 impl Default for IpConfig {
@@ -96,6 +108,10 @@ impl Default for IpConfig {
             inarp_retry: Duration::from_secs(1),
             resolve_timeout: Duration::from_secs(3),
             host_queue: 4096,
+            atm: AtmAddr::EMPTY,
+            inarp: true,
+            atmarp_server: false,
+            server_vc: None,
         }
     }
 }
@@ -133,6 +149,12 @@ pub struct IpCounters {
     pub inarp_requests: u64,
     /// InATMARP requests answered.
     pub inarp_replies: u64,
+    /// ATMARP requests sent to the server (registrations and questions).
+    pub atmarp_requests: u64,
+    /// ATMARP replies and NAKs the server sent back.
+    pub atmarp_answers: u64,
+    /// As a server: requests answered with an address, and with a NAK.
+    pub served: [u64; 2],
     /// OAM loopback requests answered.
     pub oam_answered: u64,
     /// Other OAM cells (dropped).
@@ -146,6 +168,8 @@ struct Vc {
     vc: VcId,
     tx: Aal5Tx,
     far: Option<Ipv4Addr>,
+    /// The far end's ATM address, if configured or learned.
+    far_atm: Option<AtmAddr>,
     last_request: Option<Instant>,
 }
 
@@ -170,6 +194,7 @@ struct Core {
     cells: Vec<CellBytes>,
     scratch: Vec<u8>,
     last_unresolved: Option<Ipv4Addr>,
+    server: server::ServerState,
 }
 
 /// The IP node.
@@ -250,12 +275,20 @@ impl IpNode {
                 cells: Vec::new(),
                 scratch: Vec::new(),
                 last_unresolved: None,
+                server: server::ServerState::default(),
             },
         })
     }
 
-    /// Adds a PVC on `port`, to be resolved by InATMARP.
-    pub fn add_pvc(&mut self, port: PortId, vc: VcId) -> Result<(), ConfigError> {
+    /// Adds a PVC on `port`, to be resolved by InATMARP; `far_atm` is the
+    /// ATM address of its far end, if known (an ATMARP server's answers
+    /// are mapped to PVCs by it).
+    pub fn add_pvc(
+        &mut self,
+        port: PortId,
+        vc: VcId,
+        far_atm: Option<AtmAddr>,
+    ) -> Result<(), ConfigError> {
         let rx = self
             .rx
             .get_mut(usize::from(port))
@@ -277,6 +310,7 @@ impl IpNode {
             vc,
             tx,
             far: None,
+            far_atm,
             last_request: None,
         });
         self.core.by_vc.insert((port, vc), i);
@@ -298,6 +332,19 @@ impl IpNode {
     /// The ARP cache.
     pub fn arp(&self) -> &ArpCache {
         &self.core.arp
+    }
+
+    /// As an ATMARP server: every registered address and its ATM address.
+    pub fn atmarp_table(&self) -> Vec<(Ipv4Addr, AtmAddr)> {
+        let mut t: Vec<_> = self.core.server_table().collect();
+        t.sort_by_key(|(ip, _)| *ip);
+        t
+    }
+
+    /// As an ATMARP client: when the server last confirmed this node's
+    /// registration.
+    pub fn registered(&self) -> Option<Instant> {
+        self.core.registered()
     }
 
     /// The last next hop that could not be resolved, if any.
@@ -378,6 +425,7 @@ impl Core {
             since: now,
             pkt: pkt.to_vec(),
         });
+        self.ask_server(now, next_hop, out);
     }
 
     /// Sends what was waiting for `ip`, now reachable.
@@ -553,6 +601,9 @@ impl Core {
         };
         match a.op {
             Op::InRequest | Op::InReply => {
+                if !a.sha.is_empty() {
+                    self.vcs[i].far_atm = Some(a.sha);
+                }
                 if let Some(ip) = a.spa {
                     self.arp.learn(now, ip, port, vc);
                     self.vcs[i].far = Some(ip);
@@ -562,7 +613,7 @@ impl Core {
                     let Some(me) = self.iface(port) else { return };
                     let reply = AtmarpRepr {
                         op: Op::InReply,
-                        sha: AtmAddr::EMPTY,
+                        sha: self.cfg.atm,
                         ssa: AtmAddr::EMPTY,
                         spa: Some(me.addr),
                         tha: a.sha,
@@ -572,6 +623,10 @@ impl Core {
                     self.send_atmarp(i, &reply, out);
                     self.counters.inarp_replies += 1;
                 }
+            }
+            Op::Request if self.cfg.atmarp_server => self.serve(now, i, &a, out),
+            Op::Reply | Op::Nak if self.cfg.server_vc == Some((port, vc)) => {
+                self.server_answer(now, &a, out)
             }
             _ => self.counters.drops.add(DropReason::BadAtmarp),
         }
@@ -588,6 +643,9 @@ impl Core {
     fn inarp_due(&self, i: usize) -> Option<Instant> {
         let v = &self.vcs[i];
         self.iface(v.port)?;
+        if !self.cfg.inarp {
+            return None;
+        }
         let refresh = match v.far.and_then(|ip| self.arp.get(ip)) {
             // Ask again halfway through the entry's life.
             Some(e) if e.port == v.port && e.vc == v.vc => {
@@ -610,7 +668,7 @@ impl Core {
                 };
                 let req = AtmarpRepr {
                     op: Op::InRequest,
-                    sha: AtmAddr::EMPTY,
+                    sha: self.cfg.atm,
                     ssa: AtmAddr::EMPTY,
                     spa: Some(me.addr),
                     tha: AtmAddr::EMPTY,
@@ -622,6 +680,7 @@ impl Core {
                 self.counters.inarp_requests += 1;
             }
         }
+        self.server_poll(now, out);
         self.arp.expire(now);
         for v in &mut self.vcs {
             if v.far.is_some_and(|ip| self.arp.lookup(now, ip).is_none()) {
@@ -645,7 +704,10 @@ impl Core {
             .pending
             .front()
             .map(|p| p.since + self.cfg.resolve_timeout);
-        [inarp, pending].into_iter().flatten().min()
+        [inarp, pending, self.server_due()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 

@@ -2,22 +2,29 @@
 //! same VC at both ends): InATMARP, host delivery, routing between logical
 //! IP subnets, ICMP, and every drop counted.
 
+use std::any::Any;
 use std::net::Ipv4Addr;
 
 use aurora_ip::forward::DropReason;
 use aurora_ip::node::{Interface, IpConfig, IpNode, StaticRoute};
-use aurora_net::{Node, Outbox, PacketPort, PortId};
+use aurora_net::switch::AtmSwitch;
+use aurora_net::{Node, Outbox, PortId};
 use aurora_sar::{Aal5Tx, PduOptions};
 use aurora_time::{Duration, Instant};
+use aurora_wire::atmarp::AtmAddr;
 use aurora_wire::cell::{Format, VcId};
 use aurora_wire::ipv4;
 use aurora_wire::llc::Protocol;
 
 const VC: VcId = VcId::new(0, 40);
 
+/// A node the harness can run and look inside.
+trait TestNode: Node + Any {}
+impl<T: Node + Any> TestNode for T {}
+
 /// Nodes and the wires between their ports.
 struct Net {
-    nodes: Vec<IpNode>,
+    nodes: Vec<Box<dyn TestNode>>,
     wires: Vec<((usize, PortId), (usize, PortId))>,
     now: Instant,
     /// What each node's host was handed.
@@ -56,7 +63,9 @@ impl Net {
         }
         for n in 0..self.nodes.len() {
             let host = &mut self.host[n];
-            self.nodes[n].drain_to_host(&mut |p| host.push(p.to_vec()));
+            if let Some(port) = self.nodes[n].packet_port() {
+                port.drain_to_host(&mut |p| host.push(p.to_vec()));
+            }
         }
     }
 
@@ -77,11 +86,21 @@ impl Net {
         }
     }
 
+    /// Node `n`, an IP node.
+    fn ip(&self, n: usize) -> &IpNode {
+        let any: &dyn Any = self.nodes[n].as_ref();
+        any.downcast_ref().expect("an IP node")
+    }
+
     /// Node `n`'s host sends `pkt`.
     fn send(&mut self, n: usize, pkt: &[u8]) {
         let mut out = Outbox::default();
         let mut queue = Vec::new();
-        self.nodes[n].host_sent(self.now, pkt, &mut out);
+        let now = self.now;
+        self.nodes[n]
+            .packet_port()
+            .expect("an IP node")
+            .host_sent(now, pkt, &mut out);
         self.route(n, &mut out, &mut queue);
         self.settle(queue);
     }
@@ -138,13 +157,16 @@ fn host(addr: &str, gw: Option<&str>) -> IpNode {
         ..IpConfig::default()
     })
     .unwrap();
-    n.add_pvc(0, VC).unwrap();
+    n.add_pvc(0, VC, None).unwrap();
     n
 }
 
 fn two_hosts() -> Net {
     Net {
-        nodes: vec![host("10.1.0.1/24", None), host("10.1.0.2/24", None)],
+        nodes: vec![
+            Box::new(host("10.1.0.1/24", None)),
+            Box::new(host("10.1.0.2/24", None)),
+        ],
         wires: vec![((0, 0), (1, 0))],
         now: Instant::ZERO,
         host: vec![Vec::new(), Vec::new()],
@@ -159,13 +181,13 @@ fn routed() -> Net {
         ..IpConfig::default()
     })
     .unwrap();
-    r.add_pvc(0, VC).unwrap();
-    r.add_pvc(1, VC).unwrap();
+    r.add_pvc(0, VC, None).unwrap();
+    r.add_pvc(1, VC, None).unwrap();
     Net {
         nodes: vec![
-            host("10.1.0.1/24", Some("10.1.0.254")),
-            r,
-            host("10.2.0.1/24", Some("10.2.0.254")),
+            Box::new(host("10.1.0.1/24", Some("10.1.0.254"))),
+            Box::new(r),
+            Box::new(host("10.2.0.1/24", Some("10.2.0.254"))),
         ],
         wires: vec![((0, 0), (1, 0)), ((1, 1), (2, 0))],
         now: Instant::ZERO,
@@ -178,11 +200,11 @@ fn inatmarp_resolves_both_ends_and_packets_arrive_intact() {
     let mut net = two_hosts();
     net.run(Duration::from_millis(1));
     assert_eq!(
-        net.nodes[0].neighbours().next(),
+        net.ip(0).neighbours().next(),
         Some((0, VC, Some(ip("10.1.0.2"))))
     );
     assert_eq!(
-        net.nodes[1].neighbours().next(),
+        net.ip(1).neighbours().next(),
         Some((0, VC, Some(ip("10.1.0.1"))))
     );
     for len in [28, 1500, 9180] {
@@ -194,13 +216,13 @@ fn inatmarp_resolves_both_ends_and_packets_arrive_intact() {
     // Longer than the MTU: dropped, counted, and the host is told.
     net.send(0, &packet("10.1.0.1", "10.1.0.2", 64, 17, 9181));
     net.run(Duration::from_micros(20));
-    let c = net.nodes[0].counters();
+    let c = net.ip(0).counters();
     assert_eq!(c.drops.get(DropReason::TooBig), 1);
     let icmp = net.host[0].pop().expect("frag needed to the host");
     assert_eq!(&icmp[20..22], &[3, 4]);
     assert_eq!(u16::from_be_bytes([icmp[26], icmp[27]]), 9180);
     assert_eq!(c.packets_out, 3);
-    assert_eq!(net.nodes[1].counters().to_host, 3);
+    assert_eq!(net.ip(1).counters().to_host, 3);
 }
 
 #[test]
@@ -223,8 +245,8 @@ fn an_unresolvable_address_gets_a_host_unreachable_after_the_timeout() {
     let icmp = net.host[0].pop().expect("host unreachable");
     assert_eq!(&icmp[20..22], &[3, 1]);
     assert_eq!(ipv4::src(&icmp), Some(ip("10.1.0.1")));
-    assert_eq!(net.nodes[0].counters().drops.get(DropReason::Unresolved), 1);
-    assert_eq!(net.nodes[0].last_unresolved(), Some(ip("10.1.0.77")));
+    assert_eq!(net.ip(0).counters().drops.get(DropReason::Unresolved), 1);
+    assert_eq!(net.ip(0).last_unresolved(), Some(ip("10.1.0.77")));
 }
 
 #[test]
@@ -270,7 +292,7 @@ fn the_router_answers_pings_and_reports_ttl_and_routes() {
     net.run(Duration::from_micros(50));
     let u = net.host[0].pop().expect("net unreachable");
     assert_eq!(&u[20..22], &[3, 0]);
-    let c = net.nodes[1].counters();
+    let c = net.ip(1).counters();
     assert_eq!(c.drops.get(DropReason::TtlExpired), 1);
     assert_eq!(c.drops.get(DropReason::NoRoute), 1);
     assert_eq!(c.icmp_sent, 3);
@@ -314,10 +336,127 @@ fn bad_headers_reaching_the_router_are_each_counted() {
         net.nodes[1].receive(net.now, 0, &cells[..n], &mut out);
         assert!(out.is_empty());
     }
-    let c = net.nodes[1].counters();
+    let c = net.ip(1).counters();
     for (_, r) in &cases {
         assert_eq!(c.drops.get(*r), 1, "{r:?}");
     }
     assert_eq!(c.drops.total(), cases.len() as u64);
     assert!(net.host[2].is_empty());
+}
+
+fn nsap(last: u8) -> AtmAddr {
+    let mut a = [0u8; 20];
+    a[0] = 0x47;
+    a[19] = last;
+    AtmAddr::nsap(&a).unwrap()
+}
+
+/// h1, h2 and an ATMARP server s on one switch; InATMARP off at the hosts,
+/// so every address comes from the server. PVCs: h1-s on 0.50, h2-s on
+/// 0.51, h1-h2 on 0.52.
+fn with_server() -> Net {
+    let (vs1, vs2, v12) = (VcId::new(0, 50), VcId::new(0, 51), VcId::new(0, 52));
+    let client = |addr: &str, me: u8, server_vc: VcId, other: (VcId, u8)| {
+        let mut n = IpNode::new(IpConfig {
+            interfaces: vec![iface(addr)],
+            atm: nsap(me),
+            inarp: false,
+            server_vc: Some((0, server_vc)),
+            ..IpConfig::default()
+        })
+        .unwrap();
+        n.add_pvc(0, server_vc, Some(nsap(100))).unwrap();
+        n.add_pvc(0, other.0, Some(nsap(other.1))).unwrap();
+        n
+    };
+    let mut s = IpNode::new(IpConfig {
+        interfaces: vec![iface("10.1.0.100/24")],
+        atm: nsap(100),
+        inarp: false,
+        atmarp_server: true,
+        ..IpConfig::default()
+    })
+    .unwrap();
+    s.add_pvc(0, vs1, Some(nsap(1))).unwrap();
+    s.add_pvc(0, vs2, Some(nsap(2))).unwrap();
+    let mut sw = AtmSwitch::new(3, Format::Uni);
+    for (a, b, vc) in [(0, 2, vs1), (1, 2, vs2), (0, 1, v12)] {
+        sw.add_vc(a, vc, b, vc).unwrap();
+        sw.add_vc(b, vc, a, vc).unwrap();
+    }
+    Net {
+        nodes: vec![
+            Box::new(client("10.1.0.1/24", 1, vs1, (v12, 2))),
+            Box::new(client("10.1.0.2/24", 2, vs2, (v12, 1))),
+            Box::new(s),
+            Box::new(sw),
+        ],
+        wires: vec![((0, 0), (3, 0)), ((1, 0), (3, 1)), ((2, 0), (3, 2))],
+        now: Instant::ZERO,
+        host: vec![Vec::new(); 4],
+    }
+}
+
+#[test]
+fn clients_register_with_the_atmarp_server_and_resolve_through_it() {
+    let mut net = with_server();
+    net.run(Duration::from_millis(1));
+    assert_eq!(
+        net.ip(2).atmarp_table(),
+        vec![(ip("10.1.0.1"), nsap(1)), (ip("10.1.0.2"), nsap(2))]
+    );
+    assert!(net.ip(0).registered().is_some());
+    assert!(net.ip(1).registered().is_some());
+    assert_eq!(net.ip(0).counters().inarp_requests, 0);
+
+    // h1 to h2: h1 asks the server, maps h2's ATM address to the h1-h2
+    // PVC; h2 does the same for the way back.
+    let p = packet("10.1.0.1", "10.1.0.2", 64, 17, 500);
+    net.send(0, &p);
+    net.run(Duration::from_micros(100));
+    assert_eq!(net.host[1], vec![p]);
+    assert_eq!(
+        net.ip(0).arp().lookup(net.now, ip("10.1.0.2")).unwrap().vc,
+        VcId::new(0, 52)
+    );
+    let q = packet("10.1.0.2", "10.1.0.1", 64, 17, 100);
+    net.send(1, &q);
+    net.run(Duration::from_micros(100));
+    assert_eq!(net.host[0], vec![q]);
+    assert_eq!(net.ip(2).counters().served, [4, 0]);
+
+    // An address nobody registered: the server says NAK, and the host
+    // hears at once (not after the 3 s timeout).
+    net.send(0, &packet("10.1.0.1", "10.1.0.99", 64, 1, 64));
+    net.run(Duration::from_micros(100));
+    let icmp = net.host[0].pop().expect("host unreachable");
+    assert_eq!(&icmp[20..22], &[3, 1]);
+    assert_eq!(net.ip(0).counters().drops.get(DropReason::Unresolved), 1);
+    assert_eq!(net.ip(2).counters().served, [4, 1]);
+}
+
+#[test]
+fn registrations_age_out_of_the_server_unless_renewed() {
+    let mut net = with_server();
+    net.run(Duration::from_millis(1));
+    assert_eq!(net.ip(2).atmarp_table().len(), 2);
+    // Clients renew halfway through their 15-minute ageing; the server
+    // keeps entries 20 minutes. An hour later both are still there.
+    for _ in 0..60 {
+        let t = net.now + Duration::from_secs(60);
+        // Jump time (the harness steps 10 us; move the clock by hand).
+        net.now = t;
+        net.run(Duration::from_micros(20));
+    }
+    assert_eq!(net.ip(2).atmarp_table().len(), 2);
+    // At start, then every 7.5 minutes (seen at 1-minute steps: every 8).
+    let regs = net.ip(0).counters().atmarp_requests;
+    assert!((8..=9).contains(&regs), "{regs} registrations in an hour");
+    // Cut h2 off: 20 minutes after its last renewal the server forgets it.
+    net.wires.retain(|w| w.0 .0 != 1);
+    for _ in 0..30 {
+        net.now += Duration::from_secs(60);
+        net.run(Duration::from_micros(20));
+    }
+    assert_eq!(net.ip(2).atmarp_table(), vec![(ip("10.1.0.1"), nsap(1))]);
 }

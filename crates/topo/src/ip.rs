@@ -4,6 +4,7 @@
 use std::net::Ipv4Addr;
 
 use aurora_ip::node::{Interface, IpConfig, StaticRoute, DEFAULT_MTU};
+use aurora_wire::atmarp::AtmAddr;
 use aurora_wire::llc::{Encapsulation, Protocol};
 
 use crate::{HostDef, RouterDef};
@@ -70,6 +71,46 @@ fn mtu(m: Option<usize>) -> Result<usize, String> {
     }
 }
 
+/// Reads an NSAP address written in hex (dots and spaces allowed), 1 to
+/// 20 bytes.
+pub fn parse_atm(s: &str) -> Result<AtmAddr, String> {
+    let bad = || format!("ATM address \"{s}\" is not 2 to 40 hex digits (dots allowed)");
+    let digits: Vec<u8> = s
+        .chars()
+        .filter(|c| !matches!(c, '.' | ' '))
+        .map(|c| c.to_digit(16).map(|d| d as u8).ok_or_else(bad))
+        .collect::<Result<_, _>>()?;
+    if digits.is_empty() || digits.len() % 2 != 0 || digits.len() > 40 {
+        return Err(bad());
+    }
+    let bytes: Vec<u8> = digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect();
+    AtmAddr::nsap(&bytes).map_err(|_| bad())
+}
+
+/// The NSAP address a node gets when its file gives none: AFI 0x47 and
+/// Aurora's own prefix, then 16 bytes from the node's name (FNV-1a).
+pub fn default_atm(name: &str) -> AtmAddr {
+    let mut b = [0u8; 20];
+    b[..4].copy_from_slice(&[0x47, 0x00, 0x05, 0xA0]);
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (k, chunk) in b[4..].chunks_mut(8).enumerate() {
+        for c in name.bytes().chain([k as u8]) {
+            h ^= u64::from(c);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        chunk.copy_from_slice(&h.to_be_bytes()[..chunk.len()]);
+    }
+    AtmAddr::nsap(&b).expect("20 bytes")
+}
+
+/// The ATMARP settings both hosts and routers have.
+pub(crate) struct Atmarp<'a> {
+    pub atm: Option<&'a str>,
+    pub server: bool,
+    pub inarp: Option<bool>,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn common(
     name: &str,
     interfaces: Vec<Option<Interface>>,
@@ -77,8 +118,15 @@ fn common(
     m: Option<usize>,
     e: Option<&str>,
     forwarding: bool,
+    arp: Atmarp,
     errs: &mut Vec<String>,
 ) -> IpConfig {
+    let atm = match arp.atm {
+        Some(a) => parse_atm(a)
+            .map_err(|m| errs.push(m))
+            .unwrap_or(AtmAddr::EMPTY),
+        None => default_atm(name),
+    };
     let routes = routes
         .iter()
         .filter_map(|r| parse_route(r).map_err(|m| errs.push(m)).ok())
@@ -91,6 +139,9 @@ fn common(
         encap: encap(e)
             .map_err(|m| errs.push(m))
             .unwrap_or(Encapsulation::Llc),
+        atm,
+        atmarp_server: arp.server,
+        inarp: arp.inarp.unwrap_or(true),
         ..IpConfig::default()
     };
     if let Err(e) = aurora_ip::node::IpNode::new(cfg.clone()) {
@@ -103,9 +154,17 @@ fn common(
 pub(crate) fn host(d: &HostDef) -> Result<Option<(IpConfig, TunSpec)>, Vec<String>> {
     let mut errs = Vec::new();
     let Some(ip) = &d.ip else {
-        if !d.routes.is_empty() || d.tun.is_some() || d.mtu.is_some() || d.encap.is_some() {
+        if !d.routes.is_empty()
+            || d.tun.is_some()
+            || d.mtu.is_some()
+            || d.encap.is_some()
+            || d.atm.is_some()
+            || d.atmarp.is_some()
+            || d.atmarp_server
+            || d.inarp.is_some()
+        {
             errs.push(format!(
-                "host \"{}\" has routes, tun, mtu or encap but no ip",
+                "host \"{}\" has IP settings (routes, tun, mtu, encap, atm, atmarp...) but no ip",
                 d.name
             ));
             return Err(errs);
@@ -123,6 +182,11 @@ pub(crate) fn host(d: &HostDef) -> Result<Option<(IpConfig, TunSpec)>, Vec<Strin
         d.mtu,
         d.encap.as_deref(),
         false,
+        Atmarp {
+            atm: d.atm.as_deref(),
+            server: d.atmarp_server,
+            inarp: d.inarp,
+        },
         &mut errs,
     );
     let name = d.tun.clone().unwrap_or_else(|| {
@@ -181,6 +245,11 @@ pub(crate) fn router(d: &RouterDef) -> Result<IpConfig, Vec<String>> {
         d.mtu,
         d.encap.as_deref(),
         true,
+        Atmarp {
+            atm: d.atm.as_deref(),
+            server: d.atmarp_server,
+            inarp: d.inarp,
+        },
         &mut errs,
     );
     if errs.is_empty() {
@@ -217,5 +286,18 @@ mod tests {
         );
         assert!(parse_route("10.2.0.0/16 10.1.0.254").is_err());
         assert!(parse_route("default via nowhere").is_err());
+    }
+
+    #[test]
+    fn atm_addresses_parse_and_defaults_differ() {
+        let a = parse_atm("47.0005.80ffe1000000f21a0001.0020481a0001.00").unwrap();
+        assert_eq!(a.as_bytes().len(), 20);
+        assert_eq!(a.as_bytes()[0], 0x47);
+        assert!(parse_atm("47.0").is_err());
+        assert!(parse_atm("zz").is_err());
+        assert!(parse_atm(&"00".repeat(21)).is_err());
+        assert_ne!(default_atm("h1"), default_atm("h2"));
+        assert_eq!(default_atm("h1"), default_atm("h1"));
+        assert_eq!(default_atm("h1").as_bytes().len(), 20);
     }
 }

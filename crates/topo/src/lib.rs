@@ -65,7 +65,7 @@ use serde::Deserialize;
 
 mod ip;
 mod pvc;
-pub use ip::{parse_cidr, parse_route, TunSpec};
+pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 use pvc::{Entries, Hop, Kind};
 use toml::Spanned;
 
@@ -152,6 +152,20 @@ pub struct HostDef {
     /// `llc` (LLC/SNAP, the default) or `vcmux` (VC multiplexing, IPv4 only).
     #[serde(default)]
     pub encap: Option<String>,
+    /// This node's ATM address: an NSAP address in hex, dots allowed
+    /// (default: one made from the node's name).
+    #[serde(default)]
+    pub atm: Option<String>,
+    /// Serve ATMARP (RFC 2225) for this node's subnets.
+    #[serde(default)]
+    pub atmarp_server: bool,
+    /// The PVC (ending here) to this subnet's ATMARP server: register there
+    /// and ask it for unknown addresses.
+    #[serde(default)]
+    pub atmarp: Option<String>,
+    /// Ask who is at the far end of each PVC by InATMARP (default true).
+    #[serde(default)]
+    pub inarp: Option<bool>,
 }
 
 /// An IP router: ATM ports, each in its own logical IP subnet.
@@ -173,6 +187,20 @@ pub struct RouterDef {
     /// `llc` or `vcmux`.
     #[serde(default)]
     pub encap: Option<String>,
+    /// This node's ATM address: an NSAP address in hex, dots allowed
+    /// (default: one made from the node's name).
+    #[serde(default)]
+    pub atm: Option<String>,
+    /// Serve ATMARP (RFC 2225) for this node's subnets.
+    #[serde(default)]
+    pub atmarp_server: bool,
+    /// The PVC (ending here) to this subnet's ATMARP server: register there
+    /// and ask it for unknown addresses.
+    #[serde(default)]
+    pub atmarp: Option<String>,
+    /// Ask who is at the far end of each PVC by InATMARP (default true).
+    #[serde(default)]
+    pub inarp: Option<bool>,
 }
 
 fn default_rate() -> String {
@@ -1077,6 +1105,40 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         }
     }
 
+    // Each IP node's PVC to its ATMARP server.
+    let atmarp_of = file
+        .host
+        .iter()
+        .map(|h| (h.span(), &h.get_ref().name, &h.get_ref().atmarp))
+        .chain(
+            file.router
+                .iter()
+                .map(|r| (r.span(), &r.get_ref().name, &r.get_ref().atmarp)),
+        );
+    for (span, name, pvc) in atmarp_of {
+        let Some(pvc) = pvc else { continue };
+        let end = compiled.iter().find(|p| &p.name == pvc).and_then(|p| {
+            if &p.from == name {
+                Some((p.from_port, p.from_vc))
+            } else if &p.to == name {
+                Some((p.to_port, p.to_vc))
+            } else {
+                None
+            }
+        });
+        match (end, ipcfg.get_mut(name)) {
+            (Some(e), Some((cfg, _))) => cfg.server_vc = Some(e),
+            (None, _) if pvc_names.contains(pvc) => c.at(
+                span,
+                format!("atmarp PVC \"{pvc}\" of \"{name}\" does not end at \"{name}\""),
+            ),
+            (None, _) => c.at(
+                span,
+                format!("atmarp names PVC \"{pvc}\", which is not defined"),
+            ),
+            (Some(_), None) => {}
+        }
+    }
     for h in &file.host {
         let name = &h.get_ref().name;
         if ipcfg.contains_key(name) && entries.host_bits.contains_key(name) {
@@ -1140,6 +1202,10 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     // IP hosts and routers: each end of each PVC they terminate.
     let mut ip_nodes = Vec::new();
     let mut tuns = Vec::new();
+    let atm_of: BTreeMap<String, aurora_wire::atmarp::AtmAddr> = ipcfg
+        .iter()
+        .map(|(n, (cfg, _))| (n.clone(), cfg.atm))
+        .collect();
     let mut ip_node = |name: &str, id: NodeId| -> Result<Box<dyn BuiltNode>, Problems> {
         let (cfg, tun) = ipcfg.remove(name).expect("IP nodes have settings");
         let fail = |m: String| {
@@ -1152,10 +1218,12 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         let mut n = aurora_ip::node::IpNode::new(cfg).map_err(|e| fail(e.0))?;
         for p in &compiled {
             if p.from == name {
-                n.add_pvc(p.from_port, p.from_vc).map_err(|e| fail(e.0))?;
+                n.add_pvc(p.from_port, p.from_vc, atm_of.get(&p.to).copied())
+                    .map_err(|e| fail(e.0))?;
             }
             if p.to == name {
-                n.add_pvc(p.to_port, p.to_vc).map_err(|e| fail(e.0))?;
+                n.add_pvc(p.to_port, p.to_vc, atm_of.get(&p.from).copied())
+                    .map_err(|e| fail(e.0))?;
             }
         }
         ip_nodes.push((name.to_string(), id));

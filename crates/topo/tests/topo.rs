@@ -183,3 +183,67 @@ shm = "/dev/shm/x"
     let ok = include_str!("../../../examples/processes.toml");
     assert!(aurora_topo::compile(ok).is_ok());
 }
+
+#[test]
+fn ip_hosts_register_with_the_atmarp_server_named_in_the_file() {
+    let mut net = aurora_topo::load(include_str!("../../../examples/lis.toml"), 1).unwrap();
+    net.sim.run_until(Instant::from_millis(10));
+    let id = |n: &str| net.hosts.iter().find(|(h, _)| h == n).unwrap().1;
+    let server = net
+        .sim
+        .node::<aurora_ip::node::IpNode>(id("server"))
+        .unwrap();
+    let table = server.atmarp_table();
+    let ips: Vec<String> = table.iter().map(|(ip, _)| ip.to_string()).collect();
+    assert_eq!(ips, ["10.3.0.1", "10.3.0.2"]);
+    // c2's address is the one its file gives; c1's is made from its name.
+    assert_eq!(
+        table[1].1,
+        aurora_topo::parse_atm("47000580ffe1000000f2151a020020481500020 0").unwrap()
+    );
+    assert_eq!(table[0].1, aurora_topo::default_atm("c1"));
+    for c in ["c1", "c2"] {
+        let n = net.sim.node::<aurora_ip::node::IpNode>(id(c)).unwrap();
+        assert!(n.registered().is_some(), "{c}");
+        assert_eq!(n.counters().inarp_requests, 0, "{c}");
+    }
+}
+
+#[test]
+fn ip_mistakes_are_reported() {
+    let bad = r#"
+[[host]]
+name = "h"
+ip = "10.0.0.1"
+
+[[host]]
+name = "g"
+routes = ["default via 10.0.0.254"]
+
+[[host]]
+name = "k"
+ip = "10.0.0.2/24"
+routes = ["default via 192.168.0.1"]
+atmarp = "nope"
+atm = "4"
+
+[[router]]
+name = "r"
+ports = 2
+ip = ["10.0.0.254/24"]
+"#;
+    let p = aurora_topo::compile(bad)
+        .err()
+        .expect("problems")
+        .to_string();
+    for want in [
+        "\"10.0.0.1\" is not an IPv4 address with a prefix length",
+        "host \"g\" has IP settings",
+        "the gateway 192.168.0.1 of route 0.0.0.0/0 is on none of the node's subnets",
+        "atmarp names PVC \"nope\"",
+        "ATM address \"4\"",
+        "router \"r\" has 2 ports but 1 addresses",
+    ] {
+        assert!(p.contains(want), "missing {want:?} in:\n{p}");
+    }
+}
