@@ -198,7 +198,7 @@ impl Core {
                 .table
                 .retain(|_, r| now < r.learned + SERVER_AGEING);
         }
-        if !self.registration_due().is_some_and(|t| t <= now) {
+        if self.registration_due().is_none_or(|t| t > now) {
             return;
         }
         let Some((i, me)) = self.server_vc() else {
