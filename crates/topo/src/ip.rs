@@ -80,7 +80,7 @@ pub fn parse_atm(s: &str) -> Result<AtmAddr, String> {
         .filter(|c| !matches!(c, '.' | ' '))
         .map(|c| c.to_digit(16).map(|d| d as u8).ok_or_else(bad))
         .collect::<Result<_, _>>()?;
-    if digits.is_empty() || digits.len() % 2 != 0 || digits.len() > 40 {
+    if digits.is_empty() || !digits.len().is_multiple_of(2) || digits.len() > 40 {
         return Err(bad());
     }
     let bytes: Vec<u8> = digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect();
