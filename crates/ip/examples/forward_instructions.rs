@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Arguments: packet size in bytes, packets per batch, passes over the
-//! batch (at most 254). It prints the number of packets forwarded, to
+//! batch (at most 254), prefixes in the table (default 10,000; up to 32
+//! are kept in a list, more in the trie). It prints the number of packets forwarded, to
 //! divide `forward_all`'s inclusive instruction count by.
 
 use aurora_ip::workload;
@@ -18,11 +19,12 @@ fn main() {
     let size: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(64);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1024);
     let passes: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100);
+    let prefixes: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
     if !(20..=65535).contains(&size) || passes > 254 {
         eprintln!("forward_instructions: size must be 20 to 65535 bytes and passes at most 254");
         std::process::exit(2);
     }
-    let (mut f, list) = workload::table(10_000);
+    let (mut f, list) = workload::table(prefixes);
     let mut pkts = workload::packets(n, size, &list);
     let mut forwarded = 0;
     for _ in 0..passes {

@@ -7,36 +7,54 @@
 //! A slot is one `u64`: the value + 1 in the low half (0: none) and the
 //! index of its child block in the high half (0: none; the root block is
 //! at 0 and is nobody's child).
+//!
+//! The root block is 512 KiB, too much for every host of a large
+//! simulation, whose tables hold a handful of routes: a table made with
+//! [`Lpm::new`] keeps up to [`SMALL`] prefixes in a list scanned longest
+//! first, and builds the trie when it grows past that; [`Lpm::with_trie`]
+//! (for routers) starts with the trie.
 
 use std::net::Ipv4Addr;
 
 const ROOT: usize = 1 << 16;
 const BLOCK: usize = 1 << 8;
 
+/// Prefixes kept in a plain list before the trie is built.
+pub const SMALL: usize = 32;
+
 /// The table: prefixes to values of type `u32` (an index into the caller's
 /// list of routes, say; `u32::MAX` is not a value).
+#[derive(Default)]
 pub struct Lpm {
-    slots: Vec<u64>,
-    /// Prefix length of the value in each slot (for insertion only).
-    lens: Vec<u8>,
+    /// (prefix bits, length, value), longest first, while small.
+    small: Vec<(u32, u8, u32)>,
+    trie: Option<Trie>,
+    /// Value + 1 of the default route (0: none).
     default: u32,
     prefixes: usize,
 }
 
-impl Default for Lpm {
-    fn default() -> Self {
-        Self::new()
-    }
+struct Trie {
+    slots: Vec<u64>,
+    /// Prefix length of the value in each slot (for insertion only).
+    lens: Vec<u8>,
+}
+
+fn mask(len: u8) -> u32 {
+    u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0)
 }
 
 impl Lpm {
-    /// An empty table (its root block is 512 KiB).
+    /// An empty table, small until it grows.
     pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty table with its trie from the start (512 KiB).
+    pub fn with_trie() -> Self {
         Lpm {
-            slots: vec![0; ROOT],
-            lens: vec![0; ROOT],
-            default: 0,
-            prefixes: 0,
+            trie: Some(Trie::new()),
+            ..Self::default()
         }
     }
 
@@ -48,6 +66,68 @@ impl Lpm {
     /// True when nothing was inserted.
     pub fn is_empty(&self) -> bool {
         self.prefixes == 0
+    }
+
+    /// Maps `addr/len` to `value` (bits of `addr` past `len` are ignored;
+    /// `len` above 32 is taken as 32). A prefix given twice keeps the last
+    /// value.
+    pub fn insert(&mut self, addr: Ipv4Addr, len: u8, value: u32) {
+        let len = len.min(32);
+        let value = value.min(u32::MAX - 1);
+        self.prefixes += 1;
+        if len == 0 {
+            self.default = value + 1;
+            return;
+        }
+        if let Some(t) = self.trie.as_mut() {
+            t.insert(addr, len, value);
+            return;
+        }
+        let bits = u32::from(addr) & mask(len);
+        if let Some(e) = self.small.iter_mut().find(|e| e.0 == bits && e.1 == len) {
+            e.2 = value;
+            return;
+        }
+        if self.small.len() < SMALL {
+            let at = self.small.partition_point(|e| e.1 >= len);
+            self.small.insert(at, (bits, len, value));
+            return;
+        }
+        // Too many for the list: build the trie, shortest prefixes first
+        // so longer ones win where they overlap.
+        let mut t = Trie::new();
+        for &(b, l, v) in self.small.iter().rev() {
+            t.insert(Ipv4Addr::from(b), l, v);
+        }
+        t.insert(addr, len, value);
+        self.small = Vec::new();
+        self.trie = Some(t);
+    }
+
+    /// The value of the longest prefix holding `addr`.
+    #[inline]
+    pub fn lookup(&self, addr: Ipv4Addr) -> Option<u32> {
+        let found = match &self.trie {
+            Some(t) => t.lookup(u32::from(addr)),
+            None => {
+                let a = u32::from(addr);
+                self.small
+                    .iter()
+                    .find(|e| a & mask(e.1) == e.0)
+                    .map_or(0, |e| e.2 + 1)
+            }
+        };
+        if found != 0 { found } else { self.default }.checked_sub(1)
+    }
+}
+
+impl Trie {
+    /// An empty trie (its root block is 512 KiB).
+    fn new() -> Self {
+        Trie {
+            slots: vec![0; ROOT],
+            lens: vec![0; ROOT],
+        }
     }
 
     /// The child block of slot `i`, made if missing.
@@ -74,17 +154,10 @@ impl Lpm {
         }
     }
 
-    /// Maps `addr/len` to `value` (bits of `addr` past `len` are ignored;
-    /// `len` above 32 is taken as 32). A prefix given twice keeps the last
-    /// value.
-    pub fn insert(&mut self, addr: Ipv4Addr, len: u8, value: u32) {
-        let len = len.min(32);
-        let value = value.min(u32::MAX - 1);
-        self.prefixes += 1;
+    /// Writes `addr/len` (1 to 32 bits).
+    fn insert(&mut self, addr: Ipv4Addr, len: u8, value: u32) {
         let a = u32::from(addr) as usize;
-        if len == 0 {
-            self.default = value + 1;
-        } else if len <= 16 {
+        if len <= 16 {
             let span = 1 << (16 - len);
             self.fill((a >> 16) & !(span - 1), span, len, value);
         } else if len <= 24 {
@@ -99,11 +172,11 @@ impl Lpm {
         }
     }
 
-    /// The value of the longest prefix holding `addr`.
+    /// Value + 1 of the longest prefix holding `a` (0: none).
     #[inline]
-    pub fn lookup(&self, addr: Ipv4Addr) -> Option<u32> {
-        let a = u32::from(addr) as usize;
-        let mut best = self.default;
+    fn lookup(&self, a: u32) -> u32 {
+        let a = a as usize;
+        let mut best = 0;
         let mut s = self.slots[a >> 16];
         if s as u32 != 0 {
             best = s as u32;
@@ -122,7 +195,7 @@ impl Lpm {
                 }
             }
         }
-        best.checked_sub(1)
+        best
     }
 }
 
@@ -164,7 +237,7 @@ mod tests {
         /// Against a plain scan of every prefix.
         #[test]
         fn agrees_with_a_linear_scan(
-            routes in proptest::collection::vec((any::<u32>(), 0u8..=32), 0..40),
+            routes in proptest::collection::vec((any::<u32>(), 0u8..=32), 0..80),
             probes in proptest::collection::vec(any::<u32>(), 1..200),
         ) {
             let mut t = Lpm::new();

@@ -215,7 +215,11 @@ fn in_subnet(a: Ipv4Addr, i: &Interface) -> bool {
 impl IpNode {
     /// A node with the ports and addresses of `cfg`.
     pub fn new(cfg: IpConfig) -> Result<Self, ConfigError> {
-        let mut fwd = Forwarder::new();
+        let mut fwd = if cfg.forwarding {
+            Forwarder::for_router()
+        } else {
+            Forwarder::new()
+        };
         for (p, i) in cfg.interfaces.iter().enumerate() {
             let Some(i) = i else { continue };
             if i.prefix > 32 {

@@ -19,7 +19,7 @@ fn xorshift(x: &mut u64) -> u64 {
 /// A table of `prefixes` routes of lengths 8 to 32 (most /16 to /24, as in
 /// real tables) over 4 ports, plus a default route; and the prefixes.
 pub fn table(prefixes: usize) -> (Forwarder, Vec<(Ipv4Addr, u8)>) {
-    let mut f = Forwarder::new();
+    let mut f = Forwarder::for_router();
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     let mut list = Vec::with_capacity(prefixes);
     for i in 0..prefixes {
