@@ -122,10 +122,21 @@ fn topology(example: &str, tag: &str) -> PathBuf {
     path
 }
 
-/// Pings until one answer comes (the nodes are starting), or gives up.
-fn wait_for_ping(ns: &Netns, addr: &str) {
+/// Pings until one answer comes (the nodes are starting), or gives up;
+/// a node that died on the way (no TUN device, say) fails the test with
+/// its own words.
+fn wait_for_ping(ns: &Netns, addr: &str, nodes: &mut [&mut Proc]) {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(20) {
+        for n in nodes.iter_mut() {
+            if let Some(Ok(Some(status))) = n.0.as_mut().map(|c| c.try_wait()) {
+                let out = n.0.take().unwrap().wait_with_output().unwrap();
+                panic!(
+                    "an aurora node stopped ({status}) before the network came up:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
         if ns
             .run("ping", &["-c", "1", "-W", "1", addr])
             .status
@@ -161,10 +172,10 @@ fn ping_iperf3_and_a_file_copy_cross_aurora_between_namespaces() {
         Netns::new(format!("{tag}-a")),
         Netns::new(format!("{tag}-b")),
     );
-    let sw = node(None, &topo, "sw", &[]);
-    let h1 = node(Some(&a), &topo, "h1", &[]);
-    let h2 = node(Some(&b), &topo, "h2", &[]);
-    wait_for_ping(&a, "10.1.0.2");
+    let mut sw = node(None, &topo, "sw", &[]);
+    let mut h1 = node(Some(&a), &topo, "h1", &[]);
+    let mut h2 = node(Some(&b), &topo, "h2", &[]);
+    wait_for_ping(&a, "10.1.0.2", &mut [&mut sw, &mut h1, &mut h2]);
 
     // ping, both ways, nothing lost.
     ping_clean(&a, "10.1.0.2");
@@ -307,12 +318,16 @@ fn the_router_forwards_between_subnets_with_ttl_and_checksum_checked_in_captures
         Netns::new(format!("{tag}-b")),
         Netns::new(format!("{tag}-c")),
     );
-    let _sw1 = node(None, &topo, "sw1", &[]);
-    let _sw2 = node(None, &topo, "sw2", &[]);
-    let r = node(Some(&c), &topo, "r", &capture);
-    let _h1 = node(Some(&a), &topo, "h1", &[]);
-    let h2 = node(Some(&b), &topo, "h2", &capture);
-    wait_for_ping(&a, "10.2.0.1");
+    let mut sw1 = node(None, &topo, "sw1", &[]);
+    let mut sw2 = node(None, &topo, "sw2", &[]);
+    let mut r = node(Some(&c), &topo, "r", &capture);
+    let mut h1 = node(Some(&a), &topo, "h1", &[]);
+    let mut h2 = node(Some(&b), &topo, "h2", &capture);
+    wait_for_ping(
+        &a,
+        "10.2.0.1",
+        &mut [&mut sw1, &mut sw2, &mut r, &mut h1, &mut h2],
+    );
     let text = ping_clean(&a, "10.2.0.1");
     assert!(text.contains("ttl=63"), "one router on the way:\n{text}");
     // TTL 1 from h1 dies at the router, which says so.
