@@ -70,6 +70,12 @@ impl Core {
             self.server.asked.clear();
         }
         self.server.asked.insert(ip, now);
+        self.request(i, me, ip, out);
+    }
+
+    /// Sends the server, on VC `i`, a request from `me` for `target` (a
+    /// registration when the two are the same).
+    fn request(&mut self, i: usize, me: Ipv4Addr, target: Ipv4Addr, out: &mut Outbox) {
         let req = AtmarpRepr {
             op: Op::Request,
             sha: self.cfg.atm,
@@ -77,7 +83,7 @@ impl Core {
             spa: Some(me),
             tha: AtmAddr::EMPTY,
             tsa: AtmAddr::EMPTY,
-            tpa: Some(ip),
+            tpa: Some(target),
         };
         self.send_atmarp(i, &req, out);
         self.counters.atmarp_requests += 1;
@@ -205,17 +211,7 @@ impl Core {
             return;
         };
         self.server.last_register = Some(now);
-        let req = AtmarpRepr {
-            op: Op::Request,
-            sha: self.cfg.atm,
-            ssa: AtmAddr::EMPTY,
-            spa: Some(me),
-            tha: AtmAddr::EMPTY,
-            tsa: AtmAddr::EMPTY,
-            tpa: Some(me),
-        };
-        self.send_atmarp(i, &req, out);
-        self.counters.atmarp_requests += 1;
+        self.request(i, me, me, out);
     }
 
     /// As a server: registered addresses and their ATM addresses.
