@@ -23,37 +23,71 @@ use aurora_wire::CellBytes;
 /// A port number on a node.
 pub type PortId = u16;
 
-/// The cells a node sends during one call, each with its output port, in
-/// the order they were sent.
-#[derive(Debug, Default)]
-pub struct Outbox {
-    cells: Vec<(PortId, CellBytes)>,
+/// What travels on a link: an ATM cell (the default everywhere), or a
+/// variable-length packet on networks that carry them (ATOMIC).
+pub trait Frame: Clone + Send + 'static {
+    /// The frame's bytes.
+    fn bytes(&self) -> &[u8];
+    /// The frame's bytes, to damage (bit errors on a link).
+    fn bytes_mut(&mut self) -> &mut [u8];
 }
 
-impl Outbox {
+impl Frame for CellBytes {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl Frame for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// The frames a node sends during one call, each with its output port, in
+/// the order they were sent.
+#[derive(Debug)]
+pub struct Outbox<F = CellBytes> {
+    cells: Vec<(PortId, F)>,
+}
+
+impl<F> Default for Outbox<F> {
+    fn default() -> Self {
+        Outbox { cells: Vec::new() }
+    }
+}
+
+impl<F> Outbox<F> {
     /// Sends `cell` out of `port`.
     #[inline]
-    pub fn push(&mut self, port: PortId, cell: CellBytes) {
+    pub fn push(&mut self, port: PortId, cell: F) {
         self.cells.push((port, cell));
     }
     /// True when nothing was sent.
     pub fn is_empty(&self) -> bool {
         self.cells.is_empty()
     }
-    /// Takes the cells sent, oldest first.
-    pub fn drain(&mut self) -> std::vec::Drain<'_, (PortId, CellBytes)> {
+    /// Takes the frames sent, oldest first.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, (PortId, F)> {
         self.cells.drain(..)
     }
 }
 
-/// A sans-I/O network node.
-pub trait Node {
+/// A sans-I/O network node, exchanging frames of type `F` (cells unless
+/// said otherwise).
+pub trait Node<F: Frame = CellBytes> {
     /// How many ports the node has (numbered from 0).
     fn ports(&self) -> usize;
-    /// Cells arrived on `port` at `now`.
-    fn receive(&mut self, now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox);
+    /// Frames arrived on `port` at `now`.
+    fn receive(&mut self, now: Instant, port: PortId, cells: &[F], out: &mut Outbox<F>);
     /// Time-driven work due by `now` (timers, traffic to send).
-    fn poll(&mut self, now: Instant, out: &mut Outbox);
+    fn poll(&mut self, now: Instant, out: &mut Outbox<F>);
     /// When [`Node::poll`] next needs to run, if ever.
     fn poll_at(&self) -> Option<Instant>;
     /// What went through `port` so far, for nodes that switch or relay
@@ -63,7 +97,7 @@ pub trait Node {
     }
     /// The node's side of a local host's IP stack (a TUN interface), for
     /// nodes that have one.
-    fn packet_port(&mut self) -> Option<&mut dyn PacketPort> {
+    fn packet_port(&mut self) -> Option<&mut dyn PacketPort<F>> {
         None
     }
 }
@@ -72,9 +106,9 @@ pub trait Node {
 /// driver reads packets from the host (a TUN interface) into
 /// [`PacketPort::host_sent`] and writes what [`PacketPort::drain_to_host`] gives
 /// back to it.
-pub trait PacketPort {
+pub trait PacketPort<F = CellBytes> {
     /// A packet the local host sent.
-    fn host_sent(&mut self, now: Instant, pkt: &[u8], out: &mut Outbox);
+    fn host_sent(&mut self, now: Instant, pkt: &[u8], out: &mut Outbox<F>);
     /// Hands every packet waiting for the local host to `f`, oldest first.
     fn drain_to_host(&mut self, f: &mut dyn FnMut(&[u8]));
     /// Packets waiting for the local host.

@@ -17,23 +17,32 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 
-use aurora_net::{Node, Outbox, PortId};
+use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 use aurora_wire::CellBytes;
 
 /// A node the simulator can also hand back by its concrete type.
-pub trait SimNode: Node + Any {}
-impl<T: Node + Any> SimNode for T {}
+pub trait SimNode<F: Frame = CellBytes>: Node<F> + Any {}
+impl<F: Frame, T: Node<F> + Any> SimNode<F> for T {}
 
 /// A node's number in a simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NodeId(pub u32);
 
-/// One direction of a link.
+/// One direction of a link. A frame of L bytes takes
+/// `max(1/rate + L × per_byte, L × handshake_per_byte)` to send: for cells
+/// the two per-byte terms are zero and `rate` is cells per second; for
+/// variable-length packets `1/rate` is the fixed cost of a packet, and the
+/// second term models a channel whose every byte waits for an
+/// acknowledgement from the far end of its cable.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkSpec {
-    /// Cells per second.
+    /// Cells (or packets, before their per-byte time) per second.
     pub rate: f64,
+    /// Time per byte of a frame, added to `1/rate`.
+    pub per_byte: Duration,
+    /// Time per byte that a long cable's handshake imposes (a floor).
+    pub handshake_per_byte: Duration,
     /// Propagation delay.
     pub delay: Duration,
     /// Cells the transmit buffer holds (the one being sent included).
@@ -49,6 +58,8 @@ impl LinkSpec {
     pub fn clean(rate: f64, delay: Duration, buffer: usize) -> Self {
         LinkSpec {
             rate,
+            per_byte: Duration::ZERO,
+            handshake_per_byte: Duration::ZERO,
             delay,
             buffer,
             loss: 0.0,
@@ -98,10 +109,12 @@ impl fmt::Display for SimError {
 
 impl std::error::Error for SimError {}
 
-struct Dir {
+struct Dir<F> {
     to: (u32, PortId),
     spec: LinkSpec,
     cell_time: Duration,
+    /// Every frame takes `cell_time` (no per-byte terms).
+    fixed: bool,
     busy_until: Instant,
     /// Times at which cells still in the transmit buffer finish sending.
     departures: VecDeque<Instant>,
@@ -109,10 +122,10 @@ struct Dir {
     counters: DirCounters,
     /// Cells on the wire, in arrival order (a link is FIFO); only the head
     /// has an event in the queue.
-    arrivals: VecDeque<(Instant, CellBytes)>,
+    arrivals: VecDeque<(Instant, F)>,
 }
 
-impl Dir {
+impl<F> Dir<F> {
     fn next(&mut self) -> u64 {
         self.rng ^= self.rng >> 12;
         self.rng ^= self.rng << 25;
@@ -134,12 +147,12 @@ enum Kind {
     Wake { node: u32 },
 }
 
-/// The simulator.
-pub struct Sim {
-    nodes: Vec<Box<dyn SimNode>>,
+/// The simulator, for frames of type `F` (cells unless said otherwise).
+pub struct Sim<F: Frame = CellBytes> {
+    nodes: Vec<Box<dyn SimNode<F>>>,
     /// Per node, per port: the direction leaving it.
     out: Vec<Vec<Option<u32>>>,
-    dirs: Vec<Dir>,
+    dirs: Vec<Dir<F>>,
     queue: BinaryHeap<Reverse<(Instant, u64, Kind)>>,
     wake: Vec<Option<Instant>>,
     seq: u64,
@@ -149,16 +162,24 @@ pub struct Sim {
     events: u64,
     unconnected: u64,
     in_flight: u64,
-    outbox: Outbox,
-    tap: Option<Tap>,
+    outbox: Outbox<F>,
+    tap: Option<Tap<F>>,
 }
 
-/// Something that sees every cell as it is delivered to a port (captures).
-pub type Tap = Box<dyn FnMut(Instant, NodeId, PortId, &CellBytes)>;
+/// Something that sees every frame as it is delivered to a port (captures).
+pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F)>;
 
 impl Sim {
-    /// An empty simulation whose random streams derive from `seed`.
+    /// An empty cell-network simulation whose random streams derive from
+    /// `seed`.
     pub fn new(seed: u64) -> Self {
+        Self::with_frames(seed)
+    }
+}
+
+impl<F: Frame> Sim<F> {
+    /// An empty simulation of a network of `F` frames.
+    pub fn with_frames(seed: u64) -> Self {
         Sim {
             nodes: Vec::new(),
             out: Vec::new(),
@@ -178,12 +199,12 @@ impl Sim {
     }
 
     /// Adds a node.
-    pub fn add_node(&mut self, node: impl SimNode) -> NodeId {
+    pub fn add_node(&mut self, node: impl SimNode<F>) -> NodeId {
         self.add_boxed(Box::new(node))
     }
 
     /// Adds a node already boxed.
-    pub fn add_boxed(&mut self, node: Box<dyn SimNode>) -> NodeId {
+    pub fn add_boxed(&mut self, node: Box<dyn SimNode<F>>) -> NodeId {
         let id = self.nodes.len() as u32;
         self.out.push(vec![None; node.ports()]);
         self.nodes.push(node);
@@ -234,6 +255,7 @@ impl Sim {
                 to: (to.0, tp),
                 spec,
                 cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
+                fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
                 busy_until: Instant::ZERO,
                 departures: VecDeque::new(),
                 rng: mix | 1,
@@ -269,7 +291,7 @@ impl Sim {
                     let d = &mut self.dirs[dir as usize];
                     d.counters.delivered += 1;
                     let (node, port) = d.to;
-                    self.digest(at, node, port, &cell);
+                    self.digest(at, node, port, cell.bytes());
                     if let Some(tap) = self.tap.as_mut() {
                         tap(at, NodeId(node), port, &cell);
                     }
@@ -311,8 +333,8 @@ impl Sim {
         }
     }
 
-    /// Puts a node's sent cells on its links.
-    fn route(&mut self, node: u32, out: &mut Outbox) {
+    /// Puts a node's sent frames on its links.
+    fn route(&mut self, node: u32, out: &mut Outbox<F>) {
         let now = self.now;
         for (port, mut cell) in out.drain() {
             let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
@@ -329,15 +351,25 @@ impl Sim {
                 continue;
             }
             let start = d.busy_until.max(now);
-            d.busy_until = start + d.cell_time;
+            let time = if d.fixed {
+                d.cell_time
+            } else {
+                let len = cell.bytes().len() as i64;
+                let own = d.cell_time + Duration::from_nanos(d.spec.per_byte.as_nanos() * len);
+                own.max(Duration::from_nanos(
+                    d.spec.handshake_per_byte.as_nanos() * len,
+                ))
+            };
+            d.busy_until = start + time;
             d.departures.push_back(d.busy_until);
             if d.chance(d.spec.loss) {
                 d.counters.lost += 1;
                 continue;
             }
-            if d.chance(d.spec.bit_error) {
-                let bit = (d.next() % (53 * 8)) as usize;
-                cell[bit / 8] ^= 0x80 >> (bit % 8);
+            let bits = cell.bytes().len() as u64 * 8;
+            if bits > 0 && d.chance(d.spec.bit_error) {
+                let bit = (d.next() % bits) as usize;
+                cell.bytes_mut()[bit / 8] ^= 0x80 >> (bit % 8);
                 d.counters.errored += 1;
             }
             let arrive = d.busy_until + d.spec.delay;
@@ -351,7 +383,8 @@ impl Sim {
     }
 
     /// Folds a delivery into the trace digest, eight bytes at a time.
-    fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &CellBytes) {
+    #[inline(always)]
+    fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &[u8]) {
         let mut h = self.trace;
         let mut eat = |w: u64| {
             h = (h ^ w).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
@@ -366,8 +399,8 @@ impl Sim {
         self.trace = h;
     }
 
-    /// Shows every delivered cell to `tap` (time, receiving node and port).
-    pub fn set_tap(&mut self, tap: Tap) {
+    /// Shows every delivered frame to `tap` (time, receiving node and port).
+    pub fn set_tap(&mut self, tap: Tap<F>) {
         self.tap = Some(tap);
     }
 
@@ -408,19 +441,19 @@ impl Sim {
     }
 
     /// A node as a [`Node`], whatever its type.
-    pub fn node_dyn(&self, id: NodeId) -> Option<&dyn Node> {
-        let n: &dyn SimNode = self.nodes.get(id.0 as usize)?.as_ref();
+    pub fn node_dyn(&self, id: NodeId) -> Option<&dyn Node<F>> {
+        let n: &dyn SimNode<F> = self.nodes.get(id.0 as usize)?.as_ref();
         Some(n)
     }
 
     /// A node, by its concrete type.
-    pub fn node<T: Node + Any>(&self, id: NodeId) -> Option<&T> {
+    pub fn node<T: Node<F> + Any>(&self, id: NodeId) -> Option<&T> {
         let n: &dyn Any = self.nodes.get(id.0 as usize)?.as_ref();
         n.downcast_ref::<T>()
     }
 
     /// A node, by its concrete type, to change it between runs.
-    pub fn node_mut<T: Node + Any>(&mut self, id: NodeId) -> Option<&mut T> {
+    pub fn node_mut<T: Node<F> + Any>(&mut self, id: NodeId) -> Option<&mut T> {
         let n: &mut dyn Any = self.nodes.get_mut(id.0 as usize)?.as_mut();
         n.downcast_mut::<T>()
     }

@@ -816,6 +816,8 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     b,
                     LinkSpec {
                         rate,
+                        per_byte: Duration::ZERO,
+                        handshake_per_byte: Duration::ZERO,
                         delay,
                         buffer: d.buffer.max(1),
                         loss: d.loss.clamp(0.0, 1.0),
