@@ -1,0 +1,12 @@
+//! The ATOMIC LAN: variable-length packets source-routed through meshes
+//! of Mosaic nodes, hosts attached through host-interface nodes, and the
+//! Address Consultant (AC) that maps the network and hands out routes.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`wire`] | routes of (ΔX, ΔY) pairs, and the hosts', nodes' and ACs' messages |
+//!
+//! Nodes are sans-I/O [`aurora_net::Node`]s over `Vec<u8>` frames, so the
+//! same code runs in virtual time (`aurora_sim::Sim<Vec<u8>>`) and real time.
+
+pub mod wire;
