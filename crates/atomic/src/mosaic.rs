@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 use aurora_net::{Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use crate::wire::{self, Dir, Hop, InEdge, Kind, Msg, Route, MAX_EDGES, MAX_HOPS};
 

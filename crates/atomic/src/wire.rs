@@ -691,7 +691,7 @@ mod tests {
         assert_eq!(r.0, vec![(0, 1), (1, 0)]);
         let r = Route::from_steps(&[Dir::East, Dir::West]);
         assert_eq!(r.0, vec![(1, 0), (-1, 0)]);
-        let r = Route::from_steps(&vec![Dir::West; 130]);
+        let r = Route::from_steps(&[Dir::West; 130]);
         assert_eq!(r.0, vec![(-127, 0), (-3, 0)]);
         assert_eq!(r.steps().len(), 130);
         assert_eq!(
