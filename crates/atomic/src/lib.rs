@@ -5,6 +5,8 @@
 //! | module | what |
 //! |---|---|
 //! | [`wire`] | routes of (ΔX, ΔY) pairs, and the hosts', nodes' and ACs' messages |
+//! | [`ac`] | the Address Consultant: loop and flood mapping, host discovery, routes, bandwidth |
+//! | [`host`] | a host: link-level access, IP over ATOMIC with cached routes, an AC when it runs one |
 //! | [`layout`] | meshes, host nodes and cables as built; random layouts and their ground truth |
 //! | [`map`] | an AC's map: nodes by identifier, channels, hosts, shortest walks |
 //! | [`mosaic`] | a Mosaic node: wormhole hops, store-and-forward, probe records, flood mapping |
@@ -12,6 +14,8 @@
 //! Nodes are sans-I/O [`aurora_net::Node`]s over `Vec<u8>` frames, so the
 //! same code runs in virtual time (`aurora_sim::Sim<Vec<u8>>`) and real time.
 
+pub mod ac;
+pub mod host;
 pub mod layout;
 pub mod map;
 pub mod mosaic;

@@ -213,8 +213,17 @@ impl MosaicNode {
         pkt.push(in_port as u8);
     }
 
-    /// Moves one packet on from this node.
+    /// Moves one packet on from this node. A packet from a channel starts
+    /// with its current pair; a packet from the host starts with its first
+    /// pair, and an empty route ((0, 0) at once) comes straight back to the
+    /// host (loopback).
     fn route(&mut self, now: Instant, in_port: PortId, mut pkt: Vec<u8>, out: &mut Outbox<Vec<u8>>) {
+        if in_port == HOST_PORT && pkt.first_chunk::<2>() == Some(&[0, 0]) {
+            pkt.drain(..2);
+            self.record(&mut pkt, 0, in_port);
+            self.deliver(now, in_port, pkt, out);
+            return;
+        }
         loop {
             let Some(&[a, b]) = pkt.first_chunk::<2>() else {
                 self.drop(Drop::Truncated);
@@ -515,8 +524,8 @@ mod tests {
         assert_eq!(n.counters().stored, 1);
         // (0,0)(0,0): delivered, both pairs stripped.
         assert_eq!(run(&mut n, 2, vec![0, 0, 0, 0, 2, 0, 5]), vec![(4, vec![2, 0, 5])]);
-        // Loopback from the host: the same.
-        assert_eq!(run(&mut n, 4, vec![0, 0, 0, 0, 2, 0, 5]), vec![(4, vec![2, 0, 5])]);
+        // Loopback from the host: an empty route, (0,0) at once.
+        assert_eq!(run(&mut n, 4, vec![0, 0, 2, 0, 5]), vec![(4, vec![2, 0, 5])]);
     }
 
     #[test]

@@ -247,23 +247,57 @@ impl<F: Frame> Sim<F> {
                 Some(None) => {}
             }
         }
-        for ((from, fp), (to, tp), spec) in [(a, b, a_to_b), (b, a, b_to_a)] {
-            let k = self.dirs.len() as u32;
-            self.out[from.0 as usize][usize::from(fp)] = Some(k);
-            let mix = self.seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            self.dirs.push(Dir {
-                to: (to.0, tp),
-                spec,
-                cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
-                fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
-                busy_until: Instant::ZERO,
-                departures: VecDeque::new(),
-                rng: mix | 1,
-                counters: DirCounters::default(),
-                arrivals: VecDeque::new(),
-            });
-        }
+        self.add_dir(a, b, a_to_b);
+        self.add_dir(b, a, b_to_a);
         Ok(())
+    }
+
+    /// A one-way link from port `from`'s output to port `to`'s input (the
+    /// input may also receive from other links; the output must be free).
+    pub fn connect_oneway(
+        &mut self,
+        from: (NodeId, PortId),
+        to: (NodeId, PortId),
+        spec: LinkSpec,
+    ) -> Result<(), SimError> {
+        if !(spec.rate > 0.0 && spec.rate.is_finite()) {
+            return Err(SimError::BadRate(spec.rate));
+        }
+        match self
+            .out
+            .get(from.0 .0 as usize)
+            .and_then(|v| v.get(usize::from(from.1)))
+        {
+            None => return Err(SimError::NoSuchPort(from.0, from.1)),
+            Some(Some(_)) => return Err(SimError::PortTaken(from.0, from.1)),
+            Some(None) => {}
+        }
+        if self
+            .out
+            .get(to.0 .0 as usize)
+            .is_none_or(|v| usize::from(to.1) >= v.len())
+        {
+            return Err(SimError::NoSuchPort(to.0, to.1));
+        }
+        self.add_dir(from, to, spec);
+        Ok(())
+    }
+
+    fn add_dir(&mut self, (from, fp): (NodeId, PortId), (to, tp): (NodeId, PortId), spec: LinkSpec) {
+        let k = self.dirs.len() as u32;
+        self.out[from.0 as usize][usize::from(fp)] = Some(k);
+        let mix = self.seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.dirs.push(Dir {
+            to: (to.0, tp),
+            spec,
+            cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
+            fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
+            busy_until: Instant::ZERO,
+            departures: VecDeque::new(),
+            rng: mix | 1,
+            counters: DirCounters::default(),
+            arrivals: VecDeque::new(),
+        });
     }
 
     /// Runs every event up to and including `end`; the clock then reads `end`.

@@ -1,0 +1,621 @@
+//! The Address Consultant: maps the network, hands out routes, and maps
+//! again from time to time.
+//!
+//! **Loop mapping** (symmetric, consistent networks): breadth first from
+//! the AC's own node. For each known node n (walk P from the AC) and each
+//! direction d whose channel is not yet known, one probe goes out along
+//! P, one hop d, one hop back, and back along P, with a pair ending at
+//! every hop; every node where a pair ends appends its identifier, so a
+//! returning probe names the node found at P + d. A known identifier is a
+//! channel to a known node; a new one is a new node, probed from in the
+//! next round. A probe that does not come back within the timeout means no
+//! channel there. Each channel is probed at most once from each end, so a
+//! mesh costs fewer than four probes per node.
+//!
+//! **Flood mapping** (any strongly connected network): one explore message
+//! from the AC's node spreads over every channel; each node notes every
+//! channel it arrives by and the walk it first came along, and floods one
+//! report back; the AC gets each report with the walk it took, which is
+//! the node's way back to the AC. Non-symmetric and non-consistent
+//! networks are mapped this way; it costs messages in the network (every
+//! node forwards every report once), not probes from the AC.
+//!
+//! After either, each node is asked whether a host is attached (the query
+//! carries the way back), hosts answer with their addresses, and every
+//! host is told the way to the AC. A map that differs from the last one
+//! gets a new epoch; hosts drop routes of older epochs.
+//!
+//! Routes are shortest walks on the map. A request declaring a bandwidth
+//! gets a walk that avoids channels already carrying declared flows if one
+//! exists, and its channels are then counted as carrying it.
+
+use std::net::Ipv4Addr;
+
+use aurora_net::Outbox;
+use aurora_time::{Duration, Instant};
+use rustc_hash::FxHashMap;
+
+use crate::map::{Channel, HostEntry, Map};
+use crate::wire::{Dir, Hop, Msg, Route};
+
+/// How an AC maps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Loop probes (symmetric, consistent networks).
+    Loops,
+    /// Flooding (any network).
+    Flood,
+}
+
+/// An AC's settings.
+#[derive(Clone, Copy, Debug)]
+pub struct AcConfig {
+    /// How it maps.
+    pub method: Method,
+    /// How long a round of probes (or host queries) may take.
+    pub probe_timeout: Duration,
+    /// How long a flood may take to come back.
+    pub flood_timeout: Duration,
+    /// Time from one mapping to the next.
+    pub remap: Duration,
+}
+
+impl Default for AcConfig {
+    fn default() -> Self {
+        AcConfig {
+            method: Method::Loops,
+            probe_timeout: Duration::from_millis(2),
+            flood_timeout: Duration::from_millis(20),
+            remap: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Figures of one mapping.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MapStats {
+    /// When it began.
+    pub started: Instant,
+    /// When the map was complete.
+    pub finished: Instant,
+    /// Mosaic nodes found.
+    pub nodes: usize,
+    /// Channels found.
+    pub channels: usize,
+    /// Hosts found.
+    pub hosts: usize,
+    /// Messages the AC sent to map (probes, explore, host queries).
+    pub probes: u64,
+    /// The epoch the map got.
+    pub epoch: u32,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Idle,
+    /// Waiting for the AC's own node to name itself.
+    Own { deadline: Instant },
+    /// Waiting for a round of loop probes.
+    Loops {
+        deadline: Instant,
+        outstanding: FxHashMap<u32, (usize, Dir)>,
+        next: Vec<usize>,
+    },
+    /// Waiting for a flood's reports.
+    Flood { deadline: Instant },
+    /// Waiting for hosts to answer.
+    Hosts {
+        deadline: Instant,
+        outstanding: FxHashMap<u32, usize>,
+    },
+}
+
+#[derive(Debug)]
+struct Reservation {
+    channels: Vec<(u64, Dir)>,
+}
+
+/// The AC.
+#[derive(Debug)]
+pub struct Ac {
+    id: u64,
+    addr: Ipv4Addr,
+    host: u64,
+    cfg: AcConfig,
+    phase: Phase,
+    building: Map,
+    map: Map,
+    epoch: u32,
+    seq: u32,
+    floods: u32,
+    flood: u64,
+    next_map: Instant,
+    current: MapStats,
+    history: Vec<MapStats>,
+    reservations: Vec<Reservation>,
+    /// Nodes a flood reported a host on, to ask.
+    flood_hosts: Vec<usize>,
+    /// Routes handed out.
+    pub routes_given: u64,
+    /// Requests for unknown addresses or without a path.
+    pub routes_refused: u64,
+}
+
+/// Most mappings remembered.
+pub const HISTORY: usize = 64;
+/// Most bandwidth reservations held.
+pub const MAX_RESERVATIONS: usize = 4096;
+
+impl Ac {
+    /// An AC with identifier `id` on the host `host` at `addr`, mapping
+    /// first at `now`.
+    pub fn new(id: u64, addr: Ipv4Addr, host: u64, cfg: AcConfig, now: Instant) -> Self {
+        Ac {
+            id,
+            addr,
+            host,
+            cfg,
+            phase: Phase::Idle,
+            building: Map::new(),
+            map: Map::new(),
+            epoch: 0,
+            seq: 0,
+            floods: 0,
+            flood: 0,
+            next_map: now,
+            current: MapStats::default(),
+            history: Vec::new(),
+            reservations: Vec::new(),
+            flood_hosts: Vec::new(),
+            routes_given: 0,
+            routes_refused: 0,
+        }
+    }
+
+    /// Its identifier.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The last complete map.
+    pub fn map(&self) -> &Map {
+        &self.map
+    }
+
+    /// Its epoch (0 before the first map).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Figures of every mapping so far (the last [`HISTORY`]).
+    pub fn history(&self) -> &[MapStats] {
+        &self.history
+    }
+
+    fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+
+    fn send(&mut self, route: &Route, m: &Msg, out: &mut Outbox<Vec<u8>>) {
+        out.push(0, m.packet(route));
+    }
+
+    /// When the AC next needs to run.
+    pub fn poll_at(&self) -> Option<Instant> {
+        Some(match &self.phase {
+            Phase::Idle => self.next_map,
+            Phase::Own { deadline }
+            | Phase::Loops { deadline, .. }
+            | Phase::Flood { deadline }
+            | Phase::Hosts { deadline, .. } => *deadline,
+        })
+    }
+
+    /// Time-driven work: starting a mapping, ending a round.
+    pub fn poll(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        match &self.phase {
+            Phase::Idle if now >= self.next_map => self.start(now, out),
+            Phase::Own { deadline } if now >= *deadline => {
+                // Not even our own node answered: the interface is dead.
+                self.finish(now, out);
+            }
+            Phase::Loops { deadline, .. } if now >= *deadline => self.round_over(now, out),
+            Phase::Flood { deadline } if now >= *deadline => self.ask_hosts(now, out),
+            Phase::Hosts { deadline, .. } if now >= *deadline => self.finish(now, out),
+            _ => {}
+        }
+    }
+
+    fn start(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        self.building = Map::new();
+        self.current = MapStats {
+            started: now,
+            ..MapStats::default()
+        };
+        match self.cfg.method {
+            Method::Loops => {
+                // Our own node first: a probe with an empty route loops
+                // back through it.
+                let seq = self.next_seq();
+                let m = Msg::Probe {
+                    ac: self.id,
+                    seq,
+                    hops: Vec::new(),
+                };
+                self.current.probes += 1;
+                self.send(&Route::default(), &m, out);
+                self.phase = Phase::Own {
+                    deadline: now + self.cfg.probe_timeout,
+                };
+            }
+            Method::Flood => {
+                self.floods = self.floods.wrapping_add(1);
+                self.flood = self.id.rotate_left(17) ^ u64::from(self.floods);
+                let m = Msg::Explore {
+                    flood: self.flood,
+                    hops: Vec::new(),
+                };
+                self.current.probes += 1;
+                self.send(&Route::default(), &m, out);
+                self.phase = Phase::Flood {
+                    deadline: now + self.cfg.flood_timeout,
+                };
+            }
+        }
+    }
+
+    /// Sends the probes for every unknown channel of `nodes`.
+    fn probe_round(&mut self, now: Instant, nodes: Vec<usize>, out: &mut Outbox<Vec<u8>>) {
+        let mut outstanding = FxHashMap::default();
+        for n in nodes {
+            for d in Dir::ALL {
+                if self.building.nodes[n].out[d as usize] != Channel::Unknown {
+                    continue;
+                }
+                let path = self.building.nodes[n].path.clone();
+                let mut steps = path.clone();
+                steps.push(d);
+                steps.push(d.opposite());
+                steps.extend(path.iter().rev().map(|s| s.opposite()));
+                let seq = self.next_seq();
+                outstanding.insert(seq, (n, d));
+                let m = Msg::Probe {
+                    ac: self.id,
+                    seq,
+                    hops: Vec::new(),
+                };
+                self.current.probes += 1;
+                self.send(&Route::one_pair_per_step(&steps), &m, out);
+            }
+        }
+        if outstanding.is_empty() {
+            self.ask_hosts(now, out);
+            return;
+        }
+        self.phase = Phase::Loops {
+            deadline: now + self.cfg.probe_timeout,
+            outstanding,
+            next: Vec::new(),
+        };
+    }
+
+    /// A round ended (all back, or time up): unanswered channels are
+    /// absent; new nodes are probed from next.
+    fn round_over(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        let Phase::Loops {
+            outstanding, next, ..
+        } = std::mem::replace(&mut self.phase, Phase::Idle)
+        else {
+            return;
+        };
+        for (_, (n, d)) in outstanding {
+            if self.building.nodes[n].out[d as usize] == Channel::Unknown {
+                self.building.nodes[n].out[d as usize] = Channel::Absent;
+            }
+        }
+        self.probe_round(now, next, out);
+    }
+
+    fn probe_back(&mut self, now: Instant, seq: u32, hops: Vec<Hop>, out: &mut Outbox<Vec<u8>>) {
+        let round_done = match &mut self.phase {
+            Phase::Own { .. } => {
+                // The loopback probe: our node named itself.
+                let Some(me) = hops.last() else { return };
+                let (root, _) = self.building.add(me.node, Vec::new(), Some(Vec::new()));
+                self.building.nodes[root].host = Some(HostEntry {
+                    addr: self.addr,
+                    host: self.host,
+                });
+                self.probe_round(now, vec![root], out);
+                return;
+            }
+            Phase::Loops {
+                outstanding, next, ..
+            } => {
+                let Some((n, d)) = outstanding.remove(&seq) else {
+                    return;
+                };
+                let at = self.building.nodes[n].path.len();
+                // The node one hop on, then n again: anything else is a
+                // network this method cannot map (the channel counts as
+                // absent).
+                if let (Some(found), Some(again)) = (hops.get(at), hops.get(at + 1)) {
+                    if again.node == self.building.nodes[n].id {
+                        let mut path = self.building.nodes[n].path.clone();
+                        path.push(d);
+                        let back: Vec<Dir> = path.iter().rev().map(|s| s.opposite()).collect();
+                        let (c, new) = self.building.add(found.node, path, Some(back));
+                        self.building.nodes[n].out[d as usize] = Channel::To(c);
+                        // The probe came back through c's opposite channel.
+                        self.building.nodes[c].out[d.opposite() as usize] = Channel::To(n);
+                        if new {
+                            next.push(c);
+                        }
+                    }
+                }
+                outstanding.is_empty()
+            }
+            _ => false,
+        };
+        if round_done {
+            self.round_over(now, out);
+        }
+    }
+
+    fn report(
+        &mut self,
+        flood: u64,
+        origin: u64,
+        host: bool,
+        edges: &[crate::wire::InEdge],
+        path: &[Hop],
+        back: &[Hop],
+    ) {
+        if !matches!(self.phase, Phase::Flood { .. }) || flood != self.flood {
+            return;
+        }
+        let steps: Vec<Dir> = path.iter().filter_map(|h| Dir::from_port(h.port)).collect();
+        let back: Vec<Dir> = back.iter().filter_map(|h| Dir::from_port(h.port)).collect();
+        let (x, _) = self.building.add(origin, steps.clone(), None);
+        {
+            let n = &mut self.building.nodes[x];
+            // The first report copy to arrive came the shortest way.
+            if n.back.is_none() {
+                n.path = steps;
+                n.back = Some(back);
+            }
+            if host && path.is_empty() {
+                // The AC's own node.
+                n.host = Some(HostEntry {
+                    addr: self.addr,
+                    host: self.host,
+                });
+            }
+        }
+        for e in edges {
+            let (from, _) = self.building.add(e.from.node, Vec::new(), None);
+            if let Some(d) = Dir::from_port(e.from.port) {
+                self.building.nodes[from].out[d as usize] = Channel::To(x);
+            }
+        }
+        if host && !path.is_empty() && !self.flood_hosts.contains(&x) {
+            self.flood_hosts.push(x);
+        }
+    }
+
+    /// Asks every node found whether a host is attached.
+    fn ask_hosts(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        // Nodes only ever named as a channel's source (a flood edge from a
+        // node whose report never came) are not mapped.
+        let keep: Vec<bool> = self
+            .building
+            .nodes
+            .iter()
+            .map(|n| n.back.is_some())
+            .collect();
+        let mut outstanding = FxHashMap::default();
+        for (i, n) in self.building.nodes.iter().enumerate() {
+            if !keep[i] || n.host.is_some() {
+                continue;
+            }
+            if self.cfg.method == Method::Flood && !self.flood_hosts.contains(&i) {
+                continue;
+            }
+            let Some(back) = n.back.clone() else { continue };
+            let seq = self.seq.wrapping_add(1);
+            self.seq = seq;
+            outstanding.insert(seq, i);
+            let m = Msg::HostQuery {
+                ac: self.id,
+                seq,
+                back: Route::from_steps(&back),
+            };
+            let route = Route::from_steps(&n.path);
+            out.push(0, m.packet(&route));
+            self.current.probes += 1;
+        }
+        self.flood_hosts.clear();
+        if outstanding.is_empty() {
+            self.finish(now, out);
+            return;
+        }
+        self.phase = Phase::Hosts {
+            deadline: now + self.cfg.probe_timeout,
+            outstanding,
+        };
+    }
+
+    fn host_info(
+        &mut self,
+        now: Instant,
+        seq: u32,
+        addr: [u8; 4],
+        host: u64,
+        out: &mut Outbox<Vec<u8>>,
+    ) {
+        let Phase::Hosts { outstanding, .. } = &mut self.phase else {
+            return;
+        };
+        let Some(n) = outstanding.remove(&seq) else {
+            return;
+        };
+        let done = outstanding.is_empty();
+        self.building.nodes[n].host = Some(HostEntry {
+            addr: Ipv4Addr::from(addr),
+            host,
+        });
+        if done {
+            self.finish(now, out);
+        }
+    }
+
+    /// The map is complete: keep it, give it an epoch if it changed, tell
+    /// every host the way here.
+    fn finish(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        self.phase = Phase::Idle;
+        self.next_map = now + self.cfg.remap;
+        // Drop nodes with no way back (flood edges from unmapped nodes).
+        let mut map = Map::new();
+        let keep: Vec<usize> = (0..self.building.nodes.len())
+            .filter(|&i| self.building.nodes[i].back.is_some())
+            .collect();
+        for &i in &keep {
+            let n = &self.building.nodes[i];
+            let (j, _) = map.add(n.id, n.path.clone(), n.back.clone());
+            map.nodes[j].host = n.host;
+        }
+        for &i in &keep {
+            let n = self.building.nodes[i].clone();
+            let j = map.find(n.id).expect("added");
+            for d in Dir::ALL {
+                map.nodes[j].out[d as usize] = match n.out[d as usize] {
+                    Channel::To(k) => match map.find(self.building.nodes[k].id) {
+                        Some(m) => Channel::To(m),
+                        None => Channel::Absent,
+                    },
+                    other => other,
+                };
+            }
+        }
+        let changed = map.edges() != self.map.edges() || map.hosts() != self.map.hosts();
+        if changed || self.epoch == 0 {
+            self.epoch = self.epoch.wrapping_add(1);
+            // Reservations were for the old map's channels.
+            self.reservations.clear();
+        }
+        self.map = map;
+        self.current.finished = now;
+        self.current.nodes = self.map.nodes.len();
+        self.current.channels = self.map.edges().len();
+        self.current.hosts = self.map.hosts().len();
+        self.current.epoch = self.epoch;
+        if self.history.len() >= HISTORY {
+            self.history.remove(0);
+        }
+        self.history.push(self.current);
+        self.announce(out);
+    }
+
+    /// Tells every host the way to the AC.
+    fn announce(&mut self, out: &mut Outbox<Vec<u8>>) {
+        for i in 0..self.map.nodes.len() {
+            let n = &self.map.nodes[i];
+            let Some(h) = n.host else { continue };
+            if h.host == self.host {
+                continue;
+            }
+            let Some(back) = n.back.clone() else { continue };
+            let m = Msg::Announce {
+                ac: self.id,
+                epoch: self.epoch,
+                addr: self.addr.octets(),
+                to_ac: Route::from_steps(&back),
+            };
+            let route = Route::from_steps(&n.path);
+            out.push(0, m.packet(&route));
+        }
+    }
+
+    /// A route from the host at `src` to the host at `dst`: the reply to
+    /// send, and the walk (for the AC's own host).
+    pub fn route(&mut self, src: Ipv4Addr, dst: Ipv4Addr, kbps: u32) -> (u8, Route) {
+        let (Some(a), Some(b)) = (self.map.host_node(src), self.map.host_node(dst)) else {
+            self.routes_refused += 1;
+            return (1, Route::default());
+        };
+        let busy: Vec<(usize, Dir)> = self
+            .reservations
+            .iter()
+            .flat_map(|r| r.channels.iter())
+            .filter_map(|&(id, d)| self.map.find(id).map(|n| (n, d)))
+            .collect();
+        let walk = if kbps > 0 {
+            self.map
+                .walk(a, b, &|n, d| busy.contains(&(n, d)))
+                .or_else(|| self.map.walk(a, b, &|_, _| false))
+        } else {
+            self.map.walk(a, b, &|_, _| false)
+        };
+        let Some(walk) = walk else {
+            self.routes_refused += 1;
+            return (2, Route::default());
+        };
+        if kbps > 0 && self.reservations.len() < MAX_RESERVATIONS {
+            let mut at = a;
+            let mut channels = Vec::new();
+            for &d in &walk {
+                channels.push((self.map.nodes[at].id, d));
+                if let Channel::To(m) = self.map.nodes[at].out[d as usize] {
+                    at = m;
+                }
+            }
+            self.reservations.push(Reservation { channels });
+        }
+        self.routes_given += 1;
+        (0, Route::from_steps(&walk))
+    }
+
+    /// A message for the AC arrived at its host.
+    pub fn receive(&mut self, now: Instant, msg: Msg, out: &mut Outbox<Vec<u8>>) {
+        match msg {
+            Msg::Probe { ac, seq, hops } if ac == self.id => self.probe_back(now, seq, hops, out),
+            Msg::HostInfo {
+                ac,
+                seq,
+                addr,
+                host,
+            } if ac == self.id => self.host_info(now, seq, addr, host, out),
+            Msg::Report {
+                flood,
+                origin,
+                host,
+                edges,
+                path,
+                back,
+            } => self.report(flood, origin, host, &edges, &path, &back),
+            Msg::RouteRequest {
+                seq,
+                src,
+                dst,
+                kbps,
+            } => {
+                let src = Ipv4Addr::from(src);
+                let (status, route) = self.route(src, Ipv4Addr::from(dst), kbps);
+                // Reply along the asker's way from here.
+                if let Some(n) = self.map.host_node(src) {
+                    let path = self.map.nodes[n].path.clone();
+                    let m = Msg::RouteReply {
+                        seq,
+                        dst,
+                        status,
+                        epoch: self.epoch,
+                        route,
+                    };
+                    out.push(0, m.packet(&Route::from_steps(&path)));
+                }
+            }
+            _ => {}
+        }
+    }
+}
