@@ -94,7 +94,9 @@ pub struct MapStats {
 enum Phase {
     Idle,
     /// Waiting for the AC's own node to name itself.
-    Own { deadline: Instant },
+    Own {
+        deadline: Instant,
+    },
     /// Waiting for a round of loop probes.
     Loops {
         deadline: Instant,
@@ -102,7 +104,9 @@ enum Phase {
         next: Vec<usize>,
     },
     /// Waiting for a flood's reports.
-    Flood { deadline: Instant },
+    Flood {
+        deadline: Instant,
+    },
     /// Waiting for hosts to answer.
     Hosts {
         deadline: Instant,

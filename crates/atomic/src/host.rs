@@ -198,7 +198,8 @@ fn flow_packet(src: Ipv4Addr, dst: Ipv4Addr, seq: u64, size: usize) -> Vec<u8> {
 impl AtomicHost {
     /// A host with `cfg`, starting at `now`.
     pub fn new(cfg: HostConfig, now: Instant) -> Self {
-        let ac = (cfg.role == AcRole::Always).then(|| Ac::new(cfg.id, cfg.addr, cfg.id, cfg.ac, now));
+        let ac =
+            (cfg.role == AcRole::Always).then(|| Ac::new(cfg.id, cfg.addr, cfg.id, cfg.ac, now));
         let takeover_at = (cfg.role == AcRole::Auto).then(|| now + Self::wait(&cfg));
         AtomicHost {
             cfg,
@@ -230,6 +231,11 @@ impl AtomicHost {
     /// Its AC, if it runs one.
     pub fn ac(&self) -> Option<&Ac> {
         self.ac.as_ref()
+    }
+
+    /// Its AC, to ask it directly.
+    pub fn ac_mut(&mut self) -> Option<&mut Ac> {
+        self.ac.as_mut()
     }
 
     /// Stops its AC (as if the AC program were killed); an `Auto` host may
@@ -275,7 +281,13 @@ impl AtomicHost {
 
     /// Sends a raw packet along `route` to channel `channel` of the host
     /// at its end (link-level access: loops come back to this host).
-    pub fn send_raw(&mut self, route: &Route, channel: u16, data: &[u8], out: &mut Outbox<Vec<u8>>) {
+    pub fn send_raw(
+        &mut self,
+        route: &Route,
+        channel: u16,
+        data: &[u8],
+        out: &mut Outbox<Vec<u8>>,
+    ) {
         self.counters.raw[1] += 1;
         let m = Msg::Raw {
             channel,
@@ -336,7 +348,14 @@ impl AtomicHost {
         out.push(0, m.packet(&s.to_ac));
     }
 
-    fn learn(&mut self, now: Instant, dst: Ipv4Addr, route: Route, epoch: u32, out: &mut Outbox<Vec<u8>>) {
+    fn learn(
+        &mut self,
+        now: Instant,
+        dst: Ipv4Addr,
+        route: Route,
+        epoch: u32,
+        out: &mut Outbox<Vec<u8>>,
+    ) {
         self.asked.remove(&dst);
         if self.routes.len() >= MAX_ROUTES && !self.routes.contains_key(&dst) {
             self.routes.clear();
@@ -425,7 +444,10 @@ impl AtomicHost {
         if !take {
             return;
         }
-        let newer_map = self.server.as_ref().is_none_or(|s| s.id != ac || s.epoch != epoch);
+        let newer_map = self
+            .server
+            .as_ref()
+            .is_none_or(|s| s.id != ac || s.epoch != epoch);
         self.server = Some(KnownAc {
             id: ac,
             to_ac,
@@ -500,7 +522,13 @@ impl Node<Vec<u8>> for AtomicHost {
         1
     }
 
-    fn receive(&mut self, now: Instant, _port: PortId, frames: &[Vec<u8>], out: &mut Outbox<Vec<u8>>) {
+    fn receive(
+        &mut self,
+        now: Instant,
+        _port: PortId,
+        frames: &[Vec<u8>],
+        out: &mut Outbox<Vec<u8>>,
+    ) {
         for f in frames {
             match Msg::parse(f) {
                 Ok(m) => self.message(now, m, out),
@@ -531,7 +559,13 @@ impl Node<Vec<u8>> for AtomicHost {
                 self.takeover_at = Some(now + Self::wait(&self.cfg));
             } else {
                 self.counters.ac_takeovers += 1;
-                self.ac = Some(Ac::new(self.cfg.id, self.cfg.addr, self.cfg.id, self.cfg.ac, now));
+                self.ac = Some(Ac::new(
+                    self.cfg.id,
+                    self.cfg.addr,
+                    self.cfg.id,
+                    self.cfg.ac,
+                    now,
+                ));
                 self.takeover_at = None;
             }
         }

@@ -18,6 +18,9 @@ use aurora_time::Duration;
 
 use crate::wire::Dir;
 
+/// Channels as (from node id, direction, to node id).
+pub type Edges = BTreeSet<(u64, Dir, u64)>;
+
 /// One Mosaic node of a layout.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayoutNode {
@@ -76,7 +79,7 @@ impl Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
     /// The next number.
-    pub fn next(&mut self) -> u64 {
+    pub fn draw(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -84,14 +87,14 @@ impl Rng {
     }
     /// A number below `n` (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.draw() % n.max(1) as u64) as usize
     }
 }
 
 impl Layout {
     fn node(&mut self, rng: &mut Rng, host: Option<Ipv4Addr>, mesh: Option<usize>) -> usize {
         self.nodes.push(LayoutNode {
-            id: rng.next(),
+            id: rng.draw(),
             host,
             mesh,
         });
@@ -115,7 +118,9 @@ impl Layout {
     /// An n × n mesh board; returns its nodes, row by row from the South
     /// West corner.
     fn mesh(&mut self, rng: &mut Rng, n: usize, mesh: usize) -> Vec<usize> {
-        let ids: Vec<usize> = (0..n * n).map(|_| self.node(rng, None, Some(mesh))).collect();
+        let ids: Vec<usize> = (0..n * n)
+            .map(|_| self.node(rng, None, Some(mesh)))
+            .collect();
         for y in 0..n {
             for x in 0..n {
                 if x + 1 < n {
@@ -134,7 +139,9 @@ impl Layout {
     pub fn grid(w: usize, h: usize, hosts: &[(usize, usize)], seed: u64) -> Layout {
         let mut rng = Rng::new(seed);
         let mut l = Layout::default();
-        let ids: Vec<usize> = (0..w * h).map(|_| l.node(&mut rng, None, Some(0))).collect();
+        let ids: Vec<usize> = (0..w * h)
+            .map(|_| l.node(&mut rng, None, Some(0)))
+            .collect();
         for y in 0..h {
             for x in 0..w {
                 if x + 1 < w {
@@ -309,7 +316,10 @@ impl Layout {
 
     /// The channels and hosts an AC at node `start` can map: both ends in
     /// its strong component.
-    pub fn truth_from(&self, start: usize) -> (BTreeSet<(u64, Dir, u64)>, BTreeSet<(u64, Ipv4Addr)>) {
+    pub fn truth_from(
+        &self,
+        start: usize,
+    ) -> (Edges, BTreeSet<(u64, Ipv4Addr)>) {
         let c = self.strong_component(start);
         let edges = self
             .wires
@@ -328,10 +338,7 @@ impl Layout {
     pub fn is_symmetric_and_consistent(&self) -> bool {
         self.wires.iter().all(|w| {
             w.to.1 == w.from.1.opposite()
-                && self
-                    .wires
-                    .iter()
-                    .any(|v| v.from == w.to && v.to == w.from)
+                && self.wires.iter().any(|v| v.from == w.to && v.to == w.from)
         })
     }
 
@@ -365,7 +372,9 @@ pub fn channel_spec(feet: f64) -> LinkSpec {
         per_byte: Duration::from_nanos(16),
         handshake_per_byte: Duration::from_nanos((13.0 + 3.0 * feet).round() as i64),
         delay: Duration::from_nanos((1.5 * feet).round() as i64),
-        buffer: 64,
+        // A Mosaic channel pushes back rather than drops; the node's
+        // memory holds what waits (flood mapping sends bursts).
+        buffer: 65_536,
         loss: 0.0,
         bit_error: 0.0,
     }
@@ -444,6 +453,17 @@ impl Built {
         self.sim.node_mut(*id)
     }
 
+    /// Gives the host at `a` a flow to send (from the flow's start time).
+    pub fn add_flow(&mut self, a: Ipv4Addr, f: crate::host::IpFlow) -> Option<usize> {
+        let (_, id, _) = *self.hosts.iter().find(|h| h.0 == a)?;
+        let i = self
+            .sim
+            .node_mut::<crate::host::AtomicHost>(id)?
+            .add_flow(f);
+        self.sim.touch(id);
+        Some(i)
+    }
+
     /// Layout node `n`'s Mosaic node, to change (cut a channel, take it down).
     pub fn node_mut(&mut self, n: usize) -> Option<&mut crate::mosaic::MosaicNode> {
         let id = *self.mosaic.get(n)?;
@@ -486,7 +506,7 @@ impl Layout {
         let mut rng = Rng::new(seed ^ 0x4057);
         for (i, n) in self.nodes.iter().enumerate() {
             let Some(addr) = n.host else { continue };
-            let cfg = host(addr, rng.next());
+            let cfg = host(addr, rng.draw());
             let h = sim.add_node(AtomicHost::new(cfg, aurora_time::Instant::ZERO));
             sim.connect((h, 0), (mosaic[i], HOST_PORT), interface_spec())?;
             hosts.push((addr, h, i));

@@ -185,7 +185,10 @@ mod tests {
         link(0, Dir::North, 2);
         link(1, Dir::North, 3);
         link(2, Dir::East, 3);
-        assert_eq!(m.walk(0, 3, &|_, _| false), Some(vec![Dir::East, Dir::North]));
+        assert_eq!(
+            m.walk(0, 3, &|_, _| false),
+            Some(vec![Dir::East, Dir::North])
+        );
         assert_eq!(
             m.walk(0, 3, &|n, d| n == 0 && d == Dir::East),
             Some(vec![Dir::North, Dir::East])

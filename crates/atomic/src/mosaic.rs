@@ -22,7 +22,7 @@ use aurora_net::{Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 use rustc_hash::FxHashSet;
 
-use crate::wire::{self, Dir, Hop, InEdge, Kind, Msg, Route, MAX_EDGES, MAX_HOPS};
+use crate::wire::{self, Dir, Hop, InEdge, Kind, Msg, MAX_EDGES, MAX_HOPS};
 
 /// The port to the host, on host-interface nodes.
 pub const HOST_PORT: PortId = 4;
@@ -217,7 +217,13 @@ impl MosaicNode {
     /// with its current pair; a packet from the host starts with its first
     /// pair, and an empty route ((0, 0) at once) comes straight back to the
     /// host (loopback).
-    fn route(&mut self, now: Instant, in_port: PortId, mut pkt: Vec<u8>, out: &mut Outbox<Vec<u8>>) {
+    fn route(
+        &mut self,
+        now: Instant,
+        in_port: PortId,
+        mut pkt: Vec<u8>,
+        out: &mut Outbox<Vec<u8>>,
+    ) {
         if in_port == HOST_PORT && pkt.first_chunk::<2>() == Some(&[0, 0]) {
             pkt.drain(..2);
             self.record(&mut pkt, 0, in_port);
@@ -354,7 +360,7 @@ impl MosaicNode {
                 node: self.id,
                 port: d as u8,
             });
-            let pkt = Msg::Explore { flood, hops: h }.packet(&Route(vec![d.step()]));
+            let pkt = one_hop(&Msg::Explore { flood, hops: h });
             self.counters.flood_out += 1;
             self.send(d, pkt, out);
         }
@@ -412,7 +418,9 @@ impl MosaicNode {
                 back: back.clone(),
             };
             self.counters.to_host += 1;
-            out.push(HOST_PORT, m.packet(&Route::default()));
+            let mut payload = Vec::new();
+            m.emit(&mut payload);
+            out.push(HOST_PORT, payload);
         }
         if back.len() >= MAX_HOPS {
             self.drop(Drop::TooManyHops);
@@ -436,9 +444,18 @@ impl MosaicNode {
                 back: b,
             };
             self.counters.flood_out += 1;
-            self.send(d, m.packet(&Route(vec![d.step()])), out);
+            self.send(d, one_hop(&m), out);
         }
     }
+}
+
+/// A message for the node at the far end of a channel: a pair already
+/// spent (this node sends it straight out) and the terminator, so the
+/// next node delivers it.
+fn one_hop(m: &Msg) -> Vec<u8> {
+    let mut v = vec![0, 0, 0, 0];
+    m.emit(&mut v);
+    v
 }
 
 impl Node<Vec<u8>> for MosaicNode {
@@ -497,6 +514,7 @@ impl Node<Vec<u8>> for MosaicNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Route;
 
     fn run(n: &mut MosaicNode, port: PortId, pkt: Vec<u8>) -> Vec<(PortId, Vec<u8>)> {
         let mut out = Outbox::default();
@@ -507,10 +525,22 @@ mod tests {
     #[test]
     fn the_leading_pair_moves_x_first_then_y() {
         let mut n = MosaicNode::new(1, true, [true; 4]);
-        assert_eq!(run(&mut n, 4, vec![2, 3, 0, 0, 9]), vec![(0, vec![1, 3, 0, 0, 9])]);
-        assert_eq!(run(&mut n, 1, vec![0, 3, 0, 0, 9]), vec![(2, vec![0, 2, 0, 0, 9])]);
-        assert_eq!(run(&mut n, 1, vec![0xFE, 0, 0, 0]), vec![(1, vec![0xFF, 0, 0, 0])]);
-        assert_eq!(run(&mut n, 1, vec![0, 0xFD, 0, 0]), vec![(3, vec![0, 0xFE, 0, 0])]);
+        assert_eq!(
+            run(&mut n, 4, vec![2, 3, 0, 0, 9]),
+            vec![(0, vec![1, 3, 0, 0, 9])]
+        );
+        assert_eq!(
+            run(&mut n, 1, vec![0, 3, 0, 0, 9]),
+            vec![(2, vec![0, 2, 0, 0, 9])]
+        );
+        assert_eq!(
+            run(&mut n, 1, vec![0xFE, 0, 0, 0]),
+            vec![(1, vec![0xFF, 0, 0, 0])]
+        );
+        assert_eq!(
+            run(&mut n, 1, vec![0, 0xFD, 0, 0]),
+            vec![(3, vec![0, 0xFE, 0, 0])]
+        );
     }
 
     #[test]
@@ -523,9 +553,15 @@ mod tests {
         );
         assert_eq!(n.counters().stored, 1);
         // (0,0)(0,0): delivered, both pairs stripped.
-        assert_eq!(run(&mut n, 2, vec![0, 0, 0, 0, 2, 0, 5]), vec![(4, vec![2, 0, 5])]);
+        assert_eq!(
+            run(&mut n, 2, vec![0, 0, 0, 0, 2, 0, 5]),
+            vec![(4, vec![2, 0, 5])]
+        );
         // Loopback from the host: an empty route, (0,0) at once.
-        assert_eq!(run(&mut n, 4, vec![0, 0, 2, 0, 5]), vec![(4, vec![2, 0, 5])]);
+        assert_eq!(
+            run(&mut n, 4, vec![0, 0, 2, 0, 5]),
+            vec![(4, vec![2, 0, 5])]
+        );
     }
 
     #[test]
@@ -576,7 +612,10 @@ mod tests {
             Msg::Probe {
                 ac: 1,
                 seq: 2,
-                hops: vec![Hop { node: 0xAB, port: 2 }]
+                hops: vec![Hop {
+                    node: 0xAB,
+                    port: 2
+                }]
             }
         );
     }

@@ -682,7 +682,10 @@ mod tests {
         assert_eq!(r.steps(), steps);
         // Its reverse along the same links.
         let back: Vec<Dir> = steps.iter().rev().map(|d| d.opposite()).collect();
-        assert_eq!(Route::from_steps(&back).0, vec![(-1, -3), (-4, -1), (-6, 0)]);
+        assert_eq!(
+            Route::from_steps(&back).0,
+            vec![(-1, -3), (-4, -1), (-6, 0)]
+        );
     }
 
     #[test]
@@ -748,7 +751,10 @@ mod tests {
         };
         let mut b = Vec::new();
         q.emit(&mut b);
-        assert_eq!(b, [8, 0, 0, 0, 7, 10, 0, 0, 2, 0, 0, 0, 0, 3, 2, 0xFF, 0, 0]);
+        assert_eq!(
+            b,
+            [8, 0, 0, 0, 7, 10, 0, 0, 2, 0, 0, 0, 0, 3, 2, 0xFF, 0, 0]
+        );
     }
 
     #[test]

@@ -55,3 +55,251 @@ fn a_grid_is_mapped_exactly_with_few_probes() {
     assert!(per_node <= 10.0, "{per_node} probes per node");
     eprintln!("4x4 grid: {probes} probes for {nodes} nodes ({per_node:.2} per node)");
 }
+
+fn spec(meshes: usize, side: (usize, usize), hosts: usize, symmetric: bool) -> RandomSpec {
+    RandomSpec {
+        meshes,
+        side,
+        hosts,
+        extra_cables: meshes,
+        symmetric,
+        consistent: symmetric,
+    }
+}
+
+#[test]
+fn random_symmetric_layouts_are_mapped_exactly_by_loops() {
+    let mut total = (0usize, 0u64);
+    for seed in 0..12 {
+        let l = Layout::random(spec(6, (2, 6), 8, true), seed);
+        assert!(l.is_symmetric_and_consistent());
+        let mut b = build(&l, &[ip("10.0.0.1")], Method::Loops, seed);
+        b.sim.run_until(Instant::from_millis(200));
+        let (nodes, probes) = check_map(&b, &l, ip("10.0.0.1"));
+        assert_eq!(nodes, l.nodes.len(), "seed {seed}");
+        total.0 += nodes;
+        total.1 += probes;
+        assert!(
+            probes as f64 / nodes as f64 <= 10.0,
+            "seed {seed}: {probes} for {nodes}"
+        );
+    }
+    eprintln!(
+        "random symmetric layouts: {:.2} probes per node",
+        total.1 as f64 / total.0 as f64
+    );
+}
+
+#[test]
+fn a_few_hundred_nodes_are_mapped_exactly() {
+    let l = Layout::random(spec(12, (4, 6), 20, true), 99);
+    assert!(l.nodes.len() >= 200, "{} nodes", l.nodes.len());
+    let mut b = build(&l, &[ip("10.0.0.1")], Method::Loops, 3);
+    b.sim.run_until(Instant::from_millis(400));
+    let (nodes, probes) = check_map(&b, &l, ip("10.0.0.1"));
+    assert_eq!(nodes, l.nodes.len());
+    eprintln!("{nodes} nodes: {probes} probes");
+}
+
+#[test]
+fn non_symmetric_and_non_consistent_layouts_are_mapped_by_flooding() {
+    for seed in 0..10 {
+        let l = Layout::random(spec(5, (2, 4), 6, false), seed);
+        let mut b = build(&l, &[ip("10.0.0.1")], Method::Flood, seed);
+        b.sim.run_until(Instant::from_millis(200));
+        let (nodes, _) = check_map(&b, &l, ip("10.0.0.1"));
+        let node = b.hosts.iter().find(|h| h.0 == ip("10.0.0.1")).unwrap().2;
+        assert_eq!(nodes, l.strong_component(node).len(), "seed {seed}");
+    }
+}
+
+fn flow(dst: &str, count: u64, start_ms: i64, kbps: u32) -> IpFlow {
+    IpFlow {
+        dst: ip(dst),
+        size: 1500,
+        count,
+        start: Instant::from_millis(start_ms),
+        interval: Duration::from_micros(200),
+        kbps,
+    }
+}
+
+#[test]
+fn every_route_the_ac_gives_delivers() {
+    for (seed, symmetric) in [(1, true), (2, true), (3, false), (4, false)] {
+        let l = Layout::random(spec(6, (2, 5), 8, symmetric), seed);
+        let method = if symmetric {
+            Method::Loops
+        } else {
+            Method::Flood
+        };
+        let mut b = build(&l, &[ip("10.0.0.1")], method, seed);
+        // Every host sends to the next one, starting after the first map.
+        let addrs: Vec<Ipv4Addr> = b.hosts.iter().map(|h| h.0).collect();
+        for (k, &a) in addrs.iter().enumerate() {
+            let dst = addrs[(k + 1) % addrs.len()];
+            b.add_flow(a, flow(&dst.to_string(), 50, 100, 0));
+        }
+        b.sim.run_until(Instant::from_millis(300));
+        let node_of = |a: Ipv4Addr| b.hosts.iter().find(|h| h.0 == a).unwrap().2;
+        let c = l.strong_component(node_of(ip("10.0.0.1")));
+        for (k, &a) in addrs.iter().enumerate() {
+            let dst = addrs[(k + 1) % addrs.len()];
+            if !c.contains(&node_of(a)) || !c.contains(&node_of(dst)) {
+                continue; // outside what the AC can reach: not mapped
+            }
+            let rx = b.host(dst).unwrap().received_from(a);
+            assert_eq!(
+                (rx.delivered, rx.corrupted),
+                (50, 0),
+                "seed {seed}: {a} -> {dst}: {:?}",
+                b.host(a).unwrap().counters()
+            );
+        }
+    }
+}
+
+/// Cuts the channel leaving layout node `n` in direction `d`, and the one
+/// coming back, if any.
+fn cut(b: &mut Built, l: &Layout, n: usize, d: aurora_atomic::wire::Dir) {
+    b.node_mut(n).unwrap().set_channel(d, false);
+    if let Some(w) = l.wires.iter().find(|w| w.from == (n, d)) {
+        let (m, back) = w.to;
+        if l.wires.iter().any(|v| v.from == (m, back) && v.to.0 == n) {
+            b.node_mut(m).unwrap().set_channel(back, false);
+        }
+    }
+}
+
+#[test]
+fn after_a_link_is_cut_the_ac_remaps_and_traffic_takes_a_new_route() {
+    // A 4 x 4 grid; hosts at two corners; the AC at a third.
+    let l = Layout::grid(4, 4, &[(0, 0), (3, 0), (0, 3)], 5);
+    let (h1, h2, ac) = (ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.3"));
+    let mut b = build(&l, &[ac], Method::Loops, 2);
+    b.add_flow(
+        h1,
+        IpFlow {
+            count: 20_000,
+            ..flow("10.0.0.2", 0, 100, 0)
+        },
+    );
+    b.sim.run_until(Instant::from_millis(300));
+    let before = b.host(h2).unwrap().received_from(h1).delivered;
+    assert!(before > 500, "{before}");
+    let route = b.host(h1).unwrap().route_to(h2).unwrap().clone();
+    // Cut the first channel of the route h1 uses.
+    let first = route.steps()[0];
+    cut(&mut b, &l, 0, first);
+    b.sim.run_until(Instant::from_millis(1500));
+    let h = b.host(h1).unwrap();
+    let new_route = h.route_to(h2).expect("a route again").clone();
+    assert_ne!(new_route.steps()[0], first, "the new route avoids the cut");
+    assert!(h.counters().routes_dropped >= 1);
+    let rx = b.host(h2).unwrap().received_from(h1);
+    let after = rx.delivered;
+    assert!(
+        after > before + 2000,
+        "traffic resumed: {before} -> {after}"
+    );
+    assert_eq!(rx.corrupted, 0);
+}
+
+#[test]
+fn two_acs_at_once_give_routes_that_agree() {
+    let l = Layout::random(spec(4, (3, 4), 6, true), 11);
+    let acs = [ip("10.0.0.1"), ip("10.0.0.2")];
+    let mut b = build(&l, &acs, Method::Loops, 4);
+    b.sim.run_until(Instant::from_millis(100));
+    let (m1, m2) = (
+        b.host(acs[0]).unwrap().ac().unwrap().map().edges(),
+        b.host(acs[1]).unwrap().ac().unwrap().map().edges(),
+    );
+    assert_eq!(m1, m2, "both ACs see the same network");
+    let addrs: Vec<Ipv4Addr> = b.hosts.iter().map(|h| h.0).collect();
+    for &a in &addrs {
+        for &z in &addrs {
+            if a == z {
+                continue;
+            }
+            let ac1 = b.host(acs[0]).unwrap().ac().unwrap().map().clone();
+            let r2 = b.host(acs[1]).unwrap().ac().unwrap().map().clone();
+            let (x1, y1) = (ac1.host_node(a).unwrap(), ac1.host_node(z).unwrap());
+            let (x2, y2) = (r2.host_node(a).unwrap(), r2.host_node(z).unwrap());
+            let w1 = ac1.walk(x1, y1, &|_, _| false).unwrap();
+            let w2 = r2.walk(x2, y2, &|_, _| false).unwrap();
+            assert_eq!(w1.len(), w2.len(), "{a} -> {z}: equally short");
+            // Either AC's walk, followed on the other's map, ends at z.
+            assert_eq!(r2.follow(x2, &w1), Some(y2));
+        }
+    }
+    // Hosts use one of them, and their traffic flows.
+    let other = addrs[2];
+    b.add_flow(other, flow(&addrs[3].to_string(), 30, 200, 0));
+    b.sim.run_until(Instant::from_millis(300));
+    assert_eq!(b.host(addrs[3]).unwrap().received_from(other).delivered, 30);
+}
+
+#[test]
+fn when_the_ac_dies_another_host_takes_over() {
+    let l = Layout::grid(3, 3, &[(0, 0), (2, 2), (2, 0), (0, 2)], 9);
+    let mut b = l
+        .build(6, &|addr, id| HostConfig {
+            role: if addr == ip("10.0.0.1") {
+                AcRole::Always
+            } else {
+                AcRole::Auto
+            },
+            ac_wait: Duration::from_millis(1200),
+            ..HostConfig::new(addr, id)
+        })
+        .unwrap();
+    b.sim.run_until(Instant::from_millis(1000));
+    // Nobody else took over while the AC announced itself.
+    let acs = |b: &Built| {
+        b.hosts
+            .iter()
+            .filter(|h| b.host(h.0).unwrap().ac().is_some())
+            .count()
+    };
+    assert_eq!(acs(&b), 1);
+    b.host_mut(ip("10.0.0.1")).unwrap().kill_ac();
+    b.sim.run_until(Instant::from_millis(6000));
+    let n = acs(&b);
+    assert!(n >= 1, "someone took over");
+    let takeovers: u64 = b
+        .hosts
+        .iter()
+        .map(|h| b.host(h.0).unwrap().counters().ac_takeovers)
+        .sum();
+    assert!(takeovers >= 1);
+    // Routes come from the new AC: a flow gets through.
+    b.add_flow(ip("10.0.0.2"), flow("10.0.0.4", 20, 6000, 0));
+    b.sim.run_until(Instant::from_millis(6500));
+    assert_eq!(
+        b.host(ip("10.0.0.4"))
+            .unwrap()
+            .received_from(ip("10.0.0.2"))
+            .delivered,
+        20
+    );
+}
+
+#[test]
+fn flows_declaring_bandwidth_get_routes_that_avoid_each_other() {
+    // Two parallel paths between the West and East columns of a 3 x 2 grid.
+    let l = Layout::grid(3, 2, &[(0, 0), (2, 0), (1, 1)], 3);
+    let mut b = build(&l, &[ip("10.0.0.3")], Method::Loops, 1);
+    b.sim.run_until(Instant::from_millis(50));
+    let ac = b.host_mut(ip("10.0.0.3")).unwrap().ac_mut().unwrap();
+    let (s1, r1) = ac.route(ip("10.0.0.1"), ip("10.0.0.2"), 100_000);
+    let (s2, r2) = ac.route(ip("10.0.0.1"), ip("10.0.0.2"), 100_000);
+    let (s3, r3) = ac.route(ip("10.0.0.1"), ip("10.0.0.2"), 0);
+    assert_eq!((s1, s2, s3), (0, 0, 0));
+    assert_ne!(
+        r1.steps(),
+        r2.steps(),
+        "the second declared flow avoids the first"
+    );
+    assert_eq!(r3.steps().len(), 2, "best effort takes the shortest");
+}

@@ -283,7 +283,12 @@ impl<F: Frame> Sim<F> {
         Ok(())
     }
 
-    fn add_dir(&mut self, (from, fp): (NodeId, PortId), (to, tp): (NodeId, PortId), spec: LinkSpec) {
+    fn add_dir(
+        &mut self,
+        (from, fp): (NodeId, PortId),
+        (to, tp): (NodeId, PortId),
+        spec: LinkSpec,
+    ) {
         let k = self.dirs.len() as u32;
         self.out[from.0 as usize][usize::from(fp)] = Some(k);
         let mix = self.seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -486,7 +491,16 @@ impl<F: Frame> Sim<F> {
         n.downcast_ref::<T>()
     }
 
-    /// A node, by its concrete type, to change it between runs.
+    /// Reads node `id`'s next wake-up time again (after changing it with
+    /// [`Sim::node_mut`], say, so new work it was given gets done).
+    pub fn touch(&mut self, id: NodeId) {
+        if (id.0 as usize) < self.nodes.len() {
+            self.schedule_wake(id.0);
+        }
+    }
+
+    /// A node, by its concrete type, to change it between runs (then
+    /// [`Sim::touch`] it if it has new timed work).
     pub fn node_mut<T: Node<F> + Any>(&mut self, id: NodeId) -> Option<&mut T> {
         let n: &mut dyn Any = self.nodes.get_mut(id.0 as usize)?.as_mut();
         n.downcast_mut::<T>()
