@@ -111,6 +111,8 @@ enum Phase {
     Hosts {
         deadline: Instant,
         outstanding: FxHashMap<u32, usize>,
+        /// How long to wait after an answer for the next.
+        quiet: Duration,
     },
 }
 
@@ -139,6 +141,10 @@ pub struct Ac {
     reservations: Vec<Reservation>,
     /// Nodes a flood reported a host on, to ask.
     flood_hosts: Vec<usize>,
+    /// When the current round's probes left, and the longest round trip
+    /// per hop seen so far (rounds wait in proportion to their paths).
+    round_sent: Instant,
+    hop_time: Duration,
     /// Routes handed out.
     pub routes_given: u64,
     /// Requests for unknown addresses or without a path.
@@ -171,6 +177,8 @@ impl Ac {
             history: Vec::new(),
             reservations: Vec::new(),
             flood_hosts: Vec::new(),
+            round_sent: now,
+            hop_time: Duration::ZERO,
             routes_given: 0,
             routes_refused: 0,
         }
@@ -272,6 +280,7 @@ impl Ac {
     /// Sends the probes for every unknown channel of `nodes`.
     fn probe_round(&mut self, now: Instant, nodes: Vec<usize>, out: &mut Outbox<Vec<u8>>) {
         let mut outstanding = FxHashMap::default();
+        let mut longest = 0usize;
         for n in nodes {
             for d in Dir::ALL {
                 if self.building.nodes[n].out[d as usize] != Channel::Unknown {
@@ -284,6 +293,7 @@ impl Ac {
                 steps.extend(path.iter().rev().map(|s| s.opposite()));
                 let seq = self.next_seq();
                 outstanding.insert(seq, (n, d));
+                longest = longest.max(steps.len());
                 let m = Msg::Probe {
                     ac: self.id,
                     seq,
@@ -297,8 +307,13 @@ impl Ac {
             self.ask_hosts(now, out);
             return;
         }
+        // Absent channels never answer, so every round with one waits its
+        // deadline: the timeout, plus twice the slowest round trip per hop
+        // seen so far for each hop of the longest probe.
+        self.round_sent = now;
+        let wait = self.wait_for(longest);
         self.phase = Phase::Loops {
-            deadline: now + self.cfg.probe_timeout,
+            deadline: now + self.cfg.probe_timeout + wait,
             outstanding,
             next: Vec::new(),
         };
@@ -341,6 +356,11 @@ impl Ac {
                     return;
                 };
                 let at = self.building.nodes[n].path.len();
+                let hops_taken = (2 * at + 2) as i64;
+                let per_hop = Duration::from_nanos((now - self.round_sent).as_nanos() / hops_taken);
+                if per_hop > self.hop_time {
+                    self.hop_time = per_hop;
+                }
                 // The node one hop on, then n again: anything else is a
                 // network this method cannot map (the channel counts as
                 // absent).
@@ -367,8 +387,10 @@ impl Ac {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn report(
         &mut self,
+        now: Instant,
         flood: u64,
         origin: u64,
         host: bool,
@@ -376,8 +398,19 @@ impl Ac {
         path: &[Hop],
         back: &[Hop],
     ) {
-        if !matches!(self.phase, Phase::Flood { .. }) || flood != self.flood {
+        let Phase::Flood { deadline } = &mut self.phase else {
             return;
+        };
+        if flood != self.flood {
+            return;
+        }
+        // Wait while reports keep coming: until a quiet spell as long as the
+        // flood timeout has passed since the last one.
+        *deadline = (*deadline).max(now + self.cfg.flood_timeout);
+        let hops = (path.len() + back.len()).max(1) as i64;
+        let per_hop = Duration::from_nanos((now - self.current.started).as_nanos() / hops);
+        if per_hop > self.hop_time {
+            self.hop_time = per_hop;
         }
         let steps: Vec<Dir> = path.iter().filter_map(|h| Dir::from_port(h.port)).collect();
         let back: Vec<Dir> = back.iter().filter_map(|h| Dir::from_port(h.port)).collect();
@@ -408,8 +441,15 @@ impl Ac {
         }
     }
 
+    /// How much longer than the timeout to wait for messages that cross
+    /// `hops` channels.
+    fn wait_for(&self, hops: usize) -> Duration {
+        Duration::from_nanos(self.hop_time.as_nanos().saturating_mul(2 * hops as i64))
+    }
+
     /// Asks every node found whether a host is attached.
     fn ask_hosts(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        let mut longest = 0usize;
         // Nodes only ever named as a channel's source (a flood edge from a
         // node whose report never came) are not mapped.
         let keep: Vec<bool> = self
@@ -435,6 +475,7 @@ impl Ac {
                 seq,
                 back: Route::from_steps(&back),
             };
+            longest = longest.max(n.path.len() + back.len());
             let route = Route::from_steps(&n.path);
             out.push(0, m.packet(&route));
             self.current.probes += 1;
@@ -444,9 +485,13 @@ impl Ac {
             self.finish(now, out);
             return;
         }
+        // Queries and answers also queue behind each other near the AC.
+        let queueing = Duration::from_micros(50 * outstanding.len() as i64);
+        let quiet = self.cfg.probe_timeout + self.wait_for(longest);
         self.phase = Phase::Hosts {
-            deadline: now + self.cfg.probe_timeout,
+            deadline: now + quiet + queueing,
             outstanding,
+            quiet,
         };
     }
 
@@ -458,12 +503,19 @@ impl Ac {
         host: u64,
         out: &mut Outbox<Vec<u8>>,
     ) {
-        let Phase::Hosts { outstanding, .. } = &mut self.phase else {
+        let Phase::Hosts {
+            outstanding,
+            deadline,
+            quiet,
+        } = &mut self.phase
+        else {
             return;
         };
         let Some(n) = outstanding.remove(&seq) else {
             return;
         };
+        // While answers come, wait for the rest.
+        *deadline = (*deadline).max(now + *quiet);
         let done = outstanding.is_empty();
         self.building.nodes[n].host = Some(HostEntry {
             addr: Ipv4Addr::from(addr),
@@ -597,7 +649,7 @@ impl Ac {
                 edges,
                 path,
                 back,
-            } => self.report(flood, origin, host, &edges, &path, &back),
+            } => self.report(now, flood, origin, host, &edges, &path, &back),
             Msg::RouteRequest {
                 seq,
                 src,

@@ -316,10 +316,7 @@ impl Layout {
 
     /// The channels and hosts an AC at node `start` can map: both ends in
     /// its strong component.
-    pub fn truth_from(
-        &self,
-        start: usize,
-    ) -> (Edges, BTreeSet<(u64, Ipv4Addr)>) {
+    pub fn truth_from(&self, start: usize) -> (Edges, BTreeSet<(u64, Ipv4Addr)>) {
         let c = self.strong_component(start);
         let edges = self
             .wires
@@ -388,7 +385,8 @@ pub fn interface_spec() -> LinkSpec {
         per_byte: Duration::from_nanos(20),
         handshake_per_byte: Duration::ZERO,
         delay: Duration::ZERO,
-        buffer: 1024,
+        // The host's memory: an AC sends a whole round of probes at once.
+        buffer: 65_536,
         loss: 0.0,
         bit_error: 0.0,
     }
@@ -429,4 +427,3 @@ mod tests {
         }
     }
 }
-

@@ -5,8 +5,8 @@
 use std::net::Ipv4Addr;
 
 use aurora_atomic::ac::{AcConfig, Method};
-use aurora_atomic::host::{AcRole, HostConfig, IpFlow};
 use aurora_atomic::built::Built;
+use aurora_atomic::host::{AcRole, HostConfig, IpFlow};
 use aurora_atomic::layout::{Layout, RandomSpec};
 use aurora_time::{Duration, Instant};
 
