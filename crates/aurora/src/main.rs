@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod atomic_run;
 mod bench_atomic;
 mod bench_ip;
 mod bench_net;
@@ -397,6 +398,23 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                if aurora_topo::is_atomic_text(&text) {
+                    if !r#virtual {
+                        eprintln!(
+                            "aurora run: {} is an ATOMIC network, which runs in virtual time only so far: add --virtual",
+                            file.display()
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                    if capture.is_some() {
+                        eprintln!("aurora run: --capture is for cell networks; ATOMIC runs are not captured yet");
+                        return ExitCode::FAILURE;
+                    }
+                    let r = atomic_run::run(&file, &text, d, seed);
+                    return report("aurora run", r, json, atomic_run::text);
+                }
+            }
             let result = if r#virtual {
                 run::run(&file, d, seed, capture.as_ref())
             } else {

@@ -180,6 +180,35 @@ fn the_vunet_example_runs_in_real_time_with_its_ping_answered() {
 }
 
 #[test]
+fn an_atomic_file_runs_in_virtual_time_and_reports_probes_per_node() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/atomic.toml");
+    // The 30-foot cable to d takes 103 ns a byte (T(L, D)): a's 1500-byte
+    // packets queue there and drain by the end of the second.
+    let out = aurora()
+        .args(["run", file, "--virtual", "--duration", "1s", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &r["mappings"][0];
+    assert_eq!(m["nodes"], 22);
+    assert_eq!(m["hosts"], 4);
+    assert!(m["per_node"].as_f64().unwrap() <= 10.0, "{m}");
+    for f in r["flows"].as_array().unwrap() {
+        assert_eq!(f["delivered"], f["sent"], "{f}");
+        assert_eq!(f["corrupted"], 0);
+    }
+    // Real time is not built for ATOMIC: one clear sentence.
+    let rt = aurora().args(["run", file]).output().unwrap();
+    assert!(!rt.status.success());
+    assert!(String::from_utf8_lossy(&rt.stderr).contains("virtual time only"));
+}
+
+#[test]
 fn the_demo_runs_in_real_time_and_reports() {
     let dir = std::env::temp_dir().join(format!("aurora-demo-test-{}", std::process::id()));
     let out = aurora()

@@ -63,8 +63,10 @@ use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 use serde::Deserialize;
 
+pub mod atomic;
 mod ip;
 mod pvc;
+pub use atomic::{compile_atomic, is_atomic_text, AtomicNet};
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 use pvc::{Entries, Hop, Kind};
 use toml::Spanned;
@@ -97,6 +99,18 @@ pub struct File {
     /// OAM pings.
     #[serde(default)]
     pub ping: Vec<Spanned<PingDef>>,
+    /// ATOMIC mesh boards.
+    #[serde(default)]
+    pub mesh: Vec<Spanned<atomic::MeshDef>>,
+    /// ATOMIC hosts.
+    #[serde(default)]
+    pub atomic_host: Vec<Spanned<atomic::AtomicHostDef>>,
+    /// ATOMIC cables.
+    #[serde(default)]
+    pub cable: Vec<Spanned<atomic::CableDef>>,
+    /// IP flows between ATOMIC hosts.
+    #[serde(default)]
+    pub atomic_flow: Vec<Spanned<atomic::AtomicFlowDef>>,
 }
 
 /// A switch.
@@ -580,6 +594,12 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         text,
         problems: Vec::new(),
     };
+    if atomic::is_atomic(&file) {
+        c.at(
+            0..0,
+            "this file describes an ATOMIC network (mesh, atomic_host, cable, atomic_flow); a file describes one kind of network, and ATOMIC ones run with `aurora run FILE --virtual`".into(),
+        );
+    }
 
     // Names.
     let mut kinds: BTreeMap<String, Kind> = BTreeMap::new();

@@ -247,3 +247,61 @@ ip = ["10.0.0.254/24"]
         assert!(p.contains(want), "missing {want:?} in:\n{p}");
     }
 }
+
+#[test]
+fn the_atomic_example_compiles_maps_and_carries_its_flows() {
+    let text = include_str!("../../../examples/atomic.toml");
+    assert!(aurora_topo::is_atomic_text(text));
+    assert!(aurora_topo::compile(text).is_err(), "not a cell network");
+    let net = aurora_topo::compile_atomic(text).unwrap();
+    assert_eq!(net.layout.nodes.len(), 18 + 4);
+    let mut b = net.build(1).unwrap();
+    b.sim.run_until(Instant::from_millis(500));
+    let a: std::net::Ipv4Addr = "10.5.0.1".parse().unwrap();
+    let ac = b.host(a).unwrap().ac().unwrap();
+    let (edges, hosts) = net.layout.truth_from(net.hosts[0].2);
+    assert_eq!(ac.map().edges(), edges);
+    assert_eq!(ac.map().hosts(), hosts);
+    let d: std::net::Ipv4Addr = "10.5.0.4".parse().unwrap();
+    assert_eq!(b.host(d).unwrap().received_from(a).delivered, 2000);
+}
+
+#[test]
+fn atomic_mistakes_are_reported_with_their_lines() {
+    let bad = r#"
+[[mesh]]
+name = "m"
+size = 0
+
+[[atomic_host]]
+name = "h"
+ip = "10.0.0.300"
+ac = "sometimes"
+
+[[cable]]
+a = "h:up"
+b = "nowhere:west"
+
+[[atomic_flow]]
+from = "h"
+to = "ghost"
+size = 10
+count = 1
+interval = "1ms"
+"#;
+    let p = aurora_topo::compile_atomic(bad)
+        .err()
+        .expect("problems")
+        .to_string();
+    for want in [
+        "mesh \"m\" has size 0",
+        "\"10.0.0.300\" of host \"h\" is not an IPv4 address",
+        "ac \"sometimes\"",
+        "\"up\" in \"h:up\" is not east, west, north or south",
+        "\"nowhere:west\" names no node",
+        "flow to \"ghost\"",
+        "flow size 10",
+    ] {
+        assert!(p.contains(want), "missing {want:?} in:\n{p}");
+    }
+}

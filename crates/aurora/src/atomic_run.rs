@@ -1,0 +1,233 @@
+//! `aurora run` for ATOMIC topology files (virtual time): the run, then a
+//! report of every AC's mappings (with probes per node), every flow, every
+//! host's route traffic, and the Mosaic nodes' drops by reason.
+
+use std::path::Path;
+
+use aurora_atomic::mosaic::{Drop, MosaicNode};
+use aurora_time::{Duration, Instant};
+use serde::Serialize;
+
+/// One mapping by one AC.
+#[derive(Debug, Serialize)]
+pub struct MapRow {
+    /// The AC's host.
+    pub ac: String,
+    /// The map's epoch.
+    pub epoch: u32,
+    /// Mosaic nodes, channels and hosts found.
+    pub nodes: usize,
+    /// Channels.
+    pub channels: usize,
+    /// Hosts.
+    pub hosts: usize,
+    /// Messages the AC sent to map.
+    pub probes: u64,
+    /// Probes per Mosaic node.
+    pub per_node: f64,
+    /// Time the mapping took, ms.
+    pub ms: f64,
+}
+
+/// One flow.
+#[derive(Debug, Serialize)]
+pub struct FlowRow {
+    /// Sender.
+    pub from: String,
+    /// Receiver.
+    pub to: String,
+    /// Packets sent.
+    pub sent: u64,
+    /// Packets delivered intact.
+    pub delivered: u64,
+    /// Gaps.
+    pub missing: u64,
+    /// Damaged (must stay 0).
+    pub corrupted: u64,
+}
+
+/// One host's routing figures.
+#[derive(Debug, Serialize)]
+pub struct HostRow {
+    /// Host.
+    pub host: String,
+    /// The AC it uses (its host's name), if any.
+    pub ac: Option<String>,
+    /// Route requests sent, routes learned, stale routes dropped, packets
+    /// with no route.
+    pub routes: [u64; 4],
+    /// It became an AC on its own.
+    pub took_over: u64,
+}
+
+/// The report.
+#[derive(Debug, Serialize)]
+pub struct AtomicReport {
+    /// Virtual seconds run.
+    pub virtual_secs: f64,
+    /// Events handled.
+    pub events: u64,
+    /// Mosaic nodes and hosts.
+    pub size: (usize, usize),
+    /// Every mapping of every AC.
+    pub mappings: Vec<MapRow>,
+    /// Flows.
+    pub flows: Vec<FlowRow>,
+    /// Hosts.
+    pub hosts: Vec<HostRow>,
+    /// Mosaic node drops by reason (summed over nodes).
+    pub node_drops: Vec<(String, u64)>,
+}
+
+/// Runs an ATOMIC file for `duration` of virtual time.
+pub fn run(path: &Path, text: &str, duration: Duration, seed: u64) -> Result<AtomicReport, String> {
+    let net = aurora_topo::compile_atomic(text).map_err(|p| crate::run::problems(path, &p))?;
+    let mut b = net.build(seed)?;
+    b.sim.run_until(Instant::ZERO + duration);
+    let name_of = |addr: std::net::Ipv4Addr| {
+        net.hosts
+            .iter()
+            .find(|h| h.1.addr == addr)
+            .map(|h| h.0.clone())
+            .unwrap_or_else(|| addr.to_string())
+    };
+    let id_name = |id: u64| {
+        b.hosts
+            .iter()
+            .find(|(a, _, _)| {
+                b.host(*a)
+                    .and_then(|h| h.ac())
+                    .is_some_and(|ac| ac.id() == id)
+            })
+            .map(|(a, _, _)| name_of(*a))
+    };
+    let mut mappings = Vec::new();
+    let mut hosts = Vec::new();
+    for (addr, _, _) in &b.hosts {
+        let h = b.host(*addr).ok_or("a host went missing")?;
+        if let Some(ac) = h.ac() {
+            for s in ac.history() {
+                mappings.push(MapRow {
+                    ac: name_of(*addr),
+                    epoch: s.epoch,
+                    nodes: s.nodes,
+                    channels: s.channels,
+                    hosts: s.hosts,
+                    probes: s.probes,
+                    per_node: s.probes as f64 / s.nodes.max(1) as f64,
+                    ms: (s.finished - s.started).as_nanos() as f64 / 1e6,
+                });
+            }
+        }
+        let c = h.counters();
+        hosts.push(HostRow {
+            host: name_of(*addr),
+            ac: h.server().and_then(|(id, _)| id_name(id)),
+            routes: [
+                c.route_requests,
+                c.routes_learned,
+                c.routes_dropped,
+                c.no_route,
+            ],
+            took_over: c.ac_takeovers,
+        });
+    }
+    let mut flows = Vec::new();
+    // A host's flows were added in file order: its i-th is flow i.
+    let mut index: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (from, f) in &net.flows {
+        let src = net.hosts.iter().find(|h| &h.0 == from).map(|h| h.1.addr);
+        let Some(src) = src else { continue };
+        let i = index.entry(from.as_str()).or_default();
+        let tx = b.host(src).ok_or("a host went missing")?;
+        let sent = tx.sent(*i);
+        *i += 1;
+        let rx = b
+            .host(f.dst)
+            .map(|h| h.received_from(src))
+            .unwrap_or_default();
+        flows.push(FlowRow {
+            from: from.clone(),
+            to: name_of(f.dst),
+            sent,
+            delivered: rx.delivered,
+            missing: rx.missing,
+            corrupted: rx.corrupted,
+        });
+    }
+    let mut drops = [0u64; Drop::ALL.len()];
+    for id in &b.mosaic {
+        if let Some(m) = b.sim.node::<MosaicNode>(*id) {
+            for (k, d) in Drop::ALL.iter().enumerate() {
+                drops[k] += m.counters().dropped(*d);
+            }
+        }
+    }
+    Ok(AtomicReport {
+        virtual_secs: duration.as_secs_f64(),
+        events: b.sim.events(),
+        size: (b.mosaic.len(), b.hosts.len()),
+        mappings,
+        flows,
+        hosts,
+        node_drops: Drop::ALL
+            .iter()
+            .zip(drops)
+            .filter(|(_, n)| *n > 0)
+            .map(|(d, n)| (d.name().to_string(), n))
+            .collect(),
+    })
+}
+
+/// The report as text.
+pub fn text(r: &AtomicReport) -> String {
+    let mut s = format!(
+        "ATOMIC, virtual time {:.3} s, {} events: {} Mosaic nodes, {} hosts\n",
+        r.virtual_secs, r.events, r.size.0, r.size.1
+    );
+    s += &format!(
+        "\n{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9} {:>8}\n",
+        "AC", "epoch", "nodes", "channels", "hosts", "probes", "per node", "ms"
+    );
+    for m in &r.mappings {
+        s += &format!(
+            "{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9.2} {:>8.3}\n",
+            m.ac, m.epoch, m.nodes, m.channels, m.hosts, m.probes, m.per_node, m.ms
+        );
+    }
+    if !r.flows.is_empty() {
+        s += &format!(
+            "\n{:<10} {:<10} {:>8} {:>10} {:>8} {:>10}\n",
+            "flow from", "to", "sent", "delivered", "missing", "corrupted"
+        );
+        for f in &r.flows {
+            s += &format!(
+                "{:<10} {:<10} {:>8} {:>10} {:>8} {:>10}\n",
+                f.from, f.to, f.sent, f.delivered, f.missing, f.corrupted
+            );
+        }
+    }
+    s += &format!(
+        "\n{:<10} {:<10} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
+        "host", "uses AC", "requests", "learned", "dropped", "no route", "took over"
+    );
+    for h in &r.hosts {
+        s += &format!(
+            "{:<10} {:<10} {:>9} {:>8} {:>8} {:>9} {:>9}\n",
+            h.host,
+            h.ac.as_deref().unwrap_or("-"),
+            h.routes[0],
+            h.routes[1],
+            h.routes[2],
+            h.routes[3],
+            h.took_over
+        );
+    }
+    if !r.node_drops.is_empty() {
+        s += "\nMosaic node drops (mapping probes into empty channels show as no-channel):\n";
+        for (why, n) in &r.node_drops {
+            s += &format!("  {why:<20} {n}\n");
+        }
+    }
+    s
+}

@@ -1,0 +1,496 @@
+//! ATOMIC networks in topology files: Mosaic mesh boards, hosts (each on
+//! its own host-interface node), cables between node channels with their
+//! lengths, which hosts run an Address Consultant, and IP flows.
+//!
+//! ```toml
+//! [[mesh]]
+//! name = "m1"          # nodes m1.X.Y, X and Y from 0 at the South West corner
+//! size = 4             # 4 x 4
+//!
+//! [[atomic_host]]
+//! name = "a"           # its host-interface node is also called "a"
+//! ip = "10.5.0.1"
+//! ac = "always"        # always | auto (becomes one if it hears none) | never (default)
+//! method = "loops"     # loops (symmetric, consistent networks) | flood (any)
+//!
+//! [[cable]]
+//! a = "a:east"         # a node's output channel ...
+//! b = "m1.0.0:west"    # ... into a node's input channel
+//! feet = 10            # cable length (the T(L, D) model's D)
+//! oneway = false       # true: only a -> b
+//!
+//! [[atomic_flow]]      # IPv4 packets from one host to another, routes from the AC
+//! from = "a"
+//! to = "b"
+//! size = 1500
+//! count = 1000
+//! interval = "100us"
+//! start = "50ms"
+//! kbps = 0             # a declared bandwidth asks the AC for a route clear of other such flows
+//! ```
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use aurora_atomic::ac::{AcConfig, Method};
+use aurora_atomic::built::Built;
+use aurora_atomic::host::{AcRole, HostConfig, IpFlow};
+use aurora_atomic::layout::{Layout, LayoutNode, Wire};
+use aurora_atomic::wire::Dir;
+use aurora_time::{Duration, Instant};
+use serde::Deserialize;
+
+use crate::{parse_duration, plain_name, Ctx, Problem, Problems};
+
+/// A mesh board.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeshDef {
+    /// Its name; its nodes are `NAME.X.Y`.
+    pub name: String,
+    /// Side: `size` × `size` nodes.
+    pub size: u16,
+}
+
+/// An ATOMIC host.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicHostDef {
+    /// Its name (and its interface node's).
+    pub name: String,
+    /// Its IPv4 address.
+    pub ip: String,
+    /// `always`, `auto` or `never`.
+    #[serde(default)]
+    pub ac: Option<String>,
+    /// `loops` or `flood`.
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+/// A cable.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CableDef {
+    /// `node:direction` whose output the cable takes.
+    pub a: String,
+    /// `node:direction` whose input it feeds.
+    pub b: String,
+    /// Length in feet.
+    #[serde(default)]
+    pub feet: f64,
+    /// Only from `a` to `b`.
+    #[serde(default)]
+    pub oneway: bool,
+}
+
+/// An IP flow between ATOMIC hosts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtomicFlowDef {
+    /// Sending host.
+    pub from: String,
+    /// Receiving host.
+    pub to: String,
+    /// Packet size in bytes (28 to 65535).
+    pub size: usize,
+    /// Packets.
+    pub count: u64,
+    /// Between packets.
+    pub interval: String,
+    /// First packet.
+    #[serde(default)]
+    pub start: Option<String>,
+    /// Declared bandwidth, kb/s.
+    #[serde(default)]
+    pub kbps: u32,
+}
+
+/// A checked ATOMIC network.
+pub struct AtomicNet {
+    /// Nodes and channels.
+    pub layout: Layout,
+    /// Each layout node's name.
+    pub names: Vec<String>,
+    /// Hosts: name, settings (the identifier is filled in at build), the
+    /// layout node.
+    pub hosts: Vec<(String, HostConfig, usize)>,
+    /// Flows: sending host, flow.
+    pub flows: Vec<(String, IpFlow)>,
+}
+
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn dir(s: &str) -> Option<Dir> {
+    match s.to_ascii_lowercase().as_str() {
+        "east" | "e" => Some(Dir::East),
+        "west" | "w" => Some(Dir::West),
+        "north" | "n" => Some(Dir::North),
+        "south" | "s" => Some(Dir::South),
+        _ => None,
+    }
+}
+
+/// True if the file describes an ATOMIC network.
+pub(crate) fn is_atomic(f: &crate::File) -> bool {
+    !f.mesh.is_empty()
+        || !f.atomic_host.is_empty()
+        || !f.cable.is_empty()
+        || !f.atomic_flow.is_empty()
+}
+
+/// Checks and compiles the ATOMIC sections of a file.
+pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
+    let mut layout = Layout::default();
+    let mut names: Vec<String> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut add = |c: &mut Ctx,
+                   span: std::ops::Range<usize>,
+                   name: String,
+                   host: Option<Ipv4Addr>,
+                   mesh: Option<usize>,
+                   layout: &mut Layout|
+     -> usize {
+        if index.contains_key(&name) {
+            c.at(span, format!("the name \"{name}\" is used twice"));
+        }
+        let i = layout.nodes.len();
+        layout.nodes.push(LayoutNode {
+            id: fnv(&name),
+            host,
+            mesh,
+        });
+        index.insert(name.clone(), i);
+        names.push(name);
+        i
+    };
+    for (m, d) in f.mesh.iter().enumerate() {
+        let def = d.get_ref();
+        if !plain_name(&def.name) {
+            c.at(
+                d.span(),
+                format!(
+                    "the mesh name \"{}\" must be letters, digits, '-' or '_'",
+                    def.name
+                ),
+            );
+        }
+        if def.size == 0 || def.size > 64 {
+            c.at(
+                d.span(),
+                format!(
+                    "mesh \"{}\" has size {}; it must be 1 to 64",
+                    def.name, def.size
+                ),
+            );
+            continue;
+        }
+        let n = usize::from(def.size);
+        let mut ids = Vec::with_capacity(n * n);
+        for y in 0..n {
+            for x in 0..n {
+                ids.push(add(
+                    c,
+                    d.span(),
+                    format!("{}.{x}.{y}", def.name),
+                    None,
+                    Some(m),
+                    &mut layout,
+                ));
+            }
+        }
+        for y in 0..n {
+            for x in 0..n {
+                let here = ids[y * n + x];
+                let mut link = |to: usize, d: Dir| {
+                    layout.wires.push(Wire {
+                        from: (here, d),
+                        to: (to, d.opposite()),
+                        feet: 0.0,
+                    });
+                    layout.wires.push(Wire {
+                        from: (to, d.opposite()),
+                        to: (here, d),
+                        feet: 0.0,
+                    });
+                };
+                if x + 1 < n {
+                    link(ids[y * n + x + 1], Dir::East);
+                }
+                if y + 1 < n {
+                    link(ids[(y + 1) * n + x], Dir::North);
+                }
+            }
+        }
+    }
+    let mut hosts = Vec::new();
+    let mut addrs: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
+    for h in &f.atomic_host {
+        let d = h.get_ref();
+        if !plain_name(&d.name) {
+            c.at(
+                h.span(),
+                format!(
+                    "the name \"{}\" must be letters, digits, '-', '_' or '.'",
+                    d.name
+                ),
+            );
+        }
+        let addr: Option<Ipv4Addr> =
+            d.ip.parse()
+                .map_err(|_| {
+                    c.at(
+                        h.span(),
+                        format!(
+                            "ip \"{}\" of host \"{}\" is not an IPv4 address",
+                            d.ip, d.name
+                        ),
+                    );
+                })
+                .ok();
+        if let Some(a) = addr {
+            if let Some(other) = addrs.insert(a, d.name.clone()) {
+                c.at(
+                    h.span(),
+                    format!("hosts \"{other}\" and \"{}\" both have address {a}", d.name),
+                );
+            }
+        }
+        let role = match d.ac.as_deref() {
+            None | Some("never") => AcRole::Never,
+            Some("always") => AcRole::Always,
+            Some("auto") => AcRole::Auto,
+            Some(o) => {
+                c.at(h.span(), format!("ac \"{o}\" is not always, auto or never"));
+                AcRole::Never
+            }
+        };
+        let method = match d.method.as_deref() {
+            None | Some("loops") => Method::Loops,
+            Some("flood") => Method::Flood,
+            Some(o) => {
+                c.at(h.span(), format!("method \"{o}\" is not loops or flood"));
+                Method::Loops
+            }
+        };
+        let addr = addr.unwrap_or(Ipv4Addr::UNSPECIFIED);
+        let node = add(c, h.span(), d.name.clone(), Some(addr), None, &mut layout);
+        let cfg = HostConfig {
+            role,
+            ac: AcConfig {
+                method,
+                ..AcConfig::default()
+            },
+            ..HostConfig::new(addr, 0)
+        };
+        hosts.push((d.name.clone(), cfg, node));
+    }
+    let end = |c: &mut Ctx, span: std::ops::Range<usize>, s: &str| -> Option<(usize, Dir)> {
+        let Some((n, d)) = s.rsplit_once(':') else {
+            c.at(
+                span,
+                format!("cable end \"{s}\" is not node:direction, as \"m1.0.0:west\""),
+            );
+            return None;
+        };
+        let Some(&i) = index.get(n) else {
+            c.at(
+                span,
+                format!("cable end \"{s}\" names no node (meshes' nodes are NAME.X.Y)"),
+            );
+            return None;
+        };
+        let Some(d) = dir(d) else {
+            c.at(
+                span,
+                format!("\"{d}\" in \"{s}\" is not east, west, north or south"),
+            );
+            return None;
+        };
+        Some((i, d))
+    };
+    let mut outs: BTreeMap<(usize, Dir), ()> = layout.wires.iter().map(|w| (w.from, ())).collect();
+    let mut ins: BTreeMap<(usize, Dir), ()> = layout.wires.iter().map(|w| (w.to, ())).collect();
+    for k in &f.cable {
+        let d = k.get_ref();
+        let (Some(a), Some(b)) = (end(c, k.span(), &d.a), end(c, k.span(), &d.b)) else {
+            continue;
+        };
+        if !(0.0..=10_000.0).contains(&d.feet) {
+            c.at(
+                k.span(),
+                format!("feet {} is not a length from 0 to 10000", d.feet),
+            );
+            continue;
+        }
+        let mut take = |c: &mut Ctx, out: (usize, Dir), inp: (usize, Dir)| {
+            if outs.insert(out, ()).is_some() {
+                c.at(
+                    k.span(),
+                    format!(
+                        "the {:?} output of \"{}\" is already cabled",
+                        out.1, names[out.0]
+                    ),
+                );
+            }
+            if ins.insert(inp, ()).is_some() {
+                c.at(
+                    k.span(),
+                    format!(
+                        "the {:?} input of \"{}\" is already cabled",
+                        inp.1, names[inp.0]
+                    ),
+                );
+            }
+        };
+        take(c, a, b);
+        layout.wires.push(Wire {
+            from: a,
+            to: b,
+            feet: d.feet,
+        });
+        if !d.oneway {
+            take(c, b, a);
+            layout.wires.push(Wire {
+                from: b,
+                to: a,
+                feet: d.feet,
+            });
+        }
+    }
+    let mut flows = Vec::new();
+    for g in &f.atomic_flow {
+        let d = g.get_ref();
+        let from_ok = hosts.iter().any(|h| h.0 == d.from);
+        let to = hosts.iter().find(|h| h.0 == d.to).map(|h| h.1.addr);
+        if !from_ok {
+            c.at(
+                g.span(),
+                format!("flow from \"{}\", which is not an ATOMIC host", d.from),
+            );
+        }
+        if to.is_none() {
+            c.at(
+                g.span(),
+                format!("flow to \"{}\", which is not an ATOMIC host", d.to),
+            );
+        }
+        if !(28..=65535).contains(&d.size) {
+            c.at(
+                g.span(),
+                format!("flow size {} is outside 28 to 65535", d.size),
+            );
+        }
+        let interval = parse_duration(&d.interval)
+            .map_err(|m| c.at(g.span(), m))
+            .ok();
+        if interval == Some(Duration::ZERO) {
+            c.at(g.span(), "flow interval must be more than 0".into());
+        }
+        let start = match &d.start {
+            None => Some(Duration::ZERO),
+            Some(s) => parse_duration(s).map_err(|m| c.at(g.span(), m)).ok(),
+        };
+        if let (true, Some(dst), Some(interval), Some(start)) = (from_ok, to, interval, start) {
+            flows.push((
+                d.from.clone(),
+                IpFlow {
+                    dst,
+                    size: d.size.clamp(28, 65535),
+                    count: d.count,
+                    start: Instant::ZERO + start,
+                    interval,
+                    kbps: d.kbps,
+                },
+            ));
+        }
+    }
+    if layout.nodes.is_empty() {
+        c.at(
+            0..0,
+            "an ATOMIC network needs at least one mesh or host".into(),
+        );
+    }
+    Some(AtomicNet {
+        layout,
+        names,
+        hosts,
+        flows,
+    })
+}
+
+/// Reads, checks and compiles an ATOMIC topology file.
+pub fn compile_atomic(text: &str) -> Result<AtomicNet, Problems> {
+    let file: crate::File = toml::from_str(text).map_err(|e| {
+        let mut c = Ctx {
+            text,
+            problems: Vec::new(),
+        };
+        c.at(e.span().unwrap_or(0..0), e.message().to_string());
+        Problems(c.problems)
+    })?;
+    let mut c = Ctx {
+        text,
+        problems: Vec::new(),
+    };
+    if !file.switch.is_empty()
+        || !file.host.is_empty()
+        || !file.link.is_empty()
+        || !file.pvc.is_empty()
+    {
+        c.at(0..0, "a file describes one kind of network: ATOMIC (mesh, atomic_host, cable, atomic_flow) or cells (switch, host, link, pvc), not both".into());
+    }
+    let net = compile(&file, &mut c);
+    if !c.problems.is_empty() {
+        c.problems.sort_by_key(|p| (p.line, p.col));
+        return Err(Problems(c.problems));
+    }
+    net.ok_or_else(|| {
+        Problems(vec![Problem {
+            line: 0,
+            col: 0,
+            msg: "no ATOMIC network".into(),
+        }])
+    })
+}
+
+/// True if `text` parses as a topology file describing an ATOMIC network
+/// (false for anything else, including files that do not parse).
+pub fn is_atomic_text(text: &str) -> bool {
+    toml::from_str::<crate::File>(text).is_ok_and(|f| is_atomic(&f))
+}
+
+impl AtomicNet {
+    /// Builds it in the virtual-time driver, with its flows.
+    pub fn build(&self, seed: u64) -> Result<Built, String> {
+        let cfgs: BTreeMap<Ipv4Addr, HostConfig> =
+            self.hosts.iter().map(|(_, c, _)| (c.addr, *c)).collect();
+        let mut b = self
+            .layout
+            .build(seed, &|addr, id| HostConfig {
+                id,
+                ..cfgs
+                    .get(&addr)
+                    .copied()
+                    .unwrap_or(HostConfig::new(addr, id))
+            })
+            .map_err(|e| e.to_string())?;
+        for (from, f) in &self.flows {
+            let addr = self
+                .hosts
+                .iter()
+                .find(|h| &h.0 == from)
+                .map(|h| h.1.addr)
+                .ok_or_else(|| format!("no host \"{from}\""))?;
+            b.add_flow(addr, *f);
+        }
+        Ok(b)
+    }
+}
