@@ -103,3 +103,86 @@ pub fn map_once(
         wall_ms,
     }
 }
+
+/// Packets per second through Aurora's own ATOMIC code on one core: hosts
+/// send link-level packets of `size` bytes into their interface node, one
+/// channel hop to a second node, which delivers them to the receiving host
+/// (host → node → node → host), `flows` senders taking turns on the one
+/// channel.
+pub fn chain_rate(size: usize, flows: usize, secs: f64) -> f64 {
+    use aurora_atomic::host::AtomicHost;
+    use aurora_atomic::mosaic::HOST_PORT;
+    use aurora_atomic::wire::{Dir, Route};
+    use aurora_net::{Node, Outbox};
+    let mut n1 = MosaicNode::new(1, true, [true, false, false, false]);
+    let mut n2 = MosaicNode::new(2, true, [false, true, false, false]);
+    let addr = |k: usize| std::net::Ipv4Addr::new(10, 9, 0, k as u8 + 1);
+    let mut senders: Vec<AtomicHost> = (0..flows.max(1))
+        .map(|k| AtomicHost::new(HostConfig::new(addr(k), k as u64), Instant::ZERO))
+        .collect();
+    let mut rx = AtomicHost::new(HostConfig::new(addr(200), 999), Instant::ZERO);
+    let route = Route::from_steps(&[Dir::East]);
+    // The raw message header (kind + channel) is 3 bytes of the size.
+    let data = vec![0x5Au8; size.saturating_sub(3)];
+    let (mut o1, mut o2, mut o3, mut o4) = (
+        Outbox::<Vec<u8>>::default(),
+        Outbox::default(),
+        Outbox::default(),
+        Outbox::default(),
+    );
+    let mut n = 0u64;
+    let t = WallClock::now();
+    let now = Instant::ZERO;
+    while t.elapsed().as_secs_f64() < secs {
+        for _ in 0..256 {
+            let k = (n as usize) % senders.len();
+            senders[k].send_raw(&route, 7, &data, &mut o1);
+            for (_, p) in o1.drain() {
+                n1.receive(now, HOST_PORT, &[p], &mut o2);
+            }
+            for (_, p) in o2.drain() {
+                n2.receive(now, Dir::West as u16, &[p], &mut o3);
+            }
+            for (_, p) in o3.drain() {
+                rx.receive(now, 0, &[p], &mut o4);
+            }
+            o4.drain().for_each(drop);
+            while rx.take_raw().is_some() {}
+            n += 1;
+        }
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
+/// Least-squares line through (x, y) points: (intercept, slope).
+pub fn fit(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let (sx, sy) = points
+        .iter()
+        .fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let b = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    (my - b * mx, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fit_finds_a_line() {
+        let pts: Vec<(f64, f64)> = [4.0, 54.0, 1500.0]
+            .iter()
+            .map(|&l| (l, 1.44 + 0.02 * l))
+            .collect();
+        let (a, b) = fit(&pts);
+        assert!((a - 1.44).abs() < 1e-9 && (b - 0.02).abs() < 1e-12);
+    }
+
+    #[test]
+    fn packets_get_through_the_chain() {
+        assert!(chain_rate(54, 2, 0.01) > 0.0);
+    }
+}

@@ -137,6 +137,14 @@ enum Bench {
         #[arg(long, default_value_t = 0.5)]
         secs: f64,
     },
+    /// ATOMIC packets through Aurora's own code on one core (host, node,
+    /// channel, node, host) for the seed's packet sizes, one flow and
+    /// several over one channel, and a fit of T(L) = a + b L.
+    Atomic {
+        /// Seconds per figure.
+        #[arg(long, default_value_t = 0.3)]
+        secs: f64,
+    },
     /// ATOMIC network mapping: probes, messages and time against network
     /// size, by loop probing (symmetric layouts) and flooding (others).
     AtomicMap {
@@ -317,6 +325,53 @@ fn main() -> ExitCode {
                     r.pps / r.touch_pps
                 );
             }
+            ExitCode::SUCCESS
+        }
+        Command::Bench {
+            what: Bench::Atomic { secs },
+        } => {
+            if !(secs > 0.0 && secs.is_finite()) {
+                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
+                return ExitCode::FAILURE;
+            }
+            println!("aurora bench atomic (one thread: host -> node -> channel -> node -> host, link-level packets)");
+            println!(
+                "{:>6} {:>6} {:>12} {:>10}   {:>16}",
+                "bytes", "flows", "packets/s", "Mb/s", "seed: Kpkt/s Mb/s"
+            );
+            let seed = |l: usize, flows: usize| match (l, flows) {
+                (4, 1) => "657 21",
+                (54, 1) => "396 171",
+                (1500, 1) => "31 381",
+                (54, _) => "793 343",
+                (1500, _) => "33 405",
+                _ => "",
+            };
+            for flows in [1, 8] {
+                for l in [4usize, 54, 1500] {
+                    let pps = bench_atomic::chain_rate(l, flows, secs);
+                    println!(
+                        "{l:>6} {flows:>6} {:>11.0}K {:>10.1}   {:>16}",
+                        pps / 1e3,
+                        pps * l as f64 * 8.0 / 1e6,
+                        seed(l, flows)
+                    );
+                }
+            }
+            let pts: Vec<(f64, f64)> = [4usize, 54, 256, 1000, 1500, 4000, 9000]
+                .iter()
+                .map(|&l| (l as f64, 1e6 / bench_atomic::chain_rate(l, 1, secs)))
+                .collect();
+            let (a, b) = bench_atomic::fit(&pts);
+            println!(
+                "time per packet: T(L) = {a:.3} us + {b:.5} us/byte (fit over {} sizes); the seed's host interface: 1.440 us + 0.020 us/byte",
+                pts.len()
+            );
+            println!(
+                "so a = {:.3} x the seed's, b = {:.4} x the seed's",
+                a / 1.44,
+                b / 0.02
+            );
             ExitCode::SUCCESS
         }
         Command::Bench {
