@@ -1,9 +1,15 @@
-//! A layout built in the virtual-time driver: a Mosaic node per layout
-//! node, a host on each host node, one-way channels timed by their cables.
+//! A layout made into nodes and links ([`Plan`]), and built in the
+//! virtual-time driver ([`Built`]): a Mosaic node per layout node, a host
+//! on each host node, one-way channels timed by their cables.
 
 use std::net::Ipv4Addr;
 
+use aurora_sim::LinkSpec;
+use aurora_time::Instant;
+
+use crate::host::{AtomicHost, HostConfig};
 use crate::layout::{channel_spec, interface_spec, Layout, Rng};
+use crate::mosaic::{MosaicNode, HOST_PORT};
 
 /// A layout built in the virtual-time driver.
 pub struct Built {
@@ -46,45 +52,88 @@ impl Built {
     }
 }
 
+/// A layout's nodes and links, ready for either driver: the Mosaic nodes
+/// (one per layout node, in order), then the hosts; one-way links between
+/// (node, port) pairs numbered that way.
+pub struct Plan {
+    /// Mosaic nodes, in layout order.
+    pub mosaic: Vec<MosaicNode>,
+    /// Hosts: address, host, layout node; host `k` is node
+    /// `mosaic.len() + k`.
+    pub hosts: Vec<(Ipv4Addr, AtomicHost, usize)>,
+    /// One-way links.
+    pub links: Vec<PlanLink>,
+}
+
+/// A one-way link of a [`Plan`]: from (node, port), to (node, port), model.
+pub type PlanLink = ((usize, u16), (usize, u16), LinkSpec);
+
 impl Layout {
-    /// Builds the layout in the virtual-time driver: a Mosaic node per
-    /// layout node, a host on each host node (its settings from `host`,
-    /// given the address and the host's identifier), channels timed by
-    /// their cables.
-    pub fn build(
-        &self,
-        seed: u64,
-        host: &dyn Fn(Ipv4Addr, u64) -> crate::host::HostConfig,
-    ) -> Result<Built, aurora_sim::SimError> {
-        use crate::host::AtomicHost;
-        use crate::mosaic::{MosaicNode, HOST_PORT};
-        let mut sim = aurora_sim::Sim::<Vec<u8>>::with_frames(seed);
+    /// The layout's nodes and links; each host's settings come from
+    /// `host`, given its address and its identifier (drawn from `seed`).
+    pub fn plan(&self, seed: u64, host: &dyn Fn(Ipv4Addr, u64) -> HostConfig) -> Plan {
         let mut channels = vec![[false; 4]; self.nodes.len()];
         for w in &self.wires {
             channels[w.from.0][w.from.1 as usize] = true;
         }
-        let mosaic: Vec<aurora_sim::NodeId> = self
+        let mosaic: Vec<MosaicNode> = self
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| sim.add_node(MosaicNode::new(n.id, n.host.is_some(), channels[i])))
+            .map(|(i, n)| MosaicNode::new(n.id, n.host.is_some(), channels[i]))
             .collect();
         // Every wire is one direction: its node's output to a node's input.
-        for w in &self.wires {
-            sim.connect_oneway(
-                (mosaic[w.from.0], w.from.1 as u16),
-                (mosaic[w.to.0], w.to.1 as u16),
-                channel_spec(w.feet),
-            )?;
-        }
+        let mut links: Vec<PlanLink> = self
+            .wires
+            .iter()
+            .map(|w| {
+                (
+                    (w.from.0, w.from.1 as u16),
+                    (w.to.0, w.to.1 as u16),
+                    channel_spec(w.feet),
+                )
+            })
+            .collect();
         let mut hosts = Vec::new();
         let mut rng = Rng::new(seed ^ 0x4057);
         for (i, n) in self.nodes.iter().enumerate() {
             let Some(addr) = n.host else { continue };
             let cfg = host(addr, rng.draw());
-            let h = sim.add_node(AtomicHost::new(cfg, aurora_time::Instant::ZERO));
-            sim.connect((h, 0), (mosaic[i], HOST_PORT), interface_spec())?;
-            hosts.push((addr, h, i));
+            let k = mosaic.len() + hosts.len();
+            links.push(((k, 0), (i, HOST_PORT), interface_spec()));
+            links.push(((i, HOST_PORT), (k, 0), interface_spec()));
+            hosts.push((addr, AtomicHost::new(cfg, Instant::ZERO), i));
+        }
+        Plan {
+            mosaic,
+            hosts,
+            links,
+        }
+    }
+
+    /// Builds the layout in the virtual-time driver (see [`Layout::plan`]).
+    pub fn build(
+        &self,
+        seed: u64,
+        host: &dyn Fn(Ipv4Addr, u64) -> HostConfig,
+    ) -> Result<Built, aurora_sim::SimError> {
+        self.plan(seed, host).into_sim(seed)
+    }
+}
+
+impl Plan {
+    /// The plan in the virtual-time driver.
+    pub fn into_sim(self, seed: u64) -> Result<Built, aurora_sim::SimError> {
+        let mut sim = aurora_sim::Sim::<Vec<u8>>::with_frames(seed);
+        let mosaic: Vec<aurora_sim::NodeId> =
+            self.mosaic.into_iter().map(|m| sim.add_node(m)).collect();
+        let mut hosts = Vec::new();
+        for (addr, h, node) in self.hosts {
+            hosts.push((addr, sim.add_node(h), node));
+        }
+        for (from, to, spec) in self.links {
+            let id = |n: usize| aurora_sim::NodeId(n as u32);
+            sim.connect_oneway((id(from.0), from.1), (id(to.0), to.1), spec)?;
         }
         Ok(Built { sim, mosaic, hosts })
     }

@@ -1,10 +1,15 @@
-//! `aurora run` for ATOMIC topology files (virtual time): the run, then a
+//! `aurora run` for ATOMIC topology files (virtual or real time): the run, then a
 //! report of every AC's mappings (with probes per node), every flow, every
 //! host's route traffic, and the Mosaic nodes' drops by reason.
 
 use std::path::Path;
 
+use std::net::Ipv4Addr;
+
+use aurora_atomic::host::AtomicHost;
 use aurora_atomic::mosaic::{Drop, MosaicNode};
+use aurora_rt::frames::{run_frames, FrameNode, OneWay};
+use aurora_sim::NodeId;
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
 
@@ -63,10 +68,14 @@ pub struct HostRow {
 /// The report.
 #[derive(Debug, Serialize)]
 pub struct AtomicReport {
-    /// Virtual seconds run.
+    /// "virtual time" or "real time".
+    pub mode: String,
+    /// Seconds run.
     pub virtual_secs: f64,
-    /// Events handled.
+    /// Events handled (virtual time).
     pub events: u64,
+    /// Frames dropped at full link buffers (real time).
+    pub overflow: u64,
     /// Mosaic nodes and hosts.
     pub size: (usize, usize),
     /// Every mapping of every AC.
@@ -79,36 +88,95 @@ pub struct AtomicReport {
     pub node_drops: Vec<(String, u64)>,
 }
 
-/// Runs an ATOMIC file for `duration` of virtual time.
-pub fn run(path: &Path, text: &str, duration: Duration, seed: u64) -> Result<AtomicReport, String> {
+/// Runs an ATOMIC file for `duration`: in virtual time, or in real time
+/// (a thread per node).
+pub fn run(
+    path: &Path,
+    text: &str,
+    duration: Duration,
+    seed: u64,
+    virtual_time: bool,
+) -> Result<AtomicReport, String> {
     let net = aurora_topo::compile_atomic(text).map_err(|p| crate::run::problems(path, &p))?;
-    let mut b = net.build(seed)?;
-    b.sim.run_until(Instant::ZERO + duration);
-    let name_of = |addr: std::net::Ipv4Addr| {
+    let plan = net.plan(seed);
+    if virtual_time {
+        let mut b = plan.into_sim(seed).map_err(|e| e.to_string())?;
+        b.sim.run_until(Instant::ZERO + duration);
+        let hosts: Vec<(Ipv4Addr, &AtomicHost)> = b
+            .hosts
+            .iter()
+            .filter_map(|(a, _, _)| b.host(*a).map(|h| (*a, h)))
+            .collect();
+        let mosaics: Vec<&MosaicNode> = b.mosaic.iter().filter_map(|id| b.sim.node(*id)).collect();
+        let mut r = report(&net, &hosts, &mosaics, duration);
+        r.mode = "virtual time".into();
+        r.events = b.sim.events();
+        return Ok(r);
+    }
+    let m = plan.mosaic.len();
+    let addrs: Vec<Ipv4Addr> = plan.hosts.iter().map(|h| h.0).collect();
+    let mut nodes: Vec<Box<dyn FrameNode<Vec<u8>>>> = Vec::new();
+    for n in plan.mosaic {
+        nodes.push(Box::new(n));
+    }
+    for (_, h, _) in plan.hosts {
+        nodes.push(Box::new(h));
+    }
+    let links: Vec<OneWay> = plan
+        .links
+        .iter()
+        .map(|&(from, to, spec)| OneWay {
+            from: (NodeId(from.0 as u32), from.1),
+            to: (NodeId(to.0 as u32), to.1),
+            spec,
+        })
+        .collect();
+    let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
+    let done = run_frames(nodes, &links, wall).map_err(|e| e.to_string())?;
+    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = addrs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, a)| {
+            done.node::<AtomicHost>(NodeId((m + k) as u32))
+                .map(|h| (*a, h))
+        })
+        .collect();
+    let mosaics: Vec<&MosaicNode> = (0..m)
+        .filter_map(|i| done.node::<MosaicNode>(NodeId(i as u32)))
+        .collect();
+    let mut r = report(&net, &hosts, &mosaics, duration);
+    r.mode = "real time".into();
+    r.overflow = done.links.iter().map(|l| l.overflow).sum();
+    Ok(r)
+}
+
+fn report(
+    net: &aurora_topo::AtomicNet,
+    hosts_in: &[(Ipv4Addr, &AtomicHost)],
+    mosaics: &[&MosaicNode],
+    duration: Duration,
+) -> AtomicReport {
+    let name_of = |addr: Ipv4Addr| {
         net.hosts
             .iter()
             .find(|h| h.1.addr == addr)
             .map(|h| h.0.clone())
             .unwrap_or_else(|| addr.to_string())
     };
+    let host = |a: Ipv4Addr| hosts_in.iter().find(|h| h.0 == a).map(|h| h.1);
     let id_name = |id: u64| {
-        b.hosts
+        hosts_in
             .iter()
-            .find(|(a, _, _)| {
-                b.host(*a)
-                    .and_then(|h| h.ac())
-                    .is_some_and(|ac| ac.id() == id)
-            })
-            .map(|(a, _, _)| name_of(*a))
+            .find(|(_, h)| h.ac().is_some_and(|ac| ac.id() == id))
+            .map(|(a, _)| name_of(*a))
     };
     let mut mappings = Vec::new();
     let mut hosts = Vec::new();
-    for (addr, _, _) in &b.hosts {
-        let h = b.host(*addr).ok_or("a host went missing")?;
+    for &(addr, h) in hosts_in {
         if let Some(ac) = h.ac() {
             for s in ac.history() {
                 mappings.push(MapRow {
-                    ac: name_of(*addr),
+                    ac: name_of(addr),
                     epoch: s.epoch,
                     nodes: s.nodes,
                     channels: s.channels,
@@ -121,7 +189,7 @@ pub fn run(path: &Path, text: &str, duration: Duration, seed: u64) -> Result<Ato
         }
         let c = h.counters();
         hosts.push(HostRow {
-            host: name_of(*addr),
+            host: name_of(addr),
             ac: h.server().and_then(|(id, _)| id_name(id)),
             routes: [
                 c.route_requests,
@@ -136,14 +204,13 @@ pub fn run(path: &Path, text: &str, duration: Duration, seed: u64) -> Result<Ato
     // A host's flows were added in file order: its i-th is flow i.
     let mut index: std::collections::BTreeMap<&str, usize> = Default::default();
     for (from, f) in &net.flows {
-        let src = net.hosts.iter().find(|h| &h.0 == from).map(|h| h.1.addr);
-        let Some(src) = src else { continue };
+        let Some(src) = net.hosts.iter().find(|h| &h.0 == from).map(|h| h.1.addr) else {
+            continue;
+        };
         let i = index.entry(from.as_str()).or_default();
-        let tx = b.host(src).ok_or("a host went missing")?;
-        let sent = tx.sent(*i);
+        let sent = host(src).map_or(0, |h| h.sent(*i));
         *i += 1;
-        let rx = b
-            .host(f.dst)
+        let rx = host(f.dst)
             .map(|h| h.received_from(src))
             .unwrap_or_default();
         flows.push(FlowRow {
@@ -156,17 +223,17 @@ pub fn run(path: &Path, text: &str, duration: Duration, seed: u64) -> Result<Ato
         });
     }
     let mut drops = [0u64; Drop::ALL.len()];
-    for id in &b.mosaic {
-        if let Some(m) = b.sim.node::<MosaicNode>(*id) {
-            for (k, d) in Drop::ALL.iter().enumerate() {
-                drops[k] += m.counters().dropped(*d);
-            }
+    for m in mosaics {
+        for (k, d) in Drop::ALL.iter().enumerate() {
+            drops[k] += m.counters().dropped(*d);
         }
     }
-    Ok(AtomicReport {
+    AtomicReport {
+        mode: String::new(),
         virtual_secs: duration.as_secs_f64(),
-        events: b.sim.events(),
-        size: (b.mosaic.len(), b.hosts.len()),
+        events: 0,
+        overflow: 0,
+        size: (mosaics.len(), hosts_in.len()),
         mappings,
         flows,
         hosts,
@@ -176,15 +243,22 @@ pub fn run(path: &Path, text: &str, duration: Duration, seed: u64) -> Result<Ato
             .filter(|(_, n)| *n > 0)
             .map(|(d, n)| (d.name().to_string(), n))
             .collect(),
-    })
+    }
 }
 
 /// The report as text.
 pub fn text(r: &AtomicReport) -> String {
     let mut s = format!(
-        "ATOMIC, virtual time {:.3} s, {} events: {} Mosaic nodes, {} hosts\n",
-        r.virtual_secs, r.events, r.size.0, r.size.1
+        "ATOMIC, {} {:.3} s: {} Mosaic nodes, {} hosts",
+        r.mode, r.virtual_secs, r.size.0, r.size.1
     );
+    if r.events > 0 {
+        s += &format!(", {} events", r.events);
+    }
+    if r.overflow > 0 {
+        s += &format!(", {} frames dropped at full links", r.overflow);
+    }
+    s += "\n";
     s += &format!(
         "\n{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9} {:>8}\n",
         "AC", "epoch", "nodes", "channels", "hosts", "probes", "per node", "ms"

@@ -455,18 +455,11 @@ fn main() -> ExitCode {
             };
             if let Ok(text) = std::fs::read_to_string(&file) {
                 if aurora_topo::is_atomic_text(&text) {
-                    if !r#virtual {
-                        eprintln!(
-                            "aurora run: {} is an ATOMIC network, which runs in virtual time only so far: add --virtual",
-                            file.display()
-                        );
-                        return ExitCode::FAILURE;
-                    }
                     if capture.is_some() {
                         eprintln!("aurora run: --capture is for cell networks; ATOMIC runs are not captured yet");
                         return ExitCode::FAILURE;
                     }
-                    let r = atomic_run::run(&file, &text, d, seed);
+                    let r = atomic_run::run(&file, &text, d, seed, r#virtual);
                     return report("aurora run", r, json, atomic_run::text);
                 }
             }

@@ -7,6 +7,8 @@
 //! Time is the wall clock since the run started, in the same integer
 //! nanoseconds the nodes always use.
 
+pub mod frames;
+
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

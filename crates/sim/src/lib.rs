@@ -68,6 +68,19 @@ impl LinkSpec {
     }
 }
 
+/// The time `spec`'s link takes to send a frame of `len` bytes.
+pub fn frame_time(spec: &LinkSpec, len: usize) -> Duration {
+    let base = Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64);
+    if spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO {
+        return base;
+    }
+    let len = len as i64;
+    let own = base + Duration::from_nanos(spec.per_byte.as_nanos().saturating_mul(len));
+    own.max(Duration::from_nanos(
+        spec.handshake_per_byte.as_nanos().saturating_mul(len),
+    ))
+}
+
 /// What one link direction did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirCounters {
@@ -393,11 +406,7 @@ impl<F: Frame> Sim<F> {
             let time = if d.fixed {
                 d.cell_time
             } else {
-                let len = cell.bytes().len() as i64;
-                let own = d.cell_time + Duration::from_nanos(d.spec.per_byte.as_nanos() * len);
-                own.max(Duration::from_nanos(
-                    d.spec.handshake_per_byte.as_nanos() * len,
-                ))
+                frame_time(&d.spec, cell.bytes().len())
             };
             d.busy_until = start + time;
             d.departures.push_back(d.busy_until);

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use aurora_atomic::ac::{AcConfig, Method};
-use aurora_atomic::built::Built;
+use aurora_atomic::built::{Built, Plan};
 use aurora_atomic::host::{AcRole, HostConfig, IpFlow};
 use aurora_atomic::layout::{Layout, LayoutNode, Wire};
 use aurora_atomic::wire::Dir;
@@ -468,29 +468,28 @@ pub fn is_atomic_text(text: &str) -> bool {
 }
 
 impl AtomicNet {
-    /// Builds it in the virtual-time driver, with its flows.
-    pub fn build(&self, seed: u64) -> Result<Built, String> {
+    /// Its nodes (hosts with their flows) and links, for either driver.
+    pub fn plan(&self, seed: u64) -> Plan {
         let cfgs: BTreeMap<Ipv4Addr, HostConfig> =
             self.hosts.iter().map(|(_, c, _)| (c.addr, *c)).collect();
-        let mut b = self
-            .layout
-            .build(seed, &|addr, id| HostConfig {
-                id,
-                ..cfgs
-                    .get(&addr)
-                    .copied()
-                    .unwrap_or(HostConfig::new(addr, id))
-            })
-            .map_err(|e| e.to_string())?;
+        let mut plan = self.layout.plan(seed, &|addr, id| HostConfig {
+            id,
+            ..cfgs
+                .get(&addr)
+                .copied()
+                .unwrap_or(HostConfig::new(addr, id))
+        });
         for (from, f) in &self.flows {
-            let addr = self
-                .hosts
-                .iter()
-                .find(|h| &h.0 == from)
-                .map(|h| h.1.addr)
-                .ok_or_else(|| format!("no host \"{from}\""))?;
-            b.add_flow(addr, *f);
+            let addr = self.hosts.iter().find(|h| &h.0 == from).map(|h| h.1.addr);
+            if let Some(h) = plan.hosts.iter_mut().find(|h| Some(h.0) == addr) {
+                h.1.add_flow(*f);
+            }
         }
-        Ok(b)
+        plan
+    }
+
+    /// Builds it in the virtual-time driver, with its flows.
+    pub fn build(&self, seed: u64) -> Result<Built, String> {
+        self.plan(seed).into_sim(seed).map_err(|e| e.to_string())
     }
 }
