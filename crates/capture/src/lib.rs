@@ -74,7 +74,8 @@ pub struct CaptureCounters {
     pub pdus: u64,
     /// Partial PDUs abandoned (too long, or too many VCs at once).
     pub abandoned: u64,
-    /// SUNATM only: PDUs not written because their length or CRC failed.
+    /// PDUs not written (no type 4 or SUNATM record) because their length
+    /// or CRC failed: cells lost upstream ran two PDUs together.
     pub bad_pdus: u64,
 }
 
@@ -155,6 +156,14 @@ impl<W: Write> PortCapture<W> {
             let pdu = self.partial.remove(&key).unwrap_or_default();
             match self.format {
                 CaptureFormat::Erf => {
+                    // A PDU that lost cells before this port (an upstream
+                    // output buffer overflowed) is two PDUs run together:
+                    // its cells stay in the capture as type 3 records, but
+                    // it gets no type 4 record; it is counted instead.
+                    if aal5::decode(&pdu).is_err() {
+                        self.counters.bad_pdus += 1;
+                        return Ok(());
+                    }
                     let mut body = Vec::with_capacity(4 + pdu.len());
                     body.extend_from_slice(&cell[..4]);
                     body.extend_from_slice(&pdu);
