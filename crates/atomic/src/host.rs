@@ -132,6 +132,7 @@ pub struct FlowRx {
 #[derive(Clone, Debug)]
 struct KnownAc {
     id: u64,
+    addr: Ipv4Addr,
     to_ac: Route,
     epoch: u32,
     heard: Instant,
@@ -249,9 +250,10 @@ impl AtomicHost {
         self.counters
     }
 
-    /// The AC it uses, and that AC's epoch.
-    pub fn server(&self) -> Option<(u64, u32)> {
-        self.server.as_ref().map(|s| (s.id, s.epoch))
+    /// The AC it uses: its identifier, its map's epoch and its host's
+    /// address.
+    pub fn server(&self) -> Option<(u64, u32, Ipv4Addr)> {
+        self.server.as_ref().map(|s| (s.id, s.epoch, s.addr))
     }
 
     /// The cached route to `dst`.
@@ -435,7 +437,7 @@ impl AtomicHost {
         self.deliver_local(pkt);
     }
 
-    fn announce(&mut self, now: Instant, ac: u64, epoch: u32, to_ac: Route) {
+    fn announce(&mut self, now: Instant, ac: u64, epoch: u32, addr: Ipv4Addr, to_ac: Route) {
         self.counters.announcements += 1;
         let take = match &self.server {
             None => true,
@@ -450,6 +452,7 @@ impl AtomicHost {
             .is_none_or(|s| s.id != ac || s.epoch != epoch);
         self.server = Some(KnownAc {
             id: ac,
+            addr,
             to_ac,
             epoch,
             heard: now,
@@ -485,8 +488,11 @@ impl AtomicHost {
                 out.push(0, m.packet(&back));
             }
             Msg::Announce {
-                ac, epoch, to_ac, ..
-            } => self.announce(now, ac, epoch, to_ac),
+                ac,
+                epoch,
+                addr,
+                to_ac,
+            } => self.announce(now, ac, epoch, Ipv4Addr::from(addr), to_ac),
             Msg::RouteReply {
                 dst,
                 status,

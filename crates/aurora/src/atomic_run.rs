@@ -190,7 +190,9 @@ fn report(
         let c = h.counters();
         hosts.push(HostRow {
             host: name_of(addr),
-            ac: h.server().and_then(|(id, _)| id_name(id)),
+            ac: h
+                .server()
+                .map(|(id, _, addr)| id_name(id).unwrap_or_else(|| name_of(addr))),
             routes: [
                 c.route_requests,
                 c.routes_learned,
@@ -301,6 +303,106 @@ pub fn text(r: &AtomicReport) -> String {
         s += "\nMosaic node drops (mapping probes into empty channels show as no-channel):\n";
         for (why, n) in &r.node_drops {
             s += &format!("  {why:<20} {n}\n");
+        }
+    }
+    s
+}
+
+/// What one ATOMIC process did.
+#[derive(Debug, Serialize)]
+pub struct AtomicNodeReport {
+    /// The group run (mesh or host).
+    pub name: String,
+    /// Wall-clock seconds.
+    pub secs: f64,
+    /// Its hosts' figures, mappings and flows, as in a whole run.
+    pub report: AtomicReport,
+    /// Each cable to another process: description, frames sent, received,
+    /// lost on the way, dropped at the sender, peer restarts.
+    pub cables: Vec<(String, [u64; 5])>,
+}
+
+/// Runs one group of an ATOMIC file (a mesh, or a host with its interface
+/// node) as this process, its cables to other groups over UDP, until
+/// `duration` passes or SIGINT or SIGTERM arrives.
+pub fn node(
+    path: &Path,
+    text: &str,
+    name: &str,
+    duration: Option<std::time::Duration>,
+    seed: u64,
+) -> Result<AtomicNodeReport, String> {
+    let net = aurora_topo::compile_atomic(text).map_err(|p| crate::run::problems(path, &p))?;
+    let p = net.process(name, seed)?;
+    for c in &p.cables {
+        eprintln!("{name}: {c}");
+    }
+    let stop = crate::node::stop_flag(duration);
+    let start = std::time::Instant::now();
+    let done = aurora_rt::frames::run_frames_until(p.nodes, &p.links, p.udp, &stop)
+        .map_err(|e| e.to_string())?;
+    let secs = start.elapsed().as_secs_f64();
+    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = p
+        .hosts
+        .iter()
+        .filter_map(|(_, a, i)| done.node::<AtomicHost>(NodeId(*i as u32)).map(|h| (*a, h)))
+        .collect();
+    let mosaics: Vec<&MosaicNode> = (0..p.names.len())
+        .filter_map(|i| done.node::<MosaicNode>(NodeId(i as u32)))
+        .collect();
+    let mut report = report(
+        &net,
+        &hosts,
+        &mosaics,
+        Duration::from_nanos((secs * 1e9) as i64),
+    );
+    report.mode = "real time, one process".into();
+    report.overflow = done.links.iter().map(|l| l.overflow).sum::<u64>()
+        + done.udp.iter().map(|u| u.1).sum::<u64>();
+    // Flows this process neither sends nor receives are not its business.
+    let mine: Vec<&str> = p.hosts.iter().map(|h| h.0.as_str()).collect();
+    report
+        .flows
+        .retain(|f| mine.contains(&f.from.as_str()) || mine.contains(&f.to.as_str()));
+    let cables = p
+        .cables
+        .into_iter()
+        .zip(&done.udp)
+        .map(|(c, (u, overflow))| {
+            (
+                c,
+                [
+                    u.sent,
+                    u.received,
+                    u.lost,
+                    u.send_dropped + overflow,
+                    u.restarts,
+                ],
+            )
+        })
+        .collect();
+    Ok(AtomicNodeReport {
+        name: name.to_string(),
+        secs,
+        report,
+        cables,
+    })
+}
+
+/// A process's report as text.
+pub fn node_text(r: &AtomicNodeReport) -> String {
+    let mut s = format!("{} ran {:.3} s\n", r.name, r.secs);
+    s += &text(&r.report);
+    if !r.cables.is_empty() {
+        s += &format!(
+            "\n{:<56} {:>8} {:>8} {:>6} {:>8} {:>8}\n",
+            "cable", "sent", "received", "lost", "dropped", "restarts"
+        );
+        for (c, n) in &r.cables {
+            s += &format!(
+                "{c:<56} {:>8} {:>8} {:>6} {:>8} {:>8}\n",
+                n[0], n[1], n[2], n[3], n[4]
+            );
         }
     }
     s

@@ -487,6 +487,16 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                if aurora_topo::is_atomic_text(&text) {
+                    if capture.is_some() {
+                        eprintln!("aurora node: --capture is for cell networks; ATOMIC runs are not captured yet");
+                        return ExitCode::FAILURE;
+                    }
+                    let r = atomic_run::node(&file, &text, &name, d, seed);
+                    return report("aurora node", r, json, atomic_run::node_text);
+                }
+            }
             report(
                 "aurora node",
                 node::main(&file, &name, d, seed, capture.as_ref()),

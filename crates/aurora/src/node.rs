@@ -122,26 +122,7 @@ pub fn main(
             p.port, p.local, p.peer, p.remote
         );
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    if let Some(d) = duration {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(d);
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
-    // Ctrl-C or SIGTERM ends the run the same way, with a report.
-    install_stop_signals();
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || loop {
-            if SIGNALLED.load(Ordering::Relaxed) {
-                stop.store(true, Ordering::Relaxed);
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        });
-    }
+    let stop = stop_flag(duration);
     let start = std::time::Instant::now();
     let mut worker = proc_.worker.run(start, &stop);
     let secs = start.elapsed().as_secs_f64();
@@ -226,6 +207,31 @@ pub fn main(
         ip,
         tun,
     })
+}
+
+/// A flag set after `duration` (if given) or on SIGINT or SIGTERM, which
+/// end a node's run the same way, with a report.
+pub(crate) fn stop_flag(duration: Option<std::time::Duration>) -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Some(d) = duration {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    install_stop_signals();
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || loop {
+            if SIGNALLED.load(Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        });
+    }
+    stop
 }
 
 /// Set by SIGINT or SIGTERM.

@@ -212,3 +212,46 @@ fn sigterm_ends_a_node_with_its_report() {
     assert!((0.3..5.0).contains(&secs), "{r}");
     assert!(r["sent"][0][1].as_u64().unwrap() > 100, "{r}");
 }
+
+#[test]
+fn an_atomic_lan_runs_as_three_processes_over_udp() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/atomic-processes.toml"
+    );
+    let spawn = |name: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_aurora"))
+            .args(["node", file, "--name", name, "--duration", "3s", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (m, b, a) = (spawn("m"), spawn("b"), spawn("a"));
+    let json = |c: std::process::Child| {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (ra, rb, rm) = (json(a), json(b), json(m));
+    // The AC on a mapped the whole LAN across the three processes.
+    let map = &ra["report"]["mappings"][0];
+    assert_eq!(
+        (map["nodes"].as_u64(), map["hosts"].as_u64()),
+        (Some(6), Some(2)),
+        "{ra}"
+    );
+    // b got a's flow, with a route from the AC.
+    let f = &rb["report"]["flows"][0];
+    assert_eq!(f["delivered"], 2000, "{rb}");
+    assert_eq!(f["corrupted"], 0);
+    assert_eq!(rb["report"]["hosts"][0]["ac"], "a");
+    // The mesh's cables carried it all, nothing lost.
+    for c in rm["cables"].as_array().unwrap() {
+        assert_eq!(c[1][2], 0, "{c}");
+    }
+}

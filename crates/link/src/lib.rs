@@ -5,6 +5,7 @@
 //! | [`ring`] | lock-free SPSC ring in shared memory: threads (heap) or processes |
 //! | [`shm`] | rings in files under `/dev/shm`, mapped by two processes |
 //! | [`udp`] | many cells per datagram, sequence-numbered, one peer only |
+//! | [`frame_udp`] | variable-length frames, one per datagram (ATOMIC between processes) |
 //! | [`stream`] | bare cells on TCP or a Unix socket, HEC-delineated on receipt |
 //! | [`shape`] | pacing, delay, seeded loss and bit errors around any sender |
 //! | [`tun`] | TUN interfaces: IP packets to and from the kernel (not cells) |
@@ -12,6 +13,7 @@
 //! Every link is bounded: a full link pushes back (the sender is told how
 //! many cells were taken) or drops with a count, never grows.
 
+pub mod frame_udp;
 pub mod ring;
 pub mod shape;
 pub mod shm;

@@ -30,6 +30,9 @@ pub trait Frame: Clone + Send + 'static {
     fn bytes(&self) -> &[u8];
     /// The frame's bytes, to damage (bit errors on a link).
     fn bytes_mut(&mut self) -> &mut [u8];
+    /// A frame made of `b` (from a link that carries bytes), if `b` can be
+    /// one.
+    fn from_bytes(b: &[u8]) -> Option<Self>;
 }
 
 impl Frame for CellBytes {
@@ -39,6 +42,9 @@ impl Frame for CellBytes {
     fn bytes_mut(&mut self) -> &mut [u8] {
         self
     }
+    fn from_bytes(b: &[u8]) -> Option<Self> {
+        b.try_into().ok()
+    }
 }
 
 impl Frame for Vec<u8> {
@@ -47,6 +53,9 @@ impl Frame for Vec<u8> {
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
         self
+    }
+    fn from_bytes(b: &[u8]) -> Option<Self> {
+        Some(b.to_vec())
     }
 }
 

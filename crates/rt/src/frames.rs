@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration as StdDuration, Instant as WallClock};
 
+use aurora_link::frame_udp::{FrameUdp, FrameUdpCounters};
 use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_sim::{frame_time, LinkSpec, NodeId};
 use aurora_time::Instant;
@@ -56,12 +57,45 @@ struct Output<F> {
     busy_until: Instant,
 }
 
+enum Out<F> {
+    Queue(Output<F>),
+    /// Index into the worker's UDP ports.
+    Udp(usize),
+}
+
+/// A node's port joined to another process over UDP: frames leaving
+/// `out_port` are sent (paced by `spec`), frames arriving go in at
+/// `in_port`.
+pub struct UdpEnd {
+    /// The node.
+    pub node: NodeId,
+    /// Its output port that sends here, if any (a one-way cable may only
+    /// receive).
+    pub out_port: Option<PortId>,
+    /// Its input port fed from here, if any.
+    pub in_port: Option<PortId>,
+    /// The socket.
+    pub link: FrameUdp,
+    /// The model of the sending direction.
+    pub spec: LinkSpec,
+}
+
+struct UdpPort {
+    end: UdpEnd,
+    busy_until: Instant,
+    pending: VecDeque<(Instant, Vec<u8>)>,
+    overflow: u64,
+}
+
 /// What a run hands back.
 pub struct FramesFinished<F: Frame> {
     /// The nodes, by id.
     pub nodes: Vec<Box<dyn FrameNode<F>>>,
     /// Each link's counters, in the order given.
     pub links: Vec<FrameLinkCounters>,
+    /// Each UDP end's counters, in the order given, and its frames dropped
+    /// at a full sending buffer.
+    pub udp: Vec<(FrameUdpCounters, u64)>,
 }
 
 impl<F: Frame> FramesFinished<F> {
@@ -75,15 +109,29 @@ impl<F: Frame> FramesFinished<F> {
 struct FrameWorker<F: Frame> {
     node: Box<dyn FrameNode<F>>,
     inputs: Vec<(PortId, Arc<Link<F>>)>,
-    outputs: Vec<Option<Output<F>>>,
+    outputs: Vec<Option<Out<F>>>,
+    udp: Vec<UdpPort>,
     batch: Vec<F>,
 }
 
 impl<F: Frame> FrameWorker<F> {
     fn route(&mut self, now: Instant, out: &mut Outbox<F>) {
         for (port, f) in out.drain() {
-            let Some(Some(o)) = self.outputs.get_mut(usize::from(port)) else {
-                continue;
+            let o = match self.outputs.get_mut(usize::from(port)) {
+                Some(Some(Out::Queue(o))) => o,
+                Some(Some(Out::Udp(i))) => {
+                    let u = &mut self.udp[*i];
+                    if u.pending.len() >= u.end.spec.buffer.max(1) {
+                        u.overflow += 1;
+                        continue;
+                    }
+                    let start = u.busy_until.max(now);
+                    u.busy_until = start + frame_time(&u.end.spec, f.bytes().len());
+                    u.pending
+                        .push_back((u.busy_until + u.end.spec.delay, f.bytes().to_vec()));
+                    continue;
+                }
+                _ => continue,
             };
             o.link.offered.fetch_add(1, Ordering::Relaxed);
             let mut q = o.link.q.lock().unwrap_or_else(|e| e.into_inner());
@@ -127,6 +175,33 @@ impl<F: Frame> FrameWorker<F> {
                     self.route(now, &mut out);
                 }
             }
+            for i in 0..self.udp.len() {
+                let u = &mut self.udp[i];
+                while u.pending.front().is_some_and(|(t, _)| *t <= now) {
+                    if let Some((_, b)) = u.pending.pop_front() {
+                        u.end.link.send(&b);
+                        busy = true;
+                    }
+                }
+                if let Some((t, _)) = u.pending.front() {
+                    next = Some(next.map_or(*t, |n: Instant| n.min(*t)));
+                }
+                let Some(port) = u.end.in_port else { continue };
+                while self.batch.len() < 256 {
+                    let Some(b) = u.end.link.recv() else { break };
+                    if let Some(f) = F::from_bytes(&b) {
+                        self.batch.push(f);
+                    }
+                }
+                if !self.batch.is_empty() {
+                    busy = true;
+                    let batch = std::mem::take(&mut self.batch);
+                    self.node.receive(now, port, &batch, &mut out);
+                    self.batch = batch;
+                    self.batch.clear();
+                    self.route(now, &mut out);
+                }
+            }
             if self.node.poll_at().is_some_and(|t| t <= now) {
                 self.node.poll(now, &mut out);
                 self.route(now, &mut out);
@@ -150,6 +225,25 @@ pub fn run_frames<F: Frame>(
     links: &[OneWay],
     duration: StdDuration,
 ) -> Result<FramesFinished<F>, RtError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(duration);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    run_frames_until(nodes, links, Vec::new(), &stop)
+}
+
+/// Runs `nodes` joined by `links`, and to other processes by `udp`, until
+/// `stop` is set.
+pub fn run_frames_until<F: Frame>(
+    nodes: Vec<Box<dyn FrameNode<F>>>,
+    links: &[OneWay],
+    udp: Vec<UdpEnd>,
+    stop: &Arc<AtomicBool>,
+) -> Result<FramesFinished<F>, RtError> {
     let mut workers: Vec<FrameWorker<F>> = nodes
         .into_iter()
         .map(|node| {
@@ -158,6 +252,7 @@ pub fn run_frames<F: Frame>(
                 node,
                 inputs: Vec::new(),
                 outputs: (0..ports).map(|_| None).collect(),
+                udp: Vec::new(),
                 batch: Vec::new(),
             }
         })
@@ -195,17 +290,43 @@ pub fn run_frames<F: Frame>(
                 l.from.1, l.from.0 .0
             )));
         }
-        *slot = Some(Output {
+        *slot = Some(Out::Queue(Output {
             link: link.clone(),
             spec: l.spec,
             busy_until: Instant::ZERO,
-        });
+        }));
         workers[l.to.0 .0 as usize]
             .inputs
             .push((l.to.1, link.clone()));
         made.push(link);
     }
-    let stop = Arc::new(AtomicBool::new(false));
+    let mut udp_order = Vec::new();
+    for end in udp {
+        let w = workers
+            .get_mut(end.node.0 as usize)
+            .ok_or_else(|| RtError(format!("no node {}", end.node.0)))?;
+        let i = w.udp.len();
+        if let Some(p) = end.out_port {
+            let slot = w
+                .outputs
+                .get_mut(usize::from(p))
+                .ok_or_else(|| RtError(format!("node {} has no port {p}", end.node.0)))?;
+            if slot.is_some() {
+                return Err(RtError(format!(
+                    "port {p} of node {} is already connected",
+                    end.node.0
+                )));
+            }
+            *slot = Some(Out::Udp(i));
+        }
+        udp_order.push((end.node.0 as usize, i));
+        w.udp.push(UdpPort {
+            end,
+            busy_until: Instant::ZERO,
+            pending: VecDeque::new(),
+            overflow: 0,
+        });
+    }
     let start = WallClock::now();
     let handles: Vec<_> = workers
         .into_iter()
@@ -214,15 +335,21 @@ pub fn run_frames<F: Frame>(
             std::thread::spawn(move || w.run(start, &stop))
         })
         .collect();
-    std::thread::sleep(duration);
-    stop.store(true, Ordering::Relaxed);
-    let mut nodes = Vec::new();
+    let mut workers = Vec::new();
     for h in handles {
-        let w = h
-            .join()
-            .map_err(|_| RtError("a node's thread panicked".into()))?;
-        nodes.push(w.node);
+        workers.push(
+            h.join()
+                .map_err(|_| RtError("a node's thread panicked".into()))?,
+        );
     }
+    let udp = udp_order
+        .iter()
+        .map(|&(n, i)| {
+            let u = &workers[n].udp[i];
+            (u.end.link.counters(), u.overflow)
+        })
+        .collect();
+    let nodes = workers.into_iter().map(|w| w.node).collect();
     let links = made
         .iter()
         .map(|l| FrameLinkCounters {
@@ -231,7 +358,7 @@ pub fn run_frames<F: Frame>(
             delivered: l.delivered.load(Ordering::Relaxed),
         })
         .collect();
-    Ok(FramesFinished { nodes, links })
+    Ok(FramesFinished { nodes, links, udp })
 }
 
 #[cfg(test)]

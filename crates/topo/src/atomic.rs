@@ -30,7 +30,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 
 use aurora_atomic::ac::{AcConfig, Method};
 use aurora_atomic::built::{Built, Plan};
@@ -82,6 +82,25 @@ pub struct CableDef {
     /// Only from `a` to `b`.
     #[serde(default)]
     pub oneway: bool,
+    /// UDP address end `a` binds when its group runs as its own process.
+    #[serde(default)]
+    pub udp_a: Option<String>,
+    /// UDP address end `b` binds.
+    #[serde(default)]
+    pub udp_b: Option<String>,
+}
+
+/// A cable after checking.
+#[derive(Clone, Debug)]
+pub struct Cable {
+    /// End `a`: layout node and direction.
+    pub a: (usize, Dir),
+    /// End `b`.
+    pub b: (usize, Dir),
+    /// Only `a` to `b`.
+    pub oneway: bool,
+    /// UDP addresses of the two ends, for processes.
+    pub udp: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
 }
 
 /// An IP flow between ATOMIC hosts.
@@ -117,6 +136,11 @@ pub struct AtomicNet {
     pub hosts: Vec<(String, HostConfig, usize)>,
     /// Flows: sending host, flow.
     pub flows: Vec<(String, IpFlow)>,
+    /// Cables.
+    pub cables: Vec<Cable>,
+    /// Each layout node's group: its mesh's name, or its host's. A group
+    /// runs as one process under `aurora node`.
+    pub groups: Vec<String>,
 }
 
 fn fnv(s: &str) -> u64 {
@@ -151,13 +175,16 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
     let mut layout = Layout::default();
     let mut names: Vec<String> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut groups: Vec<String> = Vec::new();
     let mut add = |c: &mut Ctx,
                    span: std::ops::Range<usize>,
                    name: String,
+                   group: &str,
                    host: Option<Ipv4Addr>,
                    mesh: Option<usize>,
                    layout: &mut Layout|
      -> usize {
+        groups.push(group.to_string());
         if index.contains_key(&name) {
             c.at(span, format!("the name \"{name}\" is used twice"));
         }
@@ -200,6 +227,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                     c,
                     d.span(),
                     format!("{}.{x}.{y}", def.name),
+                    &def.name,
                     None,
                     Some(m),
                     &mut layout,
@@ -281,7 +309,15 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
             }
         };
         let addr = addr.unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let node = add(c, h.span(), d.name.clone(), Some(addr), None, &mut layout);
+        let node = add(
+            c,
+            h.span(),
+            d.name.clone(),
+            &d.name,
+            Some(addr),
+            None,
+            &mut layout,
+        );
         let cfg = HostConfig {
             role,
             ac: AcConfig {
@@ -318,6 +354,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
     };
     let mut outs: BTreeMap<(usize, Dir), ()> = layout.wires.iter().map(|w| (w.from, ())).collect();
     let mut ins: BTreeMap<(usize, Dir), ()> = layout.wires.iter().map(|w| (w.to, ())).collect();
+    let mut cables = Vec::new();
     for k in &f.cable {
         let d = k.get_ref();
         let (Some(a), Some(b)) = (end(c, k.span(), &d.a), end(c, k.span(), &d.b)) else {
@@ -364,6 +401,34 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                 feet: d.feet,
             });
         }
+        let addr = |c: &mut Ctx, v: &Option<String>, which: &str| -> Option<SocketAddr> {
+            let v = v.as_ref()?;
+            v.parse()
+                .map_err(|_| {
+                    c.at(
+                        k.span(),
+                        format!(
+                            "{which} \"{v}\" is not an address and port, as \"127.0.0.1:7001\""
+                        ),
+                    )
+                })
+                .ok()
+        };
+        let udp = match (addr(c, &d.udp_a, "udp_a"), addr(c, &d.udp_b, "udp_b")) {
+            (Some(x), Some(y)) => Some((x, y)),
+            _ => {
+                if d.udp_a.is_some() != d.udp_b.is_some() {
+                    c.at(k.span(), "give both udp_a and udp_b, or neither".into());
+                }
+                None
+            }
+        };
+        cables.push(Cable {
+            a,
+            b,
+            oneway: d.oneway,
+            udp,
+        });
     }
     let mut flows = Vec::new();
     for g in &f.atomic_flow {
@@ -423,6 +488,8 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
         names,
         hosts,
         flows,
+        cables,
+        groups,
     })
 }
 
@@ -491,5 +558,119 @@ impl AtomicNet {
     /// Builds it in the virtual-time driver, with its flows.
     pub fn build(&self, seed: u64) -> Result<Built, String> {
         self.plan(seed).into_sim(seed).map_err(|e| e.to_string())
+    }
+}
+
+/// One group of an ATOMIC network (a mesh board, or a host with its
+/// interface node) set up to run as its own process: its nodes, the links
+/// among them, and its cables to other groups over UDP.
+pub struct AtomicProcess {
+    /// The group's nodes (Mosaic nodes, then hosts).
+    pub nodes: Vec<Box<dyn aurora_rt::frames::FrameNode<Vec<u8>>>>,
+    /// Each node's name (a host's is "host NAME").
+    pub names: Vec<String>,
+    /// Hosts: name, address, index in `nodes`.
+    pub hosts: Vec<(String, Ipv4Addr, usize)>,
+    /// Links inside the group.
+    pub links: Vec<aurora_rt::frames::OneWay>,
+    /// Cables to other groups.
+    pub udp: Vec<aurora_rt::frames::UdpEnd>,
+    /// Each UDP end described: "m1.2.0:East <-> m2.0.0:West @ addr".
+    pub cables: Vec<String>,
+}
+
+impl AtomicNet {
+    /// The group called `name` (a mesh or a host) as its own process.
+    pub fn process(&self, name: &str, seed: u64) -> Result<AtomicProcess, String> {
+        if !self.groups.iter().any(|g| g == name) {
+            return Err(format!(
+                "the network has no mesh or ATOMIC host called \"{name}\""
+            ));
+        }
+        let plan = self.plan(seed);
+        let m = plan.mosaic.len();
+        let mut local: Vec<Option<usize>> = vec![None; m + plan.hosts.len()];
+        let mut nodes: Vec<Box<dyn aurora_rt::frames::FrameNode<Vec<u8>>>> = Vec::new();
+        let mut names = Vec::new();
+        for (i, node) in plan.mosaic.into_iter().enumerate() {
+            if self.groups[i] == name {
+                local[i] = Some(nodes.len());
+                nodes.push(Box::new(node));
+                names.push(self.names[i].clone());
+            }
+        }
+        let mut hosts = Vec::new();
+        for (k, (addr, host, node)) in plan.hosts.into_iter().enumerate() {
+            if self.groups[node] == name {
+                local[m + k] = Some(nodes.len());
+                let hname = self
+                    .hosts
+                    .iter()
+                    .find(|h| h.2 == node)
+                    .map_or_else(|| addr.to_string(), |h| h.0.clone());
+                hosts.push((hname.clone(), addr, nodes.len()));
+                names.push(format!("host {hname}"));
+                nodes.push(Box::new(host));
+            }
+        }
+        let id = |i: usize| aurora_sim::NodeId(i as u32);
+        let mut links = Vec::new();
+        let mut spec_of = BTreeMap::new();
+        for &(from, to, spec) in &plan.links {
+            spec_of.insert(from, spec);
+            if let (Some(a), Some(b)) = (local[from.0], local[to.0]) {
+                links.push(aurora_rt::frames::OneWay {
+                    from: (id(a), from.1),
+                    to: (id(b), to.1),
+                    spec,
+                });
+            }
+        }
+        let mut udp = Vec::new();
+        let mut cables = Vec::new();
+        for c in &self.cables {
+            let (la, lb) = (local[c.a.0], local[c.b.0]);
+            if la.is_some() == lb.is_some() {
+                continue; // inside the group (done above) or elsewhere
+            }
+            let describe = format!(
+                "{}:{:?} <-> {}:{:?}",
+                self.names[c.a.0], c.a.1, self.names[c.b.0], c.b.1
+            );
+            let (here, local_addr, remote_addr, is_a) = match (la, c.udp) {
+                (_, None) => {
+                    return Err(format!(
+                        "the cable {describe} has no udp_a and udp_b, so \"{name}\" cannot run as its own process"
+                    ))
+                }
+                (Some(i), Some((x, y))) => (i, x, y, true),
+                (None, Some((x, y))) => (lb.expect("one end is here"), y, x, false),
+            };
+            let end = if is_a { c.a } else { c.b };
+            let sends = is_a || !c.oneway;
+            let hears = !is_a || !c.oneway;
+            let link = aurora_link::frame_udp::FrameUdp::open(local_addr, remote_addr)
+                .map_err(|e| e.to_string())?;
+            let spec = spec_of
+                .get(&(end.0, end.1 as u16))
+                .copied()
+                .unwrap_or_else(|| aurora_atomic::layout::channel_spec(0.0));
+            udp.push(aurora_rt::frames::UdpEnd {
+                node: id(here),
+                out_port: sends.then_some(end.1 as u16),
+                in_port: hears.then_some(end.1 as u16),
+                link,
+                spec,
+            });
+            cables.push(format!("{describe} @ {local_addr} -> {remote_addr}"));
+        }
+        Ok(AtomicProcess {
+            nodes,
+            names,
+            hosts,
+            links,
+            udp,
+            cables,
+        })
     }
 }
