@@ -337,9 +337,12 @@ pub fn node(
     for c in &p.cables {
         eprintln!("{name}: {c}");
     }
+    for t in &p.tun_names {
+        eprintln!("{name}: TUN {t}");
+    }
     let stop = crate::node::stop_flag(duration);
     let start = std::time::Instant::now();
-    let done = aurora_rt::frames::run_frames_until(p.nodes, &p.links, p.udp, &stop)
+    let done = aurora_rt::frames::run_frames_until(p.nodes, &p.links, p.udp, p.devices, &stop)
         .map_err(|e| e.to_string())?;
     let secs = start.elapsed().as_secs_f64();
     let hosts: Vec<(Ipv4Addr, &AtomicHost)> = p

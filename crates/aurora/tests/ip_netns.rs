@@ -376,3 +376,87 @@ fn the_router_forwards_between_subnets_with_ttl_and_checksum_checked_in_captures
     let _ = std::fs::remove_dir_all(&cap);
     let _ = std::fs::remove_file(&topo);
 }
+
+/// Runs `ip` with `args`, failing the test with its words if it fails.
+fn ip_cmd(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn ping_crosses_an_atomic_lan_between_namespaces() {
+    for t in ["ip", "ping"] {
+        need(t);
+    }
+    let pid = std::process::id() % 100_000;
+    let tag = format!("x{pid}");
+    let (a, b) = (
+        Netns::new(format!("{tag}-a")),
+        Netns::new(format!("{tag}-b")),
+    );
+    // A veth pair from the root namespace (where the mesh process runs)
+    // into each host's namespace, for the cables' UDP.
+    let subnet = |k: u32| format!("10.{}.{}", 200 + (pid % 50), k);
+    let mut veths = Vec::new();
+    for (k, ns) in [(1u32, &a), (2, &b)] {
+        let (outer, inner) = (format!("v{pid}{k}"), format!("w{pid}{k}"));
+        let _ = Command::new("ip").args(["link", "del", &outer]).output();
+        ip_cmd(&[
+            "link", "add", &outer, "type", "veth", "peer", "name", &inner,
+        ]);
+        ip_cmd(&["link", "set", &inner, "netns", &ns.0]);
+        ip_cmd(&["addr", "add", &format!("{}.1/30", subnet(k)), "dev", &outer]);
+        ip_cmd(&["link", "set", &outer, "up"]);
+        let run = |args: &[&str]| {
+            let o = ns.run("ip", args);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        };
+        run(&["addr", "add", &format!("{}.2/30", subnet(k)), "dev", &inner]);
+        run(&["link", "set", &inner, "up"]);
+        veths.push(outer);
+    }
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/atomic-processes.toml"),
+    )
+    .unwrap()
+    .replace(
+        "udp_a = \"127.0.0.1:47201\"",
+        &format!("udp_a = \"{}.2:47201\"", subnet(1)),
+    )
+    .replace(
+        "udp_b = \"127.0.0.1:47202\"",
+        &format!("udp_b = \"{}.1:47202\"", subnet(1)),
+    )
+    .replace(
+        "udp_a = \"127.0.0.1:47203\"",
+        &format!("udp_a = \"{}.2:47203\"", subnet(2)),
+    )
+    .replace(
+        "udp_b = \"127.0.0.1:47204\"",
+        &format!("udp_b = \"{}.1:47204\"", subnet(2)),
+    )
+    .replace("ip = \"10.6.0.1\"", "ip = \"10.6.0.1/24\"\ntun = \"aur-a\"")
+    .replace("ip = \"10.6.0.2\"", "ip = \"10.6.0.2/24\"\ntun = \"aur-b\"");
+    let topo = std::env::temp_dir().join(format!("aurora-{tag}-atomic.toml"));
+    std::fs::write(&topo, text).unwrap();
+    let mut m = node(None, &topo, "m", &[]);
+    let mut ha = node(Some(&a), &topo, "a", &[]);
+    let mut hb = node(Some(&b), &topo, "b", &[]);
+    wait_for_ping(&a, "10.6.0.2", &mut [&mut m, &mut ha, &mut hb]);
+    ping_clean(&a, "10.6.0.2");
+    ping_clean(&b, "10.6.0.1");
+    let out = ha.interrupt();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("a:East <-> m.0.0:West"), "{report}");
+    drop(hb);
+    drop(m);
+    for v in veths {
+        let _ = Command::new("ip").args(["link", "del", &v]).output();
+    }
+    let _ = std::fs::remove_file(&topo);
+}

@@ -16,7 +16,7 @@ use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_sim::{frame_time, LinkSpec, NodeId};
 use aurora_time::Instant;
 
-use crate::RtError;
+use crate::{DeviceCounters, PacketDevice, RtError};
 
 /// A node this driver can run.
 pub trait FrameNode<F: Frame>: Node<F> + Any + Send {}
@@ -96,6 +96,8 @@ pub struct FramesFinished<F: Frame> {
     /// Each UDP end's counters, in the order given, and its frames dropped
     /// at a full sending buffer.
     pub udp: Vec<(FrameUdpCounters, u64)>,
+    /// Each packet device's counters, in the order given.
+    pub devices: Vec<DeviceCounters>,
 }
 
 impl<F: Frame> FramesFinished<F> {
@@ -111,6 +113,7 @@ struct FrameWorker<F: Frame> {
     inputs: Vec<(PortId, Arc<Link<F>>)>,
     outputs: Vec<Option<Out<F>>>,
     udp: Vec<UdpPort>,
+    device: Option<(Box<dyn PacketDevice>, DeviceCounters)>,
     batch: Vec<F>,
 }
 
@@ -143,6 +146,41 @@ impl<F: Frame> FrameWorker<F> {
             o.busy_until = start + frame_time(&o.spec, f.bytes().len());
             q.push_back((o.busy_until + o.spec.delay, f));
         }
+    }
+
+    /// Moves packets between the local host's stack and the node.
+    fn device_turn(&mut self, now: Instant, out: &mut Outbox<F>) -> bool {
+        let Some((dev, c)) = self.device.as_mut() else {
+            return false;
+        };
+        let Some(port) = self.node.packet_port() else {
+            return false;
+        };
+        let mut moved = false;
+        let mut buf = vec![0u8; 65_536];
+        for _ in 0..crate::DEVICE_BATCH {
+            match dev.recv(&mut buf) {
+                Ok(Some(n)) => {
+                    c.from_device += 1;
+                    port.host_sent(now, &buf[..n], out);
+                    moved = true;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    c.errors += 1;
+                    break;
+                }
+            }
+        }
+        if port.to_host_len() > 0 {
+            moved = true;
+            port.drain_to_host(&mut |p| match dev.send(p) {
+                Ok(true) => c.to_device += 1,
+                Ok(false) => c.device_full += 1,
+                Err(_) => c.errors += 1,
+            });
+        }
+        moved
     }
 
     fn run(mut self, start: WallClock, stop: &AtomicBool) -> Self {
@@ -207,6 +245,10 @@ impl<F: Frame> FrameWorker<F> {
                 self.route(now, &mut out);
                 busy = true;
             }
+            if self.device_turn(now, &mut out) {
+                self.route(now, &mut out);
+                busy = true;
+            }
             if !busy {
                 let due = [next, self.node.poll_at()].into_iter().flatten().min();
                 let wait = due
@@ -233,15 +275,17 @@ pub fn run_frames<F: Frame>(
             stop.store(true, Ordering::Relaxed);
         });
     }
-    run_frames_until(nodes, links, Vec::new(), &stop)
+    run_frames_until(nodes, links, Vec::new(), Vec::new(), &stop)
 }
 
-/// Runs `nodes` joined by `links`, and to other processes by `udp`, until
-/// `stop` is set.
+/// Runs `nodes` joined by `links`, and to other processes by `udp`, with
+/// the packet devices (TUN interfaces) of `devices` joined to their nodes'
+/// packet ports, until `stop` is set.
 pub fn run_frames_until<F: Frame>(
     nodes: Vec<Box<dyn FrameNode<F>>>,
     links: &[OneWay],
     udp: Vec<UdpEnd>,
+    devices: Vec<(NodeId, Box<dyn PacketDevice>)>,
     stop: &Arc<AtomicBool>,
 ) -> Result<FramesFinished<F>, RtError> {
     let mut workers: Vec<FrameWorker<F>> = nodes
@@ -253,6 +297,7 @@ pub fn run_frames_until<F: Frame>(
                 inputs: Vec::new(),
                 outputs: (0..ports).map(|_| None).collect(),
                 udp: Vec::new(),
+                device: None,
                 batch: Vec::new(),
             }
         })
@@ -327,6 +372,17 @@ pub fn run_frames_until<F: Frame>(
             overflow: 0,
         });
     }
+    let mut device_order = Vec::new();
+    for (node, dev) in devices {
+        let w = workers
+            .get_mut(node.0 as usize)
+            .ok_or_else(|| RtError(format!("no node {}", node.0)))?;
+        if w.device.is_some() {
+            return Err(RtError(format!("node {} has two devices", node.0)));
+        }
+        w.device = Some((dev, DeviceCounters::default()));
+        device_order.push(node.0 as usize);
+    }
     let start = WallClock::now();
     let handles: Vec<_> = workers
         .into_iter()
@@ -349,6 +405,10 @@ pub fn run_frames_until<F: Frame>(
             (u.end.link.counters(), u.overflow)
         })
         .collect();
+    let devices = device_order
+        .iter()
+        .filter_map(|&n| workers[n].device.as_ref().map(|d| d.1))
+        .collect();
     let nodes = workers.into_iter().map(|w| w.node).collect();
     let links = made
         .iter()
@@ -358,7 +418,12 @@ pub fn run_frames_until<F: Frame>(
             delivered: l.delivered.load(Ordering::Relaxed),
         })
         .collect();
-    Ok(FramesFinished { nodes, links, udp })
+    Ok(FramesFinished {
+        nodes,
+        links,
+        udp,
+        devices,
+    })
 }
 
 #[cfg(test)]

@@ -66,6 +66,13 @@ pub struct AtomicHostDef {
     /// `loops` or `flood`.
     #[serde(default)]
     pub method: Option<String>,
+    /// A TUN interface of this name for the host's local IP stack, made
+    /// when the host runs as its own process (`aurora node`).
+    #[serde(default)]
+    pub tun: Option<String>,
+    /// The TUN interface's MTU (default 9000).
+    #[serde(default)]
+    pub mtu: Option<usize>,
 }
 
 /// A cable.
@@ -141,6 +148,8 @@ pub struct AtomicNet {
     /// Each layout node's group: its mesh's name, or its host's. A group
     /// runs as one process under `aurora node`.
     pub groups: Vec<String>,
+    /// Hosts with TUN interfaces: host name, interface.
+    pub tuns: Vec<(String, crate::TunSpec)>,
 }
 
 fn fnv(s: &str) -> u64 {
@@ -259,6 +268,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
         }
     }
     let mut hosts = Vec::new();
+    let mut tuns = Vec::new();
     let mut addrs: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
     for h in &f.atomic_host {
         let d = h.get_ref();
@@ -271,18 +281,45 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                 ),
             );
         }
-        let addr: Option<Ipv4Addr> =
-            d.ip.parse()
-                .map_err(|_| {
+        // An address, with the LAN's prefix length if given (default 24).
+        let (ip, prefix) = match d.ip.split_once('/') {
+            Some((a, p)) => (a, p.parse::<u8>().ok().filter(|p| *p <= 32)),
+            None => (d.ip.as_str(), Some(24)),
+        };
+        let addr: Option<Ipv4Addr> = ip.parse().ok().filter(|_| prefix.is_some());
+        if addr.is_none() {
+            c.at(
+                h.span(),
+                format!(
+                    "ip \"{}\" of host \"{}\" is not an IPv4 address (with a prefix length up to 32, if any)",
+                    d.ip, d.name
+                ),
+            );
+        }
+        if let (Some(a), Some(p)) = (addr, prefix) {
+            if let Some(t) = &d.tun {
+                let mtu = d.mtu.unwrap_or(9000);
+                if !(68..=65_000).contains(&mtu) {
+                    c.at(h.span(), format!("MTU {mtu} is outside 68 to 65000"));
+                }
+                if t.is_empty() || t.len() > 15 || !plain_name(t) {
                     c.at(
                         h.span(),
-                        format!(
-                            "ip \"{}\" of host \"{}\" is not an IPv4 address",
-                            d.ip, d.name
-                        ),
+                        format!("tun \"{t}\" must be 1 to 15 letters, digits, '-', '_' or '.'"),
                     );
-                })
-                .ok();
+                }
+                tuns.push((
+                    d.name.clone(),
+                    crate::TunSpec {
+                        name: t.clone(),
+                        addr: a,
+                        prefix: p,
+                        mtu,
+                        routes: Vec::new(),
+                    },
+                ));
+            }
+        }
         if let Some(a) = addr {
             if let Some(other) = addrs.insert(a, d.name.clone()) {
                 c.at(
@@ -490,6 +527,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
         flows,
         cables,
         groups,
+        tuns,
     })
 }
 
@@ -577,6 +615,10 @@ pub struct AtomicProcess {
     pub udp: Vec<aurora_rt::frames::UdpEnd>,
     /// Each UDP end described: "m1.2.0:East <-> m2.0.0:West @ addr".
     pub cables: Vec<String>,
+    /// TUN interfaces joined to hosts here (by index in `nodes`).
+    pub devices: Vec<(aurora_sim::NodeId, Box<dyn aurora_rt::PacketDevice>)>,
+    /// Those interfaces, described.
+    pub tun_names: Vec<String>,
 }
 
 impl AtomicNet {
@@ -664,6 +706,14 @@ impl AtomicNet {
             });
             cables.push(format!("{describe} @ {local_addr} -> {remote_addr}"));
         }
+        let mut devices: Vec<(aurora_sim::NodeId, Box<dyn aurora_rt::PacketDevice>)> = Vec::new();
+        let mut tun_names = Vec::new();
+        for (hname, _, i) in &hosts {
+            if let Some((_, t)) = self.tuns.iter().find(|(n, _)| n == hname) {
+                devices.push((id(*i), Box::new(crate::open_tun(t)?)));
+                tun_names.push(format!("{} {}/{} mtu {}", t.name, t.addr, t.prefix, t.mtu));
+            }
+        }
         Ok(AtomicProcess {
             nodes,
             names,
@@ -671,6 +721,8 @@ impl AtomicNet {
             links,
             udp,
             cables,
+            devices,
+            tun_names,
         })
     }
 }
