@@ -171,6 +171,7 @@ pub struct AtomicHost {
     pending: VecDeque<Pending>,
     to_host: VecDeque<Vec<u8>>,
     raw_in: VecDeque<(u16, Vec<u8>)>,
+    raw_out: VecDeque<(Route, u16, Vec<u8>)>,
     flows: Vec<TxFlow>,
     rx: FxHashMap<Ipv4Addr, FlowRx>,
     seq: u32,
@@ -211,6 +212,7 @@ impl AtomicHost {
             pending: VecDeque::new(),
             to_host: VecDeque::new(),
             raw_in: VecDeque::new(),
+            raw_out: VecDeque::new(),
             flows: Vec::new(),
             rx: FxHashMap::default(),
             seq: 0,
@@ -296,6 +298,17 @@ impl AtomicHost {
             data: data.to_vec(),
         };
         out.push(0, m.packet(route));
+    }
+
+    /// Queues a raw packet to go out at the host's next turn (for a
+    /// program that writes while the node runs in a driver, as a socket
+    /// write would).
+    pub fn queue_raw(&mut self, route: Route, channel: u16, data: Vec<u8>) {
+        if self.raw_out.len() < MAX_QUEUE {
+            self.raw_out.push_back((route, channel, data));
+        } else {
+            self.counters.host_queue_full += 1;
+        }
     }
 
     /// The oldest raw packet that arrived: its channel and bytes.
@@ -544,6 +557,9 @@ impl Node<Vec<u8>> for AtomicHost {
     }
 
     fn poll(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        while let Some((route, channel, data)) = self.raw_out.pop_front() {
+            self.send_raw(&route, channel, &data, out);
+        }
         if let Some(ac) = self.ac.as_mut() {
             if ac.poll_at().is_some_and(|t| t <= now) {
                 let before = ac.epoch();
@@ -625,7 +641,11 @@ impl Node<Vec<u8>> for AtomicHost {
         } else {
             None
         };
-        [ac, flow, pending, takeover].into_iter().flatten().min()
+        let raw = (!self.raw_out.is_empty()).then_some(Instant::ZERO);
+        [ac, flow, pending, takeover, raw]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn packet_port(&mut self) -> Option<&mut dyn PacketPort<Vec<u8>>> {

@@ -304,3 +304,36 @@ fn flows_declaring_bandwidth_get_routes_that_avoid_each_other() {
     );
     assert_eq!(r3.steps().len(), 2, "best effort takes the shortest");
 }
+
+#[test]
+fn a_program_sends_its_own_loop_with_link_level_access() {
+    // Link-level access: the program writes the route itself. A loop East
+    // two hops and back comes home; a route into an empty channel is lost
+    // (and counted by the node).
+    use aurora_atomic::wire::{Dir, Route};
+    let l = Layout::grid(3, 1, &[(0, 0)], 4);
+    let mut b = build(&l, &[], Method::Loops, 1);
+    let me = ip("10.0.0.1");
+    let there_and_back = Route::from_steps(&[Dir::East, Dir::East, Dir::West, Dir::West]);
+    let nowhere = Route::from_steps(&[Dir::North]);
+    let (_, id, _) = b.hosts[0];
+    let h = b.host_mut(me).unwrap();
+    h.queue_raw(there_and_back, 42, b"loop".to_vec());
+    h.queue_raw(nowhere, 42, b"lost".to_vec());
+    b.sim.touch(id);
+    b.sim.run_until(Instant::from_millis(1));
+    let h = b.host_mut(me).unwrap();
+    assert_eq!(h.take_raw(), Some((42, b"loop".to_vec())));
+    assert_eq!(h.take_raw(), None);
+    assert_eq!(h.counters().raw, [1, 2]);
+    let dropped: u64 = (0..3)
+        .map(|n| {
+            b.sim
+                .node::<aurora_atomic::mosaic::MosaicNode>(b.mosaic[n])
+                .unwrap()
+                .counters()
+                .dropped(aurora_atomic::mosaic::Drop::NoChannel)
+        })
+        .sum();
+    assert_eq!(dropped, 1);
+}
