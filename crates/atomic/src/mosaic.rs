@@ -282,24 +282,7 @@ impl MosaicNode {
             self.counters.flood_in += 1;
             match Msg::parse(&pkt) {
                 Ok(Msg::Explore { flood, hops }) => self.explore(now, in_port, flood, hops, out),
-                Ok(Msg::Report {
-                    flood,
-                    origin,
-                    host,
-                    edges,
-                    path,
-                    back,
-                }) => {
-                    let m = Msg::Report {
-                        flood,
-                        origin,
-                        host,
-                        edges,
-                        path,
-                        back,
-                    };
-                    self.report(m, out);
-                }
+                Ok(m @ Msg::Report { .. }) => self.report(m, out),
                 _ => self.drop(Drop::BadMessage),
             }
             return;
@@ -347,6 +330,17 @@ impl MosaicNode {
             report_at: Some(now + SETTLE),
             seen: FxHashSet::default(),
         });
+        self.flood_out(&hops, &|h| Msg::Explore { flood, hops: h }, out);
+    }
+
+    /// Sends a flood message out of every channel, this node and the
+    /// channel appended to its hop list `hops`.
+    fn flood_out(
+        &mut self,
+        hops: &[Hop],
+        msg: &dyn Fn(Vec<Hop>) -> Msg,
+        out: &mut Outbox<Vec<u8>>,
+    ) {
         if hops.len() >= MAX_HOPS {
             self.drop(Drop::TooManyHops);
             return;
@@ -355,14 +349,13 @@ impl MosaicNode {
             if !self.channels[d as usize] {
                 continue;
             }
-            let mut h = hops.clone();
+            let mut h = hops.to_vec();
             h.push(Hop {
                 node: self.id,
                 port: d as u8,
             });
-            let pkt = one_hop(&Msg::Explore { flood, hops: h });
             self.counters.flood_out += 1;
-            self.send(d, pkt, out);
+            self.send(d, one_hop(&msg(h)), out);
         }
     }
 
@@ -380,7 +373,6 @@ impl MosaicNode {
         else {
             return;
         };
-        let me = self.id;
         let f = match self.flood_mut(flood) {
             Some(f) => f,
             None => {
@@ -422,30 +414,15 @@ impl MosaicNode {
             m.emit(&mut payload);
             out.push(HOST_PORT, payload);
         }
-        if back.len() >= MAX_HOPS {
-            self.drop(Drop::TooManyHops);
-            return;
-        }
-        for d in Dir::ALL {
-            if !self.channels[d as usize] {
-                continue;
-            }
-            let mut b = back.clone();
-            b.push(Hop {
-                node: me,
-                port: d as u8,
-            });
-            let m = Msg::Report {
-                flood,
-                origin,
-                host,
-                edges: edges.clone(),
-                path: path.clone(),
-                back: b,
-            };
-            self.counters.flood_out += 1;
-            self.send(d, one_hop(&m), out);
-        }
+        let report = |b: Vec<Hop>| Msg::Report {
+            flood,
+            origin,
+            host,
+            edges: edges.clone(),
+            path: path.clone(),
+            back: b,
+        };
+        self.flood_out(&back, &report, out);
     }
 }
 
