@@ -337,3 +337,36 @@ fn a_program_sends_its_own_loop_with_link_level_access() {
         .sum();
     assert_eq!(dropped, 1);
 }
+
+#[test]
+fn after_a_node_fails_traffic_goes_around_it() {
+    let l = Layout::grid(3, 3, &[(0, 0), (2, 2), (0, 2)], 8);
+    let (h1, h2) = (ip("10.0.0.1"), ip("10.0.0.2"));
+    let mut b = build(&l, &[ip("10.0.0.3")], Method::Loops, 3);
+    b.add_flow(
+        h1,
+        IpFlow {
+            count: 20_000,
+            ..flow("10.0.0.2", 0, 100, 0)
+        },
+    );
+    b.sim.run_until(Instant::from_millis(300));
+    let route = b.host(h1).unwrap().route_to(h2).unwrap().steps();
+    // The node after the first hop of the route in use goes down.
+    let first = l
+        .wires
+        .iter()
+        .find(|w| w.from == (0, route[0]))
+        .unwrap()
+        .to
+        .0;
+    b.node_mut(first).unwrap().set_up(false);
+    let before = b.host(h2).unwrap().received_from(h1).delivered;
+    b.sim.run_until(Instant::from_millis(1500));
+    let new_route = b.host(h1).unwrap().route_to(h2).unwrap().steps();
+    assert_ne!(new_route[0], route[0], "the new route avoids the dead node");
+    let after = b.host(h2).unwrap().received_from(h1).delivered;
+    assert!(after > before + 2000, "{before} -> {after}");
+    let map = b.host(ip("10.0.0.3")).unwrap().ac().unwrap().map();
+    assert_eq!(map.nodes.len(), 8, "the dead node is gone from the map");
+}
