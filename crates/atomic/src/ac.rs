@@ -149,12 +149,17 @@ pub struct Ac {
     pub routes_given: u64,
     /// Requests for unknown addresses or without a path.
     pub routes_refused: u64,
+    /// Mapping messages ignored because the map was full.
+    pub map_full: u64,
 }
 
 /// Most mappings remembered.
 pub const HISTORY: usize = 64;
 /// Most bandwidth reservations held.
 pub const MAX_RESERVATIONS: usize = 4096;
+/// Most nodes a map holds: reports naming more (a hostile or broken
+/// network) are ignored and counted.
+pub const MAX_MAP_NODES: usize = 1 << 16;
 
 impl Ac {
     /// An AC with identifier `id` on the host `host` at `addr`, mapping
@@ -181,6 +186,7 @@ impl Ac {
             hop_time: Duration::ZERO,
             routes_given: 0,
             routes_refused: 0,
+            map_full: 0,
         }
     }
 
@@ -364,7 +370,9 @@ impl Ac {
                 // The node one hop on, then n again: anything else is a
                 // network this method cannot map (the channel counts as
                 // absent).
-                if let (Some(found), Some(again)) = (hops.get(at), hops.get(at + 1)) {
+                if self.building.nodes.len() >= MAX_MAP_NODES {
+                    self.map_full += 1;
+                } else if let (Some(found), Some(again)) = (hops.get(at), hops.get(at + 1)) {
                     if again.node == self.building.nodes[n].id {
                         let mut path = self.building.nodes[n].path.clone();
                         path.push(d);
@@ -411,6 +419,15 @@ impl Ac {
         let per_hop = Duration::from_nanos((now - self.current.started).as_nanos() / hops);
         if per_hop > self.hop_time {
             self.hop_time = per_hop;
+        }
+        let fresh = 1 + edges
+            .iter()
+            .filter(|e| self.building.find(e.from.node).is_none())
+            .count();
+        if self.building.find(origin).is_none() && self.building.nodes.len() + fresh > MAX_MAP_NODES
+        {
+            self.map_full += 1;
+            return;
         }
         let steps: Vec<Dir> = path.iter().filter_map(|h| Dir::from_port(h.port)).collect();
         let back: Vec<Dir> = back.iter().filter_map(|h| Dir::from_port(h.port)).collect();

@@ -34,7 +34,7 @@ enum Command {
     /// report and a plot.
     Demo {
         /// Seconds to run.
-        #[arg(long, default_value_t = 3.0)]
+        #[arg(long, default_value_t = 3.0, value_parser = positive_secs)]
         secs: f64,
         /// Folder for the report, plot and topology.
         #[arg(long, default_value = "out/demo")]
@@ -126,7 +126,7 @@ enum Bench {
     /// table, against the OC-192c and OC-768c line rates.
     Switch {
         /// Seconds per figure.
-        #[arg(long, default_value_t = 0.5)]
+        #[arg(long, default_value_t = 0.5, value_parser = positive_secs)]
         secs: f64,
     },
     /// IP forwarding decisions per second on one core (header checks,
@@ -134,7 +134,7 @@ enum Bench {
     /// against OC-192c/OC-768c packet rates and a bare loop.
     Forward {
         /// Seconds per figure.
-        #[arg(long, default_value_t = 0.5)]
+        #[arg(long, default_value_t = 0.5, value_parser = positive_secs)]
         secs: f64,
     },
     /// ATOMIC packets through Aurora's own code on one core (host, node,
@@ -142,7 +142,7 @@ enum Bench {
     /// several over one channel, and a fit of T(L) = a + b L.
     Atomic {
         /// Seconds per figure.
-        #[arg(long, default_value_t = 0.3)]
+        #[arg(long, default_value_t = 0.3, value_parser = positive_secs)]
         secs: f64,
     },
     /// ATOMIC network mapping: probes, messages and time against network
@@ -155,13 +155,13 @@ enum Bench {
     /// Virtual-time engine events per second against a bare event queue.
     Sim {
         /// Seconds per figure.
-        #[arg(long, default_value_t = 1.0)]
+        #[arg(long, default_value_t = 1.0, value_parser = positive_secs)]
         secs: f64,
     },
     /// AAL5 and AAL3/4 segmentation and reassembly against memcpy, HEC rates.
     Sar {
         /// Seconds spent on each figure.
-        #[arg(long, default_value_t = 0.6)]
+        #[arg(long, default_value_t = 0.6, value_parser = positive_secs)]
         secs: f64,
         /// MiB of SDUs in the stream case (make it larger than the
         /// last-level cache; default: twice the cache, at least 256).
@@ -255,6 +255,14 @@ impl CaptureOpts {
     }
 }
 
+/// Reads `--secs`: a positive, finite number of seconds.
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("\"{s}\" is not a positive number of seconds")),
+    }
+}
+
 fn main() -> ExitCode {
     // A report piped into `head` should end quietly when the pipe closes, as
     // other command-line tools do, not panic on the next write.
@@ -275,10 +283,6 @@ fn main() -> ExitCode {
         Command::Bench {
             what: Bench::Switch { secs },
         } => {
-            if !(secs > 0.0 && secs.is_finite()) {
-                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
-                return ExitCode::FAILURE;
-            }
             println!(
                 "aurora bench switch (one thread, 16 ports, {} VC entries per input port)",
                 4096
@@ -301,10 +305,6 @@ fn main() -> ExitCode {
         Command::Bench {
             what: Bench::Forward { secs },
         } => {
-            if !(secs > 0.0 && secs.is_finite()) {
-                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
-                return ExitCode::FAILURE;
-            }
             println!(
                 "aurora bench forward (one thread, {} prefixes, batches of {} packets)",
                 bench_ip::PREFIXES,
@@ -330,10 +330,6 @@ fn main() -> ExitCode {
         Command::Bench {
             what: Bench::Atomic { secs },
         } => {
-            if !(secs > 0.0 && secs.is_finite()) {
-                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
-                return ExitCode::FAILURE;
-            }
             println!("aurora bench atomic (one thread: host -> node -> channel -> node -> host, link-level packets)");
             println!(
                 "{:>6} {:>6} {:>12} {:>10}   {:>16}",
@@ -421,10 +417,6 @@ fn main() -> ExitCode {
         Command::Bench {
             what: Bench::Sim { secs },
         } => {
-            if !(secs > 0.0 && secs.is_finite()) {
-                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
-                return ExitCode::FAILURE;
-            }
             let (sim, heap, events) = bench_net::sim_rates(secs);
             println!(
                 "aurora bench sim (one thread; 2 switches, 12 hosts, 6 flows of 9180-byte PDUs)"
@@ -579,10 +571,6 @@ fn main() -> ExitCode {
                     json,
                 },
         } => {
-            if !(secs > 0.0 && secs.is_finite()) {
-                eprintln!("aurora: --secs must be a positive number of seconds, not {secs}");
-                return ExitCode::FAILURE;
-            }
             let kernel = match kernel {
                 KernelArg::Best => aurora_sar::Kernel::best(),
                 KernelArg::Portable => aurora_sar::Kernel::Portable,

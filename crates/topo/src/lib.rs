@@ -1014,58 +1014,72 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         });
     }
 
+    // Traffic on a PVC (flows and pings): the PVC, the interval and the
+    // start, checked; `None` when anything is wrong (reported).
+    let timed = |c: &mut Ctx,
+                 span: Range<usize>,
+                 what: &str,
+                 pvc: &str,
+                 interval: &str,
+                 start: &Option<String>|
+     -> Option<(usize, Duration, Duration)> {
+        let found = compiled.iter().position(|p| p.name == pvc);
+        if found.is_none() && !pvc_names.contains(pvc) {
+            c.at(
+                span.clone(),
+                format!("{what} names PVC \"{pvc}\", which is not defined"),
+            );
+        }
+        let interval = parse_duration(interval)
+            .map_err(|m| c.at(span.clone(), m))
+            .ok();
+        if interval == Some(Duration::ZERO) {
+            c.at(span.clone(), format!("{what} interval must be more than 0"));
+        }
+        let start = match start {
+            None => Some(Duration::ZERO),
+            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
+        };
+        let i = found?;
+        if ipcfg.contains_key(&compiled[i].from) {
+            c.at(
+                span,
+                format!(
+                    "{what} on PVC \"{pvc}\": its sender \"{}\" is an IP node; {what}s come from \
+                     hosts without ip (run ping or iperf3 over the TUN interface instead)",
+                    compiled[i].from
+                ),
+            );
+            return None;
+        }
+        Some((i, interval?, start?))
+    };
+
     // Flows.
     let mut flows: Vec<(String, Flow)> = Vec::new();
     for f in &file.flow {
         let span = f.span();
         let d = f.get_ref();
-        let pvc = compiled.iter().find(|p| p.name == d.pvc);
-        if pvc.is_none() && !pvc_names.contains(&d.pvc) {
-            c.at(
-                span.clone(),
-                format!("flow names PVC \"{}\", which is not defined", d.pvc),
-            );
-        }
         if d.sdu < 8 || d.sdu > 65535 {
             c.at(
                 span.clone(),
                 format!("flow SDU of {} bytes is outside 8 to 65535", d.sdu),
             );
         }
-        let interval = parse_duration(&d.interval)
-            .map_err(|m| c.at(span.clone(), m))
-            .ok();
-        if interval == Some(Duration::ZERO) {
-            c.at(span.clone(), "flow interval must be more than 0".into());
-        }
-        let start = match &d.start {
-            None => Some(Duration::ZERO),
-            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
-        };
-        let Some(pvc) = pvc else { continue };
-        if ipcfg.contains_key(&pvc.from) {
-            c.at(
-                span.clone(),
-                format!(
-                    "flow on PVC \"{}\": its sender \"{}\" is an IP node; flows come from hosts \
-                     without ip (run ping or iperf3 over the TUN interface instead)",
-                    d.pvc, pvc.from
-                ),
-            );
+        let Some((i, interval, start)) = timed(&mut c, span, "flow", &d.pvc, &d.interval, &d.start)
+        else {
             continue;
-        }
-        if let (Some(interval), Some(start)) = (interval, start) {
-            flows.push((
-                d.pvc.clone(),
-                Flow {
-                    vc: pvc.from_vc,
-                    sdu_len: d.sdu,
-                    count: d.count,
-                    start: Instant::ZERO + start,
-                    interval,
-                },
-            ));
-        }
+        };
+        flows.push((
+            d.pvc.clone(),
+            Flow {
+                vc: compiled[i].from_vc,
+                sdu_len: d.sdu,
+                count: d.count,
+                start: Instant::ZERO + start,
+                interval,
+            },
+        ));
     }
 
     // Pings.
@@ -1073,38 +1087,14 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     for g in &file.ping {
         let span = g.span();
         let d = g.get_ref();
-        let pvc = compiled.iter().find(|p| p.name == d.pvc);
-        if pvc.is_none() && !pvc_names.contains(&d.pvc) {
-            c.at(
-                span.clone(),
-                format!("ping names PVC \"{}\", which is not defined", d.pvc),
-            );
-        }
-        let interval = parse_duration(&d.interval)
-            .map_err(|m| c.at(span.clone(), m))
-            .ok();
-        if interval == Some(Duration::ZERO) {
-            c.at(span.clone(), "ping interval must be more than 0".into());
-        }
-        let start = match &d.start {
-            None => Some(Duration::ZERO),
-            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
-        };
-        let Some(pvc) = pvc else { continue };
-        if ipcfg.contains_key(&pvc.from) {
-            c.at(
-                span.clone(),
-                format!(
-                    "ping on PVC \"{}\": its sender \"{}\" is an IP node; pings come from hosts \
-                     without ip (run ping or iperf3 over the TUN interface instead)",
-                    d.pvc, pvc.from
-                ),
-            );
+        let Some((i, interval, start)) =
+            timed(&mut c, span.clone(), "ping", &d.pvc, &d.interval, &d.start)
+        else {
             continue;
-        }
-        if d.segment && !pvc.first_atm {
+        };
+        if d.segment && !compiled[i].first_atm {
             c.at(
-                span.clone(),
+                span,
                 format!(
                     "a segment ping on PVC \"{}\" needs an ATM switch as the first node after \
                      the sender (only ATM switches answer segment loopback)",
@@ -1113,18 +1103,16 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             );
             continue;
         }
-        if let (Some(interval), Some(start)) = (interval, start) {
-            pings.push((
-                d.pvc.clone(),
-                Ping {
-                    vc: pvc.from_vc,
-                    end_to_end: !d.segment,
-                    count: d.count,
-                    start: Instant::ZERO + start,
-                    interval,
-                },
-            ));
-        }
+        pings.push((
+            d.pvc.clone(),
+            Ping {
+                vc: compiled[i].from_vc,
+                end_to_end: !d.segment,
+                count: d.count,
+                start: Instant::ZERO + start,
+                interval,
+            },
+        ));
     }
 
     // Each IP node's PVC to its ATMARP server.
