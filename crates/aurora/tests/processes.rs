@@ -221,7 +221,7 @@ fn an_atomic_lan_runs_as_three_processes_over_udp() {
     );
     let spawn = |name: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_aurora"))
-            .args(["node", file, "--name", name, "--duration", "3s", "--json"])
+            .args(["node", file, "--name", name, "--duration", "4s", "--json"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
