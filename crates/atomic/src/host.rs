@@ -326,6 +326,14 @@ impl AtomicHost {
         self.seq
     }
 
+    /// Asks (again) for the destinations packets are waiting for.
+    fn ask_waiting(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
+        let waiting: Vec<(Ipv4Addr, u32)> = self.pending.iter().map(|p| (p.dst, p.kbps)).collect();
+        for (dst, kbps) in waiting {
+            self.ask(now, dst, kbps, out);
+        }
+    }
+
     /// Asks for a route to `dst` (at most once per route timeout).
     fn ask(&mut self, now: Instant, dst: Ipv4Addr, kbps: u32, out: &mut Outbox<Vec<u8>>) {
         if self
@@ -505,7 +513,11 @@ impl AtomicHost {
                 epoch,
                 addr,
                 to_ac,
-            } => self.announce(now, ac, epoch, Ipv4Addr::from(addr), to_ac),
+            } => {
+                self.announce(now, ac, epoch, Ipv4Addr::from(addr), to_ac);
+                // Packets that waited for an AC to ask can ask now.
+                self.ask_waiting(now, out);
+            }
             Msg::RouteReply {
                 dst,
                 status,
@@ -599,11 +611,7 @@ impl Node<Vec<u8>> for AtomicHost {
             self.pending.pop_front();
             self.counters.no_route += 1;
         }
-        // Ask again for destinations still waiting.
-        let waiting: Vec<(Ipv4Addr, u32)> = self.pending.iter().map(|p| (p.dst, p.kbps)).collect();
-        for (dst, kbps) in waiting {
-            self.ask(now, dst, kbps, out);
-        }
+        self.ask_waiting(now, out);
         for i in 0..self.flows.len() {
             let mut budget = 256;
             while budget > 0 {
@@ -629,13 +637,20 @@ impl Node<Vec<u8>> for AtomicHost {
             .filter(|f| f.sent < f.spec.count)
             .map(|f| f.next)
             .min();
-        let pending = self.pending.front().map(|p| {
-            let retry = self
-                .asked
-                .get(&p.dst)
-                .map_or(p.since, |&t| t + self.cfg.route_timeout);
-            retry.min(p.since + self.give_up())
-        });
+        // A waiting packet wakes the host to ask again (if it asked) or to
+        // give up; with no AC to ask yet, only an announcement or its own
+        // AC's first map (both handled as they come) move it on.
+        let pending = self
+            .pending
+            .iter()
+            .map(|p| {
+                let give_up = p.since + self.give_up();
+                match self.asked.get(&p.dst) {
+                    Some(&t) => (t + self.cfg.route_timeout).min(give_up),
+                    None => give_up,
+                }
+            })
+            .min();
         let takeover = if self.ac.is_none() {
             self.takeover_at
         } else {

@@ -370,3 +370,49 @@ fn after_a_node_fails_traffic_goes_around_it() {
     let map = b.host(ip("10.0.0.3")).unwrap().ac().unwrap().map();
     assert_eq!(map.nodes.len(), 8, "the dead node is gone from the map");
 }
+
+#[test]
+fn packets_sent_before_the_first_map_wait_for_it_without_spinning() {
+    // A flow from time 0 on the AC's own host and on another: routes come
+    // once the first map is done; until then the hosts sleep (a host that
+    // re-polled at once while it had nobody to ask never let time move).
+    let l = Layout::grid(2, 2, &[(0, 0), (1, 1)], 2);
+    let mut b = build(&l, &[ip("10.0.0.1")], Method::Loops, 1);
+    b.add_flow(
+        ip("10.0.0.1"),
+        IpFlow {
+            count: 5,
+            ..flow("10.0.0.2", 0, 0, 0)
+        },
+    );
+    b.add_flow(
+        ip("10.0.0.2"),
+        IpFlow {
+            count: 5,
+            ..flow("10.0.0.1", 0, 0, 0)
+        },
+    );
+    b.sim.run_until(Instant::from_micros(200));
+    assert!(
+        b.sim.events() < 10_000,
+        "{} events in 200 us",
+        b.sim.events()
+    );
+    b.sim.run_until(Instant::from_millis(100));
+    assert_eq!(
+        b.host(ip("10.0.0.2"))
+            .unwrap()
+            .received_from(ip("10.0.0.1"))
+            .delivered,
+        5
+    );
+    // The other host's packets waited for an announcement (its own AC
+    // was none) and went once it came.
+    assert_eq!(
+        b.host(ip("10.0.0.1"))
+            .unwrap()
+            .received_from(ip("10.0.0.2"))
+            .delivered,
+        5
+    );
+}
