@@ -38,6 +38,9 @@ pub struct FrameUdpCounters {
     pub strangers: u64,
     /// Datagrams too short or with a wrong magic or version.
     pub malformed: u64,
+    /// Datagrams older than one already received (reordered or
+    /// duplicated): dropped, their frames already counted as lost.
+    pub late: u64,
     /// Times the peer started afresh (a new session).
     pub restarts: u64,
 }
@@ -124,8 +127,7 @@ impl FrameUdp {
             match self.rx {
                 Some((s, next)) if s == session => {
                     if seq < next {
-                        // Late or duplicated: already counted as lost.
-                        self.counters.malformed += 1;
+                        self.counters.late += 1;
                         continue;
                     }
                     self.counters.lost += u64::from(seq - next);
@@ -162,6 +164,12 @@ mod tests {
         assert_eq!(y.recv(), None);
         let c = y.counters();
         assert_eq!((c.received, c.lost), (3, 2));
+        // The same sequence number again is late.
+        x.seq -= 1;
+        x.send(b"again");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(y.recv(), None);
+        assert_eq!(y.counters().late, 1);
         // A stranger and a malformed datagram are counted, not delivered.
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
         s.send_to(
