@@ -30,7 +30,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 
 use aurora_atomic::ac::{AcConfig, Method};
 use aurora_atomic::built::{Built, Plan};
@@ -438,28 +438,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                 feet: d.feet,
             });
         }
-        let addr = |c: &mut Ctx, v: &Option<String>, which: &str| -> Option<SocketAddr> {
-            let v = v.as_ref()?;
-            v.parse()
-                .map_err(|_| {
-                    c.at(
-                        k.span(),
-                        format!(
-                            "{which} \"{v}\" is not an address and port, as \"127.0.0.1:7001\""
-                        ),
-                    )
-                })
-                .ok()
-        };
-        let udp = match (addr(c, &d.udp_a, "udp_a"), addr(c, &d.udp_b, "udp_b")) {
-            (Some(x), Some(y)) => Some((x, y)),
-            _ => {
-                if d.udp_a.is_some() != d.udp_b.is_some() {
-                    c.at(k.span(), "give both udp_a and udp_b, or neither".into());
-                }
-                None
-            }
-        };
+        let udp = crate::udp_pair(c, k.span(), &d.udp_a, &d.udp_b);
         cables.push(Cable {
             a,
             b,

@@ -481,6 +481,36 @@ pub fn shm_path(s: &str) -> Result<std::path::PathBuf, String> {
     }
 }
 
+/// Reads the `udp_a` and `udp_b` addresses of a link or cable: both or
+/// neither; each problem reported at `span`.
+pub(crate) fn udp_pair(
+    c: &mut Ctx,
+    span: Range<usize>,
+    a: &Option<String>,
+    b: &Option<String>,
+) -> Option<(SocketAddr, SocketAddr)> {
+    let mut addr = |v: &Option<String>, which: &str| -> Option<SocketAddr> {
+        let v = v.as_ref()?;
+        v.parse()
+            .map_err(|_| {
+                c.at(
+                    span.clone(),
+                    format!("{which} \"{v}\" is not an address and port, as \"127.0.0.1:7001\""),
+                )
+            })
+            .ok()
+    };
+    match (addr(a, "udp_a"), addr(b, "udp_b")) {
+        (Some(x), Some(y)) => Some((x, y)),
+        _ => {
+            if a.is_some() != b.is_some() {
+                c.at(span, "give both udp_a and udp_b, or neither".into());
+            }
+            None
+        }
+    }
+}
+
 /// Reads a VC written `vpi.vci`.
 pub fn parse_vc(s: &str) -> Result<VcId, String> {
     let (vpi, vci) = s
@@ -779,29 +809,8 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         if d.buffer == 0 {
             c.at(span.clone(), "buffer must hold at least one cell".into());
         }
-        let mut addr = |s: &Option<String>, which: &str| -> Option<SocketAddr> {
-            let s = s.as_ref()?;
-            s.parse()
-                .map_err(|_| {
-                    c.at(
-                        span.clone(),
-                        format!(
-                            "{which} \"{s}\" is not an address and port, as \"127.0.0.1:7001\""
-                        ),
-                    )
-                })
-                .ok()
-        };
-        let udp = match (addr(&d.udp_a, "udp_a"), addr(&d.udp_b, "udp_b")) {
-            (Some(x), Some(y)) => Some(Transport::Udp(x, y)),
-            (None, None) => None,
-            _ => {
-                if d.udp_a.is_some() != d.udp_b.is_some() {
-                    c.at(span.clone(), "give both udp_a and udp_b, or neither".into());
-                }
-                None
-            }
-        };
+        let udp =
+            udp_pair(&mut c, span.clone(), &d.udp_a, &d.udp_b).map(|(x, y)| Transport::Udp(x, y));
         let udp = match (&d.shm, udp) {
             (None, t) => t,
             (Some(p), None) if d.udp_a.is_none() && d.udp_b.is_none() => match shm_path(p) {
