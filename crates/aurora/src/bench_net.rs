@@ -76,6 +76,7 @@ pub fn sim_rates(secs: f64) -> (f64, f64, u64) {
             .expect("fits");
         let mut a = TrafficHost::new(Format::Uni);
         a.add_flow(Flow {
+            id: i,
             vc: tx,
             sdu_len: 9180,
             count: u64::MAX / 2,

@@ -55,6 +55,11 @@ enum Command {
         /// How long to run, e.g. 200ms or 2s.
         #[arg(long, default_value = "1s")]
         duration: String,
+        /// After the run, time the network gets (senders stopped) to deliver
+        /// what is on its way before the books close (virtual time), e.g.
+        /// 100ms; what is still travelling then is reported in flight.
+        #[arg(long, default_value = "100ms")]
+        drain: String,
         /// Seed of every link's loss and bit errors.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -433,6 +438,7 @@ fn main() -> ExitCode {
             file,
             r#virtual,
             duration,
+            drain,
             seed,
             json,
             capture,
@@ -442,6 +448,17 @@ fn main() -> ExitCode {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("aurora run: --duration {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let drain = match aurora_topo::parse_duration(&drain) {
+                Ok(x) if x <= aurora_time::Duration::from_secs(3600) => x,
+                Ok(_) => {
+                    eprintln!("aurora run: --drain must be at most 1h");
+                    return ExitCode::FAILURE;
+                }
+                Err(e) => {
+                    eprintln!("aurora run: --drain {e}");
                     return ExitCode::FAILURE;
                 }
             };
@@ -456,11 +473,19 @@ fn main() -> ExitCode {
                 }
             }
             let result = if r#virtual {
-                run::run(&file, d, seed, capture.as_ref())
+                run::run(&file, d, drain, seed, capture.as_ref())
             } else {
-                run::run_real_time(&file, d, seed, capture.as_ref(), None)
+                run::run_real_time(&file, d, drain, seed, capture.as_ref(), None)
             };
-            report("aurora run", result, json, run::text)
+            let imbalance = result.as_ref().ok().and_then(run::Report::imbalance);
+            let code = report("aurora run", result, json, run::text);
+            match imbalance {
+                Some(why) => {
+                    eprintln!("aurora run: {why}");
+                    ExitCode::FAILURE
+                }
+                None => code,
+            }
         }
         Command::Node {
             file,

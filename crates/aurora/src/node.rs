@@ -11,6 +11,23 @@ use aurora_link::LinkDrop;
 use aurora_net::traffic::TrafficHost;
 use serde::Serialize;
 
+/// What arrived on one PVC at this node (a process sees only its own end,
+/// so it cannot tell where the rest went: the sender's and the switches'
+/// reports say what they dropped).
+#[derive(Debug, serde::Serialize)]
+pub struct ReceivedRow {
+    /// PVC name.
+    pub name: String,
+    /// PDUs delivered intact and in order.
+    pub delivered: u64,
+    /// PDUs missing from the sequence before the last one delivered.
+    pub missing: u64,
+    /// PDUs that arrived damaged or out of order.
+    pub corrupted: u64,
+    /// Goodput in Mb/s.
+    pub mbps: f64,
+}
+
 /// What a node process did.
 #[derive(Debug, Serialize)]
 pub struct NodeReport {
@@ -21,7 +38,7 @@ pub struct NodeReport {
     /// PVCs this node sends on: (name, PDUs sent).
     pub sent: Vec<(String, u64)>,
     /// PVCs this node receives on.
-    pub received: Vec<crate::run::PvcRow>,
+    pub received: Vec<ReceivedRow>,
     /// Pings this node sent.
     pub pings: Vec<crate::run::PingRow>,
     /// Per linked port.
@@ -151,9 +168,8 @@ pub fn main(
         }
         if let (true, Some(h)) = (p.to == proc_.id, host) {
             let r = h.received(p.to_vc);
-            received.push(crate::run::PvcRow {
+            received.push(ReceivedRow {
                 name: p.name.clone(),
-                sent: 0,
                 delivered: r.delivered,
                 missing: r.missing,
                 corrupted: r.corrupted + r.out_of_order,

@@ -9,12 +9,14 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use aurora_capture::CaptureDir;
+use aurora_net::accounting::{self, Ledger, Place, Side};
 use aurora_net::traffic::TrafficHost;
 use aurora_sim::NodeId;
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
 
-/// One PVC's outcome.
+/// One PVC's outcome: `sent = delivered + corrupted + lost + in_flight +
+/// unaccounted`, and `unaccounted` must be 0.
 #[derive(Debug, Serialize)]
 pub struct PvcRow {
     /// PVC name.
@@ -23,12 +25,32 @@ pub struct PvcRow {
     pub sent: u64,
     /// PDUs delivered intact and in order.
     pub delivered: u64,
-    /// PDUs missing from the sequence.
-    pub missing: u64,
-    /// PDUs delivered with wrong bytes (always 0 unless something is broken).
+    /// PDUs whose cells all arrived but whose bytes were damaged on the way
+    /// (the CRC failed).
     pub corrupted: u64,
+    /// PDUs lost, all reasons.
+    pub lost: u64,
+    /// PDUs lost, per place and reason.
+    pub losses: Vec<LossRow>,
+    /// PDUs still in the network (or part-reassembled) when the run ended.
+    pub in_flight: u64,
+    /// PDUs with no outcome (below 0: counted twice); anything but 0 is a
+    /// fault of the testbed, and the run fails.
+    pub unaccounted: i64,
     /// Goodput in Mb/s over the run.
     pub mbps: f64,
+}
+
+/// PDUs (or cells) lost at one place for one reason.
+#[derive(Debug, Serialize)]
+pub struct LossRow {
+    /// Where: "node:port in" (arriving) or "node:port out" (the port's
+    /// output buffer and the link leaving it).
+    pub at: String,
+    /// Why (`tail_drop`, `link_loss`, `hec_uncorrectable`, ...).
+    pub reason: String,
+    /// How many.
+    pub count: u64,
 }
 
 /// One ping's outcome (OAM F5 loopback along a PVC).
@@ -231,7 +253,38 @@ pub struct Report {
     pub ip: Vec<IpRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records).
     pub captures: Vec<(String, u64, u64)>,
+    /// Time the network was given, after senders stopped, for what was on
+    /// its way to arrive (seconds).
+    pub drain_secs: f64,
+    /// Data cells dropped anywhere, per place and reason.
+    pub cell_losses: Vec<LossRow>,
+    /// Sum over PVCs of the size of their `unaccounted` (0 when every
+    /// report balances).
+    pub unaccounted: u64,
 }
+
+impl Report {
+    /// `None` when every PVC's books balance; otherwise one sentence naming
+    /// the PVCs that do not.
+    pub fn imbalance(&self) -> Option<String> {
+        let bad: Vec<String> = self
+            .pvcs
+            .iter()
+            .filter(|p| p.unaccounted != 0)
+            .map(|p| format!("{} ({} PDUs)", p.name, p.unaccounted))
+            .collect();
+        (!bad.is_empty()).then(|| {
+            format!(
+                "the report does not balance: PDUs with no outcome on PVC {}; this is a fault of the testbed",
+                bad.join(", ")
+            )
+        })
+    }
+}
+
+/// The time the demo gives its network to deliver what is on its way
+/// after its senders stop.
+pub const DEMO_DRAIN: Duration = Duration::from_millis(100);
 
 /// Where captures go, and in what format.
 #[derive(Clone, Debug)]
@@ -266,12 +319,23 @@ pub(crate) fn open_captures(
 pub fn run(
     path: &Path,
     duration: Duration,
+    drain: Duration,
     seed: u64,
     capture: Option<&CaptureArg>,
 ) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
+    let end = Instant::ZERO + duration;
+    for (_, id) in &net.hosts {
+        if let Some(h) = net.sim.node_mut::<TrafficHost>(*id) {
+            h.stop_sending_at(end);
+        }
+    }
+    let ledger = Rc::new(RefCell::new(Ledger::new()));
+    let book = ledger.clone();
+    net.sim
+        .set_drop_tap(Box::new(move |at, why, cell| book.borrow_mut().dropped(at, why, cell)));
     let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
         Some(cap) => {
             let c = Rc::new(RefCell::new(open_captures(
@@ -289,9 +353,13 @@ pub fn run(
         }
         None => None,
     };
-    net.sim.run_until(Instant::ZERO + duration);
-    // The tap holds the other reference; take the captures out of the sim.
+    net.sim.run_until(end + drain);
+    // The taps hold the other references; take them out of the sim.
     net.sim.clear_tap();
+    net.sim.clear_drop_tap();
+    let ledger = Rc::try_unwrap(ledger)
+        .map_err(|_| "the ledger is still in use".to_string())?
+        .into_inner();
     let written = match captures {
         Some(c) => Rc::try_unwrap(c)
             .map_err(|_| "the capture is still in use".to_string())?
@@ -308,9 +376,11 @@ pub fn run(
             ip_nodes: &net.ip_nodes,
         },
         &net.sim,
+        &ledger,
     );
     r.mode = "virtual time".into();
     r.virtual_secs = duration.as_secs_f64();
+    r.drain_secs = drain.as_secs_f64();
     r.events = net.sim.events();
     r.trace = format!("{:016x}", net.sim.trace_hash());
     r.captures = written;
@@ -323,14 +393,16 @@ pub fn run(
 pub fn run_real_time(
     path: &Path,
     duration: Duration,
+    drain: Duration,
     seed: u64,
     capture: Option<&CaptureArg>,
     live: Option<Arc<Mutex<Live>>>,
 ) -> Result<Report, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
-    let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
+    let mut bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
+    bp.stop_sending_at(Instant::ZERO + duration);
+    let wall = std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
     let template = match capture {
         Some(cap) => Some((
             cap,
@@ -370,9 +442,11 @@ pub fn run_real_time(
             ip_nodes: &info.ip_nodes,
         },
         &done,
+        &done.ledger,
     );
     r.mode = "real time".into();
     r.virtual_secs = duration.as_secs_f64();
+    r.drain_secs = drain.as_secs_f64();
     r.captures = written;
     rates(&mut r);
     Ok(r)
@@ -487,25 +561,74 @@ fn rates(r: &mut Report) {
     }
 }
 
-fn build_report(names: &Names, view: &dyn View) -> Report {
-    // PVCs between traffic hosts; IP nodes report their own figures.
-    let pvcs = names
+/// "node:port in|out".
+fn place_name(names: &BTreeMap<u32, &str>, p: Place) -> String {
+    let side = match p.side {
+        Side::In => "in",
+        Side::Out => "out",
+    };
+    let node = names.get(&p.node).copied().unwrap_or("?");
+    format!("{node}:{} {side}", p.port)
+}
+
+fn loss_rows<'a>(
+    names: &BTreeMap<u32, &str>,
+    it: impl Iterator<Item = (&'a accounting::Loss, &'a u64)>,
+) -> Vec<LossRow> {
+    it.map(|(l, n)| LossRow {
+        at: place_name(names, l.place),
+        reason: l.reason.to_string(),
+        count: *n,
+    })
+    .collect()
+}
+
+fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
+    let node_names: BTreeMap<u32, &str> = names
+        .hosts
+        .iter()
+        .chain(names.ip_nodes)
+        .map(|(n, id)| (id.0, n.as_str()))
+        .chain(names.switches.iter().map(|(n, id, _)| (id.0, n.as_str())))
+        .collect();
+    // PVCs between traffic hosts; IP nodes report their own figures. A
+    // PVC's flow number is its index (see the topology compiler).
+    let pvcs: Vec<PvcRow> = names
         .pvcs
         .iter()
-        .filter_map(|p| {
+        .enumerate()
+        .filter_map(|(i, p)| {
             let src = view.host(p.from)?;
             let dst = view.host(p.to)?;
             let r = dst.received(p.to_vc);
+            let sent = p.flows.iter().map(|&i| src.sent(i)).sum();
+            let receiver = Place {
+                node: p.to.0,
+                port: 0,
+                side: Side::In,
+            };
+            let a = accounting::reconcile(
+                u16::try_from(i).ok()?,
+                sent,
+                r.delivered,
+                ledger,
+                dst.book(p.to_vc),
+                receiver,
+            );
             Some(PvcRow {
                 name: p.name.clone(),
-                sent: p.flows.iter().map(|&i| src.sent(i)).sum(),
-                delivered: r.delivered,
-                missing: r.missing,
-                corrupted: r.corrupted + r.out_of_order,
+                sent,
+                delivered: a.delivered,
+                corrupted: a.corrupted,
+                lost: a.lost_total(),
+                losses: loss_rows(&node_names, a.lost.iter()),
+                in_flight: a.in_flight,
+                unaccounted: a.unaccounted,
                 mbps: r.bytes as f64 * 8.0,
             })
         })
         .collect();
+    let unaccounted = pvcs.iter().map(|p| p.unaccounted.unsigned_abs()).sum();
     let pings = names
         .pvcs
         .iter()
@@ -564,6 +687,9 @@ fn build_report(names: &Names, view: &dyn View) -> Report {
             .filter_map(|(n, id)| view.ip(*id).map(|x| ip_row(n, x)))
             .collect(),
         captures: Vec::new(),
+        drain_secs: 0.0,
+        cell_losses: loss_rows(&node_names, ledger.cells().iter()),
+        unaccounted,
     }
 }
 
@@ -579,15 +705,44 @@ pub fn text(r: &Report) -> String {
     };
     if !r.pvcs.is_empty() {
         s += &format!(
-            "{:<28} {:>8} {:>10} {:>8} {:>10} {:>9}\n",
-            "PVC", "sent", "delivered", "missing", "corrupted", "Mb/s"
+            "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11} {:>9}\n",
+            "PVC (PDUs)",
+            "sent",
+            "delivered",
+            "corrupted",
+            "lost",
+            "in flight",
+            "unaccounted",
+            "Mb/s"
         );
     }
     for p in &r.pvcs {
         s += &format!(
-            "{:<28} {:>8} {:>10} {:>8} {:>10} {:>9.1}\n",
-            p.name, p.sent, p.delivered, p.missing, p.corrupted, p.mbps
+            "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11} {:>9.1}\n",
+            p.name,
+            p.sent,
+            p.delivered,
+            p.corrupted,
+            p.lost,
+            p.in_flight,
+            p.unaccounted,
+            p.mbps
         );
+        for l in &p.losses {
+            s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
+        }
+    }
+    if r.drain_secs > 0.0 {
+        s += &format!(
+            "(senders stopped at {:.3} s; the network then had {:.3} s to deliver what was on its way)\n",
+            r.virtual_secs, r.drain_secs
+        );
+    }
+    if !r.cell_losses.is_empty() {
+        s += &format!("\n{:<28} {:<20} {:>10}\n", "data cells dropped at", "reason", "cells");
+        for l in &r.cell_losses {
+            s += &format!("{:<28} {:<20} {:>10}\n", l.at, l.reason, l.count);
+        }
     }
     s += &ping_text(&r.pings);
     s += &format!(

@@ -99,7 +99,8 @@ fn run_plays_a_topology_in_virtual_time() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for p in r["pvcs"].as_array().unwrap() {
         assert_eq!(p["corrupted"], 0);
-        assert_eq!(p["missing"], 0);
+        assert_eq!(p["lost"], 0);
+        assert_eq!(p["unaccounted"], 0);
         assert!(p["delivered"].as_u64().unwrap() > 0, "{p}");
     }
     let again = aurora()

@@ -51,6 +51,12 @@ pub trait CellSource: Send {
     fn wait_ready(&mut self, timeout: Duration);
     /// Counters so far.
     fn counters(&self) -> LinkCounters;
+    /// Keeps a copy of every cell the receiver drops for its header (off by
+    /// default), for [`CellSource::take_discarded`]; links that cannot, ignore it.
+    fn track_discarded(&mut self, _on: bool) {}
+    /// The cells dropped for their header since the last call (when
+    /// tracking), oldest first.
+    fn take_discarded(&mut self, _f: &mut dyn FnMut(&CellBytes)) {}
 }
 
 impl CellSink for Box<dyn CellSink> {
@@ -77,6 +83,12 @@ impl CellSource for Box<dyn CellSource> {
     }
     fn counters(&self) -> LinkCounters {
         (**self).counters()
+    }
+    fn track_discarded(&mut self, on: bool) {
+        (**self).track_discarded(on)
+    }
+    fn take_discarded(&mut self, f: &mut dyn FnMut(&CellBytes)) {
+        (**self).take_discarded(f)
     }
 }
 
@@ -182,7 +194,13 @@ pub struct LinkCounters {
 #[derive(Clone, Debug, Default)]
 pub struct RxFilter {
     hec: HecReceiver,
+    track: bool,
+    discarded: Vec<CellBytes>,
 }
+
+/// Discarded cells a tracking filter keeps between two takes; past this
+/// they are only counted.
+pub const MAX_KEPT_DISCARDS: usize = 4096;
 
 impl RxFilter {
     /// Checks one arriving cell in place; true when it may be handed up.
@@ -196,8 +214,23 @@ impl RxFilter {
             }
             HecVerdict::Discarded => {
                 c.drops.add(LinkDrop::HecDiscarded, 1);
+                if self.track && self.discarded.len() < MAX_KEPT_DISCARDS {
+                    self.discarded.push(*cell);
+                }
                 false
             }
+        }
+    }
+
+    /// Keeps copies of discarded cells (bounded) when `on`.
+    pub fn track_discarded(&mut self, on: bool) {
+        self.track = on;
+    }
+
+    /// Hands over the discarded cells kept.
+    pub fn take_discarded(&mut self, f: &mut dyn FnMut(&CellBytes)) {
+        for c in self.discarded.drain(..) {
+            f(&c);
         }
     }
 }

@@ -597,6 +597,12 @@ impl CellSource for RingRx {
     fn counters(&self) -> LinkCounters {
         self.counters
     }
+    fn track_discarded(&mut self, on: bool) {
+        self.filter.track_discarded(on)
+    }
+    fn take_discarded(&mut self, f: &mut dyn FnMut(&CellBytes)) {
+        self.filter.take_discarded(f)
+    }
 }
 
 impl RingRx {

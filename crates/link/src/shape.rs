@@ -7,7 +7,11 @@
 //! link underneath once departure plus `delay` has passed. Each cell is
 //! judged once, when taken: lost (counted as [`LinkDrop::InjectedLoss`]) or
 //! given a bit error. A full buffer takes nothing: the caller decides whether
-//! that is backpressure or a drop.
+//! that is backpressure or a drop. Cells are held for their delay, and
+//! for the link underneath to take them, in a staging queue bounded to the
+//! buffer plus the cells the line sends in one delay: when the link
+//! underneath does not take cells as fast as the line sends them, the
+//! buffer fills and the caller is told so, instead of the queue growing.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -71,6 +75,9 @@ pub struct Shaped<S> {
     batch: Vec<CellBytes>,
     lost: u64,
     bit_errors: u64,
+    stage_cap: usize,
+    track_lost: bool,
+    lost_cells: Vec<CellBytes>,
 }
 
 impl<S: CellSink> Shaped<S> {
@@ -89,12 +96,43 @@ impl<S: CellSink> Shaped<S> {
             batch: Vec::new(),
             lost: 0,
             bit_errors: 0,
+            stage_cap: Self::stage_cap(&cfg),
+            track_lost: false,
+            lost_cells: Vec::new(),
         }
+    }
+
+    /// Most cells staged: the buffer, plus what the line sends during one
+    /// delay (those are on the wire, not in the buffer).
+    fn stage_cap(cfg: &Shaping) -> usize {
+        let on_wire = cfg
+            .rate
+            .map_or(0.0, |r| (r * cfg.delay.as_secs_f64()).ceil());
+        // A rate and delay too large to hold are held up to 16 M cells.
+        let on_wire = if on_wire.is_finite() { on_wire.min((1 << 24) as f64) } else { 0.0 };
+        cfg.queue.max(1).saturating_add(on_wire as usize)
+    }
+
+    /// Keeps a copy of every cell lost on the link, for
+    /// [`Shaped::take_lost`] (off by default).
+    pub fn track_lost(&mut self, on: bool) {
+        self.track_lost = on;
+    }
+
+    /// The cells lost since the last call (when tracking).
+    pub fn take_lost(&mut self) -> std::vec::Drain<'_, CellBytes> {
+        self.lost_cells.drain(..)
     }
 
     /// The wrapped link.
     pub fn inner(&self) -> &S {
         &self.inner
+    }
+
+    /// Cells staged now (in the buffer, on the wire, or waiting for the
+    /// link underneath); never more than the buffer plus one delay's worth.
+    pub fn staged(&self) -> usize {
+        self.staged.len()
     }
 
     /// Cells with an injected bit error so far.
@@ -150,7 +188,10 @@ impl<S: CellSink> CellSink for Shaped<S> {
         } else {
             self.staged.len()
         };
-        let take = cells.len().min(self.cfg.queue.saturating_sub(held));
+        let take = cells
+            .len()
+            .min(self.cfg.queue.max(1).saturating_sub(held))
+            .min(self.stage_cap.saturating_sub(self.staged.len()));
         for cell in &cells[..take] {
             let depart = if self.cfg.rate.is_some() {
                 let start = self.busy_until.max(now);
@@ -162,6 +203,9 @@ impl<S: CellSink> CellSink for Shaped<S> {
             };
             if self.chance(self.cfg.loss) {
                 self.lost += 1;
+                if self.track_lost {
+                    self.lost_cells.push(*cell);
+                }
                 continue;
             }
             let mut c = *cell;

@@ -12,8 +12,10 @@
 //! | [`traffic`] | a host that sends and checks AAL5 flows, for scenarios |
 //! | [`vunet`] | VuNet's header-routed switch and relaying link, with authenticated control cells |
 
+pub mod accounting;
 pub mod oam;
 pub mod switch;
+pub mod tag;
 pub mod traffic;
 pub mod vunet;
 
@@ -60,15 +62,23 @@ impl Frame for Vec<u8> {
 }
 
 /// The frames a node sends during one call, each with its output port, in
-/// the order they were sent.
+/// the order they were sent; and, when the driver asks for them, copies of
+/// the frames the node dropped on arrival, each with its port and reason,
+/// so the driver can charge every loss to the flow it hit.
 #[derive(Debug)]
 pub struct Outbox<F = CellBytes> {
     cells: Vec<(PortId, F)>,
+    drops: Vec<(PortId, F, &'static str)>,
+    track_drops: bool,
 }
 
 impl<F> Default for Outbox<F> {
     fn default() -> Self {
-        Outbox { cells: Vec::new() }
+        Outbox {
+            cells: Vec::new(),
+            drops: Vec::new(),
+            track_drops: false,
+        }
     }
 }
 
@@ -85,6 +95,31 @@ impl<F> Outbox<F> {
     /// Takes the frames sent, oldest first.
     pub fn drain(&mut self) -> std::vec::Drain<'_, (PortId, F)> {
         self.cells.drain(..)
+    }
+    /// Asks nodes for a copy of every frame they drop (off by default: a
+    /// node's counters say how many; this says which).
+    pub fn track_drops(&mut self, on: bool) {
+        self.track_drops = on;
+    }
+    /// Whether dropped frames are wanted.
+    #[inline]
+    pub fn tracking_drops(&self) -> bool {
+        self.track_drops
+    }
+    /// A node dropped `cell`, which arrived on `port`, for `reason` (a
+    /// short snake_case name). Kept only when the driver tracks drops.
+    #[inline]
+    pub fn dropped(&mut self, port: PortId, cell: &F, reason: &'static str)
+    where
+        F: Clone,
+    {
+        if self.track_drops {
+            self.drops.push((port, cell.clone(), reason));
+        }
+    }
+    /// Takes the dropped frames, oldest first.
+    pub fn drain_drops(&mut self) -> std::vec::Drain<'_, (PortId, F, &'static str)> {
+        self.drops.drain(..)
     }
 }
 

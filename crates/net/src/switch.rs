@@ -32,6 +32,19 @@ pub enum SwitchDrop {
     SegmentOam,
 }
 
+impl SwitchDrop {
+    /// The name a lost data cell is charged under, or `None` for cells
+    /// that carry no user data (idle cells, segment OAM).
+    pub fn loss_name(self) -> Option<&'static str> {
+        match self {
+            SwitchDrop::Hec => Some("hec_uncorrectable"),
+            SwitchDrop::UnknownVc => Some("unknown_vc"),
+            SwitchDrop::BadPort => Some("bad_port"),
+            SwitchDrop::Idle | SwitchDrop::SegmentOam => None,
+        }
+    }
+}
+
 /// Per-port counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PortCounters {
@@ -300,6 +313,9 @@ impl Node for AtmSwitch {
             };
             if let Some(r) = reason {
                 self.counters[p].drops[r as usize] += 1;
+                if let Some(name) = r.loss_name() {
+                    out.dropped(port, cell, name);
+                }
             }
         }
     }

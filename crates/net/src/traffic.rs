@@ -1,10 +1,12 @@
 //! A one-port host that sends AAL5 flows on a schedule and checks every PDU
 //! it receives, for scenarios and tests.
 //!
-//! PDU `seq` of a flow carries `seq` in its first eight bytes (big-endian)
-//! and a pattern derived from the sequence number after that (not from the
-//! VC: switches translate it), so a receiver knows what each PDU must hold
-//! and which ones are missing or out of order.
+//! PDU `seq` of a flow carries a pattern derived from the sequence number
+//! (not from the VC: switches translate it) and, in every cell, a
+//! [`Tag`](crate::tag::Tag) naming the flow and the PDU, so a receiver knows
+//! what each PDU must hold and which ones are missing or out of order, and
+//! a cell dropped anywhere can be charged to its PDU
+//! ([`crate::accounting`]).
 
 use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, RxStats, Status, TxError, VcConfig};
 use aurora_time::{Duration, Instant};
@@ -12,13 +14,18 @@ use aurora_wire::cell::{Format, VcId};
 use aurora_wire::{aal5, CellBytes};
 use rustc_hash::FxHashMap;
 
+use crate::accounting::RxBook;
 use crate::oam::{self, Ping, PingStats, Pinger};
+use crate::tag::{self, Tag};
 use crate::{Node, Outbox, PortId};
 use aurora_wire::oam::OamFlow;
 
 /// A flow to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flow {
+    /// The flow's number, unique in the network: every cell's tag carries
+    /// it.
+    pub id: u16,
     /// The VC to send on.
     pub vc: VcId,
     /// SDU length in bytes (at least 8, at most 65535).
@@ -58,12 +65,13 @@ struct TxFlow {
 /// PDUs one flow may send in one poll.
 pub const MAX_PDUS_PER_POLL: u32 = 1024;
 
-/// The bytes of PDU `seq` of a flow.
-pub fn pattern(seq: u64, len: usize, out: &mut Vec<u8>) {
+/// The bytes of PDU `seq` of flow `flow`, `len` bytes long (at least 8);
+/// returns how many bytes of the last cell's tag fall in the SDU (the rest
+/// go in the pad, see [`tag::patch_last_cell`]).
+pub fn pattern(flow: u16, seq: u64, len: usize, out: &mut Vec<u8>) -> usize {
     out.clear();
-    out.extend_from_slice(&seq.to_be_bytes());
-    out.extend((8..len).map(|k| (seq as usize * 31 + k * 7) as u8));
-    out.truncate(len);
+    out.extend((0..len).map(|k| (seq as usize * 31 + k * 7) as u8));
+    tag::write_sdu(Tag { flow, seq }, out)
 }
 
 /// The traffic host.
@@ -82,6 +90,11 @@ pub struct TrafficHost {
     oam_answered: u64,
     oam_other: u64,
     route_bits: FxHashMap<VcId, u8>,
+    books: FxHashMap<VcId, RxBook>,
+    hec: aurora_wire::hec::HecReceiver,
+    hec_dropped: u64,
+    unexpected: u64,
+    stop: Option<Instant>,
 }
 
 /// Sends `c` out of the host's port, with the VuNet routing bits its VC
@@ -116,7 +129,30 @@ impl TrafficHost {
             oam_answered: 0,
             oam_other: 0,
             route_bits: FxHashMap::default(),
+            books: FxHashMap::default(),
+            hec: aurora_wire::hec::HecReceiver::new(),
+            hec_dropped: 0,
+            unexpected: 0,
+            stop: None,
         }
+    }
+
+    /// Sends nothing more from `t` on (the end of a run's sending time;
+    /// what is on its way then is left to arrive).
+    pub fn stop_sending_at(&mut self, t: Instant) {
+        self.stop = Some(t);
+    }
+
+    /// The books of receiving VC `vc`: what it saw of PDUs it did not
+    /// deliver.
+    pub fn book(&self, vc: VcId) -> Option<&RxBook> {
+        self.books.get(&vc)
+    }
+
+    /// Cells dropped on arrival: (header failed the HEC check, on a VC the
+    /// host does not expect).
+    pub fn arrival_drops(&self) -> (u64, u64) {
+        (self.hec_dropped, self.unexpected)
     }
 
     /// Cells this host sends on `vc` carry `bits` (0-15) in their GFC
@@ -128,7 +164,7 @@ impl TrafficHost {
 
     /// Adds a flow to send.
     pub fn add_flow(&mut self, f: Flow) -> Result<(), TxError> {
-        if f.sdu_len < 8 || f.sdu_len > aal5::MAX_SDU {
+        if f.sdu_len < tag::TAG_LEN || f.sdu_len > aal5::MAX_SDU {
             return Err(TxError::TooLong {
                 len: f.sdu_len,
                 max: aal5::MAX_SDU,
@@ -148,6 +184,7 @@ impl TrafficHost {
     pub fn expect(&mut self, vc: VcId) {
         let _ = self.rx.open_vc(vc, VcConfig::default());
         self.rx_flows.entry(vc).or_default();
+        self.books.entry(vc).or_default();
     }
 
     /// Adds a ping (OAM F5 loopback requests on a VC); returns its index.
@@ -222,36 +259,59 @@ impl TrafficHost {
         }
     }
 
-    /// Reassembles user cells and checks each PDU.
-    fn reassemble(&mut self, now: Instant, cells: &[CellBytes]) {
-        let flows = &mut self.rx_flows;
-        let want = &mut self.want;
-        self.rx.push(now, cells, &mut |d| {
-            let Some(f) = flows.get_mut(&d.vc) else {
-                return;
-            };
-            let sdu = d.sdu();
-            let Some(seq) = sdu
-                .get(..8)
-                .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+    /// Reassembles user cells (one at a time, so the books follow every
+    /// AAL5 unit) and checks each PDU.
+    fn reassemble(&mut self, now: Instant, cells: &[CellBytes], out: &mut Outbox) {
+        for c in cells {
+            let vc = aurora_wire::cell::Header::parse(&[c[0], c[1], c[2], c[3]], self.format).vc();
+            let (Some(f), Some(book)) = (self.rx_flows.get_mut(&vc), self.books.get_mut(&vc))
             else {
-                f.corrupted += 1;
-                return;
+                self.unexpected += 1;
+                out.dropped(0, c, "unknown_vc");
+                self.rx.push(now, std::slice::from_ref(c), &mut |_| {});
+                continue;
             };
-            pattern(seq, sdu.len(), want);
-            if d.status != Status::Intact || sdu != &want[..] {
-                f.corrupted += 1;
-                return;
+            book.cell(c);
+            let end = c[3] & 0x02 != 0;
+            let before = end.then(|| self.rx.stats().pdus_dropped);
+            let want = &mut self.want;
+            let mut intact = None;
+            let mut failed = None;
+            self.rx.push(now, std::slice::from_ref(c), &mut |d| {
+                let sdu = d.sdu();
+                // The PDU delivered is the last of its unit: its tag is
+                // the unit's last.
+                let Some(t) = book.in_progress().last().copied() else {
+                    f.corrupted += 1;
+                    return;
+                };
+                pattern(t.flow, t.seq, sdu.len(), want);
+                if d.status != Status::Intact || sdu != &want[..] {
+                    f.corrupted += 1;
+                    failed = Some("crc");
+                    return;
+                }
+                intact = Some(t);
+                if t.seq < f.next_seq {
+                    f.out_of_order += 1;
+                    return;
+                }
+                f.missing += t.seq - f.next_seq;
+                f.next_seq = t.seq + 1;
+                f.delivered += 1;
+                f.bytes += sdu.len() as u64;
+            });
+            if let Some(before) = before {
+                let after = self.rx.stats().pdus_dropped;
+                if failed.is_none() {
+                    failed = aurora_sar::DropReason::ALL
+                        .into_iter()
+                        .find(|r| after.get(*r) > before.get(*r))
+                        .map(|r| r.name());
+                }
+                book.unit_ended(intact, failed);
             }
-            if seq < f.next_seq {
-                f.out_of_order += 1;
-                return;
-            }
-            f.missing += seq - f.next_seq;
-            f.next_seq = seq + 1;
-            f.delivered += 1;
-            f.bytes += sdu.len() as u64;
-        });
+        }
     }
 
     /// True when every flow has sent all its PDUs.
@@ -266,22 +326,25 @@ impl Node for TrafficHost {
     }
 
     fn receive(&mut self, now: Instant, _port: PortId, cells: &[CellBytes], out: &mut Outbox) {
-        // OAM cells are taken out here; user cells go on to reassembly.
-        if cells.iter().any(oam::is_oam) {
-            let mut user = std::mem::take(&mut self.user);
-            user.clear();
-            for c in cells {
-                if oam::is_oam(c) {
-                    self.oam_cell(now, c, out);
-                } else {
-                    user.push(*c);
-                }
+        // Headers are checked (and single-bit errors repaired) first; OAM
+        // cells are taken out here; user cells go on to reassembly.
+        let mut user = std::mem::take(&mut self.user);
+        user.clear();
+        for c in cells {
+            let mut c2 = *c;
+            if self.hec.check_cell(&mut c2) == aurora_wire::hec::HecVerdict::Discarded {
+                self.hec_dropped += 1;
+                out.dropped(0, c, "hec_uncorrectable");
+                continue;
             }
-            self.reassemble(now, &user);
-            self.user = user;
-        } else {
-            self.reassemble(now, cells);
+            if oam::is_oam(&c2) {
+                self.oam_cell(now, &c2, out);
+            } else {
+                user.push(c2);
+            }
         }
+        self.reassemble(now, &user, out);
+        self.user = user;
     }
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
         self.rx.handle_timeout(now);
@@ -293,13 +356,22 @@ impl Node for TrafficHost {
             // A host sends at most this many PDUs of a flow per poll, so a
             // zero interval cannot stall the clock.
             let mut budget = MAX_PDUS_PER_POLL;
-            while f.sent < f.spec.count && f.next <= now && budget > 0 {
+            while f.sent < f.spec.count
+                && f.next <= now
+                && self.stop.is_none_or(|s| f.next < s)
+                && budget > 0
+            {
                 budget -= 1;
-                pattern(f.sent, f.spec.sdu_len, &mut self.sdu);
+                let t = Tag {
+                    flow: f.spec.id,
+                    seq: f.sent,
+                };
+                let k = pattern(t.flow, t.seq, f.spec.sdu_len, &mut self.sdu);
                 self.cells.resize(aal5::cells_for(f.spec.sdu_len), [0; 53]);
                 if let Ok(n) =
                     f.tx.segment_into(&self.sdu, PduOptions::default(), &mut self.cells)
                 {
+                    tag::patch_last_cell(t, k, &mut self.cells[n - 1]);
                     for c in &self.cells[..n] {
                         send(bits, format, out, *c);
                     }
@@ -315,7 +387,7 @@ impl Node for TrafficHost {
         let next_send = self
             .flows
             .iter()
-            .filter(|f| f.sent < f.spec.count)
+            .filter(|f| f.sent < f.spec.count && self.stop.is_none_or(|s| f.next < s))
             .map(|f| f.next)
             .min();
         let next_ping = self.pings.iter().filter_map(Pinger::due).min();
@@ -373,6 +445,7 @@ mod tests {
         a.set_route_bits(vc, 5);
         for v in [vc, other] {
             a.add_flow(Flow {
+                id: 0,
                 vc: v,
                 sdu_len: 100,
                 count: 1,

@@ -248,6 +248,7 @@ impl Node for VunetLink {
             if self.hec[p].check_cell(&mut c) == HecVerdict::Discarded {
                 self.counters.hec_discarded += 1;
                 self.ports[p].dropped += 1;
+                out.dropped(port, cell, "hec_uncorrectable");
                 continue;
             }
             let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
@@ -263,6 +264,7 @@ impl Node for VunetLink {
             let Some((vci, bits)) = self.entry(p, h.vci) else {
                 self.counters.unmapped += 1;
                 self.ports[p].dropped += 1;
+                out.dropped(port, cell, "unknown_vc");
                 continue;
             };
             let nh = Header {
@@ -334,6 +336,7 @@ impl Node for VunetSwitch {
             if hec.check_cell(&mut c) == HecVerdict::Discarded {
                 self.hec_discarded += 1;
                 self.per_port[p].dropped += 1;
+                out.dropped(port, cell, "hec_uncorrectable");
                 continue;
             }
             let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
@@ -341,6 +344,7 @@ impl Node for VunetSwitch {
             if usize::from(to) >= self.ports {
                 self.no_such_port += 1;
                 self.per_port[p].dropped += 1;
+                out.dropped(port, cell, "bad_port");
                 continue;
             }
             if (Header { gfc: 0, ..h }).emit(&mut c).is_ok() {

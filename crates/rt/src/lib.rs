@@ -50,10 +50,16 @@ pub struct Wire {
     pub spec: LinkSpec,
 }
 
+/// Cells a port holds in front of its shaper when its node sent more at
+/// once than the output buffer takes (a late node sends in bursts what it
+/// would have sent over time); past this they are tail drops.
+pub const PENDING_CELLS: usize = 256;
+
 /// The sending side of one of a node's ports.
 pub struct Out {
     link: Shaped<Box<dyn CellSink>>,
-    pending: Vec<CellBytes>,
+    pending: std::collections::VecDeque<CellBytes>,
+    pending_cap: usize,
     overflow: u64,
     offered: u64,
 }
@@ -62,12 +68,42 @@ impl Out {
     /// Sends through `link`, shaped by `shaping` (its queue is the port's
     /// output buffer).
     pub fn new(link: Box<dyn CellSink>, shaping: Shaping) -> Self {
+        let mut link = Shaped::new(link, shaping);
+        link.track_lost(true);
         Out {
-            link: Shaped::new(link, shaping),
-            pending: Vec::new(),
+            link,
+            pending: std::collections::VecDeque::new(),
+            pending_cap: PENDING_CELLS.max(shaping.queue),
             overflow: 0,
             offered: 0,
         }
+    }
+
+    /// Takes `cell` (sent by the node), or drops it when the port is full.
+    fn offer(&mut self, cell: CellBytes) -> Result<(), CellBytes> {
+        self.offered += 1;
+        if self.pending.len() >= self.pending_cap {
+            self.overflow += 1;
+            return Err(cell);
+        }
+        self.pending.push_back(cell);
+        Ok(())
+    }
+
+    /// Moves what the shaper has room for from the port's queue to it.
+    fn push(&mut self) {
+        while !self.pending.is_empty() {
+            let took = self.link.send(self.pending.make_contiguous()).unwrap_or(0);
+            self.pending.drain(..took);
+            if took == 0 {
+                break;
+            }
+        }
+    }
+
+    /// Cells held in front of the shaper and staged in it.
+    pub fn queued(&self) -> usize {
+        self.pending.len() + self.link.staged()
     }
 
     /// The sending link's own counters (datagrams, peer unreachable, ...).
@@ -135,6 +171,8 @@ pub struct Worker {
     batch: Vec<CellBytes>,
     tap: Option<Box<dyn Tap>>,
     device: Option<Device>,
+    ledger: aurora_net::accounting::Ledger,
+    id: u32,
 }
 
 /// What a run hands back: the nodes (to read their counters) and each link
@@ -146,6 +184,8 @@ pub struct Finished {
     pub links: Vec<((NodeId, PortId), DirCounters)>,
     /// Each node's tap, if it had one.
     pub taps: Vec<Option<Box<dyn Tap>>>,
+    /// Every data cell dropped, charged to its PDU.
+    pub ledger: aurora_net::accounting::Ledger,
 }
 
 impl Finished {
@@ -192,7 +232,20 @@ impl Worker {
             batch: vec![[0; 53]; 256],
             tap: None,
             device: None,
+            ledger: aurora_net::accounting::Ledger::new(),
+            id: 0,
         }
+    }
+
+    /// Names the node (its number in the run) for the places its losses
+    /// are charged to.
+    pub fn set_id(&mut self, id: NodeId) {
+        self.id = id.0;
+    }
+
+    /// The cells this worker's node and ports dropped, charged to their PDUs.
+    pub fn ledger(&self) -> &aurora_net::accounting::Ledger {
+        &self.ledger
     }
 
     /// Joins the node's [`aurora_net::PacketPort`] to `dev`: packets the
@@ -257,7 +310,8 @@ impl Worker {
     }
 
     /// Connects a port's receiving side.
-    pub fn add_input(&mut self, port: PortId, link: Box<dyn CellSource>) {
+    pub fn add_input(&mut self, port: PortId, mut link: Box<dyn CellSource>) {
+        link.track_discarded(true);
         self.inputs.push((port, link));
     }
 
@@ -305,28 +359,44 @@ impl Worker {
     }
 
     fn route(&mut self, out: &mut Outbox) {
+        use aurora_net::accounting::{Place, Side};
+        let node = self.id;
+        for (port, cell, why) in out.drain_drops() {
+            let side = Side::In;
+            self.ledger.dropped(Place { node, port, side }, why, &cell);
+        }
         for (port, cell) in out.drain() {
             // An unconnected port has nothing on the other side.
             if let Some(Some(o)) = self.outputs.get_mut(usize::from(port)) {
-                o.pending.push(cell);
+                // What the port cannot hold is an output-buffer overflow,
+                // as at a real switch port.
+                if let Err(c) = o.offer(cell) {
+                    let side = Side::Out;
+                    self.ledger.dropped(Place { node, port, side }, "tail_drop", &c);
+                }
             }
         }
-        for o in self.outputs.iter_mut().flatten() {
-            if o.pending.is_empty() {
-                continue;
+        self.push_outputs();
+    }
+
+    /// Hands queued cells to the shapers, and charges the cells they lost.
+    fn push_outputs(&mut self) {
+        use aurora_net::accounting::{Place, Side};
+        let node = self.id;
+        for (port, o) in self.outputs.iter_mut().enumerate() {
+            let Some(o) = o else { continue };
+            o.push();
+            for c in o.link.take_lost() {
+                let (port, side) = (port as PortId, Side::Out);
+                self.ledger.dropped(Place { node, port, side }, "link_loss", &c);
             }
-            o.offered += o.pending.len() as u64;
-            // Whatever the bounded queue does not take is an output-buffer
-            // overflow, as at a real switch port.
-            let took = o.link.send(&o.pending).unwrap_or(0);
-            o.overflow += (o.pending.len() - took) as u64;
-            o.pending.clear();
         }
     }
 
     /// Runs the node until `stop` is set; time counts from `start`.
     pub fn run(mut self, start: WallClock, stop: &AtomicBool) -> Self {
         let mut out = Outbox::default();
+        out.track_drops(true);
         let every = SAMPLE_EVERY.as_nanos() as i64;
         let mut next_sample = Instant::from_nanos(every);
         while !stop.load(Ordering::Relaxed) {
@@ -342,6 +412,13 @@ impl Worker {
                 let port = self.inputs[i].0;
                 // A broken or closed link stays quiet; its counters say why.
                 let n = self.inputs[i].1.recv(&mut self.batch).unwrap_or(0);
+                {
+                    use aurora_net::accounting::{Place, Side};
+                    let (ledger, node, side) = (&mut self.ledger, self.id, Side::In);
+                    self.inputs[i].1.take_discarded(&mut |c| {
+                        ledger.dropped(Place { node, port, side }, "hec_uncorrectable", c)
+                    });
+                }
                 if n > 0 {
                     busy = true;
                     if let Some(tap) = self.tap.as_mut() {
@@ -360,6 +437,7 @@ impl Worker {
                 self.route(&mut out);
                 busy = true;
             }
+            self.push_outputs();
             for o in self.outputs.iter_mut().flatten() {
                 let _ = o.link.flush();
             }
@@ -415,6 +493,7 @@ pub fn run_with_taps(
 ) -> Result<Finished, RtError> {
     let mut workers: Vec<Worker> = nodes.into_iter().map(Worker::new).collect();
     for (i, w) in workers.iter_mut().enumerate() {
+        w.set_id(NodeId(i as u32));
         if let Some(t) = tap(NodeId(i as u32)) {
             w.set_tap(t);
         }
@@ -482,9 +561,16 @@ pub fn run_with_taps(
         links.push((from, c));
     }
     let taps = workers.iter_mut().map(Worker::take_tap).collect();
+    let mut ledger = aurora_net::accounting::Ledger::new();
+    let mut nodes = Vec::new();
+    for w in workers {
+        ledger.merge(w.ledger);
+        nodes.push(w.node);
+    }
     Ok(Finished {
-        nodes: workers.into_iter().map(|w| w.node).collect(),
+        nodes,
         links,
         taps,
+        ledger,
     })
 }

@@ -24,6 +24,7 @@ fn two_switches_three_hosts_on_threads() {
     sw1.add_vc(3, VcId::new(1, 201), 0, VcId::new(0, 101))
         .unwrap();
     let flow = |vc, len, count, every_us| Flow {
+        id: 0,
         vc,
         sdu_len: len,
         count,

@@ -177,7 +177,12 @@ pub struct Sim<F: Frame = CellBytes> {
     in_flight: u64,
     outbox: Outbox<F>,
     tap: Option<Tap<F>>,
+    drop_tap: Option<DropTap<F>>,
 }
+
+/// Something that sees every frame dropped anywhere: where (node, port,
+/// and whether leaving or arriving), why, and the frame (accounting).
+pub type DropTap<F = CellBytes> = Box<dyn FnMut(aurora_net::accounting::Place, &'static str, &F)>;
 
 /// Something that sees every frame as it is delivered to a port (captures).
 pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F)>;
@@ -208,6 +213,7 @@ impl<F: Frame> Sim<F> {
             in_flight: 0,
             outbox: Outbox::default(),
             tap: None,
+            drop_tap: None,
         }
     }
 
@@ -385,9 +391,23 @@ impl<F: Frame> Sim<F> {
         }
     }
 
-    /// Puts a node's sent frames on its links.
+    /// Puts a node's sent frames on its links, and shows the frames it
+    /// dropped to the drop tap.
     fn route(&mut self, node: u32, out: &mut Outbox<F>) {
+        use aurora_net::accounting::{Place, Side};
         let now = self.now;
+        if let Some(t) = self.drop_tap.as_mut() {
+            for (port, cell, why) in out.drain_drops() {
+                let side = Side::In;
+                t(Place { node, port, side }, why, &cell);
+            }
+        }
+        let lose = |tap: &mut Option<DropTap<F>>, port, why, cell: &F| {
+            if let Some(t) = tap.as_mut() {
+                let side = Side::Out;
+                t(Place { node, port, side }, why, cell);
+            }
+        };
         for (port, mut cell) in out.drain() {
             let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
                 self.unconnected += 1;
@@ -400,6 +420,7 @@ impl<F: Frame> Sim<F> {
             }
             if d.departures.len() >= d.spec.buffer.max(1) {
                 d.counters.overflow += 1;
+                lose(&mut self.drop_tap, port, "tail_drop", &cell);
                 continue;
             }
             let start = d.busy_until.max(now);
@@ -412,6 +433,7 @@ impl<F: Frame> Sim<F> {
             d.departures.push_back(d.busy_until);
             if d.chance(d.spec.loss) {
                 d.counters.lost += 1;
+                lose(&mut self.drop_tap, port, "link_loss", &cell);
                 continue;
             }
             let bits = cell.bytes().len() as u64 * 8;
@@ -455,6 +477,20 @@ impl<F: Frame> Sim<F> {
     /// Removes the tap (dropping it).
     pub fn clear_tap(&mut self) {
         self.tap = None;
+    }
+
+    /// Shows every dropped frame to `tap`: frames the links drop (a full
+    /// transmit buffer, `tail_drop`; lost on the way, `link_loss`) and the
+    /// frames nodes drop on arrival (asked of them through their outbox).
+    pub fn set_drop_tap(&mut self, tap: DropTap<F>) {
+        self.drop_tap = Some(tap);
+        self.outbox.track_drops(true);
+    }
+
+    /// Removes the drop tap (dropping it).
+    pub fn clear_drop_tap(&mut self) {
+        self.drop_tap = None;
+        self.outbox.track_drops(false);
     }
 
     /// The simulated clock.

@@ -42,13 +42,13 @@ fn build(seed: u64, trunk: LinkSpec, flows: [Option<Flow>; 3]) -> Net {
     let mut h2 = TrafficHost::new(Format::Uni);
     let mut h3 = TrafficHost::new(Format::Uni);
     if let Some(f) = flows[0] {
-        h1.add_flow(Flow { vc: H1_TX, ..f }).unwrap();
+        h1.add_flow(Flow { id: 1, vc: H1_TX, ..f }).unwrap();
     }
     if let Some(f) = flows[1] {
-        h3.add_flow(Flow { vc: H3_TX, ..f }).unwrap();
+        h3.add_flow(Flow { id: 3, vc: H3_TX, ..f }).unwrap();
     }
     if let Some(f) = flows[2] {
-        h2.add_flow(Flow { vc: H2_TX, ..f }).unwrap();
+        h2.add_flow(Flow { id: 2, vc: H2_TX, ..f }).unwrap();
     }
     h1.expect(H1_RX_FROM_H3);
     h3.expect(H3_RX_FROM_H1);
@@ -72,6 +72,7 @@ fn build(seed: u64, trunk: LinkSpec, flows: [Option<Flow>; 3]) -> Net {
 
 fn flow(len: usize, count: u64, every_us: i64) -> Option<Flow> {
     Some(Flow {
+        id: 0,
         vc: VcId::new(0, 0),
         sdu_len: len,
         count,

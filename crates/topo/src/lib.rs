@@ -1075,13 +1075,22 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                 format!("flow SDU of {} bytes is outside 8 to 65535", d.sdu),
             );
         }
-        let Some((i, interval, start)) = timed(&mut c, span, "flow", &d.pvc, &d.interval, &d.start)
+        let Some((i, interval, start)) = timed(&mut c, span.clone(), "flow", &d.pvc, &d.interval, &d.start)
         else {
+            continue;
+        };
+        // A flow's number is its PVC's: cells carry it in their tags.
+        let Ok(id) = u16::try_from(i) else {
+            c.at(
+                span,
+                format!("flow on PVC number {i}: at most 65,536 PVCs may carry flows"),
+            );
             continue;
         };
         flows.push((
             d.pvc.clone(),
             Flow {
+                id,
                 vc: compiled[i].from_vc,
                 sdu_len: d.sdu,
                 count: d.count,
@@ -1408,6 +1417,17 @@ impl Blueprint {
             aurora_rt::run_with_taps(nodes, &wires, seed, duration, tap)?,
             info,
         ))
+    }
+
+    /// Every traffic host sends nothing more from `t` on (the end of a
+    /// run's sending time; the rest of the run drains the network).
+    pub fn stop_sending_at(&mut self, t: Instant) {
+        for (_, id) in &self.hosts {
+            let node: &mut dyn std::any::Any = self.nodes[id.0 as usize].as_mut();
+            if let Some(h) = node.downcast_mut::<TrafficHost>() {
+                h.stop_sending_at(t);
+            }
+        }
     }
 
     /// Adds a ping to host `host`; returns the host's id and the ping's

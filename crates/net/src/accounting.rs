@@ -1,0 +1,456 @@
+//! The accounting identity for test flows: every PDU a flow sends ends
+//! delivered, corrupted, lost (with a reason and a place), or still in
+//! flight, and anything else is *unaccounted*, which a report must show.
+//!
+//! Two parties keep the books, and a report joins them with [`reconcile`]:
+//!
+//! - the driver's [`Ledger`] sees every data cell dropped anywhere (a full
+//!   output buffer, a lost cell on a link, a node that dropped a cell on
+//!   arrival) and charges the PDU it belongs to (read from the cell's
+//!   [`Tag`]) to the first place and reason that doomed it;
+//! - the receiving traffic host's [`RxBook`] follows the AAL5 units it is
+//!   given (cells up to an end-of-PDU cell) and notes every PDU it saw but
+//!   could not deliver: a PDU whose cells were all there but whose CRC
+//!   failed is *corrupted*; one that ran together with a PDU that lost its
+//!   last cell is lost with that PDU's reason; one caught in a reassembly
+//!   the receiver gave up on is lost with the receiver's reason.
+//!
+//! A PDU's fate is decided by the first of these to see it. Sequence
+//! numbers are per flow and a flow's cells stay in order along its path,
+//! so once the receiver has seen PDU `h` every earlier PDU has an outcome:
+//! a PDU before `h` with none is unaccounted; one after `h` is in flight.
+
+use std::collections::BTreeMap;
+
+use aurora_wire::CellBytes;
+use rustc_hash::FxHashMap;
+
+use crate::tag::Tag;
+use crate::PortId;
+
+/// Which side of a node a loss happened on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    /// The port's output: its buffer and the link leaving it.
+    Out,
+    /// Arrival at the node (its HEC check, tables, reassembly).
+    In,
+}
+
+/// Where a loss happened: a node's port, on its way in or out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Place {
+    /// The node's number in its driver.
+    pub node: u32,
+    /// The port.
+    pub port: PortId,
+    /// In or out.
+    pub side: Side,
+}
+
+/// A named loss at a place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Loss {
+    /// Where.
+    pub place: Place,
+    /// Why: a short snake_case name (`tail_drop`, `link_loss`,
+    /// `hec_uncorrectable`, `reassembly_timeout`, ...).
+    pub reason: &'static str,
+}
+
+/// PDUs a ledger or a receiver remembers at most; past this, new PDUs are
+/// counted in `overflow` and a report cannot vouch for them.
+pub const MAX_RECORDS: usize = 1 << 22;
+
+/// A cell's header with a single-bit error repaired (from the HEC
+/// syndrome), so a cell dropped for its header can still be told apart
+/// from OAM; the cell unchanged when that cannot be done.
+fn repaired(cell: &CellBytes) -> CellBytes {
+    let mut c = *cell;
+    let h: [u8; 5] = [c[0], c[1], c[2], c[3], c[4]];
+    let s = aurora_wire::crc::hec_syndrome(&h);
+    if s != 0 {
+        if let Some(bit) = aurora_wire::crc::hec_error_bit(s) {
+            let bit = usize::from(bit);
+            if bit < 40 {
+                c[bit / 8] ^= 0x80 >> (bit % 8);
+            }
+        }
+    }
+    c
+}
+
+/// True for a cell that carries user data (PTI 0xx) and so may carry a
+/// tag; OAM and resource-management cells never do.
+fn is_user(c: &CellBytes) -> bool {
+    c[3] & 0x08 == 0
+}
+
+/// The driver's record of dropped cells.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    first: FxHashMap<Tag, Loss>,
+    /// Data cells dropped, per place and reason.
+    cells: BTreeMap<Loss, u64>,
+    /// Of those, cells with no readable tag (not test traffic, or a tag
+    /// damaged by a bit error before the cell was dropped).
+    untagged: BTreeMap<Loss, u64>,
+    overflow: u64,
+}
+
+impl Ledger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `cell` was dropped at `place` for `reason`.
+    pub fn dropped(&mut self, place: Place, reason: &'static str, cell: &CellBytes) {
+        let c = repaired(cell);
+        if !is_user(&c) {
+            return;
+        }
+        let loss = Loss { place, reason };
+        *self.cells.entry(loss).or_default() += 1;
+        match Tag::of_cell(&c) {
+            Some(t) => {
+                if self.first.len() >= MAX_RECORDS && !self.first.contains_key(&t) {
+                    self.overflow += 1;
+                    return;
+                }
+                self.first.entry(t).or_insert(loss);
+            }
+            None => *self.untagged.entry(loss).or_default() += 1,
+        }
+    }
+
+    /// Takes another ledger's records (a worker's, say); where both charged
+    /// a PDU, this one's stands.
+    pub fn merge(&mut self, other: Ledger) {
+        for (t, l) in other.first {
+            self.first.entry(t).or_insert(l);
+        }
+        for (l, n) in other.cells {
+            *self.cells.entry(l).or_default() += n;
+        }
+        for (l, n) in other.untagged {
+            *self.untagged.entry(l).or_default() += n;
+        }
+        self.overflow += other.overflow;
+    }
+
+    /// Data cells dropped, per place and reason.
+    pub fn cells(&self) -> &BTreeMap<Loss, u64> {
+        &self.cells
+    }
+
+    /// Dropped data cells that carried no readable tag.
+    pub fn untagged(&self) -> &BTreeMap<Loss, u64> {
+        &self.untagged
+    }
+
+    /// PDUs charged that did not fit in the ledger.
+    pub fn overflow(&self) -> u64 {
+        self.overflow
+    }
+
+    /// PDUs charged so far.
+    pub fn len(&self) -> usize {
+        self.first.len()
+    }
+
+    /// True when nothing has been charged.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+
+    fn of_flow(&self, flow: u16) -> impl Iterator<Item = (u64, Loss)> + '_ {
+        self.first
+            .iter()
+            .filter(move |(t, _)| t.flow == flow)
+            .map(|(t, l)| (t.seq, *l))
+    }
+}
+
+/// What a receiver saw of a PDU it did not deliver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxFate {
+    /// Every cell arrived but the CRC failed: bits were damaged on the way.
+    Corrupted,
+    /// Ran together with the PDU before it in one AAL5 unit (that PDU lost
+    /// its last cell); charged to that PDU's loss.
+    Merged {
+        /// The PDU whose loss took this one with it.
+        with: u64,
+    },
+    /// The receiver gave up on it for this reason.
+    Receiver(&'static str),
+}
+
+/// One receiving VC's books, kept by the traffic host.
+#[derive(Debug, Default)]
+pub struct RxBook {
+    /// Tags of the AAL5 unit in progress, in arrival order (bounded).
+    unit: Vec<Tag>,
+    /// Cells in the unit in progress.
+    unit_cells: u64,
+    /// The Length field of the last end-of-PDU cell.
+    last_len: u16,
+    fates: FxHashMap<Tag, RxFate>,
+    highest: FxHashMap<u16, u64>,
+    /// Units not delivered whose every tag was unreadable (bit errors hit
+    /// them all), by the receiver's reason; each holds at least one PDU.
+    untagged: BTreeMap<&'static str, u64>,
+    overflow: u64,
+}
+
+/// Tags an AAL5 unit remembers at most (a unit longer than a largest PDU
+/// has been dropped by the reassembler anyway; its tail is still followed
+/// through the last tags kept).
+const MAX_UNIT_TAGS: usize = 4096;
+
+impl RxBook {
+    /// A cell arrived for reassembly.
+    #[inline]
+    pub fn cell(&mut self, c: &CellBytes) {
+        self.unit_cells += 1;
+        if c[3] & 0x02 != 0 {
+            let at = aurora_wire::HEADER_LEN + 42;
+            self.last_len = u16::from_be_bytes([c[at], c[at + 1]]);
+        }
+        if let Some(t) = Tag::of_cell(c) {
+            if self.unit.last() != Some(&t) {
+                if self.unit.len() >= MAX_UNIT_TAGS {
+                    self.unit.remove(1);
+                }
+                self.unit.push(t);
+            }
+            let h = self.highest.entry(t.flow).or_insert(t.seq);
+            *h = (*h).max(t.seq);
+        }
+    }
+
+    /// The unit ended (its end-of-PDU cell arrived): `intact` is the PDU
+    /// delivered intact, if one was; `failed` the reassembler's reason for
+    /// what it did not deliver, if it gave one.
+    pub fn unit_ended(&mut self, intact: Option<Tag>, failed: Option<&'static str>) {
+        let mut unit = std::mem::take(&mut self.unit);
+        let cells = std::mem::take(&mut self.unit_cells);
+        // A unit longer than its last PDU ran several PDUs together; the
+        // flow's PDUs are all that long, so it held at least this many.
+        // PDUs between its first and last whose tags were all damaged are
+        // put back in from their numbers (a flow's PDUs arrive in order).
+        let per = aurora_wire::aal5::cells_for(usize::from(self.last_len)) as u64;
+        if let (Some(last), true) = (unit.last().copied(), per > 0 && intact.is_none()) {
+            let pdus = cells.div_ceil(per);
+            for k in 1..pdus.min(MAX_UNIT_TAGS as u64) {
+                let Some(seq) = last.seq.checked_sub(k) else { break };
+                let t = Tag { flow: last.flow, seq };
+                if !unit.contains(&t) {
+                    unit.push(t);
+                }
+            }
+            unit.sort();
+        }
+        let rest: Vec<Tag> = unit.iter().copied().filter(|t| Some(*t) != intact).collect();
+        let Some(first) = rest.first().copied() else {
+            if intact.is_none() {
+                *self.untagged.entry(failed.unwrap_or("merged")).or_default() += 1;
+            }
+            self.unit = unit;
+            self.unit.clear();
+            return;
+        };
+        let alone = rest.len() == 1 && intact.is_none();
+        for t in &rest {
+            let fate = if alone && failed == Some("crc") {
+                RxFate::Corrupted
+            } else if *t != first && t.flow == first.flow {
+                RxFate::Merged { with: first.seq }
+            } else {
+                RxFate::Receiver(failed.map_or("reassembly_merged", reassembly_reason))
+            };
+            self.note(*t, fate);
+        }
+        self.unit = unit;
+        self.unit.clear();
+    }
+
+    fn note(&mut self, t: Tag, fate: RxFate) {
+        if self.fates.len() >= MAX_RECORDS && !self.fates.contains_key(&t) {
+            self.overflow += 1;
+            return;
+        }
+        self.fates.entry(t).or_insert(fate);
+    }
+
+    /// The PDUs of the unit still in progress (read at the end of a run).
+    pub fn in_progress(&self) -> &[Tag] {
+        &self.unit
+    }
+
+    /// The highest sequence number seen of `flow`, delivered or not.
+    pub fn highest(&self, flow: u16) -> Option<u64> {
+        self.highest.get(&flow).copied()
+    }
+
+    /// PDUs that did not fit in the book.
+    pub fn overflow(&self) -> u64 {
+        self.overflow
+    }
+}
+
+/// The receiver's name for an AAL5 reassembly failure.
+pub fn reassembly_reason(r: &'static str) -> &'static str {
+    match r {
+        "crc" => "reassembly_crc",
+        "length" => "reassembly_length",
+        "aborted" => "aborted",
+        "oversize" => "reassembly_oversize",
+        "timeout" => "reassembly_timeout",
+        "budget-exhausted" | "budget_exhausted" => "buffer_exhausted",
+        other => other,
+    }
+}
+
+/// One flow's books, balanced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Account {
+    /// PDUs sent.
+    pub sent: u64,
+    /// PDUs delivered intact.
+    pub delivered: u64,
+    /// PDUs whose cells all arrived but whose bytes were damaged.
+    pub corrupted: u64,
+    /// PDUs lost, per place and reason.
+    pub lost: BTreeMap<Loss, u64>,
+    /// PDUs still in the network or part-reassembled when the books closed.
+    pub in_flight: u64,
+    /// `sent − delivered − corrupted − lost − in_flight`: PDUs with no
+    /// outcome (or, below 0, counted twice). Anything but 0 is a fault of
+    /// the testbed.
+    pub unaccounted: i64,
+}
+
+impl Account {
+    /// All PDUs lost.
+    pub fn lost_total(&self) -> u64 {
+        self.lost.values().sum()
+    }
+}
+
+/// Balances one flow: `sent` PDUs (sequence numbers `0..sent`),
+/// `delivered` of them delivered intact by a receiver whose book is `rx`
+/// (`None` when nothing reached a receiver), at `receiver` (its arrival
+/// place, where its own losses are charged).
+pub fn reconcile(
+    flow: u16,
+    sent: u64,
+    delivered: u64,
+    ledger: &Ledger,
+    rx: Option<&RxBook>,
+    receiver: Place,
+) -> Account {
+    // Each PDU's outcome, the first found: the network's, then the receiver's.
+    let mut fate: BTreeMap<u64, Outcome> = ledger
+        .of_flow(flow)
+        .filter(|(s, _)| *s < sent)
+        .map(|(s, l)| (s, Outcome::Lost(l)))
+        .collect();
+    let mut highest = None;
+    if let Some(rx) = rx {
+        highest = rx.highest(flow);
+        let mut merged = Vec::new();
+        for (t, f) in &rx.fates {
+            if t.flow != flow || t.seq >= sent || fate.contains_key(&t.seq) {
+                continue;
+            }
+            match *f {
+                RxFate::Corrupted => {
+                    fate.insert(t.seq, Outcome::Corrupted);
+                }
+                RxFate::Merged { with } => merged.push((t.seq, with)),
+                RxFate::Receiver(r) => {
+                    fate.insert(
+                        t.seq,
+                        Outcome::Lost(Loss {
+                            place: receiver,
+                            reason: r,
+                        }),
+                    );
+                }
+            }
+        }
+        for (s, with) in merged {
+            let o = match fate.get(&with) {
+                Some(Outcome::Lost(l)) => Outcome::Lost(*l),
+                _ => Outcome::Lost(Loss {
+                    place: receiver,
+                    reason: "reassembly_merged",
+                }),
+            };
+            fate.entry(s).or_insert(o);
+        }
+        for t in rx.in_progress() {
+            if t.flow == flow && t.seq < sent && !fate.contains_key(&t.seq) {
+                fate.insert(t.seq, Outcome::InFlight);
+            }
+        }
+    }
+    let mut a = Account {
+        sent,
+        delivered,
+        ..Account::default()
+    };
+    let mut known_upto = 0u64; // outcomes at or below the highest seen
+    for (s, o) in &fate {
+        if highest.is_some_and(|h| *s <= h) {
+            known_upto += 1;
+        }
+        match o {
+            Outcome::Lost(l) => *a.lost.entry(*l).or_default() += 1,
+            Outcome::Corrupted => a.corrupted += 1,
+            Outcome::InFlight => a.in_flight += 1,
+        }
+    }
+    // PDUs after the highest one seen, with no outcome yet, are in flight;
+    // before it, every PDU must have one.
+    let seen = highest.map_or(0, |h| h.min(sent.saturating_sub(1)) + 1);
+    let after = sent.saturating_sub(seen);
+    let outcomes_after = fate.len() as u64 - known_upto;
+    a.in_flight += after.saturating_sub(outcomes_after);
+    // PDUs before it with no outcome are explained, one each, by units the
+    // receiver failed whose tags were all unreadable.
+    let mut gaps = seen.saturating_sub(delivered + known_upto);
+    if let Some(rx) = rx {
+        for (why, n) in &rx.untagged {
+            let k = gaps.min(*n);
+            gaps -= k;
+            if k == 0 {
+                continue;
+            }
+            if *why == "crc" {
+                a.corrupted += k;
+            } else {
+                let reason = reassembly_reason(why);
+                *a
+                    .lost
+                    .entry(Loss {
+                        place: receiver,
+                        reason,
+                    })
+                    .or_default() += k;
+            }
+        }
+    }
+    let accounted = a.delivered + a.corrupted + a.lost_total() + a.in_flight;
+    a.unaccounted = sent as i64 - accounted as i64;
+    a
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Outcome {
+    Lost(Loss),
+    Corrupted,
+    InFlight,
+}
