@@ -441,7 +441,12 @@ impl Worker {
             for o in self.outputs.iter_mut().flatten() {
                 let _ = o.link.flush();
             }
-            if !busy {
+            // A port with cells waiting for its shaper is sending: stay
+            // awake (yielding the core) so the line runs at its rate.
+            let sending = self.outputs.iter().flatten().any(|o| !o.pending.is_empty());
+            if sending && !busy {
+                std::thread::yield_now();
+            } else if !busy {
                 let next = self
                     .node
                     .poll_at()
