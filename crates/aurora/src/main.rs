@@ -10,6 +10,7 @@ mod bench_ip;
 mod bench_net;
 mod bench_sar;
 mod demo;
+mod lateness;
 mod node;
 mod ping;
 mod run;
@@ -460,6 +461,14 @@ fn main() -> ExitCode {
             } else {
                 run::run_real_time(&file, d, seed, capture.as_ref(), None)
             };
+            // An unfaithful run still reports (exit 0), but says so on
+            // stderr too, so a script reading only the JSON or the exit
+            // status's neighbours sees it.
+            if let Some(l) = result.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
+                if !l.faithful {
+                    eprintln!("aurora run: {}", l.sentence);
+                }
+            }
             report("aurora run", result, json, run::text)
         }
         Command::Node {

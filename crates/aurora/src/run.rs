@@ -231,6 +231,9 @@ pub struct Report {
     pub ip: Vec<IpRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records).
     pub captures: Vec<(String, u64, u64)>,
+    /// Real time only: how late each node ran, and whether to trust the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<crate::lateness::LatenessReport>,
 }
 
 /// Where captures go, and in what format.
@@ -374,6 +377,22 @@ pub fn run_real_time(
     r.mode = "real time".into();
     r.virtual_secs = duration.as_secs_f64();
     r.captures = written;
+    let names = crate::lateness::names(
+        done.lateness.nodes.len(),
+        (info
+            .hosts
+            .iter()
+            .chain(&info.ip_nodes)
+            .map(|(n, id)| (n, *id)))
+        .chain(
+            info.switches
+                .iter()
+                .chain(&info.routers)
+                .map(|(n, id, _)| (n, *id)),
+        ),
+    );
+    let name = |i: usize| names[i].clone();
+    r.lateness = Some(crate::lateness::report(&done.lateness, &name));
     rates(&mut r);
     Ok(r)
 }
@@ -564,6 +583,7 @@ fn build_report(names: &Names, view: &dyn View) -> Report {
             .filter_map(|(n, id)| view.ip(*id).map(|x| ip_row(n, x)))
             .collect(),
         captures: Vec::new(),
+        lateness: None,
     }
 }
 
@@ -621,6 +641,9 @@ pub fn text(r: &Report) -> String {
     s += &ip_text(&r.ip);
     for (f, cells, pdus) in &r.captures {
         s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
+    }
+    if let Some(l) = &r.lateness {
+        s += &crate::lateness::text(l);
     }
     s
 }

@@ -8,6 +8,7 @@
 //! nanoseconds the nodes always use.
 
 pub mod frames;
+pub mod lateness;
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,6 +136,7 @@ pub struct Worker {
     batch: Vec<CellBytes>,
     tap: Option<Box<dyn Tap>>,
     device: Option<Device>,
+    lateness: lateness::NodeLateness,
 }
 
 /// What a run hands back: the nodes (to read their counters) and each link
@@ -146,6 +148,9 @@ pub struct Finished {
     pub links: Vec<((NodeId, PortId), DirCounters)>,
     /// Each node's tap, if it had one.
     pub taps: Vec<Option<Box<dyn Tap>>>,
+    /// How far behind real time each node ran, and the run's start lag and
+    /// overrun ([`lateness::Lateness::verdict`] says whether to trust it).
+    pub lateness: lateness::Lateness,
 }
 
 impl Finished {
@@ -192,7 +197,13 @@ impl Worker {
             batch: vec![[0; 53]; 256],
             tap: None,
             device: None,
+            lateness: lateness::NodeLateness::default(),
         }
+    }
+
+    /// How far behind its schedule the node ran (see [`lateness`]).
+    pub fn lateness(&self) -> &lateness::NodeLateness {
+        &self.lateness
     }
 
     /// Joins the node's [`aurora_net::PacketPort`] to `dev`: packets the
@@ -329,8 +340,13 @@ impl Worker {
         let mut out = Outbox::default();
         let every = SAMPLE_EVERY.as_nanos() as i64;
         let mut next_sample = Instant::from_nanos(every);
+        let since = |start: WallClock| {
+            let t = start.elapsed();
+            (t, Instant::from_nanos(t.as_nanos() as i64))
+        };
         while !stop.load(Ordering::Relaxed) {
-            let now = Instant::from_nanos(start.elapsed().as_nanos() as i64);
+            let (t, now) = since(start);
+            self.lateness.turn(t);
             if now >= next_sample {
                 if let Some(tap) = self.tap.as_mut() {
                     tap.sample(now, self.node.as_ref());
@@ -351,7 +367,8 @@ impl Worker {
                     self.route(&mut out);
                 }
             }
-            if self.node.poll_at().is_some_and(|t| t <= now) {
+            if let Some(due) = self.node.poll_at().filter(|t| *t <= now) {
+                self.lateness.timer(due, since(start).1);
                 self.node.poll(now, &mut out);
                 self.route(&mut out);
                 busy = true;
@@ -369,9 +386,15 @@ impl Worker {
                     .poll_at()
                     .map(|t| StdDuration::from_nanos((t - now).as_nanos().max(0) as u64))
                     .unwrap_or(StdDuration::from_micros(100));
-                std::thread::sleep(next.min(StdDuration::from_micros(50)));
+                let asked = next.min(StdDuration::from_micros(50));
+                let before = start.elapsed();
+                std::thread::sleep(asked);
+                self.lateness
+                    .woke(asked, start.elapsed().saturating_sub(before));
             }
         }
+        let (t, now) = since(start);
+        self.lateness.stop(now, t, self.node.poll_at());
         self
     }
 }
@@ -463,7 +486,10 @@ pub fn run_with_taps(
             std::thread::spawn(move || w.run(start, &stop))
         })
         .collect();
-    std::thread::sleep(duration);
+    // Starting many threads takes time: stop at the duration after the
+    // start, not after the last thread started.
+    std::thread::sleep(duration.saturating_sub(start.elapsed()));
+    let stop_at = start.elapsed();
     stop.store(true, Ordering::Relaxed);
     let mut workers = Vec::new();
     for h in handles {
@@ -482,9 +508,15 @@ pub fn run_with_taps(
         links.push((from, c));
     }
     let taps = workers.iter_mut().map(Worker::take_tap).collect();
+    let lateness = lateness::Lateness {
+        nodes: workers.iter().map(|w| w.lateness.clone()).collect(),
+        asked: Some(duration),
+        stop_at: Some(stop_at),
+    };
     Ok(Finished {
         nodes: workers.into_iter().map(|w| w.node).collect(),
         links,
         taps,
+        lateness,
     })
 }
