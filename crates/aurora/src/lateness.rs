@@ -49,9 +49,14 @@ fn us3(h: &aurora_rt::lateness::Histogram) -> [f64; 3] {
     [h.quantile(0.5), h.quantile(0.99), h.max()].map(|v| v as f64 / 1e3)
 }
 
-/// The report of `l`, nodes named by `name`.
-pub fn report(l: &aurora_rt::lateness::Lateness, name: &dyn Fn(usize) -> String) -> LatenessReport {
-    let v = l.verdict(name);
+/// The report of `l`, nodes named by `name`; `advice` ends the sentence of
+/// an unfaithful run.
+pub fn report(
+    l: &aurora_rt::lateness::Lateness,
+    name: &dyn Fn(usize) -> String,
+    advice: &str,
+) -> LatenessReport {
+    let v = l.verdict(name, advice);
     LatenessReport {
         nodes: l
             .nodes

@@ -498,12 +498,13 @@ fn main() -> ExitCode {
                     return report("aurora node", r, json, atomic_run::node_text);
                 }
             }
-            report(
-                "aurora node",
-                node::main(&file, &name, d, seed, capture.as_ref()),
-                json,
-                node::text,
-            )
+            let result = node::main(&file, &name, d, seed, capture.as_ref());
+            if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {
+                if !l.faithful {
+                    eprintln!("aurora node: {}", l.sentence);
+                }
+            }
+            report("aurora node", result, json, node::text)
         }
         Command::Ping {
             file,

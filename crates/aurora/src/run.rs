@@ -392,7 +392,11 @@ pub fn run_real_time(
         ),
     );
     let name = |i: usize| names[i].clone();
-    r.lateness = Some(crate::lateness::report(&done.lateness, &name));
+    r.lateness = Some(crate::lateness::report(
+        &done.lateness,
+        &name,
+        "rerun with --virtual for exact results",
+    ));
     rates(&mut r);
     Ok(r)
 }
