@@ -106,7 +106,7 @@ pub fn text(r: &LatenessReport) -> String {
     });
     let mut s = format!(
         "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>9} {:>6} {:>8} {:>9}\n",
-        "late (us)", "timers", "late", "p50", "p99", "max", "wake-ups", "late", "p99", "max"
+        "late (us)", "events", "late", "p50", "p99", "max", "wake-ups", "late", "p99", "max"
     );
     for n in rows.iter().take(SHOWN) {
         s += &format!(

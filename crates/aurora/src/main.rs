@@ -453,6 +453,11 @@ fn main() -> ExitCode {
                         return ExitCode::FAILURE;
                     }
                     let r = atomic_run::run(&file, &text, d, seed, r#virtual);
+                    if let Some(l) = r.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
+                        if !l.faithful {
+                            eprintln!("aurora run: {}", l.sentence);
+                        }
+                    }
                     return report("aurora run", r, json, atomic_run::text);
                 }
             }

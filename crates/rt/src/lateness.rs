@@ -349,7 +349,7 @@ impl Lateness {
             return Verdict {
                 faithful: true,
                 sentence: format!(
-                    "Real time kept up: timers p99 {:.0} us late (worst {:.0} us), wake-ups p99 {:.0} us late (worst {:.0} us), the run ended {:.1} ms late.",
+                    "Real time kept up: events p99 {:.0} us late (worst {:.0} us), wake-ups p99 {:.0} us late (worst {:.0} us), the run ended {:.1} ms late.",
                     e.quantile(0.99) as f64 / 1e3,
                     e.max() as f64 / 1e3,
                     w.quantile(0.99) as f64 / 1e3,
