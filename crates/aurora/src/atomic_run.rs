@@ -86,6 +86,9 @@ pub struct AtomicReport {
     pub hosts: Vec<HostRow>,
     /// Mosaic node drops by reason (summed over nodes).
     pub node_drops: Vec<(String, u64)>,
+    /// Real time only: how late each node ran, and whether to trust the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<crate::lateness::LatenessReport>,
 }
 
 /// Runs an ATOMIC file for `duration`: in virtual time, or in real time
@@ -147,6 +150,19 @@ pub fn run(
     let mut r = report(&net, &hosts, &mosaics, duration);
     r.mode = "real time".into();
     r.overflow = done.links.iter().map(|l| l.overflow).sum();
+    let name = |i: usize| match i.checked_sub(m).and_then(|k| addrs.get(k)) {
+        Some(a) => net
+            .hosts
+            .iter()
+            .find(|h| h.1.addr == *a)
+            .map_or_else(|| a.to_string(), |h| h.0.clone()),
+        None => format!("mosaic {i}"),
+    };
+    r.lateness = Some(crate::lateness::report(
+        &done.lateness,
+        &name,
+        "rerun with --virtual for exact results",
+    ));
     Ok(r)
 }
 
@@ -245,6 +261,7 @@ fn report(
             .filter(|(_, n)| *n > 0)
             .map(|(d, n)| (d.name().to_string(), n))
             .collect(),
+        lateness: None,
     }
 }
 
@@ -304,6 +321,9 @@ pub fn text(r: &AtomicReport) -> String {
         for (why, n) in &r.node_drops {
             s += &format!("  {why:<20} {n}\n");
         }
+    }
+    if let Some(l) = &r.lateness {
+        s += &crate::lateness::text(l);
     }
     s
 }

@@ -35,7 +35,9 @@ pub fn main(
     let live = Arc::new(Mutex::new(run::Live::default()));
     let handle = {
         let (topo, live) = (topo.clone(), (!quiet).then(|| live.clone()));
-        std::thread::spawn(move || run::run_real_time(&topo, d, run::DEMO_DRAIN, 1, capture.as_ref(), live))
+        std::thread::spawn(move || {
+            run::run_real_time(&topo, d, run::DEMO_DRAIN, 1, capture.as_ref(), live)
+        })
     };
     if !quiet {
         let mut head = format!("{:>6}", "time");

@@ -10,6 +10,7 @@ mod bench_ip;
 mod bench_net;
 mod bench_sar;
 mod demo;
+mod lateness;
 mod node;
 mod ping;
 mod run;
@@ -469,6 +470,11 @@ fn main() -> ExitCode {
                         return ExitCode::FAILURE;
                     }
                     let r = atomic_run::run(&file, &text, d, seed, r#virtual);
+                    if let Some(l) = r.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
+                        if !l.faithful {
+                            eprintln!("aurora run: {}", l.sentence);
+                        }
+                    }
                     return report("aurora run", r, json, atomic_run::text);
                 }
             }
@@ -477,6 +483,14 @@ fn main() -> ExitCode {
             } else {
                 run::run_real_time(&file, d, drain, seed, capture.as_ref(), None)
             };
+            // An unfaithful run still reports (exit 0), but says so on
+            // stderr too, so a script reading only the JSON or the exit
+            // status's neighbours sees it.
+            if let Some(l) = result.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
+                if !l.faithful {
+                    eprintln!("aurora run: {}", l.sentence);
+                }
+            }
             let imbalance = result.as_ref().ok().and_then(run::Report::imbalance);
             let code = report("aurora run", result, json, run::text);
             match imbalance {
@@ -514,12 +528,13 @@ fn main() -> ExitCode {
                     return report("aurora node", r, json, atomic_run::node_text);
                 }
             }
-            report(
-                "aurora node",
-                node::main(&file, &name, d, seed, capture.as_ref()),
-                json,
-                node::text,
-            )
+            let result = node::main(&file, &name, d, seed, capture.as_ref());
+            if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {
+                if !l.faithful {
+                    eprintln!("aurora node: {}", l.sentence);
+                }
+            }
+            report("aurora node", result, json, node::text)
         }
         Command::Ping {
             file,

@@ -49,6 +49,8 @@ pub struct NodeReport {
     pub ip: Option<crate::run::IpRow>,
     /// An IP host's TUN interface: its name and what crossed it.
     pub tun: Option<TunRow>,
+    /// How late the node ran, and whether to trust its figures.
+    pub lateness: crate::lateness::LatenessReport,
 }
 
 /// What crossed an IP host's TUN interface.
@@ -143,6 +145,16 @@ pub fn main(
     let start = std::time::Instant::now();
     let mut worker = proc_.worker.run(start, &stop);
     let secs = start.elapsed().as_secs_f64();
+    let lateness = aurora_rt::lateness::Lateness {
+        nodes: vec![worker.lateness().clone()],
+        asked: duration,
+        stop_at: None,
+    };
+    let lateness = crate::lateness::report(
+        &lateness,
+        &|_| name.to_string(),
+        "give each node process a core of its own, or run the file with aurora run --virtual",
+    );
     let mut captures = Vec::new();
     if let Some(tap) = worker.take_tap() {
         let any: Box<dyn std::any::Any> = tap;
@@ -222,6 +234,7 @@ pub fn main(
         captures,
         ip,
         tun,
+        lateness,
     })
 }
 
@@ -325,5 +338,6 @@ pub fn text(r: &NodeReport) -> String {
     for (f, cells, pdus) in &r.captures {
         s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
     }
+    s += &crate::lateness::text(&r.lateness);
     s
 }

@@ -261,6 +261,9 @@ pub struct Report {
     /// Sum over PVCs of the size of their `unaccounted` (0 when every
     /// report balances).
     pub unaccounted: u64,
+    /// Real time only: how late each node ran, and whether to trust the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lateness: Option<crate::lateness::LatenessReport>,
 }
 
 impl Report {
@@ -334,8 +337,9 @@ pub fn run(
     }
     let ledger = Rc::new(RefCell::new(Ledger::new()));
     let book = ledger.clone();
-    net.sim
-        .set_drop_tap(Box::new(move |at, why, cell| book.borrow_mut().dropped(at, why, cell)));
+    net.sim.set_drop_tap(Box::new(move |at, why, cell| {
+        book.borrow_mut().dropped(at, why, cell)
+    }));
     let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
         Some(cap) => {
             let c = Rc::new(RefCell::new(open_captures(
@@ -448,6 +452,26 @@ pub fn run_real_time(
     r.virtual_secs = duration.as_secs_f64();
     r.drain_secs = drain.as_secs_f64();
     r.captures = written;
+    let names = crate::lateness::names(
+        done.lateness.nodes.len(),
+        (info
+            .hosts
+            .iter()
+            .chain(&info.ip_nodes)
+            .map(|(n, id)| (n, *id)))
+        .chain(
+            info.switches
+                .iter()
+                .chain(&info.routers)
+                .map(|(n, id, _)| (n, *id)),
+        ),
+    );
+    let name = |i: usize| names[i].clone();
+    r.lateness = Some(crate::lateness::report(
+        &done.lateness,
+        &name,
+        "rerun with --virtual for exact results",
+    ));
     rates(&mut r);
     Ok(r)
 }
@@ -690,6 +714,7 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
         drain_secs: 0.0,
         cell_losses: loss_rows(&node_names, ledger.cells().iter()),
         unaccounted,
+        lateness: None,
     }
 }
 
@@ -719,14 +744,7 @@ pub fn text(r: &Report) -> String {
     for p in &r.pvcs {
         s += &format!(
             "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11} {:>9.1}\n",
-            p.name,
-            p.sent,
-            p.delivered,
-            p.corrupted,
-            p.lost,
-            p.in_flight,
-            p.unaccounted,
-            p.mbps
+            p.name, p.sent, p.delivered, p.corrupted, p.lost, p.in_flight, p.unaccounted, p.mbps
         );
         for l in &p.losses {
             s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
@@ -739,7 +757,10 @@ pub fn text(r: &Report) -> String {
         );
     }
     if !r.cell_losses.is_empty() {
-        s += &format!("\n{:<28} {:<20} {:>10}\n", "data cells dropped at", "reason", "cells");
+        s += &format!(
+            "\n{:<28} {:<20} {:>10}\n",
+            "data cells dropped at", "reason", "cells"
+        );
         for l in &r.cell_losses {
             s += &format!("{:<28} {:<20} {:>10}\n", l.at, l.reason, l.count);
         }
@@ -776,6 +797,9 @@ pub fn text(r: &Report) -> String {
     s += &ip_text(&r.ip);
     for (f, cells, pdus) in &r.captures {
         s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
+    }
+    if let Some(l) = &r.lateness {
+        s += &crate::lateness::text(l);
     }
     s
 }

@@ -109,7 +109,11 @@ impl<S: CellSink> Shaped<S> {
             .rate
             .map_or(0.0, |r| (r * cfg.delay.as_secs_f64()).ceil());
         // A rate and delay too large to hold are held up to 16 M cells.
-        let on_wire = if on_wire.is_finite() { on_wire.min((1 << 24) as f64) } else { 0.0 };
+        let on_wire = if on_wire.is_finite() {
+            on_wire.min((1 << 24) as f64)
+        } else {
+            0.0
+        };
         cfg.queue.max(1).saturating_add(on_wire as usize)
     }
 

@@ -244,15 +244,24 @@ impl RxBook {
         if let (Some(last), true) = (unit.last().copied(), per > 0 && intact.is_none()) {
             let pdus = cells.div_ceil(per);
             for k in 1..pdus.min(MAX_UNIT_TAGS as u64) {
-                let Some(seq) = last.seq.checked_sub(k) else { break };
-                let t = Tag { flow: last.flow, seq };
+                let Some(seq) = last.seq.checked_sub(k) else {
+                    break;
+                };
+                let t = Tag {
+                    flow: last.flow,
+                    seq,
+                };
                 if !unit.contains(&t) {
                     unit.push(t);
                 }
             }
             unit.sort();
         }
-        let rest: Vec<Tag> = unit.iter().copied().filter(|t| Some(*t) != intact).collect();
+        let rest: Vec<Tag> = unit
+            .iter()
+            .copied()
+            .filter(|t| Some(*t) != intact)
+            .collect();
         let Some(first) = rest.first().copied() else {
             if intact.is_none() {
                 *self.untagged.entry(failed.unwrap_or("merged")).or_default() += 1;
@@ -433,8 +442,7 @@ pub fn reconcile(
                 a.corrupted += k;
             } else {
                 let reason = reassembly_reason(why);
-                *a
-                    .lost
+                *a.lost
                     .entry(Loss {
                         place: receiver,
                         reason,

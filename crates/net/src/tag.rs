@@ -41,7 +41,11 @@ const CRC8: [u8; 256] = {
         let mut c = i as u8;
         let mut k = 0;
         while k < 8 {
-            c = if c & 0x80 != 0 { (c << 1) ^ 0x07 } else { c << 1 };
+            c = if c & 0x80 != 0 {
+                (c << 1) ^ 0x07
+            } else {
+                c << 1
+            };
             k += 1;
         }
         t[i] = c;

@@ -98,6 +98,10 @@ pub struct FramesFinished<F: Frame> {
     pub udp: Vec<(FrameUdpCounters, u64)>,
     /// Each packet device's counters, in the order given.
     pub devices: Vec<DeviceCounters>,
+    /// How far behind real time each node ran: timers, frames taken from
+    /// links and sent on UDP cables (each against the time the link's model
+    /// says it was due), and idle wake-ups.
+    pub lateness: crate::lateness::Lateness,
 }
 
 impl<F: Frame> FramesFinished<F> {
@@ -115,6 +119,7 @@ struct FrameWorker<F: Frame> {
     udp: Vec<UdpPort>,
     device: Option<(Box<dyn PacketDevice>, DeviceCounters)>,
     batch: Vec<F>,
+    lateness: crate::lateness::NodeLateness,
 }
 
 impl<F: Frame> FrameWorker<F> {
@@ -185,16 +190,23 @@ impl<F: Frame> FrameWorker<F> {
 
     fn run(mut self, start: WallClock, stop: &AtomicBool) -> Self {
         let mut out = Outbox::default();
+        let since = |start: WallClock| {
+            let t = start.elapsed();
+            (t, Instant::from_nanos(t.as_nanos() as i64))
+        };
         while !stop.load(Ordering::Relaxed) {
-            let now = Instant::from_nanos(start.elapsed().as_nanos() as i64);
+            let (t, now) = since(start);
+            self.lateness.turn(t);
             let mut busy = false;
             let mut next: Option<Instant> = None;
             for i in 0..self.inputs.len() {
                 let (port, link) = (self.inputs[i].0, self.inputs[i].1.clone());
                 {
                     let mut q = link.q.lock().unwrap_or_else(|e| e.into_inner());
+                    let taken = since(start).1;
                     while q.front().is_some_and(|(t, _)| *t <= now) && self.batch.len() < 256 {
-                        if let Some((_, f)) = q.pop_front() {
+                        if let Some((due, f)) = q.pop_front() {
+                            self.lateness.input(due, taken);
                             self.batch.push(f);
                         }
                     }
@@ -216,7 +228,8 @@ impl<F: Frame> FrameWorker<F> {
             for i in 0..self.udp.len() {
                 let u = &mut self.udp[i];
                 while u.pending.front().is_some_and(|(t, _)| *t <= now) {
-                    if let Some((_, b)) = u.pending.pop_front() {
+                    if let Some((due, b)) = u.pending.pop_front() {
+                        self.lateness.input(due, since(start).1);
                         u.end.link.send(&b);
                         busy = true;
                     }
@@ -240,7 +253,8 @@ impl<F: Frame> FrameWorker<F> {
                     self.route(now, &mut out);
                 }
             }
-            if self.node.poll_at().is_some_and(|t| t <= now) {
+            if let Some(due) = self.node.poll_at().filter(|t| *t <= now) {
+                self.lateness.timer(due, since(start).1);
                 self.node.poll(now, &mut out);
                 self.route(now, &mut out);
                 busy = true;
@@ -254,9 +268,15 @@ impl<F: Frame> FrameWorker<F> {
                 let wait = due
                     .map(|t| StdDuration::from_nanos((t - now).as_nanos().max(0) as u64))
                     .unwrap_or(StdDuration::from_micros(100));
-                std::thread::sleep(wait.min(StdDuration::from_micros(50)));
+                let asked = wait.min(StdDuration::from_micros(50));
+                let before = start.elapsed();
+                std::thread::sleep(asked);
+                self.lateness
+                    .woke(asked, start.elapsed().saturating_sub(before));
             }
         }
+        let (t, now) = since(start);
+        self.lateness.stop(now, t, self.node.poll_at());
         self
     }
 }
@@ -275,7 +295,9 @@ pub fn run_frames<F: Frame>(
             stop.store(true, Ordering::Relaxed);
         });
     }
-    run_frames_until(nodes, links, Vec::new(), Vec::new(), &stop)
+    let mut done = run_frames_until(nodes, links, Vec::new(), Vec::new(), &stop)?;
+    done.lateness.asked = Some(duration);
+    Ok(done)
 }
 
 /// Runs `nodes` joined by `links`, and to other processes by `udp`, with
@@ -299,6 +321,7 @@ pub fn run_frames_until<F: Frame>(
                 udp: Vec::new(),
                 device: None,
                 batch: Vec::new(),
+                lateness: crate::lateness::NodeLateness::default(),
             }
         })
         .collect();
@@ -409,6 +432,11 @@ pub fn run_frames_until<F: Frame>(
         .iter()
         .filter_map(|&n| workers[n].device.as_ref().map(|d| d.1))
         .collect();
+    let lateness = crate::lateness::Lateness {
+        nodes: workers.iter().map(|w| w.lateness.clone()).collect(),
+        asked: None,
+        stop_at: None,
+    };
     let nodes = workers.into_iter().map(|w| w.node).collect();
     let links = made
         .iter()
@@ -423,6 +451,7 @@ pub fn run_frames_until<F: Frame>(
         links,
         udp,
         devices,
+        lateness,
     })
 }
 
@@ -491,5 +520,12 @@ mod tests {
         let c = done.links[0];
         assert_eq!((c.offered, c.overflow, c.delivered), (50, 10, 40));
         assert_eq!(got, 40);
+        // The sender's one timer and the receiver's 40 frames, each
+        // handled at or after it was due.
+        let l = &done.lateness;
+        assert_eq!(l.asked, Some(StdDuration::from_millis(200)));
+        assert_eq!(l.nodes[0].events.count(), 1);
+        assert_eq!(l.nodes[1].events.count(), 40);
+        assert!(l.nodes.iter().all(|n| n.stopped.is_some()));
     }
 }

@@ -8,6 +8,7 @@
 //! nanoseconds the nodes always use.
 
 pub mod frames;
+pub mod lateness;
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,6 +174,7 @@ pub struct Worker {
     device: Option<Device>,
     ledger: aurora_net::accounting::Ledger,
     id: u32,
+    lateness: lateness::NodeLateness,
 }
 
 /// What a run hands back: the nodes (to read their counters) and each link
@@ -186,6 +188,9 @@ pub struct Finished {
     pub taps: Vec<Option<Box<dyn Tap>>>,
     /// Every data cell dropped, charged to its PDU.
     pub ledger: aurora_net::accounting::Ledger,
+    /// How far behind real time each node ran, and the run's start lag and
+    /// overrun ([`lateness::Lateness::verdict`] says whether to trust it).
+    pub lateness: lateness::Lateness,
 }
 
 impl Finished {
@@ -234,6 +239,7 @@ impl Worker {
             device: None,
             ledger: aurora_net::accounting::Ledger::new(),
             id: 0,
+            lateness: lateness::NodeLateness::default(),
         }
     }
 
@@ -246,6 +252,11 @@ impl Worker {
     /// The cells this worker's node and ports dropped, charged to their PDUs.
     pub fn ledger(&self) -> &aurora_net::accounting::Ledger {
         &self.ledger
+    }
+
+    /// How far behind its schedule the node ran (see [`lateness`]).
+    pub fn lateness(&self) -> &lateness::NodeLateness {
+        &self.lateness
     }
 
     /// Joins the node's [`aurora_net::PacketPort`] to `dev`: packets the
@@ -372,7 +383,8 @@ impl Worker {
                 // as at a real switch port.
                 if let Err(c) = o.offer(cell) {
                     let side = Side::Out;
-                    self.ledger.dropped(Place { node, port, side }, "tail_drop", &c);
+                    self.ledger
+                        .dropped(Place { node, port, side }, "tail_drop", &c);
                 }
             }
         }
@@ -388,7 +400,8 @@ impl Worker {
             o.push();
             for c in o.link.take_lost() {
                 let (port, side) = (port as PortId, Side::Out);
-                self.ledger.dropped(Place { node, port, side }, "link_loss", &c);
+                self.ledger
+                    .dropped(Place { node, port, side }, "link_loss", &c);
             }
         }
     }
@@ -399,8 +412,13 @@ impl Worker {
         out.track_drops(true);
         let every = SAMPLE_EVERY.as_nanos() as i64;
         let mut next_sample = Instant::from_nanos(every);
+        let since = |start: WallClock| {
+            let t = start.elapsed();
+            (t, Instant::from_nanos(t.as_nanos() as i64))
+        };
         while !stop.load(Ordering::Relaxed) {
-            let now = Instant::from_nanos(start.elapsed().as_nanos() as i64);
+            let (t, now) = since(start);
+            self.lateness.turn(t);
             if now >= next_sample {
                 if let Some(tap) = self.tap.as_mut() {
                     tap.sample(now, self.node.as_ref());
@@ -428,7 +446,8 @@ impl Worker {
                     self.route(&mut out);
                 }
             }
-            if self.node.poll_at().is_some_and(|t| t <= now) {
+            if let Some(due) = self.node.poll_at().filter(|t| *t <= now) {
+                self.lateness.timer(due, since(start).1);
                 self.node.poll(now, &mut out);
                 self.route(&mut out);
                 busy = true;
@@ -452,9 +471,15 @@ impl Worker {
                     .poll_at()
                     .map(|t| StdDuration::from_nanos((t - now).as_nanos().max(0) as u64))
                     .unwrap_or(StdDuration::from_micros(100));
-                std::thread::sleep(next.min(StdDuration::from_micros(50)));
+                let asked = next.min(StdDuration::from_micros(50));
+                let before = start.elapsed();
+                std::thread::sleep(asked);
+                self.lateness
+                    .woke(asked, start.elapsed().saturating_sub(before));
             }
         }
+        let (t, now) = since(start);
+        self.lateness.stop(now, t, self.node.poll_at());
         self
     }
 }
@@ -547,7 +572,10 @@ pub fn run_with_taps(
             std::thread::spawn(move || w.run(start, &stop))
         })
         .collect();
-    std::thread::sleep(duration);
+    // Starting many threads takes time: stop at the duration after the
+    // start, not after the last thread started.
+    std::thread::sleep(duration.saturating_sub(start.elapsed()));
+    let stop_at = start.elapsed();
     stop.store(true, Ordering::Relaxed);
     let mut workers = Vec::new();
     for h in handles {
@@ -566,6 +594,11 @@ pub fn run_with_taps(
         links.push((from, c));
     }
     let taps = workers.iter_mut().map(Worker::take_tap).collect();
+    let lateness = lateness::Lateness {
+        nodes: workers.iter().map(|w| w.lateness.clone()).collect(),
+        asked: Some(duration),
+        stop_at: Some(stop_at),
+    };
     let mut ledger = aurora_net::accounting::Ledger::new();
     let mut nodes = Vec::new();
     for w in workers {
@@ -577,5 +610,6 @@ pub fn run_with_taps(
         links,
         taps,
         ledger,
+        lateness,
     })
 }

@@ -42,13 +42,28 @@ fn build(seed: u64, trunk: LinkSpec, flows: [Option<Flow>; 3]) -> Net {
     let mut h2 = TrafficHost::new(Format::Uni);
     let mut h3 = TrafficHost::new(Format::Uni);
     if let Some(f) = flows[0] {
-        h1.add_flow(Flow { id: 1, vc: H1_TX, ..f }).unwrap();
+        h1.add_flow(Flow {
+            id: 1,
+            vc: H1_TX,
+            ..f
+        })
+        .unwrap();
     }
     if let Some(f) = flows[1] {
-        h3.add_flow(Flow { id: 3, vc: H3_TX, ..f }).unwrap();
+        h3.add_flow(Flow {
+            id: 3,
+            vc: H3_TX,
+            ..f
+        })
+        .unwrap();
     }
     if let Some(f) = flows[2] {
-        h2.add_flow(Flow { id: 2, vc: H2_TX, ..f }).unwrap();
+        h2.add_flow(Flow {
+            id: 2,
+            vc: H2_TX,
+            ..f
+        })
+        .unwrap();
     }
     h1.expect(H1_RX_FROM_H3);
     h3.expect(H3_RX_FROM_H1);

@@ -1075,7 +1075,8 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                 format!("flow SDU of {} bytes is outside 8 to 65535", d.sdu),
             );
         }
-        let Some((i, interval, start)) = timed(&mut c, span.clone(), "flow", &d.pvc, &d.interval, &d.start)
+        let Some((i, interval, start)) =
+            timed(&mut c, span.clone(), "flow", &d.pvc, &d.interval, &d.start)
         else {
             continue;
         };

@@ -1,0 +1,134 @@
+//! The lateness part of real-time reports: per node, how far behind its
+//! schedule it ran, and the run's verdict on itself (see
+//! `aurora_rt::lateness` for what is measured and the thresholds).
+
+use aurora_sim::NodeId;
+use serde::Serialize;
+
+/// One node's lateness.
+#[derive(Debug, Serialize)]
+pub struct NodeRow {
+    /// Node name.
+    pub node: String,
+    /// Timers (and, for ATOMIC, frames) handled.
+    pub events: u64,
+    /// Of those, handled more than 1 ms late.
+    pub late: u64,
+    /// Timers still due when the run stopped.
+    pub unhandled: u64,
+    /// Event lateness, microseconds: median, 99th percentile, maximum.
+    pub events_us: [f64; 3],
+    /// Idle sleeps.
+    pub wakeups: u64,
+    /// Of those, more than 1 ms longer than asked.
+    pub late_wakeups: u64,
+    /// Oversleep, microseconds: median, 99th percentile, maximum.
+    pub wakeups_us: [f64; 3],
+    /// Why this node makes the run unfaithful, if it does.
+    pub problem: Option<String>,
+}
+
+/// A real-time run's lateness and verdict.
+#[derive(Debug, Serialize)]
+pub struct LatenessReport {
+    /// Per node.
+    pub nodes: Vec<NodeRow>,
+    /// The last node's thread first ran this long after the run began, ms.
+    pub start_lag_ms: f64,
+    /// The last node's thread stopped this long after the run should have
+    /// ended, ms.
+    pub overrun_ms: f64,
+    /// Whether the results are what the network would have done in real
+    /// time.
+    pub faithful: bool,
+    /// One sentence saying so, or why not.
+    pub sentence: String,
+}
+
+fn us3(h: &aurora_rt::lateness::Histogram) -> [f64; 3] {
+    [h.quantile(0.5), h.quantile(0.99), h.max()].map(|v| v as f64 / 1e3)
+}
+
+/// The report of `l`, nodes named by `name`; `advice` ends the sentence of
+/// an unfaithful run.
+pub fn report(
+    l: &aurora_rt::lateness::Lateness,
+    name: &dyn Fn(usize) -> String,
+    advice: &str,
+) -> LatenessReport {
+    let v = l.verdict(name, advice);
+    LatenessReport {
+        nodes: l
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| NodeRow {
+                node: name(i),
+                events: n.events.count(),
+                late: n.late_events,
+                unhandled: n.unhandled,
+                events_us: us3(&n.events),
+                wakeups: n.wakeups.count(),
+                late_wakeups: n.late_wakeups,
+                wakeups_us: us3(&n.wakeups),
+                problem: n.problem(),
+            })
+            .collect(),
+        start_lag_ms: l.start_lag().as_secs_f64() * 1e3,
+        overrun_ms: l.overrun().as_secs_f64() * 1e3,
+        faithful: v.faithful,
+        sentence: v.sentence,
+    }
+}
+
+/// Node names by id for `n` nodes: those `named` gives, "node i" for the
+/// rest.
+pub fn names<'a>(n: usize, named: impl Iterator<Item = (&'a String, NodeId)>) -> Vec<String> {
+    let mut v: Vec<String> = (0..n).map(|i| format!("node {i}")).collect();
+    for (name, id) in named {
+        if let Some(slot) = v.get_mut(id.0 as usize) {
+            slot.clone_from(name);
+        }
+    }
+    v
+}
+
+/// Nodes shown in the text: the worst ones.
+const SHOWN: usize = 5;
+
+/// The lateness table (the worst nodes) and the verdict, as text.
+pub fn text(r: &LatenessReport) -> String {
+    let mut rows: Vec<&NodeRow> = r.nodes.iter().collect();
+    rows.sort_by(|a, b| {
+        let key = |n: &NodeRow| (n.problem.is_some(), n.events_us[2].max(n.wakeups_us[2]));
+        let (ka, kb) = (key(a), key(b));
+        kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
+    });
+    let mut s = format!(
+        "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>9} {:>6} {:>8} {:>9}\n",
+        "late (us)", "events", "late", "p50", "p99", "max", "wake-ups", "late", "p99", "max"
+    );
+    for n in rows.iter().take(SHOWN) {
+        s += &format!(
+            "{:<12} {:>8} {:>6} {:>8.0} {:>8.0} {:>9.0} {:>9} {:>6} {:>8.0} {:>9.0}\n",
+            n.node,
+            n.events,
+            n.late,
+            n.events_us[0],
+            n.events_us[1],
+            n.events_us[2],
+            n.wakeups,
+            n.late_wakeups,
+            n.wakeups_us[1],
+            n.wakeups_us[2]
+        );
+    }
+    if rows.len() > SHOWN {
+        s += &format!("({} more nodes, less late)\n", rows.len() - SHOWN);
+    }
+    s += &format!(
+        "last node started {:.1} ms after the start; the run ended {:.1} ms late\n{}\n",
+        r.start_lag_ms, r.overrun_ms, r.sentence
+    );
+    s
+}

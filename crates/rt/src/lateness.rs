@@ -1,0 +1,481 @@
+//! How far behind its schedule each node of a real-time run ran, and
+//! whether the run as a whole can be trusted.
+//!
+//! A real-time run is only as good as its threads are punctual. With more
+//! busy threads than cores, a node handles its timers late, notices cells
+//! late, and the run ends long after it should: the results are then not
+//! what the network would have done, and nothing else in the report says
+//! so. Each worker therefore measures, per node:
+//!
+//! - **events**: every timer it handles (lateness = wall time when handled −
+//!   the node's `poll_at` instant), and in the frame driver every frame it
+//!   takes from a link and every frame it sends on a UDP cable
+//!   (lateness = when taken − when the link's model says it was due). The
+//!   cell driver's rings carry bare cells with no due time, so for cell
+//!   networks events are timers only.
+//! - **wake-ups**: every time the idle worker slept, how much longer than
+//!   it asked it slept. This bounds how late it noticed cells that arrived
+//!   while it slept, and covers nodes with no timers (switches).
+//! - when it first ran and when it stopped, for the run's start lag and
+//!   overrun.
+//!
+//! Each distribution is a fixed-size log-scale histogram ([`Histogram`]: 4
+//! buckets per power of two of nanoseconds, so quantiles are within 25%),
+//! so memory stays bounded however long the run.
+//!
+//! # The verdict
+//!
+//! The real-time driver never honours time finer than its sleep granularity
+//! (about 50-100 µs), so link delays of microseconds are only ever exact in
+//! virtual time. What makes a run's *results* wrong is lateness at the scale
+//! of the traffic itself: a flow's PDUs sent in bursts instead of at their
+//! interval (so buffers overflow that would not), round trips inflated, and
+//! PDUs still in flight at the end because the schedule slipped. A run is
+//! therefore **not faithful** when any of these holds:
+//!
+//! - some node handled more than [`LATE_SHARE`] (1%) of its events, or of
+//!   its wake-ups, more than [`LATE`] (1 ms) late: p99 above 1 ms;
+//! - some node handled an event, or woke, more than [`WORST`] (10 ms) late:
+//!   at OC-12 that is 14,000 cell times;
+//! - the last worker started more than [`WORST`] after the run began, or
+//!   the run ended more than [`WORST`] after the duration asked for
+//!   (threads took that long to start or to notice the stop).
+
+use std::time::Duration as StdDuration;
+
+use aurora_time::Instant;
+
+/// Lateness above this counts as late.
+pub const LATE: StdDuration = StdDuration::from_millis(1);
+/// A node with more than this share of late events (or wake-ups) makes the
+/// run unfaithful.
+pub const LATE_SHARE: f64 = 0.01;
+/// Any single event, wake-up, start lag or overrun above this makes the run
+/// unfaithful.
+pub const WORST: StdDuration = StdDuration::from_millis(10);
+
+/// Sub-buckets per power of two, as a number of bits.
+const SUB_BITS: u32 = 2;
+const SUB: u64 = 1 << SUB_BITS;
+/// Buckets: exact below `SUB`, then `SUB` per power of two up to 2^64.
+const BUCKETS: usize = ((64 - SUB_BITS + 1) as usize) * SUB as usize;
+
+/// A log-scale histogram of nanoseconds with a fixed number of buckets (4
+/// per power of two): constant memory, quantiles within 25%, exact maximum.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: [u64; BUCKETS],
+    n: u64,
+    max: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            counts: [0; BUCKETS],
+            n: 0,
+            max: 0,
+        }
+    }
+}
+
+fn bucket(v: u64) -> usize {
+    if v < SUB {
+        return v as usize;
+    }
+    let e = 63 - v.leading_zeros(); // >= SUB_BITS
+    let sub = (v >> (e - SUB_BITS)) & (SUB - 1);
+    ((e - SUB_BITS + 1) as u64 * SUB + sub) as usize
+}
+
+/// The largest value bucket `i` holds.
+fn bucket_top(i: usize) -> u64 {
+    let i = i as u64;
+    if i < SUB {
+        return i;
+    }
+    let e = (i / SUB) as u32 + SUB_BITS - 1;
+    let low = (SUB + i % SUB) << (e - SUB_BITS);
+    low.saturating_add((1u64 << (e - SUB_BITS)) - 1)
+}
+
+impl Histogram {
+    /// Counts one value of `ns` nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        self.counts[bucket(ns)] += 1;
+        self.n += 1;
+        self.max = self.max.max(ns);
+    }
+
+    /// Values counted.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The largest value counted (0 if none).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// The `q` quantile (0 to 1): the top of the bucket holding it, never
+    /// above the maximum; 0 if nothing was counted.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.n == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return bucket_top(i).min(self.max);
+            }
+        }
+        self.max
+    }
+
+    /// Adds `other`'s counts to this one.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        self.n += other.n;
+        self.max = self.max.max(other.max);
+    }
+}
+
+fn ns(d: StdDuration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One node's lateness over a run.
+#[derive(Clone, Debug, Default)]
+pub struct NodeLateness {
+    /// Lateness of timers (and, in the frame driver, frames) handled, ns.
+    pub events: Histogram,
+    /// Events later than [`LATE`].
+    pub late_events: u64,
+    /// Timers still due and not handled when the run stopped (also counted
+    /// in `events`, with their lateness at the stop).
+    pub unhandled: u64,
+    /// How much longer than asked each idle sleep lasted, ns.
+    pub wakeups: Histogram,
+    /// Wake-ups later than [`LATE`].
+    pub late_wakeups: u64,
+    /// When the worker first ran, since the run began.
+    pub first_turn: Option<StdDuration>,
+    /// When the worker stopped, since the run began.
+    pub stopped: Option<StdDuration>,
+    last_due: Option<Instant>,
+}
+
+fn late_by(due: Instant, handled: Instant) -> u64 {
+    handled.since(due).as_nanos().max(0) as u64
+}
+
+impl NodeLateness {
+    /// Notes a turn of the worker's loop at `t` since the run began.
+    pub fn turn(&mut self, t: StdDuration) {
+        self.first_turn.get_or_insert(t);
+    }
+
+    /// A timer due at `due` handled at `handled`. A node that answers the
+    /// same instant again is counted once.
+    pub fn timer(&mut self, due: Instant, handled: Instant) {
+        if self.last_due == Some(due) {
+            return;
+        }
+        self.last_due = Some(due);
+        self.event(late_by(due, handled));
+    }
+
+    /// A frame due at `due` taken (or sent) at `handled`.
+    pub fn input(&mut self, due: Instant, handled: Instant) {
+        self.event(late_by(due, handled));
+    }
+
+    fn event(&mut self, late: u64) {
+        self.events.record(late);
+        if late > ns(LATE) {
+            self.late_events += 1;
+        }
+    }
+
+    /// An idle sleep of `asked` that lasted `slept`.
+    pub fn woke(&mut self, asked: StdDuration, slept: StdDuration) {
+        let over = ns(slept.saturating_sub(asked));
+        self.wakeups.record(over);
+        if over > ns(LATE) {
+            self.late_wakeups += 1;
+        }
+    }
+
+    /// The worker stopped at `now` (`t` since the run began) with the
+    /// node's next timer at `poll_at`: a timer already due is counted as
+    /// unhandled, late by however long it waited.
+    pub fn stop(&mut self, now: Instant, t: StdDuration, poll_at: Option<Instant>) {
+        self.stopped = Some(t);
+        if let Some(due) = poll_at.filter(|d| *d <= now && self.last_due != Some(*d)) {
+            self.last_due = Some(due);
+            self.unhandled += 1;
+            self.event(late_by(due, now));
+        }
+    }
+
+    /// Why this node makes a run unfaithful, if it does.
+    pub fn problem(&self) -> Option<String> {
+        let share = |late: u64, n: u64| late as f64 > LATE_SHARE * n as f64;
+        let ms = |v: u64| v as f64 / 1e6;
+        if self.events.max() > ns(WORST) || share(self.late_events, self.events.count()) {
+            return Some(format!(
+                "handled {} of {} timed events more than 1 ms late (worst {:.1} ms)",
+                self.late_events,
+                self.events.count(),
+                ms(self.events.max())
+            ));
+        }
+        if self.wakeups.max() > ns(WORST) || share(self.late_wakeups, self.wakeups.count()) {
+            return Some(format!(
+                "woke {} of {} times more than 1 ms late (worst {:.1} ms), so noticed cells late",
+                self.late_wakeups,
+                self.wakeups.count(),
+                ms(self.wakeups.max())
+            ));
+        }
+        None
+    }
+}
+
+/// A whole run's lateness.
+#[derive(Clone, Debug, Default)]
+pub struct Lateness {
+    /// Per node, by id.
+    pub nodes: Vec<NodeLateness>,
+    /// The duration asked for, if the run had one.
+    pub asked: Option<StdDuration>,
+    /// When the run was told to stop, since it began, if known.
+    pub stop_at: Option<StdDuration>,
+}
+
+/// A run's verdict on itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The results are what the network would have done, to within
+    /// [`LATE`].
+    pub faithful: bool,
+    /// One sentence saying so, or why not and what to do.
+    pub sentence: String,
+}
+
+impl Lateness {
+    /// The latest first turn of any worker: how long the run took to start.
+    pub fn start_lag(&self) -> StdDuration {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.first_turn)
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// How long after the duration asked for (or, without one, after the
+    /// stop) the last worker stopped.
+    pub fn overrun(&self) -> StdDuration {
+        let last = self.nodes.iter().filter_map(|n| n.stopped).max();
+        let first = self.nodes.iter().filter_map(|n| n.stopped).min();
+        let Some(last) = last else {
+            return StdDuration::ZERO;
+        };
+        let due = self.asked.or(self.stop_at).or(first).unwrap_or_default();
+        last.saturating_sub(due)
+    }
+
+    /// Every node's events merged.
+    pub fn all_events(&self) -> Histogram {
+        let mut h = Histogram::default();
+        for n in &self.nodes {
+            h.merge(&n.events);
+        }
+        h
+    }
+
+    /// Every node's wake-ups merged.
+    pub fn all_wakeups(&self) -> Histogram {
+        let mut h = Histogram::default();
+        for n in &self.nodes {
+            h.merge(&n.wakeups);
+        }
+        h
+    }
+
+    /// Whether the run kept up with real time, with `name` naming nodes by
+    /// index in the sentence, and `advice` (such as "rerun with --virtual
+    /// for exact results") ending it when the run did not.
+    pub fn verdict(&self, name: &dyn Fn(usize) -> String, advice: &str) -> Verdict {
+        let ms = |d: StdDuration| d.as_secs_f64() * 1e3;
+        let mut why = Vec::new();
+        let bad: Vec<(usize, String)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| n.problem().map(|p| (i, p)))
+            .collect();
+        // Name the node that ran furthest behind.
+        let worst = bad.iter().max_by_key(|(i, _)| {
+            let n = &self.nodes[*i];
+            n.events.max().max(n.wakeups.max())
+        });
+        if let Some((i, p)) = worst {
+            let others = match bad.len() - 1 {
+                0 => String::new(),
+                1 => " (and 1 other node)".into(),
+                k => format!(" (and {k} other nodes)"),
+            };
+            why.push(format!("node {} {p}{others}", name(*i)));
+        }
+        if self.start_lag() > WORST {
+            why.push(format!(
+                "the last node started {:.1} ms after the run began",
+                ms(self.start_lag())
+            ));
+        }
+        if self.overrun() > WORST {
+            why.push(format!("the run ended {:.1} ms late", ms(self.overrun())));
+        }
+        let threads = self.nodes.len();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if why.is_empty() {
+            let e = self.all_events();
+            let w = self.all_wakeups();
+            return Verdict {
+                faithful: true,
+                sentence: format!(
+                    "Real time kept up: events p99 {:.0} us late (worst {:.0} us), wake-ups p99 {:.0} us late (worst {:.0} us), the run ended {:.1} ms late.",
+                    e.quantile(0.99) as f64 / 1e3,
+                    e.max() as f64 / 1e3,
+                    w.quantile(0.99) as f64 / 1e3,
+                    w.max() as f64 / 1e3,
+                    ms(self.overrun())
+                ),
+            };
+        }
+        Verdict {
+            faithful: false,
+            sentence: format!(
+                "These results are NOT real-time-faithful ({threads} node thread{} on {cores} core{}): {}; {advice}.",
+                if threads == 1 { "" } else { "s" },
+                if cores == 1 { "" } else { "s" },
+                why.join("; ")
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_tops_hold_their_values() {
+        for v in (0..5000u64).chain([u64::MAX / 3, u64::MAX - 1, u64::MAX]) {
+            let b = bucket(v);
+            assert!(b < BUCKETS, "{v}");
+            assert!(bucket_top(b) >= v, "{v}");
+            if b > 0 {
+                assert!(bucket_top(b - 1) < v, "{v}");
+            }
+        }
+        assert_eq!(bucket(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn quantiles_within_a_quarter() {
+        let mut h = Histogram::default();
+        for v in 1..=1000u64 {
+            h.record(v * 1000);
+        }
+        let p50 = h.quantile(0.5) as f64;
+        let p99 = h.quantile(0.99) as f64;
+        assert!((500e3..=625e3).contains(&p50), "{p50}");
+        assert!((990e3..=1000e3).contains(&p99), "{p99}");
+        assert_eq!(h.max(), 1_000_000);
+        assert_eq!(h.count(), 1000);
+        assert_eq!(Histogram::default().quantile(0.99), 0);
+    }
+
+    #[test]
+    fn late_share_and_worst_make_a_node_unfaithful() {
+        let mut n = NodeLateness::default();
+        for k in 0..1000 {
+            n.timer(Instant::from_micros(k), Instant::from_micros(k + 100));
+        }
+        assert!(n.problem().is_none());
+        // 1% exactly is still faithful; one more is not.
+        for k in 0..10 {
+            n.timer(
+                Instant::from_micros(2000 + k),
+                Instant::from_micros(4000 + k),
+            );
+        }
+        assert!(n.problem().is_none(), "{:?}", n.problem());
+        n.timer(Instant::from_micros(3000), Instant::from_micros(5000));
+        assert!(n.problem().is_some());
+
+        let mut m = NodeLateness::default();
+        m.timer(Instant::ZERO, Instant::from_millis(11));
+        assert!(m.problem().unwrap().contains("11.0 ms"));
+        // The same due instant again is not a new event.
+        m.timer(Instant::ZERO, Instant::from_millis(20));
+        assert_eq!(m.events.count(), 1);
+    }
+
+    #[test]
+    fn a_timer_due_at_the_stop_is_unhandled() {
+        let mut n = NodeLateness::default();
+        n.stop(
+            Instant::from_millis(5),
+            StdDuration::from_millis(5),
+            Some(Instant::from_millis(3)),
+        );
+        assert_eq!((n.unhandled, n.events.count(), n.late_events), (1, 1, 1));
+        // Counted with its lateness, like any other event.
+        assert!(n.problem().is_some());
+        let mut k = NodeLateness::default();
+        k.stop(
+            Instant::from_micros(30),
+            StdDuration::from_micros(30),
+            Some(Instant::from_micros(10)),
+        );
+        assert_eq!(k.unhandled, 1);
+        assert!(k.problem().is_none());
+        let mut m = NodeLateness::default();
+        m.stop(
+            Instant::ZERO,
+            StdDuration::ZERO,
+            Some(Instant::from_millis(1)),
+        );
+        assert_eq!(m.unhandled, 0);
+    }
+
+    #[test]
+    fn verdict_names_the_node_and_the_overrun() {
+        let mut l = Lateness {
+            nodes: vec![NodeLateness::default(); 3],
+            asked: Some(StdDuration::from_millis(300)),
+            stop_at: Some(StdDuration::from_millis(300)),
+        };
+        for n in &mut l.nodes {
+            n.turn(StdDuration::from_micros(50));
+            n.woke(StdDuration::from_micros(50), StdDuration::from_micros(120));
+            n.stopped = Some(StdDuration::from_millis(301));
+        }
+        let v = l.verdict(&|i| format!("n{i}"), "rerun with --virtual");
+        assert!(v.faithful, "{}", v.sentence);
+        l.nodes[1].woke(StdDuration::from_micros(50), StdDuration::from_millis(40));
+        l.nodes[2].stopped = Some(StdDuration::from_millis(900));
+        let v = l.verdict(&|i| format!("n{i}"), "rerun with --virtual");
+        assert!(!v.faithful);
+        assert!(v.sentence.contains("node n1 woke"), "{}", v.sentence);
+        assert!(v.sentence.contains("ended 600.0 ms late"), "{}", v.sentence);
+        assert!(v.sentence.contains("--virtual"), "{}", v.sentence);
+    }
+}
