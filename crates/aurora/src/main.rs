@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod atomic_run;
 mod bench_atomic;
+mod bench_compile;
 mod bench_ip;
 mod bench_net;
 mod bench_sar;
@@ -150,6 +151,17 @@ enum Bench {
     AtomicMap {
         /// Random layouts per size.
         #[arg(long, default_value_t = 3)]
+        runs: u64,
+    },
+    /// Topology files: seconds to check and compile 100 switches in a
+    /// ring with 1,000, 2,000 and 5,000 PVCs (a flow each) across 1 to 8
+    /// trunks.
+    Compile {
+        /// Switches in the ring.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..=1000))]
+        switches: u64,
+        /// Times each size is compiled (the fastest is shown).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
         runs: u64,
     },
     /// Virtual-time engine events per second against a bare event queue.
@@ -413,6 +425,38 @@ fn main() -> ExitCode {
             }
             println!("Myrinet's mapper (published): 36 hosts, 13 switches, 64 links in 248 ms; 100 hosts, 40 switches, 193 links in 981 ms");
             ExitCode::SUCCESS
+        }
+        Command::Bench {
+            what: Bench::Compile { switches, runs },
+        } => {
+            let hosts = switches * 4;
+            println!(
+                "aurora bench compile ({switches} switches in a ring, {hosts} hosts, PVCs over 1 to 8 trunks, a flow each)"
+            );
+            println!(
+                "{:>6} {:>10} {:>11} {:>12} {:>11}",
+                "PVCs", "KiB", "compile s", "PVCs/s", "load s"
+            );
+            let sizes = [1_000, 2_000, 5_000];
+            match bench_compile::run(switches as usize, &sizes, runs as usize) {
+                Ok(rows) => {
+                    for r in rows {
+                        println!(
+                            "{:>6} {:>10} {:>11.4} {:>12.0} {:>11.4}",
+                            r.pvcs,
+                            r.bytes / 1024,
+                            r.compile,
+                            r.pvcs as f64 / r.compile,
+                            r.load
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("aurora bench compile: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Bench {
             what: Bench::Sim { secs },
