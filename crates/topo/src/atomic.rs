@@ -513,17 +513,11 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
 /// Reads, checks and compiles an ATOMIC topology file.
 pub fn compile_atomic(text: &str) -> Result<AtomicNet, Problems> {
     let file: crate::File = toml::from_str(text).map_err(|e| {
-        let mut c = Ctx {
-            text,
-            problems: Vec::new(),
-        };
+        let mut c = Ctx::new(text);
         c.at(e.span().unwrap_or(0..0), e.message().to_string());
         Problems(c.problems)
     })?;
-    let mut c = Ctx {
-        text,
-        problems: Vec::new(),
-    };
+    let mut c = Ctx::new(text);
     if !file.switch.is_empty()
         || !file.host.is_empty()
         || !file.link.is_empty()
