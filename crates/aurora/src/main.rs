@@ -489,15 +489,20 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            if let Ok(text) = std::fs::read_to_string(&file) {
-                if aurora_topo::is_atomic_text(&text) {
-                    if capture.is_some() {
-                        eprintln!("aurora run: --capture is for cell networks; ATOMIC runs are not captured yet");
-                        return ExitCode::FAILURE;
-                    }
-                    let r = atomic_run::run(&file, &text, d, seed, r#virtual);
-                    return report("aurora run", r, json, atomic_run::text);
+            let text = match aurora_topo::read_topology(&file) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("aurora run: {e}");
+                    return ExitCode::FAILURE;
                 }
+            };
+            if aurora_topo::is_atomic_text(&text) {
+                if capture.is_some() {
+                    eprintln!("aurora run: --capture is for cell networks; ATOMIC runs are not captured yet");
+                    return ExitCode::FAILURE;
+                }
+                let r = atomic_run::run(&file, &text, d, seed, r#virtual);
+                return report("aurora run", r, json, atomic_run::text);
             }
             let result = if r#virtual {
                 run::run(&file, d, seed, capture.as_ref())
@@ -523,15 +528,20 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            if let Ok(text) = std::fs::read_to_string(&file) {
-                if aurora_topo::is_atomic_text(&text) {
-                    if capture.is_some() {
-                        eprintln!("aurora node: --capture is for cell networks; ATOMIC runs are not captured yet");
-                        return ExitCode::FAILURE;
-                    }
-                    let r = atomic_run::node(&file, &text, &name, d, seed);
-                    return report("aurora node", r, json, atomic_run::node_text);
+            let text = match aurora_topo::read_topology(&file) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("aurora node: {e}");
+                    return ExitCode::FAILURE;
                 }
+            };
+            if aurora_topo::is_atomic_text(&text) {
+                if capture.is_some() {
+                    eprintln!("aurora node: --capture is for cell networks; ATOMIC runs are not captured yet");
+                    return ExitCode::FAILURE;
+                }
+                let r = atomic_run::node(&file, &text, &name, d, seed);
+                return report("aurora node", r, json, atomic_run::node_text);
             }
             report(
                 "aurora node",

@@ -1768,11 +1768,11 @@ impl Blueprint {
             .iter()
             .find(|(n, _)| n == host)
             .map(|(_, id)| *id)
-            .ok_or_else(|| format!("the topology has no host called \"{host}\""))?;
+            .ok_or_else(|| format!("the topology has no host called \"{}\"", escape(host)))?;
         let node: &mut dyn std::any::Any = self.nodes[id.0 as usize].as_mut();
         let h = node
             .downcast_mut::<TrafficHost>()
-            .ok_or_else(|| format!("\"{host}\" is not a traffic host"))?;
+            .ok_or_else(|| format!("\"{}\" is not a traffic host", escape(host)))?;
         Ok((id, h.add_ping(ping)))
     }
 
@@ -1793,7 +1793,7 @@ impl Blueprint {
             .chain(self.routers.iter().map(|(n, id, _)| (n, *id)))
             .find(|(n, _)| *n == name)
             .map(|(_, id)| id)
-            .ok_or_else(|| format!("the topology has no node called \"{name}\""))?;
+            .ok_or_else(|| format!("the topology has no node called \"{}\"", escape(name)))?;
         let node = std::mem::replace(
             &mut self.nodes[id.0 as usize],
             Box::new(TrafficHost::new(Format::Uni)),
