@@ -34,7 +34,7 @@
 //! from_vc = "0.100"         # optional: the VC at the sender (else chosen)
 //! to_vc = "0.300"           # optional: the VC at the receiver (else chosen)
 //!
-//! [[flow]]
+//! [[flow]]                  # at most one per PVC (sequence numbers are per VC)
 //! pvc = "h1-to-h3"
 //! sdu = 9180                # bytes, 8 to 65535
 //! count = 100
