@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod atomic_run;
 mod bench_atomic;
+mod bench_compile;
 mod bench_ip;
 mod bench_net;
 mod bench_sar;
@@ -156,6 +157,17 @@ enum Bench {
     AtomicMap {
         /// Random layouts per size.
         #[arg(long, default_value_t = 3)]
+        runs: u64,
+    },
+    /// Topology files: seconds to check and compile 100 switches in a
+    /// ring with 1,000, 2,000 and 5,000 PVCs (a flow each) across 1 to 8
+    /// trunks.
+    Compile {
+        /// Switches in the ring.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..=1000))]
+        switches: u64,
+        /// Times each size is compiled (the fastest is shown).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
         runs: u64,
     },
     /// Virtual-time engine events per second against a bare event queue.
@@ -421,6 +433,38 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Bench {
+            what: Bench::Compile { switches, runs },
+        } => {
+            let hosts = switches * 4;
+            println!(
+                "aurora bench compile ({switches} switches in a ring, {hosts} hosts, PVCs over 1 to 8 trunks, a flow each)"
+            );
+            println!(
+                "{:>6} {:>10} {:>11} {:>12} {:>11}",
+                "PVCs", "KiB", "compile s", "PVCs/s", "load s"
+            );
+            let sizes = [1_000, 2_000, 5_000];
+            match bench_compile::run(switches as usize, &sizes, runs as usize) {
+                Ok(rows) => {
+                    for r in rows {
+                        println!(
+                            "{:>6} {:>10} {:>11.4} {:>12.0} {:>11.4}",
+                            r.pvcs,
+                            r.bytes / 1024,
+                            r.compile,
+                            r.pvcs as f64 / r.compile,
+                            r.load
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("aurora bench compile: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Bench {
             what: Bench::Sim { secs },
         } => {
             let (sim, heap, events) = bench_net::sim_rates(secs);
@@ -463,20 +507,25 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            if let Ok(text) = std::fs::read_to_string(&file) {
-                if aurora_topo::is_atomic_text(&text) {
-                    if capture.is_some() {
-                        eprintln!("aurora run: --capture is for cell networks; ATOMIC runs are not captured yet");
-                        return ExitCode::FAILURE;
-                    }
-                    let r = atomic_run::run(&file, &text, d, seed, r#virtual);
-                    if let Some(l) = r.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
-                        if !l.faithful {
-                            eprintln!("aurora run: {}", l.sentence);
-                        }
-                    }
-                    return report("aurora run", r, json, atomic_run::text);
+            let text = match aurora_topo::read_topology(&file) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("aurora run: {e}");
+                    return ExitCode::FAILURE;
                 }
+            };
+            if aurora_topo::is_atomic_text(&text) {
+                if capture.is_some() {
+                    eprintln!("aurora run: --capture is for cell networks; ATOMIC runs are not captured yet");
+                    return ExitCode::FAILURE;
+                }
+                let r = atomic_run::run(&file, &text, d, seed, r#virtual);
+                if let Some(l) = r.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
+                    if !l.faithful {
+                        eprintln!("aurora run: {}", l.sentence);
+                    }
+                }
+                return report("aurora run", r, json, atomic_run::text);
             }
             let result = if r#virtual {
                 run::run(&file, d, drain, seed, capture.as_ref())
@@ -518,15 +567,20 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            if let Ok(text) = std::fs::read_to_string(&file) {
-                if aurora_topo::is_atomic_text(&text) {
-                    if capture.is_some() {
-                        eprintln!("aurora node: --capture is for cell networks; ATOMIC runs are not captured yet");
-                        return ExitCode::FAILURE;
-                    }
-                    let r = atomic_run::node(&file, &text, &name, d, seed);
-                    return report("aurora node", r, json, atomic_run::node_text);
+            let text = match aurora_topo::read_topology(&file) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("aurora node: {e}");
+                    return ExitCode::FAILURE;
                 }
+            };
+            if aurora_topo::is_atomic_text(&text) {
+                if capture.is_some() {
+                    eprintln!("aurora node: --capture is for cell networks; ATOMIC runs are not captured yet");
+                    return ExitCode::FAILURE;
+                }
+                let r = atomic_run::node(&file, &text, &name, d, seed);
+                return report("aurora node", r, json, atomic_run::node_text);
             }
             let result = node::main(&file, &name, d, seed, capture.as_ref());
             if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {

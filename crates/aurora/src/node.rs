@@ -102,8 +102,7 @@ pub fn main(
     seed: u64,
     capture: Option<&crate::run::CaptureArg>,
 ) -> Result<NodeReport, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = aurora_topo::read_topology(path)?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
     let names = match capture {
         Some(cap) => Some(crate::run::open_captures(

@@ -50,8 +50,7 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
     if a.count == 0 || a.count > 1_000_000 {
         return Err(format!("--count {} is not between 1 and 1000000", a.count));
     }
-    let text = std::fs::read_to_string(a.file)
-        .map_err(|e| format!("cannot read {}: {e}", a.file.display()))?;
+    let text = aurora_topo::read_topology(a.file)?;
     let mut bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(a.file, &p))?;
     let (id, i) = bp.add_ping(
         a.from,

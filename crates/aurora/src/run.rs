@@ -326,8 +326,7 @@ pub fn run(
     seed: u64,
     capture: Option<&CaptureArg>,
 ) -> Result<Report, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = aurora_topo::read_topology(path)?;
     let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
     let end = Instant::ZERO + duration;
     for (_, id) in &net.hosts {
@@ -402,8 +401,7 @@ pub fn run_real_time(
     capture: Option<&CaptureArg>,
     live: Option<Arc<Mutex<Live>>>,
 ) -> Result<Report, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = aurora_topo::read_topology(path)?;
     let mut bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
     bp.stop_sending_at(Instant::ZERO + duration);
     let wall = std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);

@@ -40,7 +40,7 @@ use aurora_atomic::wire::Dir;
 use aurora_time::{Duration, Instant};
 use serde::Deserialize;
 
-use crate::{parse_duration, plain_name, Ctx, Problem, Problems};
+use crate::{plain_name, Ctx, Problem, Problems};
 
 /// A mesh board.
 #[derive(Debug, Deserialize)]
@@ -469,17 +469,27 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                 format!("flow size {} is outside 28 to 65535", d.size),
             );
         }
-        let interval = parse_duration(&d.interval)
-            .map_err(|m| c.at(g.span(), m))
-            .ok();
-        if interval == Some(Duration::ZERO) {
-            c.at(g.span(), "flow interval must be more than 0".into());
+        let count_ok = crate::count_in(c, g.span(), "flow count", d.count, crate::MAX_FLOW_COUNT);
+        if d.kbps > crate::MAX_KBPS {
+            c.at(
+                g.span(),
+                format!("flow kbps {} is outside 0 to {}", d.kbps, crate::MAX_KBPS),
+            );
         }
+        let interval = crate::duration_in(
+            c,
+            g.span(),
+            "flow interval",
+            &d.interval,
+            crate::INTERVAL_RANGE,
+        );
         let start = match &d.start {
             None => Some(Duration::ZERO),
-            Some(s) => parse_duration(s).map_err(|m| c.at(g.span(), m)).ok(),
+            Some(s) => crate::duration_in(c, g.span(), "flow start", s, crate::START_RANGE),
         };
-        if let (true, Some(dst), Some(interval), Some(start)) = (from_ok, to, interval, start) {
+        if let (true, true, Some(dst), Some(interval), Some(start)) =
+            (count_ok, from_ok, to, interval, start)
+        {
             flows.push((
                 d.from.clone(),
                 IpFlow {
@@ -513,17 +523,11 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
 /// Reads, checks and compiles an ATOMIC topology file.
 pub fn compile_atomic(text: &str) -> Result<AtomicNet, Problems> {
     let file: crate::File = toml::from_str(text).map_err(|e| {
-        let mut c = Ctx {
-            text,
-            problems: Vec::new(),
-        };
+        let mut c = Ctx::new(text);
         c.at(e.span().unwrap_or(0..0), e.message().to_string());
         Problems(c.problems)
     })?;
-    let mut c = Ctx {
-        text,
-        problems: Vec::new(),
-    };
+    let mut c = Ctx::new(text);
     if !file.switch.is_empty()
         || !file.host.is_empty()
         || !file.link.is_empty()

@@ -34,7 +34,7 @@
 //! from_vc = "0.100"         # optional: the VC at the sender (else chosen)
 //! to_vc = "0.300"           # optional: the VC at the receiver (else chosen)
 //!
-//! [[flow]]
+//! [[flow]]                  # at most one per PVC (sequence numbers are per VC)
 //! pvc = "h1-to-h3"
 //! sdu = 9180                # bytes, 8 to 65535
 //! count = 100
@@ -333,7 +333,7 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.line, self.col, self.msg)
+        write!(f, "{}:{}: {}", self.line, self.col, escape(&self.msg))
     }
 }
 
@@ -396,18 +396,126 @@ pub struct Network {
     pub pvcs: Vec<PvcInfo>,
 }
 
+/// A link from a node to the next one on a path: the port at the node, the
+/// port at the next node, the link's index in the file.
+type Join = (PortId, PortId, usize);
+
 struct Ctx<'a> {
     text: &'a str,
     problems: Vec<Problem>,
+    /// Where each line starts, found when first needed.
+    lines: Vec<usize>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    fn new(text: &'a str) -> Self {
+        Ctx {
+            text,
+            problems: Vec::new(),
+            lines: Vec::new(),
+        }
+    }
+
+    /// The 1-based line and column (in bytes) of byte `at`.
+    fn place(&mut self, at: usize) -> (usize, usize) {
+        if self.lines.is_empty() {
+            self.lines.push(0);
+            self.lines
+                .extend(self.text.match_indices('\n').map(|(i, _)| i + 1));
+        }
+        let at = at.min(self.text.len());
+        let line = self.lines.partition_point(|&start| start <= at);
+        (line, at - self.lines[line - 1] + 1)
+    }
+
+    /// Records a problem at `span`. Control characters in `msg` (a name
+    /// or value from the file echoed back) are written escaped.
     fn at(&mut self, span: Range<usize>, msg: String) {
-        let upto = &self.text[..span.start.min(self.text.len())];
-        let line = upto.matches('\n').count() + 1;
-        let col = upto.len() - upto.rfind('\n').map_or(0, |i| i + 1) + 1;
+        let (line, col) = self.place(span.start);
+        let msg = escape(&msg);
         self.problems.push(Problem { line, col, msg });
     }
+}
+
+/// `s` with every control character (NUL, escape, newline...) written as
+/// an escape such as `\u{0}` or `\n`, so a name from a file is safe to
+/// print on a terminal.
+pub fn escape(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for ch in s.chars() {
+        if ch.is_control() {
+            out.extend(ch.escape_default());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// The largest topology file read when `AURORA_MAX_TOPOLOGY_BYTES` does
+/// not say otherwise: 16 MiB.
+pub const MAX_TOPOLOGY_BYTES: u64 = 16 << 20;
+
+/// Reads the topology file at `path`: at most [`MAX_TOPOLOGY_BYTES`] (or
+/// the number of bytes in the environment variable
+/// `AURORA_MAX_TOPOLOGY_BYTES`), and only UTF-8 text. A larger file is
+/// refused after reading one byte more than the limit, so `/dev/zero` or
+/// a huge file costs no more than that; a byte that is not UTF-8 is
+/// reported with its line and column.
+pub fn read_topology(path: &std::path::Path) -> Result<String, String> {
+    let cap = match std::env::var("AURORA_MAX_TOPOLOGY_BYTES") {
+        Err(std::env::VarError::NotPresent) => MAX_TOPOLOGY_BYTES,
+        Ok(v) => v.trim().parse::<u64>().map_err(|_| {
+            format!(
+                "AURORA_MAX_TOPOLOGY_BYTES=\"{}\" is not a number of bytes",
+                escape(&v)
+            )
+        })?,
+        Err(std::env::VarError::NotUnicode(v)) => {
+            return Err(format!(
+                "AURORA_MAX_TOPOLOGY_BYTES=\"{}\" is not a number of bytes",
+                escape(&v.to_string_lossy())
+            ))
+        }
+    };
+    read_topology_capped(path, cap)
+}
+
+/// [`read_topology`] with the limit given.
+pub fn read_topology_capped(path: &std::path::Path, cap: u64) -> Result<String, String> {
+    use std::io::Read;
+    let shown = escape(&path.display().to_string());
+    let cannot = |e: std::io::Error| format!("cannot read {shown}: {e}");
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    f.take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > cap {
+        return Err(format!(
+            "{shown} is larger than {cap} bytes, the most a topology file may hold \
+             (set AURORA_MAX_TOPOLOGY_BYTES to change the limit)"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let good = e.utf8_error().valid_up_to();
+        let before = &bytes[..good];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let col = good
+            - before
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1)
+            + 1;
+        format!(
+            "{shown}:{line}:{col}: byte 0x{:02x} is not UTF-8 text; a topology file must be UTF-8",
+            bytes[good]
+        )
+    })
 }
 
 /// Parses a duration like `5us`, `2ms`, `1s`, `100ns` or `0`.
@@ -432,10 +540,86 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         Ok(v) if v >= 0.0 && (v * mult) < 9.2e18 => {
             Ok(Duration::from_nanos((v * mult).round() as i64))
         }
+        Ok(v) if v < 0.0 => Err(format!("duration \"{s}\" is negative")),
+        Ok(v) if !v.is_nan() => Err(format!(
+            "duration \"{s}\" is longer than Aurora's clock reaches (about 292 years)"
+        )),
         _ => Err(format!(
             "\"{s}\" is not a duration (a number with ns, us, ms or s)"
         )),
     }
+}
+
+/// The most ports a switch or router may have.
+pub const MAX_PORTS: u16 = 4096;
+/// The fastest link, in cells per second (about 424 Gbit/s).
+pub const MAX_RATE: f64 = 1e9;
+/// The slowest link, in cells per second.
+pub const MIN_RATE: f64 = 1.0;
+/// The longest link delay.
+pub const MAX_DELAY: Duration = Duration::from_secs(10);
+/// The largest transmit buffer, in cells.
+pub const MAX_BUFFER: usize = 1 << 20;
+/// The most PDUs (or packets) a flow may send.
+pub const MAX_FLOW_COUNT: u64 = 1_000_000_000;
+/// The most requests a ping may send.
+pub const MAX_PING_COUNT: u64 = 1_000_000;
+/// The longest time between a flow's PDUs or a ping's requests.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+/// The latest start of a flow or ping.
+pub const MAX_START: Duration = Duration::from_secs(86_400);
+/// The largest declared bandwidth of an ATOMIC flow, kb/s.
+pub const MAX_KBPS: u32 = 100_000_000;
+
+/// Reads duration `s` of field `what` and checks it lies from `lo` to
+/// `hi` (written `range`); `None` when not (reported at `span`).
+fn duration_in(
+    c: &mut Ctx,
+    span: Range<usize>,
+    what: &str,
+    s: &str,
+    (lo, hi, range): (Duration, Duration, &str),
+) -> Option<Duration> {
+    match parse_duration(s) {
+        Ok(d) if d >= lo && d <= hi => Some(d),
+        Ok(Duration::ZERO) => {
+            c.at(span, format!("{what} must be more than 0"));
+            None
+        }
+        Ok(_) => {
+            c.at(span, format!("{what} \"{s}\" is outside {range}"));
+            None
+        }
+        Err(m) => {
+            c.at(span, format!("{what}: {m}"));
+            None
+        }
+    }
+}
+
+/// Range of a link's delay.
+const DELAY_RANGE: (Duration, Duration, &str) = (Duration::ZERO, MAX_DELAY, "0 to 10 s");
+/// Range of an interval.
+const INTERVAL_RANGE: (Duration, Duration, &str) =
+    (Duration::from_nanos(1), MAX_INTERVAL, "1 ns to 1 hour");
+/// Range of a start.
+const START_RANGE: (Duration, Duration, &str) = (Duration::ZERO, MAX_START, "0 to 24 hours");
+
+/// Checks a count of field `what` is from 1 to `max`.
+fn count_in(c: &mut Ctx, span: Range<usize>, what: &str, n: u64, max: u64) -> bool {
+    if (1..=max).contains(&n) {
+        return true;
+    }
+    c.at(span, format!("{what} {n} is outside 1 to {max}"));
+    false
+}
+
+/// True for a VC no PVC may use: VCIs 0 to 31 are pre-assigned (unassigned
+/// and idle cells, signalling, F4 OAM on VCI 3 and 4 in every virtual path,
+/// resource management, ILMI, PNNI, and VuNet's control cells on 30), as
+/// linux-atm and the ATM Forum's UNI keep them.
+pub fn is_reserved_vc(vc: VcId) -> bool {
+    vc.vci < aurora_wire::cell::VCI_FIRST_USER
 }
 
 /// Parses a line rate name or a number of cells per second.
@@ -613,17 +797,11 @@ pub struct BlueprintInfo {
 /// Reads and checks a topology file and compiles it, ready for a driver.
 pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     let file: File = toml::from_str(text).map_err(|e| {
-        let mut c = Ctx {
-            text,
-            problems: Vec::new(),
-        };
+        let mut c = Ctx::new(text);
         c.at(e.span().unwrap_or(0..0), e.message().to_string());
         Problems(c.problems)
     })?;
-    let mut c = Ctx {
-        text,
-        problems: Vec::new(),
-    };
+    let mut c = Ctx::new(text);
     if atomic::is_atomic(&file) {
         c.at(
             0..0,
@@ -664,6 +842,14 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         };
         if d.ports == 0 {
             c.at(sw.span(), format!("switch \"{}\" has no ports", d.name));
+        } else if d.ports > MAX_PORTS {
+            c.at(
+                sw.span(),
+                format!(
+                    "switch \"{}\" has {} ports; a switch has 1 to {MAX_PORTS}",
+                    d.name, d.ports
+                ),
+            );
         }
         named.push((sw.span(), &d.name, kind));
     }
@@ -708,6 +894,14 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         let d = r.get_ref();
         if d.ports == 0 {
             c.at(r.span(), format!("router \"{}\" has no ports", d.name));
+        } else if d.ports > MAX_PORTS {
+            c.at(
+                r.span(),
+                format!(
+                    "router \"{}\" has {} ports; a router has 1 to {MAX_PORTS}",
+                    d.name, d.ports
+                ),
+            );
         }
         match ip::router(d) {
             Ok(cfg) => {
@@ -720,6 +914,41 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             }
         }
         named.push((r.span(), &d.name, Kind::Router(d.ports)));
+    }
+    // Every IP interface has its own address.
+    let mut addrs: BTreeMap<std::net::Ipv4Addr, (String, usize)> = BTreeMap::new();
+    let ip_ends = file
+        .host
+        .iter()
+        .map(|h| (h.span(), &h.get_ref().name))
+        .chain(file.router.iter().map(|r| (r.span(), &r.get_ref().name)));
+    for (span, name) in ip_ends {
+        let Some((cfg, _)) = ipcfg.get(name) else {
+            continue;
+        };
+        for i in cfg.interfaces.iter().flatten() {
+            let (line, _) = c.place(span.start);
+            match addrs.get(&i.addr) {
+                Some((other, at)) => {
+                    let whose = if other == name {
+                        format!("another port of \"{name}\"")
+                    } else {
+                        format!("\"{other}\" (line {at})")
+                    };
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "\"{name}\" has address {}, which {whose} has too; every IP \
+                             host and router port needs its own address",
+                            i.addr
+                        ),
+                    );
+                }
+                None => {
+                    addrs.insert(i.addr, (name.clone(), line));
+                }
+            }
+        }
     }
     for (span, name, kind) in named {
         if !plain_name(name) {
@@ -785,18 +1014,32 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         }
     };
     let mut used_ports: BTreeSet<(String, PortId)> = BTreeSet::new();
-    // (name, port) -> (peer name, peer port, link index)
-    let mut peer: BTreeMap<(String, PortId), (String, PortId)> = BTreeMap::new();
+    // (node, next node) -> each link from one to the other: (port at the
+    // node, port at the next node, the link's index in the file).
+    let mut joins: BTreeMap<(String, String), Vec<Join>> = BTreeMap::new();
     let mut links = Vec::new();
-    for l in &file.link {
+    for (li, l) in file.link.iter().enumerate() {
         let span = l.span();
         let d = l.get_ref();
         let a = end(&mut c, span.clone(), &d.a);
         let b = end(&mut c, span.clone(), &d.b);
-        let rate = parse_rate(&d.rate).map_err(|m| c.at(span.clone(), m)).ok();
+        let rate = match parse_rate(&d.rate) {
+            Ok(r) if (MIN_RATE..=MAX_RATE).contains(&r) => Some(r),
+            Ok(_) => {
+                c.at(
+                    span.clone(),
+                    format!("rate \"{}\" is outside 1 to 1e9 cells per second", d.rate),
+                );
+                None
+            }
+            Err(m) => {
+                c.at(span.clone(), m);
+                None
+            }
+        };
         let delay = match &d.delay {
             None => Some(Duration::ZERO),
-            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
+            Some(s) => duration_in(&mut c, span.clone(), "delay", s, DELAY_RANGE),
         };
         for (what, p) in [("loss", d.loss), ("bit_error", d.bit_error)] {
             if !(0.0..=1.0).contains(&p) {
@@ -808,6 +1051,11 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         }
         if d.buffer == 0 {
             c.at(span.clone(), "buffer must hold at least one cell".into());
+        } else if d.buffer > MAX_BUFFER {
+            c.at(
+                span.clone(),
+                format!("buffer {} is outside 1 to {MAX_BUFFER} cells", d.buffer),
+            );
         }
         let udp =
             udp_pair(&mut c, span.clone(), &d.udp_a, &d.udp_b).map(|(x, y)| Transport::Udp(x, y));
@@ -837,8 +1085,32 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     );
                 }
             }
-            peer.insert(a.clone(), b.clone());
-            peer.insert(b.clone(), a.clone());
+            let pair = (a.0.clone(), b.0.clone());
+            if let Some(first) = joins.get(&pair).and_then(|j| j.first()) {
+                // Parallel links: fine between switching nodes (a PVC takes
+                // the least used), but a router's port is its subnet.
+                if let Some(r) = [&a.0, &b.0]
+                    .into_iter()
+                    .find(|n| matches!(kinds.get(*n), Some(Kind::Router(_))))
+                {
+                    let (line, _) = c.place(file.link[first.2].span().start);
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "router \"{r}\" is joined to \"{}\" by this link and the one \
+                             at line {line}; a PVC path names nodes, not ports, so it could \
+                             not say which subnet it uses: join each router port to a \
+                             different node",
+                            if *r == a.0 { &b.0 } else { &a.0 }
+                        ),
+                    );
+                }
+            }
+            joins.entry(pair).or_default().push((a.1, b.1, li));
+            joins
+                .entry((b.0.clone(), a.0.clone()))
+                .or_default()
+                .push((b.1, a.1, li));
             if let (Some(rate), Some(delay)) = (rate, delay) {
                 links.push((
                     a,
@@ -878,6 +1150,16 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     for p in &file.pvc {
         let span = p.span();
         let d = p.get_ref();
+        if d.name.is_empty() || d.name.chars().any(char::is_control) {
+            c.at(
+                span.clone(),
+                format!(
+                    "the PVC name \"{}\" must be one or more characters, none of them control \
+                     characters",
+                    d.name
+                ),
+            );
+        }
         if !pvc_names.insert(d.name.clone()) {
             c.at(
                 span.clone(),
@@ -933,16 +1215,68 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         if !ok {
             continue;
         }
-        // Each hop: (sending node, its port, receiving node, its port).
+        let vc = |c: &mut Ctx, which: &str, v: &Option<String>| -> Option<Option<VcId>> {
+            let Some(v) = v else { return Some(None) };
+            match parse_vc(v) {
+                Ok(vc) if is_reserved_vc(vc) => {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\": {which} {vc} is reserved (VCIs 0 to 31 carry idle \
+                             cells, signalling, F4 OAM on VCI 3 and 4, and management); use a \
+                             VCI from 32 to 65535",
+                            d.name
+                        ),
+                    );
+                    None
+                }
+                Ok(vc) => Some(Some(vc)),
+                Err(m) => {
+                    c.at(span.clone(), format!("PVC \"{}\": {which}: {m}", d.name));
+                    None
+                }
+            }
+        };
+        let from_vc = vc(&mut c, "from_vc", &d.from_vc);
+        let to_vc = vc(&mut c, "to_vc", &d.to_vc);
+        let (Some(from_vc), Some(to_vc)) = (from_vc, to_vc) else {
+            continue;
+        };
+        // Each hop: the link it takes. Where several links join two nodes,
+        // the one carrying the fewest PVCs so far (the first in the file on
+        // a tie) on which the VC asked for (if any) is free; never a link
+        // this PVC has already crossed.
         let mut hops = Vec::new();
-        for w in d.path.windows(2) {
-            let joins: Vec<_> = peer
+        let mut crossed = BTreeSet::new();
+        let last = d.path.len() - 2;
+        for (i, w) in d.path.windows(2).enumerate() {
+            let all = joins
+                .get(&(w[0].clone(), w[1].clone()))
+                .map_or(&[][..], Vec::as_slice);
+            let want = match i {
+                0 => from_vc,
+                _ if i == last => to_vc,
+                _ => None,
+            };
+            let pick = all
                 .iter()
-                .filter(|((n, _), (m, _))| *n == w[0] && *m == w[1])
-                .map(|((n, np), (m, mp))| (n.clone(), *np, m.clone(), *mp))
-                .collect();
-            match joins.len() {
-                0 => {
+                .filter(|j| !crossed.contains(&j.2))
+                .min_by_key(|j| {
+                    let busy = want.is_some_and(|v| entries.used(j.2, &v));
+                    (busy, entries.load(j.2), j.2)
+                });
+            match pick {
+                Some(&(from_port, to_port, link)) => {
+                    crossed.insert(link);
+                    hops.push(Hop {
+                        from: w[0].clone(),
+                        from_port,
+                        to: w[1].clone(),
+                        to_port,
+                        link,
+                    });
+                }
+                None if all.is_empty() => {
                     c.at(
                         span.clone(),
                         format!(
@@ -952,20 +1286,12 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                     );
                     ok = false;
                 }
-                1 => {
-                    let (from, from_port, to, to_port) = joins[0].clone();
-                    hops.push(Hop {
-                        from,
-                        from_port,
-                        to,
-                        to_port,
-                    });
-                }
-                _ => {
+                None => {
                     c.at(
                         span.clone(),
                         format!(
-                            "PVC \"{}\": \"{}\" and \"{}\" are joined by more than one link",
+                            "PVC \"{}\" crosses the link between \"{}\" and \"{}\" twice; a \
+                             PVC may use each link once",
                             d.name, w[0], w[1]
                         ),
                     );
@@ -973,23 +1299,6 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                 }
             }
         }
-        let from_vc = d
-            .from_vc
-            .as_deref()
-            .map(parse_vc)
-            .transpose()
-            .map_err(|m| c.at(span.clone(), m))
-            .ok();
-        let to_vc = d
-            .to_vc
-            .as_deref()
-            .map(parse_vc)
-            .transpose()
-            .map_err(|m| c.at(span.clone(), m))
-            .ok();
-        let (Some(from_vc), Some(to_vc)) = (from_vc, to_vc) else {
-            continue;
-        };
         if !ok {
             continue;
         }
@@ -1022,6 +1331,13 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             to_port: hops[hops.len() - 1].to_port,
         });
     }
+    // Compiled PVCs by name.
+    let by_name: BTreeMap<&str, usize> = compiled
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, p)| (p.name.as_str(), i))
+        .collect();
 
     // Traffic on a PVC (flows and pings): the PVC, the interval and the
     // start, checked; `None` when anything is wrong (reported).
@@ -1032,22 +1348,23 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
                  interval: &str,
                  start: &Option<String>|
      -> Option<(usize, Duration, Duration)> {
-        let found = compiled.iter().position(|p| p.name == pvc);
+        let found = by_name.get(pvc).copied();
         if found.is_none() && !pvc_names.contains(pvc) {
             c.at(
                 span.clone(),
                 format!("{what} names PVC \"{pvc}\", which is not defined"),
             );
         }
-        let interval = parse_duration(interval)
-            .map_err(|m| c.at(span.clone(), m))
-            .ok();
-        if interval == Some(Duration::ZERO) {
-            c.at(span.clone(), format!("{what} interval must be more than 0"));
-        }
+        let interval = duration_in(
+            c,
+            span.clone(),
+            &format!("{what} interval"),
+            interval,
+            INTERVAL_RANGE,
+        );
         let start = match start {
             None => Some(Duration::ZERO),
-            Some(s) => parse_duration(s).map_err(|m| c.at(span.clone(), m)).ok(),
+            Some(s) => duration_in(c, span.clone(), &format!("{what} start"), s, START_RANGE),
         };
         let i = found?;
         if ipcfg.contains_key(&compiled[i].from) {
@@ -1064,22 +1381,42 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         Some((i, interval?, start?))
     };
 
-    // Flows.
+    // Flows: at most one on each PVC, since the receiver checks the PDUs'
+    // sequence numbers per VC.
     let mut flows: Vec<(String, Flow)> = Vec::new();
+    let mut flow_at: BTreeMap<&str, usize> = BTreeMap::new();
     for f in &file.flow {
         let span = f.span();
         let d = f.get_ref();
+        let (line, _) = c.place(span.start);
+        if let Some(first) = flow_at.get(d.pvc.as_str()) {
+            c.at(
+                span.clone(),
+                format!(
+                    "the flows at lines {first} and {line} are both on PVC \"{}\"; the receiver \
+                     checks PDU sequence numbers per VC, so two flows on one PVC would look \
+                     corrupted: give each flow its own PVC",
+                    d.pvc
+                ),
+            );
+            continue;
+        }
+        flow_at.insert(&d.pvc, line);
         if d.sdu < 8 || d.sdu > 65535 {
             c.at(
                 span.clone(),
                 format!("flow SDU of {} bytes is outside 8 to 65535", d.sdu),
             );
         }
+        let count_ok = count_in(&mut c, span.clone(), "flow count", d.count, MAX_FLOW_COUNT);
         let Some((i, interval, start)) =
             timed(&mut c, span.clone(), "flow", &d.pvc, &d.interval, &d.start)
         else {
             continue;
         };
+        if !count_ok {
+            continue;
+        }
         // A flow's number is its PVC's: cells carry it in their tags.
         let Ok(id) = u16::try_from(i) else {
             c.at(
@@ -1106,11 +1443,15 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
     for g in &file.ping {
         let span = g.span();
         let d = g.get_ref();
+        let count_ok = count_in(&mut c, span.clone(), "ping count", d.count, MAX_PING_COUNT);
         let Some((i, interval, start)) =
             timed(&mut c, span.clone(), "ping", &d.pvc, &d.interval, &d.start)
         else {
             continue;
         };
+        if !count_ok {
+            continue;
+        }
         if d.segment && !compiled[i].first_atm {
             c.at(
                 span,
@@ -1146,15 +1487,18 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         );
     for (span, name, pvc) in atmarp_of {
         let Some(pvc) = pvc else { continue };
-        let end = compiled.iter().find(|p| &p.name == pvc).and_then(|p| {
-            if &p.from == name {
-                Some((p.from_port, p.from_vc))
-            } else if &p.to == name {
-                Some((p.to_port, p.to_vc))
-            } else {
-                None
-            }
-        });
+        let end = by_name
+            .get(pvc.as_str())
+            .map(|&i| &compiled[i])
+            .and_then(|p| {
+                if &p.from == name {
+                    Some((p.from_port, p.from_vc))
+                } else if &p.to == name {
+                    Some((p.to_port, p.to_vc))
+                } else {
+                    None
+                }
+            });
         match (end, ipcfg.get_mut(name)) {
             (Some(e), Some((cfg, _))) => cfg.server_vc = Some(e),
             (None, _) if pvc_names.contains(pvc) => c.at(
@@ -1235,6 +1579,14 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         .iter()
         .map(|(n, (cfg, _))| (n.clone(), cfg.atm))
         .collect();
+    // The PVCs starting or ending at each node, in file order.
+    let mut ends_at: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, p) in compiled.iter().enumerate() {
+        ends_at.entry(&p.from).or_default().push(i);
+        if p.to != p.from {
+            ends_at.entry(&p.to).or_default().push(i);
+        }
+    }
     let mut ip_node = |name: &str, id: NodeId| -> Result<Box<dyn BuiltNode>, Problems> {
         let (cfg, tun) = ipcfg.remove(name).expect("IP nodes have settings");
         let fail = |m: String| {
@@ -1245,7 +1597,12 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
             }])
         };
         let mut n = aurora_ip::node::IpNode::new(cfg).map_err(|e| fail(e.0))?;
-        for p in &compiled {
+        for p in ends_at
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| &compiled[i])
+        {
             if p.from == name {
                 n.add_pvc(p.from_port, p.from_vc, atm_of.get(&p.to).copied())
                     .map_err(|e| fail(e.0))?;
@@ -1269,7 +1626,20 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         ids.insert(d.name.clone(), id);
         routers.push((d.name.clone(), id, d.ports));
     }
-    let mut pvcs = Vec::new();
+    // Each traffic host's flows and pings, in file order, and what index
+    // each gets in its host.
+    let mut flows_of: BTreeMap<&str, Vec<(usize, Flow)>> = BTreeMap::new();
+    for (pvc, f) in &flows {
+        let i = by_name[pvc.as_str()];
+        flows_of.entry(&compiled[i].from).or_default().push((i, *f));
+    }
+    let mut pings_of: BTreeMap<&str, Vec<(usize, Ping)>> = BTreeMap::new();
+    for (pvc, g) in &pings {
+        let i = by_name[pvc.as_str()];
+        pings_of.entry(&compiled[i].from).or_default().push((i, *g));
+    }
+    let mut pvc_flows: Vec<Vec<usize>> = vec![Vec::new(); compiled.len()];
+    let mut pvc_pings: Vec<Vec<(usize, bool)>> = vec![Vec::new(); compiled.len()];
     let mut hosts_out = Vec::new();
     for h in &file.host {
         let name = &h.get_ref().name;
@@ -1284,60 +1654,40 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         for &(vc, bits) in entries.host_bits.get(name).into_iter().flatten() {
             host.set_route_bits(vc, bits);
         }
-        let mut my_flows: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        let mut my_pings: BTreeMap<String, Vec<(usize, bool)>> = BTreeMap::new();
-        let mut n = 0;
-        for (pvc, f) in &flows {
-            let p = compiled.iter().find(|p| &p.name == pvc).expect("checked");
-            if &p.from == name {
-                host.add_flow(*f).expect("flow checked");
-                my_flows.entry(pvc.clone()).or_default().push(n);
-                n += 1;
+        for (n, &(i, f)) in flows_of
+            .get(name.as_str())
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            host.add_flow(f).expect("flow checked");
+            pvc_flows[i].push(n);
+        }
+        for &i in ends_at.get(name.as_str()).into_iter().flatten() {
+            if &compiled[i].to == name {
+                host.expect(compiled[i].to_vc);
             }
         }
-        for p in compiled.iter().filter(|p| &p.to == name) {
-            host.expect(p.to_vc);
-        }
-        for (pvc, g) in &pings {
-            let p = compiled.iter().find(|p| &p.name == pvc).expect("checked");
-            if &p.from == name {
-                let i = host.add_ping(*g);
-                my_pings
-                    .entry(pvc.clone())
-                    .or_default()
-                    .push((i, g.end_to_end));
-            }
+        for &(i, g) in pings_of.get(name.as_str()).into_iter().flatten() {
+            let k = host.add_ping(g);
+            pvc_pings[i].push((k, g.end_to_end));
         }
         let id = NodeId(nodes.len() as u32);
         nodes.push(Box::new(host));
         ids.insert(name.clone(), id);
         hosts_out.push((name.clone(), id));
-        for p in compiled.iter().filter(|p| &p.from == name) {
-            pvcs.push((
-                p.name.clone(),
-                my_flows.remove(&p.name).unwrap_or_default(),
-                my_pings.remove(&p.name).unwrap_or_default(),
-            ));
-        }
     }
     let pvcs = compiled
         .iter()
-        .map(|p| PvcInfo {
+        .zip(pvc_flows.into_iter().zip(pvc_pings))
+        .map(|(p, (flows, pings))| PvcInfo {
             name: p.name.clone(),
             from: ids[&p.from],
             from_vc: p.from_vc,
             to: ids[&p.to],
             to_vc: p.to_vc,
-            flows: pvcs
-                .iter()
-                .find(|(n, _, _)| *n == p.name)
-                .map(|(_, f, _)| f.clone())
-                .unwrap_or_default(),
-            pings: pvcs
-                .iter()
-                .find(|(n, _, _)| *n == p.name)
-                .map(|(_, _, g)| g.clone())
-                .unwrap_or_default(),
+            flows,
+            pings,
         })
         .collect();
     let mut links_out = Vec::new();
@@ -1439,11 +1789,11 @@ impl Blueprint {
             .iter()
             .find(|(n, _)| n == host)
             .map(|(_, id)| *id)
-            .ok_or_else(|| format!("the topology has no host called \"{host}\""))?;
+            .ok_or_else(|| format!("the topology has no host called \"{}\"", escape(host)))?;
         let node: &mut dyn std::any::Any = self.nodes[id.0 as usize].as_mut();
         let h = node
             .downcast_mut::<TrafficHost>()
-            .ok_or_else(|| format!("\"{host}\" is not a traffic host"))?;
+            .ok_or_else(|| format!("\"{}\" is not a traffic host", escape(host)))?;
         Ok((id, h.add_ping(ping)))
     }
 
@@ -1464,7 +1814,7 @@ impl Blueprint {
             .chain(self.routers.iter().map(|(n, id, _)| (n, *id)))
             .find(|(n, _)| *n == name)
             .map(|(_, id)| id)
-            .ok_or_else(|| format!("the topology has no node called \"{name}\""))?;
+            .ok_or_else(|| format!("the topology has no node called \"{}\"", escape(name)))?;
         let node = std::mem::replace(
             &mut self.nodes[id.0 as usize],
             Box::new(TrafficHost::new(Format::Uni)),

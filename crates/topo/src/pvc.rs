@@ -58,13 +58,24 @@ impl Kind {
     }
 }
 
-/// One hop of a path: sending node and port, receiving node and port.
+/// One hop of a path: sending node and port, receiving node and port, and
+/// the link (its index in the file) between them.
 #[derive(Clone, Debug)]
 pub(crate) struct Hop {
     pub from: String,
     pub from_port: PortId,
     pub to: String,
     pub to_port: PortId,
+    pub link: usize,
+}
+
+/// The VCs in use on one link (in both directions: a PVC reserves its VC
+/// both ways, for OAM loopback).
+#[derive(Default)]
+struct LinkVcs {
+    taken: BTreeSet<VcId>,
+    /// Every VC from 0.32 up to (not including) 0.`next` is taken.
+    next: u32,
 }
 
 /// A relaying link's entries: (table = arriving port, VCI) -> (new VCI,
@@ -80,27 +91,50 @@ pub(crate) struct Entries {
     pub relay: BTreeMap<String, RelayTable>,
     /// Routing bits hosts write on the VCs they send into a VuNet switch.
     pub host_bits: BTreeMap<String, Vec<(VcId, u8)>>,
-    /// VCs in use on each receiving port.
-    taken: BTreeMap<(String, PortId), BTreeSet<VcId>>,
+    /// VCs in use on each link, by link index.
+    links: BTreeMap<usize, LinkVcs>,
 }
 
 impl Entries {
-    fn used(&self, hop: &Hop, v: &VcId) -> bool {
-        let fwd = (hop.to.clone(), hop.to_port);
-        let rev = (hop.from.clone(), hop.from_port);
-        self.taken.get(&fwd).is_some_and(|s| s.contains(v))
-            || self.taken.get(&rev).is_some_and(|s| s.contains(v))
+    /// True if `v` is in use on `link`.
+    pub(crate) fn used(&self, link: usize, v: &VcId) -> bool {
+        self.links.get(&link).is_some_and(|l| l.taken.contains(v))
     }
 
-    fn take(&mut self, hop: &Hop, v: VcId) {
-        self.taken
-            .entry((hop.to.clone(), hop.to_port))
-            .or_default()
-            .insert(v);
-        self.taken
-            .entry((hop.from.clone(), hop.from_port))
-            .or_default()
-            .insert(v);
+    /// PVCs crossing `link` so far.
+    pub(crate) fn load(&self, link: usize) -> usize {
+        self.links.get(&link).map_or(0, |l| l.taken.len())
+    }
+
+    fn take(&mut self, link: usize, v: VcId) {
+        let l = self.links.entry(link).or_insert_with(|| LinkVcs {
+            taken: BTreeSet::new(),
+            next: u32::from(aurora_wire::cell::VCI_FIRST_USER),
+        });
+        l.taken.insert(v);
+        while l.next <= u32::from(u16::MAX) && l.taken.contains(&VcId::new(0, l.next as u16)) {
+            l.next += 1;
+        }
+    }
+
+    /// The lowest VC on VPI 0, from VCI 32 up, free on every one of
+    /// `links`. Each link remembers where its free VCs start, so a link
+    /// carrying many PVCs is not searched from the bottom again.
+    fn free_vc(&self, links: &[usize]) -> Option<VcId> {
+        let first = u32::from(aurora_wire::cell::VCI_FIRST_USER);
+        let mut vci = links
+            .iter()
+            .map(|l| self.links.get(l).map_or(first, |l| l.next))
+            .max()
+            .unwrap_or(first);
+        while vci <= u32::from(u16::MAX) {
+            let v = VcId::new(0, vci as u16);
+            if !links.iter().any(|&l| self.used(l, &v)) {
+                return Some(v);
+            }
+            vci += 1;
+        }
+        None
     }
 
     fn relay_entry(
@@ -179,7 +213,8 @@ pub(crate) fn route(
             }
             (a, b) => a.or(b),
         };
-        let used = |v: &VcId| run.iter().any(|&i| e.used(&hops[i], v));
+        let run_links: Vec<usize> = run.iter().map(|&i| hops[i].link).collect();
+        let used = |v: &VcId| run_links.iter().any(|&l| e.used(l, v));
         let vc = match want {
             Some(v) if used(&v) => {
                 errs.push(format!(
@@ -189,10 +224,7 @@ pub(crate) fn route(
                 continue;
             }
             Some(v) => v,
-            None => match (32u16..=u16::MAX)
-                .map(|vci| VcId::new(0, vci))
-                .find(|v| !used(v))
-            {
+            None => match e.free_vc(&run_links) {
                 Some(v) => v,
                 None => {
                     errs.push(format!(
@@ -204,7 +236,7 @@ pub(crate) fn route(
             },
         };
         for &i in run {
-            e.take(&hops[i], vc);
+            e.take(hops[i].link, vc);
             vcs[i] = vc;
         }
     }
