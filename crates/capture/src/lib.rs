@@ -130,7 +130,8 @@ pub struct CaptureCounters {
     pub cells: u64,
     /// Type 4 records (AAL5 PDUs).
     pub pdus: u64,
-    /// Partial PDUs abandoned (too long, or too many VCs at once).
+    /// PDUs abandoned: too long (for AAL5, or for one ERF record), or too
+    /// many VCs at once.
     pub abandoned: u64,
     /// PDUs not written (no type 4 or SUNATM record) because their length
     /// or CRC failed: cells lost upstream ran two PDUs together.
@@ -302,6 +303,12 @@ impl<W: Write> PortCapture<W> {
                 // it gets no type 4 record; it is counted instead.
                 if aal5::decode(&pdu.bytes).is_err() {
                     self.counters.bad_pdus += 1;
+                    return Ok(());
+                }
+                // An ERF record's length is 16 bits: the longest PDUs
+                // (SDUs over 65464 bytes) cannot be one record.
+                if ERF_HEADER_LEN + 4 + pdu.bytes.len() > usize::from(u16::MAX) {
+                    self.counters.abandoned += 1;
                     return Ok(());
                 }
                 let flags = if pdu.corrected { ERF_FLAG_RX_ERROR } else { 0 };
@@ -919,5 +926,23 @@ mod tests {
         let file = dir.join("node-p2.pcap").display().to_string();
         assert_eq!(w, vec![(file, 1, 1, 3)]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_pdu_too_long_for_an_erf_record_is_counted_not_written() {
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        for len in [65_464, 65_465] {
+            for c in &pdu_cells(aurora_wire::cell::VcId::new(0, 70), len) {
+                cap.cell(Instant::ZERO, c).unwrap();
+            }
+        }
+        let c = cap.counters();
+        assert_eq!((c.pdus, c.abandoned), (1, 1));
+        let recs = records(&cap.finish());
+        // Every record's own length field matches its length.
+        for r in &recs {
+            assert_eq!(usize::from(u16::from_be_bytes([r[10], r[11]])), r.len());
+        }
+        assert_eq!(recs.iter().filter(|r| r[8] == ERF_TYPE_AAL5).count(), 1);
     }
 }
