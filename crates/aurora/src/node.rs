@@ -43,8 +43,9 @@ pub struct NodeReport {
     pub pings: Vec<crate::run::PingRow>,
     /// Per linked port.
     pub ports: Vec<PortRow>,
-    /// Capture files written: (file, cell records, AAL5 PDU records).
-    pub captures: Vec<(String, u64, u64)>,
+    /// Capture files written: (file, cell records, AAL5 PDU records, cells
+    /// dropped by the capture).
+    pub captures: Vec<aurora_capture::Written>,
     /// An IP host's or router's counters.
     pub ip: Option<crate::run::IpRow>,
     /// An IP host's TUN interface: its name and what crossed it.
@@ -117,7 +118,7 @@ pub fn main(
     if let Some(dir) = names {
         proc_.worker.set_tap(Box::new(crate::run::NodeTap {
             node: proc_.id.0,
-            dir: Some(dir),
+            dir: Some(dir.in_background()),
             live: None,
         }));
     }
@@ -334,8 +335,10 @@ pub fn text(r: &NodeReport) -> String {
             t.name, t.read, t.written, t.refused, t.errors
         );
     }
-    for (f, cells, pdus) in &r.captures {
-        s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
+    for (f, cells, pdus, dropped) in &r.captures {
+        s += &format!(
+            "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
+        );
     }
     s += &crate::lateness::text(&r.lateness);
     s

@@ -251,8 +251,9 @@ pub struct Report {
     pub host_drops: Vec<(String, String, u64)>,
     /// IP hosts and routers.
     pub ip: Vec<IpRow>,
-    /// Capture files written: (file, cell records, AAL5 PDU records).
-    pub captures: Vec<(String, u64, u64)>,
+    /// Capture files written: (file, cell records, AAL5 PDU records, cells
+    /// dropped by the capture).
+    pub captures: Vec<aurora_capture::Written>,
     /// Time the network was given, after senders stopped, for what was on
     /// its way to arrive (seconds).
     pub drain_secs: f64,
@@ -413,9 +414,11 @@ pub fn run_real_time(
         None => None,
     };
     let mut make_tap = |id: NodeId| -> Option<Box<dyn aurora_rt::Tap>> {
-        let dir = template
-            .as_ref()
-            .map(|(cap, d)| CaptureDir::new(&cap.dir, d.names().clone(), d.format()));
+        let dir = template.as_ref().map(|(cap, d)| {
+            // Written on a thread of its own: the node never waits for
+            // the disk; what the capture cannot keep up with is counted.
+            CaptureDir::new(&cap.dir, d.names().clone(), d.format()).in_background()
+        });
         if dir.is_none() && live.is_none() {
             return None;
         }
@@ -793,8 +796,10 @@ pub fn text(r: &Report) -> String {
         }
     }
     s += &ip_text(&r.ip);
-    for (f, cells, pdus) in &r.captures {
-        s += &format!("captured {f}: {cells} cells, {pdus} AAL5 PDUs\n");
+    for (f, cells, pdus, dropped) in &r.captures {
+        s += &format!(
+            "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
+        );
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

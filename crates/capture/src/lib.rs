@@ -9,11 +9,51 @@
 //! ERF record: a 16-byte header (timestamp as little-endian 32.32 fixed-point
 //! seconds; type; flags; record length, loss counter and wire length as
 //! big-endian 16-bit numbers), then the body.
+//!
+//! # Headers as received
+//!
+//! A capture sees a port's cells before the node's HEC receiver does, and
+//! checks every header itself with its own [`HecReceiver`] per port, which
+//! sees the same cells in the same order as the node's and so reaches the
+//! same verdicts (single-bit correction, then detection, I.432.1) without
+//! touching the node. A type 3 record always holds the header **as
+//! received**; when the check corrected it or failed it, the record's ERF
+//! flags carry the rx-error bit ([`ERF_FLAG_RX_ERROR`], Wireshark's
+//! `erf.flags.rxe`). The corrected header is not written: a flagged record
+//! whose header differs from its VC's other cells is what arrived.
+//!
+//! AAL5 reassembly follows the receivers: cells are keyed by VPI/VCI of the
+//! header after correction (UNI headers: GFC, PTI's congestion and end bits
+//! and CLP are not part of the key), OAM and RM cells (PTI 4-7, and the F4
+//! OAM VCIs 3 and 4) are not user data, and a cell whose header failed the
+//! check is not part of any PDU. A type 4 record holds the header of the
+//! PDU's last cell after correction (the VC the receiver reassembled it on)
+//! and carries the rx-error flag when any of its cells' headers was
+//! corrected.
+//!
+//! In real time the links' receivers check HEC before the node's tap sees
+//! the cells, so there the capture holds headers after the link's
+//! correction and no cell the link discarded (the link counts both).
+//!
+//! # Nothing lost silently
+//!
+//! [`CaptureDir::in_background`] moves the writing to a thread of its own:
+//! the node's thread only copies cells into a bounded queue and never waits
+//! for the disk. Cells that find the queue full are left out of the capture
+//! and counted ([`CaptureCounters::dropped`]), and the next record written to
+//! that port's file carries the count in its ERF loss counter (`erf.lctr`,
+//! saturating at 65535), so Wireshark shows the gap. SUNATM records have no
+//! loss counter; their drops are in the counts only.
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::thread::JoinHandle;
 use std::time::Duration as StdDuration;
 
 use aurora_time::Instant;
+use aurora_wire::hec::{HecReceiver, HecVerdict};
 use aurora_wire::{aal5, CellBytes, HEADER_LEN};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, TsResolution};
@@ -25,24 +65,42 @@ pub const ERF_TYPE_ATM: u8 = 3;
 pub const ERF_TYPE_AAL5: u8 = 4;
 /// Bytes of the ERF record header.
 pub const ERF_HEADER_LEN: usize = 16;
+/// ERF flags bit 4: the record was received with an error (here: its cell
+/// header failed the HEC check or was corrected by it). Bits 0-1 are the
+/// interface, bit 2 varying length, bit 3 truncated, bit 5 DS error.
+pub const ERF_FLAG_RX_ERROR: u8 = 0x10;
 /// AAL5 reassemblies a capture follows at once; beyond this, cells still
 /// get their type 3 record but no PDU record (counted).
 pub const MAX_VCS: usize = 1024;
+/// Most cells in one message from a node's thread to its capture writer.
+pub const BATCH_CELLS: usize = 256;
+/// Messages a capture writer's queue holds: with [`BATCH_CELLS`], at most
+/// 65536 cells (3.5 MB) waiting per node; cells beyond are dropped and
+/// counted.
+pub const QUEUE_BATCHES: usize = 256;
 
-/// Builds one ERF record.
-pub fn erf_record(t: Instant, ty: u8, body: &[u8]) -> Vec<u8> {
+/// The 16-byte ERF header of a record of type `ty` with a `body_len`-byte
+/// body, `flags`, and `lctr` records lost before it (saturating).
+pub fn erf_header(t: Instant, ty: u8, flags: u8, lctr: u64, body_len: usize) -> [u8; 16] {
     let ns = t.as_nanos().max(0) as u64;
     let secs = ns / 1_000_000_000;
     let frac = ((ns % 1_000_000_000) << 32) / 1_000_000_000;
     let ts = (secs << 32) | frac;
-    let rlen = (ERF_HEADER_LEN + body.len()) as u16;
+    let sat = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+    let mut h = [0u8; ERF_HEADER_LEN];
+    h[..8].copy_from_slice(&ts.to_le_bytes());
+    h[8] = ty;
+    h[9] = flags;
+    h[10..12].copy_from_slice(&sat(ERF_HEADER_LEN + body_len).to_be_bytes());
+    h[12..14].copy_from_slice(&u16::try_from(lctr).unwrap_or(u16::MAX).to_be_bytes());
+    h[14..16].copy_from_slice(&sat(body_len).to_be_bytes());
+    h
+}
+
+/// Builds one ERF record with no flags and no loss.
+pub fn erf_record(t: Instant, ty: u8, body: &[u8]) -> Vec<u8> {
     let mut r = Vec::with_capacity(ERF_HEADER_LEN + body.len());
-    r.extend_from_slice(&ts.to_le_bytes());
-    r.push(ty);
-    r.push(0); // flags: interface 0, fixed length, not truncated, no errors
-    r.extend_from_slice(&rlen.to_be_bytes());
-    r.extend_from_slice(&0u16.to_be_bytes());
-    r.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    r.extend_from_slice(&erf_header(t, ty, 0, 0, body.len()));
     r.extend_from_slice(body);
     r
 }
@@ -72,19 +130,54 @@ pub struct CaptureCounters {
     pub cells: u64,
     /// Type 4 records (AAL5 PDUs).
     pub pdus: u64,
-    /// Partial PDUs abandoned (too long, or too many VCs at once).
+    /// PDUs abandoned: too long (for AAL5, or for one ERF record), or too
+    /// many VCs at once.
     pub abandoned: u64,
     /// PDUs not written (no type 4 or SUNATM record) because their length
     /// or CRC failed: cells lost upstream ran two PDUs together.
     pub bad_pdus: u64,
+    /// Cells whose header the capture's HEC check corrected (recorded as
+    /// received, flagged).
+    pub hec_corrected: u64,
+    /// Cells whose header failed the capture's HEC check (recorded as
+    /// received, flagged, in no PDU).
+    pub hec_failed: u64,
+    /// Cells the capture could not keep up with: not recorded, counted.
+    pub dropped: u64,
+}
+
+/// True for a cell the receivers do not reassemble: OAM and RM cells (PTI
+/// 4-7) and F4 OAM cells (VCI 3 and 4), judged on a checked header.
+fn not_user_data(h: &[u8; 5]) -> bool {
+    let vci = (u16::from(h[1] & 0x0F) << 12) | (u16::from(h[2]) << 4) | u16::from(h[3] >> 4);
+    h[3] & 0x08 != 0
+        || vci == aurora_wire::cell::VCI_F4_SEGMENT
+        || vci == aurora_wire::cell::VCI_F4_END_TO_END
+}
+
+/// The reassembly key of a checked UNI header: VPI and VCI only.
+fn vc_key(h: &[u8; 5]) -> u32 {
+    u32::from_be_bytes([h[0] & 0x0F, h[1], h[2], h[3] & 0xF0])
+}
+
+/// A PDU being reassembled: its bytes so far, and whether any of its cells
+/// had a corrected header.
+#[derive(Default)]
+struct Partial {
+    bytes: Vec<u8>,
+    corrected: bool,
 }
 
 /// The capture of one port.
 pub struct PortCapture<W: Write> {
     w: PcapWriter<W>,
     format: CaptureFormat,
-    partial: FxHashMap<u32, Vec<u8>>,
+    hec: HecReceiver,
+    partial: FxHashMap<u32, Partial>,
     counters: CaptureCounters,
+    /// Cells dropped since the last record written (for its `lctr`).
+    lost: u64,
+    record: Vec<u8>,
 }
 
 impl<W: Write> PortCapture<W> {
@@ -109,8 +202,11 @@ impl<W: Write> PortCapture<W> {
         Ok(PortCapture {
             w,
             format,
+            hec: HecReceiver::new(),
             partial: FxHashMap::default(),
             counters: CaptureCounters::default(),
+            lost: 0,
+            record: Vec::new(),
         })
     }
 
@@ -119,79 +215,128 @@ impl<W: Write> PortCapture<W> {
         self.counters
     }
 
-    fn write(&mut self, t: Instant, record: &[u8]) -> std::io::Result<()> {
+    /// Notes `n` cells that arrived but were dropped before the capture
+    /// could record them: counted, and given as the loss counter of the
+    /// next ERF record written.
+    pub fn note_dropped(&mut self, n: u64) {
+        self.counters.dropped += n;
+        self.lost += n;
+    }
+
+    /// Writes the record built in `self.record` (body only for SUNATM; ERF
+    /// header included for ERF).
+    fn write(&mut self, t: Instant) -> std::io::Result<()> {
         let ts = StdDuration::from_nanos(t.as_nanos().max(0) as u64);
+        let r = &self.record;
         self.w
-            .write_packet(&PcapPacket::new(ts, record.len() as u32, record))
+            .write_packet(&PcapPacket::new(ts, r.len() as u32, r))
             .map(|_| ())
             .map_err(std::io::Error::other)
     }
 
+    /// Builds and writes one ERF record, with the loss counted since the
+    /// last one.
+    fn write_erf(
+        &mut self,
+        t: Instant,
+        ty: u8,
+        flags: u8,
+        parts: [&[u8]; 2],
+    ) -> std::io::Result<()> {
+        let len = parts[0].len() + parts[1].len();
+        self.record.clear();
+        self.record
+            .extend_from_slice(&erf_header(t, ty, flags, self.lost, len));
+        self.record.extend_from_slice(parts[0]);
+        self.record.extend_from_slice(parts[1]);
+        self.write(t)?;
+        self.lost = 0;
+        Ok(())
+    }
+
     /// Records one cell seen at `t`, and the AAL5 PDU it completes, if any.
     pub fn cell(&mut self, t: Instant, cell: &CellBytes) -> std::io::Result<()> {
+        // The capture's own check, on a copy: the cell is not touched.
+        let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
+        let verdict = self.hec.check_header(&mut h);
+        let flags = match verdict {
+            HecVerdict::Valid => 0,
+            HecVerdict::Corrected(_) => {
+                self.counters.hec_corrected += 1;
+                ERF_FLAG_RX_ERROR
+            }
+            HecVerdict::Discarded => {
+                self.counters.hec_failed += 1;
+                ERF_FLAG_RX_ERROR
+            }
+        };
         if self.format == CaptureFormat::Erf {
-            let mut body = [0u8; 52];
-            body[..4].copy_from_slice(&cell[..4]);
-            body[4..].copy_from_slice(&cell[HEADER_LEN..]);
-            self.write(t, &erf_record(t, ERF_TYPE_ATM, &body))?;
+            // The header as received, then the payload.
+            self.write_erf(t, ERF_TYPE_ATM, flags, [&cell[..4], &cell[HEADER_LEN..]])?;
             self.counters.cells += 1;
         }
-        // User cells only (PTI high bit clear); key on VPI/VCI.
-        if cell[3] & 0x08 != 0 {
+        if verdict == HecVerdict::Discarded || not_user_data(&h) {
             return Ok(());
         }
-        let key = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3] & 0xF0]);
+        let key = vc_key(&h);
         if !self.partial.contains_key(&key) && self.partial.len() >= MAX_VCS {
             self.counters.abandoned += 1;
             return Ok(());
         }
         let pdu = self.partial.entry(key).or_default();
-        pdu.extend_from_slice(&cell[HEADER_LEN..]);
-        if pdu.len() > aal5::cpcs_len(aal5::MAX_SDU) {
+        pdu.bytes.extend_from_slice(&cell[HEADER_LEN..]);
+        pdu.corrected |= flags != 0;
+        if pdu.bytes.len() > aal5::cpcs_len(aal5::MAX_SDU) {
             self.partial.remove(&key);
             self.counters.abandoned += 1;
             return Ok(());
         }
-        if cell[3] & 0x02 != 0 {
-            let pdu = self.partial.remove(&key).unwrap_or_default();
-            match self.format {
-                CaptureFormat::Erf => {
-                    // A PDU that lost cells before this port (an upstream
-                    // output buffer overflowed) is two PDUs run together:
-                    // its cells stay in the capture as type 3 records, but
-                    // it gets no type 4 record; it is counted instead.
-                    if aal5::decode(&pdu).is_err() {
-                        self.counters.bad_pdus += 1;
-                        return Ok(());
-                    }
-                    let mut body = Vec::with_capacity(4 + pdu.len());
-                    body.extend_from_slice(&cell[..4]);
-                    body.extend_from_slice(&pdu);
-                    self.write(t, &erf_record(t, ERF_TYPE_AAL5, &body))?;
-                }
-                CaptureFormat::SunAtm => {
-                    let Ok((_, sdu)) = aal5::decode(&pdu) else {
-                        self.counters.bad_pdus += 1;
-                        return Ok(());
-                    };
-                    // UNI header: VPI is bits 27..20, VCI bits 19..4.
-                    let h = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-                    let vci = ((h >> 4) & 0xFFFF) as u16;
-                    let mut rec = Vec::with_capacity(4 + sdu.len());
-                    // Flags: traffic type LLC (2) when the SDU starts with an
-                    // LLC/SNAP header (IP and ATMARP from IP nodes), so
-                    // readers dissect what it carries; else 0, unknown (let
-                    // the reader guess). No direction.
-                    let llc = sdu.starts_with(&aurora_wire::llc::LLC_SNAP);
-                    rec.push(if llc { SUNATM_LLC } else { 0 });
-                    rec.push((h >> 20) as u8);
-                    rec.extend_from_slice(&vci.to_be_bytes());
-                    rec.extend_from_slice(sdu);
-                    self.write(t, &rec)?;
-                }
-            }
-            self.counters.pdus += 1;
+        if h[3] & 0x02 == 0 {
+            return Ok(());
         }
+        let pdu = self.partial.remove(&key).unwrap_or_default();
+        match self.format {
+            CaptureFormat::Erf => {
+                // A PDU that lost cells before this port (an upstream
+                // output buffer overflowed) is two PDUs run together:
+                // its cells stay in the capture as type 3 records, but
+                // it gets no type 4 record; it is counted instead.
+                if aal5::decode(&pdu.bytes).is_err() {
+                    self.counters.bad_pdus += 1;
+                    return Ok(());
+                }
+                // An ERF record's length is 16 bits: the longest PDUs
+                // (SDUs over 65464 bytes) cannot be one record.
+                if ERF_HEADER_LEN + 4 + pdu.bytes.len() > usize::from(u16::MAX) {
+                    self.counters.abandoned += 1;
+                    return Ok(());
+                }
+                let flags = if pdu.corrected { ERF_FLAG_RX_ERROR } else { 0 };
+                self.write_erf(t, ERF_TYPE_AAL5, flags, [&h[..4], &pdu.bytes])?;
+            }
+            CaptureFormat::SunAtm => {
+                let Ok((_, sdu)) = aal5::decode(&pdu.bytes) else {
+                    self.counters.bad_pdus += 1;
+                    return Ok(());
+                };
+                // UNI header: VPI is bits 27..20, VCI bits 19..4.
+                let hv = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                let vci = ((hv >> 4) & 0xFFFF) as u16;
+                // Flags: traffic type LLC (2) when the SDU starts with an
+                // LLC/SNAP header (IP and ATMARP from IP nodes), so
+                // readers dissect what it carries; else 0, unknown (let
+                // the reader guess). No direction.
+                let llc = sdu.starts_with(&aurora_wire::llc::LLC_SNAP);
+                self.record.clear();
+                self.record.push(if llc { SUNATM_LLC } else { 0 });
+                self.record.push((hv >> 20) as u8);
+                self.record.extend_from_slice(&vci.to_be_bytes());
+                self.record.extend_from_slice(sdu);
+                self.write(t)?;
+                self.lost = 0;
+            }
+        }
+        self.counters.pdus += 1;
         Ok(())
     }
 
@@ -204,77 +349,59 @@ impl<W: Write> PortCapture<W> {
 /// A capture written to a file.
 pub type FileCapture = PortCapture<std::io::BufWriter<std::fs::File>>;
 
-/// A folder of captures, one file per receiving port (`NODE-pPORT.pcap`),
-/// each opened when its port first receives a cell. The first write error
-/// stops recording and is kept for [`CaptureDir::finish`].
-pub struct CaptureDir {
-    dir: std::path::PathBuf,
-    names: std::collections::BTreeMap<u32, String>,
-    files: std::collections::BTreeMap<(u32, u16), (String, FileCapture)>,
+/// One capture file written: its path, cell records, AAL5 PDU records, and
+/// cells the capture dropped because it could not keep up.
+pub type Written = (String, u64, u64, u64);
+
+/// The files of a [`CaptureDir`], written on the caller's thread.
+struct Files {
+    dir: PathBuf,
+    names: BTreeMap<u32, String>,
+    files: BTreeMap<(u32, u16), (String, FileCapture)>,
     failed: Option<String>,
     format: CaptureFormat,
 }
 
-/// One capture file written: its path, cell records and AAL5 PDU records.
-pub type Written = (String, u64, u64);
-
-impl CaptureDir {
-    /// Records into `dir` (which must exist); `names` names the nodes by id.
-    pub fn new(
-        dir: &std::path::Path,
-        names: std::collections::BTreeMap<u32, String>,
-        format: CaptureFormat,
-    ) -> Self {
-        CaptureDir {
-            dir: dir.to_path_buf(),
-            names,
-            files: Default::default(),
-            failed: None,
-            format,
-        }
-    }
-
-    /// The files' format.
-    pub fn format(&self) -> CaptureFormat {
-        self.format
-    }
-
-    /// The node names.
-    pub fn names(&self) -> &std::collections::BTreeMap<u32, String> {
-        &self.names
-    }
-
-    /// Records cells that arrived at `port` of node `node` at `t`.
-    pub fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes]) {
+impl Files {
+    /// The capture of `port` of `node`, its file created on first use;
+    /// `None` once anything failed.
+    fn port(&mut self, node: u32, port: u16) -> Option<&mut (String, FileCapture)> {
         if self.failed.is_some() {
-            return;
+            return None;
         }
-        let entry = match self.files.entry((node, port)) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+        match self.files.entry((node, port)) {
+            std::collections::btree_map::Entry::Occupied(e) => Some(e.into_mut()),
             std::collections::btree_map::Entry::Vacant(v) => {
                 let name = self.names.get(&node).map_or("node", String::as_str);
                 let file = self.dir.join(format!("{name}-p{port}.pcap"));
                 match std::fs::File::create(&file)
                     .and_then(|f| PortCapture::with_format(std::io::BufWriter::new(f), self.format))
                 {
-                    Ok(c) => v.insert((file.display().to_string(), c)),
+                    Ok(c) => Some(v.insert((file.display().to_string(), c))),
                     Err(e) => {
                         self.failed = Some(format!("cannot write {}: {e}", file.display()));
-                        return;
+                        None
                     }
                 }
             }
+        }
+    }
+
+    fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes], dropped: u64) {
+        let Some(entry) = self.port(node, port) else {
+            return;
         };
+        entry.1.note_dropped(dropped);
         for c in cells {
             if let Err(e) = entry.1.cell(t, c) {
-                self.failed = Some(format!("cannot write {}: {e}", entry.0));
+                let msg = format!("cannot write {}: {e}", entry.0);
+                self.failed = Some(msg);
                 return;
             }
         }
     }
 
-    /// Flushes every file; what was written, or the first error.
-    pub fn finish(self) -> Result<Vec<Written>, String> {
+    fn finish(self) -> Result<Vec<Written>, String> {
         if let Some(e) = self.failed {
             return Err(e);
         }
@@ -283,10 +410,240 @@ impl CaptureDir {
             let c = cap.counters();
             let mut w = cap.finish();
             w.flush().map_err(|e| format!("cannot write {file}: {e}"))?;
-            written.push((file, c.cells, c.pdus));
+            written.push((file, c.cells, c.pdus, c.dropped));
         }
         Ok(written)
     }
+}
+
+/// Cells for a capture writer thread: `dropped` cells of the same port were
+/// left out just before these.
+struct Batch {
+    t: Instant,
+    node: u32,
+    port: u16,
+    dropped: u64,
+    cells: Vec<CellBytes>,
+}
+
+/// The node's side of a capture written on a thread of its own.
+struct Background {
+    tx: Option<SyncSender<Batch>>,
+    /// Emptied batch buffers coming back from the writer, for reuse.
+    recycle: Receiver<Vec<CellBytes>>,
+    /// A buffer a full queue refused, for the next batch.
+    spare: Option<Vec<CellBytes>>,
+    /// Per (node, port): cells dropped since the last batch sent.
+    dropped: BTreeMap<(u32, u16), u64>,
+    writer: Option<JoinHandle<Result<Vec<Written>, String>>>,
+    /// Why there is no writer, if it could not be started.
+    failed: Option<String>,
+}
+
+impl Background {
+    fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes]) {
+        let Some(tx) = self.tx.as_ref() else {
+            return;
+        };
+        for chunk in cells.chunks(BATCH_CELLS) {
+            let mut buf = self
+                .spare
+                .take()
+                .or_else(|| self.recycle.try_recv().ok())
+                .unwrap_or_else(|| Vec::with_capacity(BATCH_CELLS));
+            buf.clear();
+            buf.extend_from_slice(chunk);
+            let dropped = self.dropped.entry((node, port)).or_default();
+            let batch = Batch {
+                t,
+                node,
+                port,
+                dropped: *dropped,
+                cells: buf,
+            };
+            match tx.try_send(batch) {
+                Ok(()) => *dropped = 0,
+                Err(TrySendError::Full(b)) => {
+                    *dropped += chunk.len() as u64;
+                    self.spare = Some(b.cells);
+                }
+                Err(TrySendError::Disconnected(_)) => {
+                    // The writer stopped (its error is kept for finish).
+                    self.tx = None;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<Vec<Written>, String> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        if let Some(tx) = self.tx.take() {
+            // Drops after the last batch: counted in the files' totals. The
+            // writer is draining now, so waiting for room is fine here.
+            for (&(node, port), &n) in &self.dropped {
+                if n > 0 {
+                    let b = Batch {
+                        t: Instant::ZERO,
+                        node,
+                        port,
+                        dropped: n,
+                        cells: Vec::new(),
+                    };
+                    if tx.send(b).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err("the capture writer thread stopped unexpectedly".into()),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+/// How a [`CaptureDir`] writes.
+enum Mode {
+    /// On the caller's thread.
+    Inline(Files),
+    /// On a writer thread of its own, fed through a bounded queue.
+    Background(Background),
+}
+
+/// A folder of captures, one file per receiving port (`NODE-pPORT.pcap`),
+/// each opened when its port first receives a cell. The first write error
+/// stops recording and is kept for [`CaptureDir::finish`].
+pub struct CaptureDir {
+    dir: PathBuf,
+    names: BTreeMap<u32, String>,
+    format: CaptureFormat,
+    mode: Mode,
+}
+
+impl CaptureDir {
+    /// Records into `dir` (which must exist), writing on the caller's
+    /// thread; `names` names the nodes by id.
+    pub fn new(dir: &Path, names: BTreeMap<u32, String>, format: CaptureFormat) -> Self {
+        CaptureDir {
+            dir: dir.to_path_buf(),
+            names: names.clone(),
+            format,
+            mode: Mode::Inline(Files {
+                dir: dir.to_path_buf(),
+                names,
+                files: BTreeMap::new(),
+                failed: None,
+                format,
+            }),
+        }
+    }
+
+    /// The same capture written on a thread of its own behind a queue of
+    /// [`QUEUE_BATCHES`] batches: [`CaptureDir::record`] then never waits
+    /// for the disk; cells that find the queue full are dropped and counted.
+    /// For real time. [`CaptureDir::finish`] joins the thread.
+    pub fn in_background(self) -> Self {
+        self.in_background_with(QUEUE_BATCHES, None)
+    }
+
+    /// [`CaptureDir::in_background`] with a queue of `queue` batches; the
+    /// writer takes a token from `gate` before each batch (tests only).
+    fn in_background_with(self, queue: usize, gate: Option<Receiver<()>>) -> Self {
+        let Mode::Inline(files) = self.mode else {
+            return self;
+        };
+        let (tx, rx) = sync_channel::<Batch>(queue.max(1));
+        let (back, recycle) = sync_channel::<Vec<CellBytes>>(32);
+        let spawned = std::thread::Builder::new()
+            .name("capture".into())
+            .spawn(move || write_batches(files, &rx, &back, gate.as_ref()));
+        let bg = match spawned {
+            Ok(h) => Background {
+                tx: Some(tx),
+                recycle,
+                spare: None,
+                dropped: BTreeMap::new(),
+                writer: Some(h),
+                failed: None,
+            },
+            Err(e) => Background {
+                tx: None,
+                recycle,
+                spare: None,
+                dropped: BTreeMap::new(),
+                writer: None,
+                failed: Some(format!("cannot start a capture writer thread: {e}")),
+            },
+        };
+        CaptureDir {
+            mode: Mode::Background(bg),
+            ..self
+        }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The files' format.
+    pub fn format(&self) -> CaptureFormat {
+        self.format
+    }
+
+    /// The node names.
+    pub fn names(&self) -> &BTreeMap<u32, String> {
+        &self.names
+    }
+
+    /// Records cells that arrived at `port` of node `node` at `t`.
+    pub fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes]) {
+        match &mut self.mode {
+            Mode::Inline(f) => f.record(t, node, port, cells, 0),
+            Mode::Background(b) => b.record(t, node, port, cells),
+        }
+    }
+
+    /// Flushes every file (after the writer thread, if any, has written
+    /// everything queued); what was written, or the first error as one
+    /// sentence.
+    pub fn finish(self) -> Result<Vec<Written>, String> {
+        match self.mode {
+            Mode::Inline(f) => f.finish(),
+            Mode::Background(b) => b.finish(),
+        }
+    }
+}
+
+/// A capture writer thread: writes every batch until the queue closes or a
+/// write fails, handing emptied buffers back.
+fn write_batches(
+    mut files: Files,
+    rx: &Receiver<Batch>,
+    back: &SyncSender<Vec<CellBytes>>,
+    gate: Option<&Receiver<()>>,
+) -> Result<Vec<Written>, String> {
+    loop {
+        // A closed gate is an open one.
+        if let Some(g) = gate {
+            let _ = g.recv();
+        }
+        let Ok(b) = rx.recv() else {
+            break;
+        };
+        files.record(b.t, b.node, b.port, &b.cells, b.dropped);
+        if files.failed.is_some() {
+            break;
+        }
+        let mut buf = b.cells;
+        buf.clear();
+        let _ = back.try_send(buf);
+    }
+    files.finish()
 }
 
 #[cfg(test)]
@@ -375,5 +732,217 @@ mod tests {
         assert_eq!(bytes.len(), 24 + 16 + 4 + 60);
         assert_eq!(&bytes[40..44], &[0, 5, 0x12, 0x34]);
         assert_eq!(&bytes[44..], &[7u8; 60]);
+    }
+
+    /// The pcap records in `bytes`: each record's data.
+    fn records(bytes: &[u8]) -> Vec<Vec<u8>> {
+        let mut r = pcap_file::pcap::PcapReader::new(bytes).unwrap();
+        let mut out = Vec::new();
+        while let Some(p) = r.next_packet() {
+            out.push(p.unwrap().data.into_owned());
+        }
+        out
+    }
+
+    /// The cells of one AAL5 PDU of `len` bytes on `vc`.
+    fn pdu_cells(vc: aurora_wire::cell::VcId, len: usize) -> Vec<CellBytes> {
+        use aurora_sar::{Aal5Tx, PduOptions};
+        let mut tx = Aal5Tx::new(vc, aurora_wire::cell::Format::Uni).unwrap();
+        let mut cells = vec![[0u8; 53]; aal5::cpcs_len(len) / 48];
+        let n = tx
+            .segment_into(&vec![0x5A; len], PduOptions::default(), &mut cells)
+            .unwrap();
+        cells.truncate(n);
+        cells
+    }
+
+    #[test]
+    fn corrected_header_is_recorded_as_received_and_flagged() {
+        let vc = aurora_wire::cell::VcId::new(1, 0x123);
+        let cells = pdu_cells(vc, 100);
+        assert_eq!(cells.len(), 3);
+        let good: [u8; 4] = cells[1][..4].try_into().unwrap();
+        let mut rx = cells.clone();
+        // A single-bit error in the second cell's VCI: the capture's check
+        // corrects it (the PDU still reassembles) but the record keeps the
+        // header as it arrived, flagged.
+        rx[1][2] ^= 0x10;
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        for c in &rx {
+            cap.cell(Instant::ZERO, c).unwrap();
+        }
+        let c = cap.counters();
+        assert_eq!(
+            (c.cells, c.pdus, c.hec_corrected, c.hec_failed),
+            (3, 1, 1, 0)
+        );
+        let recs = records(&cap.finish());
+        assert_eq!(recs.len(), 4);
+        // Flags byte 9: only the errored cell carries the rx-error bit.
+        let flags: Vec<u8> = recs.iter().map(|r| r[9]).collect();
+        assert_eq!(flags, [0, ERF_FLAG_RX_ERROR, 0, ERF_FLAG_RX_ERROR]);
+        assert_eq!(&recs[1][16..20], &rx[1][..4], "header as received");
+        assert_ne!(&recs[1][16..20], &good, "not the corrected header");
+        assert_eq!(&recs[1][20..], &rx[1][5..]);
+        // The PDU record: type 4, on the VC the receiver reassembles it on.
+        assert_eq!(recs[3][8], ERF_TYPE_AAL5);
+        assert_eq!(&recs[3][16..20], &cells[2][..4]);
+        assert!(aal5::decode(&recs[3][20..]).is_ok());
+    }
+
+    #[test]
+    fn failed_header_is_flagged_and_in_no_pdu() {
+        let vc = aurora_wire::cell::VcId::new(0, 40);
+        let cells = pdu_cells(vc, 100);
+        let mut rx = cells.clone();
+        // Two bits wrong in the middle cell's header: no correction.
+        rx[1][1] ^= 0x01;
+        rx[1][2] ^= 0x80;
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        for c in &rx {
+            cap.cell(Instant::ZERO, c).unwrap();
+        }
+        let c = cap.counters();
+        assert_eq!((c.cells, c.pdus, c.hec_failed, c.bad_pdus), (3, 0, 1, 1));
+        let recs = records(&cap.finish());
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[1][9], ERF_FLAG_RX_ERROR);
+        assert_eq!(&recs[1][16..20], &rx[1][..4]);
+    }
+
+    #[test]
+    fn pdus_are_keyed_on_vpi_and_vci_only() {
+        // A cell whose GFC or CLP differs (as a VuNet host writes, or a bit
+        // error the HEC check corrected) still belongs to its VC's PDU, as
+        // it does at the receiver; an OAM cell in between is not user data.
+        let vc = aurora_wire::cell::VcId::new(2, 0x222);
+        let mut cells = pdu_cells(vc, 200);
+        assert_eq!(cells.len(), 5);
+        let set = |c: &mut CellBytes, b0: u8, b3: u8| {
+            c[0] |= b0;
+            c[3] |= b3;
+            c[4] = aurora_wire::crc::hec(&[c[0], c[1], c[2], c[3]]);
+        };
+        set(&mut cells[1], 0x50, 0);
+        set(&mut cells[2], 0, 0x01);
+        set(&mut cells[3], 0, 0x04);
+        let mut oam = cells[0];
+        set(&mut oam, 0, 0x0A); // PTI 5: F5 end-to-end OAM
+        let mut f4 = [0u8; 53];
+        f4[1] = 0x20; // VPI 2, VCI 4: F4 end-to-end OAM
+        f4[3] = 0x40;
+        f4[4] = aurora_wire::crc::hec(&[f4[0], f4[1], f4[2], f4[3]]);
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        for (i, c) in cells.iter().enumerate() {
+            if i == 2 {
+                cap.cell(Instant::ZERO, &oam).unwrap();
+                cap.cell(Instant::ZERO, &f4).unwrap();
+            }
+            cap.cell(Instant::ZERO, c).unwrap();
+        }
+        let c = cap.counters();
+        assert_eq!((c.cells, c.pdus, c.bad_pdus, c.hec_failed), (7, 1, 0, 0));
+    }
+
+    #[test]
+    fn dropped_cells_show_in_the_next_loss_counter() {
+        let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 50), 10);
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        cap.note_dropped(7);
+        cap.note_dropped(70_000);
+        cap.cell(Instant::ZERO, &cells[0]).unwrap();
+        assert_eq!(cap.counters().dropped, 70_007);
+        let recs = records(&cap.finish());
+        // Cell record then PDU record: the loss is on the first only,
+        // saturated at the field's 16 bits.
+        assert_eq!(recs.len(), 2);
+        assert_eq!(&recs[0][12..14], &[0xFF, 0xFF]);
+        assert_eq!(&recs[1][12..14], &[0, 0]);
+    }
+
+    #[test]
+    fn a_slow_writer_drops_and_counts_instead_of_blocking() {
+        use std::sync::mpsc;
+        let dir = std::env::temp_dir().join(format!("aurora-capture-slow-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = BTreeMap::from([(3, "h".to_string())]);
+        // A queue of two batches, and a writer that takes no batch until
+        // given a token: it has stopped, as a stalled disk would stop it.
+        let (token, gate) = mpsc::channel();
+        let mut cap =
+            CaptureDir::new(&dir, names, CaptureFormat::Erf).in_background_with(2, Some(gate));
+        let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 60), 10);
+        let t0 = std::time::Instant::now();
+        for i in 0..10 {
+            cap.record(Instant::from_nanos(i), 3, 1, &cells);
+        }
+        // Never waited for the writer (which would have been forever).
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        let Mode::Background(bg) = &cap.mode else {
+            panic!("in background")
+        };
+        assert_eq!(bg.dropped.get(&(3, 1)), Some(&8));
+        // Let the writer take the two queued batches, and wait until it
+        // has written them (it hands their buffers back).
+        token.send(()).unwrap();
+        token.send(()).unwrap();
+        for _ in 0..2 {
+            let buf = bg
+                .recycle
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .unwrap();
+            assert!(buf.is_empty());
+        }
+        // The next batch finds room, and carries the loss.
+        token.send(()).unwrap();
+        cap.record(Instant::from_nanos(10), 3, 1, &cells);
+        drop(token);
+        let w = cap.finish().unwrap();
+        let file = dir.join("h-p1.pcap");
+        assert_eq!(w, vec![(file.display().to_string(), 3, 3, 8)]);
+        let recs = records(&std::fs::read(&file).unwrap());
+        let lctr: Vec<u16> = recs
+            .iter()
+            .map(|r| u16::from_be_bytes([r[12], r[13]]))
+            .collect();
+        assert_eq!(lctr, [0, 0, 0, 0, 8, 0]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn drops_after_the_last_batch_are_counted_too() {
+        use std::sync::mpsc;
+        let dir = std::env::temp_dir().join(format!("aurora-capture-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (token, gate) = mpsc::channel::<()>();
+        let mut cap = CaptureDir::new(&dir, BTreeMap::new(), CaptureFormat::Erf)
+            .in_background_with(1, Some(gate));
+        let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 61), 10);
+        for i in 0..4 {
+            cap.record(Instant::from_nanos(i), 0, 2, &cells);
+        }
+        drop(token);
+        let w = cap.finish().unwrap();
+        let file = dir.join("node-p2.pcap").display().to_string();
+        assert_eq!(w, vec![(file, 1, 1, 3)]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_pdu_too_long_for_an_erf_record_is_counted_not_written() {
+        let mut cap = PortCapture::new(Vec::new()).unwrap();
+        for len in [65_464, 65_465] {
+            for c in &pdu_cells(aurora_wire::cell::VcId::new(0, 70), len) {
+                cap.cell(Instant::ZERO, c).unwrap();
+            }
+        }
+        let c = cap.counters();
+        assert_eq!((c.pdus, c.abandoned), (1, 1));
+        let recs = records(&cap.finish());
+        // Every record's own length field matches its length.
+        for r in &recs {
+            assert_eq!(usize::from(u16::from_be_bytes([r[10], r[11]])), r.len());
+        }
+        assert_eq!(recs.iter().filter(|r| r[8] == ERF_TYPE_AAL5).count(), 1);
     }
 }
