@@ -92,11 +92,16 @@ pub fn main(
         println!("wrote {}", p.display());
     }
     let bad: u64 = report.pvcs.iter().map(|p| p.corrupted).sum();
+    let lost: u64 = report.pvcs.iter().map(|p| p.lost).sum();
     println!(
-        "every PDU was checked byte for byte: {} corrupted. Run it in virtual time: aurora run {} --virtual",
-        bad,
+        "every PDU was checked byte for byte: {bad} corrupted, {lost} lost (each with its place and reason above), \
+         {} unaccounted. Run it in virtual time: aurora run {} --virtual",
+        report.unaccounted,
         topo.display()
     );
+    if let Some(why) = report.imbalance() {
+        return Err(why);
+    }
     Ok(())
 }
 

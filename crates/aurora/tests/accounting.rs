@@ -181,3 +181,142 @@ fn real_time_with_a_one_cell_buffer_delivers() {
         }
     }
 }
+
+mod random {
+    //! Random topologies: chains of switches, hosts hanging off them, PVCs
+    //! between hosts with flows, links with loss, bit errors, small
+    //! buffers and overload. Every PVC's books must balance.
+
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    struct LinkArgs {
+        rate: &'static str,
+        buffer: u32,
+        loss: f64,
+        bit_error: f64,
+    }
+
+    fn link_args() -> impl Strategy<Value = LinkArgs> {
+        (
+            prop::sample::select(vec!["oc3", "oc12", "oc48"]),
+            prop::sample::select(vec![1u32, 4, 64, 1024, 8192]),
+            prop::sample::select(vec![0.0, 0.0, 0.01, 0.3, 1.0]),
+            prop::sample::select(vec![0.0, 0.0, 0.001, 0.05, 1.0]),
+        )
+            .prop_map(|(rate, buffer, loss, bit_error)| LinkArgs {
+                rate,
+                buffer,
+                loss,
+                bit_error,
+            })
+    }
+
+    #[derive(Debug, Clone)]
+    struct Net {
+        switches: usize,
+        hosts: usize,
+        links: Vec<LinkArgs>,
+        pvcs: Vec<(usize, usize, usize, u64, u64)>, // from, to, sdu, count, interval us
+    }
+
+    fn net() -> impl Strategy<Value = Net> {
+        (1usize..=4, 2usize..=6).prop_flat_map(|(switches, hosts)| {
+            let links = prop::collection::vec(link_args(), hosts + switches - 1);
+            let pvc = (0..hosts, 0..hosts, 8usize..=9180, 1u64..=400, 5u64..=500);
+            let pvcs = prop::collection::vec(pvc, 1..=5);
+            (Just(switches), Just(hosts), links, pvcs).prop_map(|(switches, hosts, links, pvcs)| {
+                Net {
+                    switches,
+                    hosts,
+                    links,
+                    pvcs: pvcs.into_iter().filter(|p| p.0 != p.1).collect(),
+                }
+            })
+        })
+    }
+
+    /// Host `j` hangs off switch `j % switches` on port `j / switches`
+    /// (ports 0, 1, 4, 5, ...); switch `i`'s port 3 joins switch `i + 1`'s
+    /// port 2.
+    fn toml(n: &Net) -> String {
+        let mut s = String::new();
+        for i in 0..n.switches {
+            s += &format!("[[switch]]\nname = \"s{i}\"\nports = 8\n\n");
+        }
+        for j in 0..n.hosts {
+            s += &format!("[[host]]\nname = \"h{j}\"\n\n");
+        }
+        let port = |j: usize| {
+            let k = j / n.switches;
+            if k < 2 {
+                k
+            } else {
+                k + 2
+            }
+        };
+        let mut links = n.links.iter();
+        let mut link = |a: String, b: String| {
+            let l = links.next().expect("enough links");
+            format!(
+                "[[link]]\na = \"{a}\"\nb = \"{b}\"\nrate = \"{}\"\nbuffer = {}\nloss = {}\nbit_error = {}\n\n",
+                l.rate, l.buffer, l.loss, l.bit_error
+            )
+        };
+        for j in 0..n.hosts {
+            s += &link(format!("h{j}"), format!("s{}:{}", j % n.switches, port(j)));
+        }
+        for i in 0..n.switches - 1 {
+            s += &link(format!("s{i}:3"), format!("s{}:2", i + 1));
+        }
+        for (k, &(a, b, sdu, count, every)) in n.pvcs.iter().enumerate() {
+            let (sa, sb) = (a % n.switches, b % n.switches);
+            let mut path = vec![format!("\"h{a}\"")];
+            if sa <= sb {
+                path.extend((sa..=sb).map(|i| format!("\"s{i}\"")));
+            } else {
+                path.extend((sb..=sa).rev().map(|i| format!("\"s{i}\"")));
+            }
+            path.push(format!("\"h{b}\""));
+            s += &format!(
+                "[[pvc]]\nname = \"p{k}\"\npath = [{}]\n\n[[flow]]\npvc = \"p{k}\"\nsdu = {sdu}\ncount = {count}\ninterval = \"{every}us\"\n\n",
+                path.join(", ")
+            );
+        }
+        s
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 40, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn every_random_network_balances_in_virtual_time(n in net()) {
+            let text = toml(&n);
+            let (r, ok, err) = super::run("random", &text, true);
+            prop_assert!(ok, "{err}\n{text}");
+            super::balanced(&r);
+            // Cells dropped anywhere add up to what the links and nodes say
+            // they dropped.
+            let links: u64 = r["links"].as_array().unwrap().iter()
+                .map(|l| l["overflow"].as_u64().unwrap() + l["lost"].as_u64().unwrap())
+                .sum();
+            let tail_and_loss: u64 = r["cell_losses"].as_array().unwrap().iter()
+                .filter(|l| l["reason"] == "tail_drop" || l["reason"] == "link_loss")
+                .map(|l| l["count"].as_u64().unwrap())
+                .sum();
+            prop_assert!(tail_and_loss <= links, "{tail_and_loss} > {links}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn random_networks_balance_in_real_time(n in net()) {
+            let text = toml(&n);
+            let (r, ok, err) = super::run("random-rt", &text, false);
+            prop_assert!(ok, "{err}\n{text}");
+            super::balanced(&r);
+        }
+    }
+}

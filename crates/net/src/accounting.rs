@@ -424,7 +424,9 @@ pub fn reconcile(
     }
     // PDUs after the highest one seen, with no outcome yet, are in flight;
     // before it, every PDU must have one.
-    let seen = highest.map_or(0, |h| h.min(sent.saturating_sub(1)) + 1);
+    let seen = highest
+        .filter(|_| sent > 0)
+        .map_or(0, |h| h.min(sent - 1) + 1);
     let after = sent.saturating_sub(seen);
     let outcomes_after = fate.len() as u64 - known_upto;
     a.in_flight += after.saturating_sub(outcomes_after);
@@ -461,4 +463,135 @@ enum Outcome {
     Lost(Loss),
     Corrupted,
     InFlight,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tag;
+    use aurora_sar::{Aal5Tx, PduOptions};
+    use aurora_wire::cell::{Format, VcId};
+
+    const FLOW: u16 = 9;
+
+    /// The cells of PDU `seq` of a 100-byte flow (three cells).
+    fn pdu(seq: u64) -> Vec<CellBytes> {
+        let mut tx = Aal5Tx::new(VcId::new(0, 40), Format::Uni).unwrap();
+        let t = Tag { flow: FLOW, seq };
+        let mut sdu = vec![0u8; 100];
+        let k = tag::write_sdu(t, &mut sdu);
+        let mut cells = vec![[0u8; 53]; 3];
+        let n = tx
+            .segment_into(&sdu, PduOptions::default(), &mut cells)
+            .unwrap();
+        tag::patch_last_cell(t, k, &mut cells[n - 1]);
+        cells
+    }
+
+    fn at(node: u32) -> Place {
+        Place {
+            node,
+            port: 1,
+            side: Side::Out,
+        }
+    }
+
+    const RX: Place = Place {
+        node: 99,
+        port: 0,
+        side: Side::In,
+    };
+
+    #[test]
+    fn the_first_damage_is_charged_once() {
+        let mut l = Ledger::new();
+        let p = pdu(4);
+        l.dropped(at(1), "tail_drop", &p[0]);
+        l.dropped(at(2), "link_loss", &p[1]);
+        l.dropped(at(2), "link_loss", &p[2]);
+        let a = reconcile(FLOW, 5, 0, &l, None, RX);
+        assert_eq!(a.lost_total(), 1);
+        assert_eq!(
+            a.lost.get(&Loss {
+                place: at(1),
+                reason: "tail_drop"
+            }),
+            Some(&1)
+        );
+        // Nothing reached a receiver: PDUs 0-3 count as in flight.
+        assert_eq!((a.in_flight, a.unaccounted), (4, 0));
+        assert_eq!(l.cells().values().sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn a_pdu_that_lost_its_last_cell_takes_the_next_with_it() {
+        let mut l = Ledger::new();
+        let mut rx = RxBook::default();
+        let (p0, p1, p2) = (pdu(0), pdu(1), pdu(2));
+        l.dropped(at(3), "tail_drop", &p0[2]);
+        for c in p0[..2].iter().chain(&p1) {
+            rx.cell(c);
+        }
+        rx.unit_ended(None, Some("length"));
+        for c in &p2 {
+            rx.cell(c);
+        }
+        rx.unit_ended(Some(Tag { flow: FLOW, seq: 2 }), None);
+        let a = reconcile(FLOW, 3, 1, &l, Some(&rx), RX);
+        let here = Loss {
+            place: at(3),
+            reason: "tail_drop",
+        };
+        assert_eq!(a.lost.get(&here), Some(&2), "{a:?}");
+        assert_eq!(
+            (a.delivered, a.corrupted, a.in_flight, a.unaccounted),
+            (1, 0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn damaged_bytes_are_corrupted_and_unexplained_gaps_are_unaccounted() {
+        let l = Ledger::new();
+        let mut rx = RxBook::default();
+        for c in &pdu(0) {
+            rx.cell(c);
+        }
+        rx.unit_ended(None, Some("crc"));
+        // PDU 1 vanished without a trace; PDU 2 arrived intact.
+        for c in &pdu(2) {
+            rx.cell(c);
+        }
+        rx.unit_ended(Some(Tag { flow: FLOW, seq: 2 }), None);
+        let a = reconcile(FLOW, 4, 1, &l, Some(&rx), RX);
+        assert_eq!(a.corrupted, 1);
+        assert_eq!(a.in_flight, 1, "PDU 3, after the last one seen");
+        assert_eq!(a.unaccounted, 1, "PDU 1 has no outcome: {a:?}");
+    }
+
+    #[test]
+    fn a_unit_longer_than_its_pdus_names_the_pdus_whose_tags_were_lost() {
+        let l = Ledger::new();
+        let mut rx = RxBook::default();
+        let (mut p0, p1) = (pdu(0), pdu(1));
+        // PDU 0's tags are damaged and its last cell is gone (uncharged).
+        p0[0][10] ^= 1;
+        p0[1][10] ^= 1;
+        for c in p0[..2].iter().chain(&p1) {
+            rx.cell(c);
+        }
+        rx.unit_ended(None, Some("length"));
+        let a = reconcile(FLOW, 2, 0, &l, Some(&rx), RX);
+        assert_eq!((a.lost_total(), a.unaccounted), (2, 0), "{a:?}");
+    }
+
+    #[test]
+    fn cells_that_are_not_user_data_are_not_charged() {
+        let mut l = Ledger::new();
+        let mut oam = pdu(0)[0];
+        oam[3] |= 0x08;
+        oam[4] = aurora_wire::crc::hec(&[oam[0], oam[1], oam[2], oam[3]]);
+        l.dropped(at(1), "tail_drop", &oam);
+        assert!(l.is_empty());
+        assert!(l.cells().is_empty());
+    }
 }
