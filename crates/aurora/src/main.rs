@@ -10,6 +10,7 @@ mod bench_compile;
 mod bench_ip;
 mod bench_net;
 mod bench_sar;
+mod bench_soak;
 mod demo;
 mod lateness;
 mod node;
@@ -169,6 +170,17 @@ enum Bench {
         /// Times each size is compiled (the fastest is shown).
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
         runs: u64,
+    },
+    /// A long virtual-time run (10^9 cells through two switches at 94 %
+    /// of OC-192c by default) with resident memory sampled as it goes:
+    /// memory must stay flat and the books balance.
+    Soak {
+        /// Cells to send.
+        #[arg(long, default_value_t = 1_000_000_000, value_parser = clap::value_parser!(u64).range(1_000..=100_000_000_000))]
+        cells: u64,
+        /// Memory samples taken.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..=10_000))]
+        samples: u32,
     },
     /// Virtual-time engine events per second against a bare event queue.
     Sim {
@@ -430,6 +442,53 @@ fn main() -> ExitCode {
                 }
             }
             println!("Myrinet's mapper (published): 36 hosts, 13 switches, 64 links in 248 ms; 100 hosts, 40 switches, 193 links in 981 ms");
+            ExitCode::SUCCESS
+        }
+        Command::Bench {
+            what: Bench::Soak { cells, samples },
+        } => {
+            println!("aurora bench soak: {cells} cells from a through s1 and s2 to b (OC-192c, 94 % load, 9180-byte PDUs), virtual time");
+            let s = match bench_soak::run(cells, samples) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("aurora bench soak: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            println!("{:>14} {:>10}", "cells at b", "RSS MiB");
+            for (c, r) in &s.samples {
+                println!("{c:>14} {:>10.1}", *r as f64 / 1048576.0);
+            }
+            // The first sample includes start-up; flatness is judged from
+            // the second on.
+            let steady: Vec<u64> = s.samples.iter().skip(1).map(|x| x.1).collect();
+            let (lo, hi) = (
+                steady.iter().copied().min().unwrap_or(0),
+                steady.iter().copied().max().unwrap_or(0),
+            );
+            let spread = if lo > 0 {
+                (hi - lo) as f64 / lo as f64 * 100.0
+            } else {
+                0.0
+            };
+            let p = &s.report.pvcs[0];
+            println!(
+                "RSS {:.1} MiB at the first steady sample, {:.1} MiB at the end, spread {spread:.2} % (limit 5 %)",
+                steady.first().copied().unwrap_or(0) as f64 / 1048576.0,
+                steady.last().copied().unwrap_or(0) as f64 / 1048576.0,
+            );
+            println!(
+                "PDUs: {} sent, {} delivered, {} corrupted, {} lost, {} in flight, {} unaccounted; {} events in {:.1} s wall ({:.1} M cells/s)",
+                p.sent, p.delivered, p.corrupted, p.lost, p.in_flight, p.unaccounted,
+                s.report.events, s.wall,
+                s.samples.last().map_or(0, |x| x.0) as f64 / s.wall / 1e6
+            );
+            if s.report.unaccounted != 0 || spread > 5.0 {
+                eprintln!(
+                    "aurora bench soak: FAILED (unaccounted PDUs or memory grew by more than 5 %)"
+                );
+                return ExitCode::FAILURE;
+            }
             ExitCode::SUCCESS
         }
         Command::Bench {

@@ -328,7 +328,23 @@ pub fn run(
     capture: Option<&CaptureArg>,
 ) -> Result<Report, String> {
     let text = aurora_topo::read_topology(path)?;
-    let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
+    let net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
+    run_network(net, duration, drain, capture, None)
+}
+
+/// Something shown the simulation every so often while it runs: the
+/// period, and what to call.
+pub(crate) type Watch<'a> = (Duration, &'a mut dyn FnMut(&aurora_sim::Sim));
+
+/// Runs a loaded network for `duration` (senders then stop) and `drain`,
+/// showing it to `watch` every period, and reports.
+pub(crate) fn run_network(
+    mut net: aurora_topo::Network,
+    duration: Duration,
+    drain: Duration,
+    capture: Option<&CaptureArg>,
+    watch: Option<Watch<'_>>,
+) -> Result<Report, String> {
     let end = Instant::ZERO + duration;
     for (_, id) in &net.hosts {
         if let Some(h) = net.sim.node_mut::<TrafficHost>(*id) {
@@ -357,7 +373,17 @@ pub fn run(
         }
         None => None,
     };
-    net.sim.run_until(end + drain);
+    match watch {
+        Some((every, f)) => {
+            let mut t = Instant::ZERO;
+            while t < end + drain {
+                t = (t + every.max(Duration::from_nanos(1))).min(end + drain);
+                net.sim.run_until(t);
+                f(&net.sim);
+            }
+        }
+        None => net.sim.run_until(end + drain),
+    }
     // The taps hold the other references; take them out of the sim.
     net.sim.clear_tap();
     net.sim.clear_drop_tap();
