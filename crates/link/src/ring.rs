@@ -303,6 +303,17 @@ pub struct RingWatch {
     end: End,
 }
 
+impl Clone for RingWatch {
+    fn clone(&self) -> Self {
+        RingWatch {
+            end: End {
+                region: self.end.region.clone(),
+                cap: self.end.cap,
+            },
+        }
+    }
+}
+
 impl RingWatch {
     /// Cells written and not yet taken by the consumer (at most the
     /// capacity, whatever the shared counters say).
