@@ -111,7 +111,7 @@ impl Latencies {
     pub fn push(&mut self, ns: u64) {
         let k = self.seen;
         self.seen += 1;
-        if k % self.stride != 0 {
+        if !k.is_multiple_of(self.stride) {
             return;
         }
         if self.kept.len() >= Self::MAX {
@@ -121,7 +121,7 @@ impl Latencies {
                 i % 2 == 1
             });
             self.stride *= 2;
-            if k % self.stride != 0 {
+            if !k.is_multiple_of(self.stride) {
                 return;
             }
         }

@@ -325,7 +325,7 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
     for seq in 0..p.count {
         // A receiver on a ring that has gone is noticed now and then, even
         // when a shaper in between keeps taking (and dropping) cells.
-        if seq % 256 == 0 {
+        if seq.is_multiple_of(256) {
             gone(seq)?;
         }
         Pattern::stamp(&mut buf, seq);
