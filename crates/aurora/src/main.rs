@@ -36,7 +36,7 @@ enum Command {
     /// A desk-area network (two switches, three hosts) in real time, with a
     /// report and a plot.
     Demo {
-        /// Seconds to run.
+        /// Seconds to run, more than 0 and at most 60.
         #[arg(long, default_value_t = 3.0, value_parser = positive_secs)]
         secs: f64,
         /// Folder for the report, plot and topology.
@@ -55,15 +55,15 @@ enum Command {
         /// Run in virtual time (default: real time, a thread per node).
         #[arg(long)]
         r#virtual: bool,
-        /// How long to run, e.g. 200ms or 2s.
-        #[arg(long, default_value = "1s")]
-        duration: String,
+        /// How long to run, e.g. 200ms or 2s: more than 0 and at most 24 hours.
+        #[arg(long, default_value = "1s", value_parser = run_duration)]
+        duration: aurora_time::Duration,
         /// After the run, time the network gets (senders stopped) to deliver
-        /// what is on its way before the books close (virtual time), e.g.
-        /// 100ms; what is still travelling then is reported in flight.
-        #[arg(long, default_value = "100ms")]
-        drain: String,
-        /// Seed of every link's loss and bit errors.
+        /// what is on its way before the books close, e.g. 100ms (0 to 1
+        /// hour); what is still travelling then is reported in flight.
+        #[arg(long, default_value = "100ms", value_parser = drain_duration)]
+        drain: aurora_time::Duration,
+        /// Seed of every link's loss and bit errors (any 64-bit number).
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print JSON.
@@ -81,11 +81,13 @@ enum Command {
         /// The node to run.
         #[arg(long)]
         name: String,
-        /// How long to run, e.g. 10s (default: until Ctrl-C or SIGTERM; either
-        /// ends the run with its report).
-        #[arg(long)]
-        duration: Option<String>,
-        /// Seed of the node's sending links' loss and bit errors.
+        /// How long to run, e.g. 10s: more than 0 and at most 24 hours
+        /// (default: until Ctrl-C or SIGTERM; either ends the run with its
+        /// report).
+        #[arg(long, value_parser = run_duration)]
+        duration: Option<aurora_time::Duration>,
+        /// Seed of the node's sending links' loss and bit errors (any 64-bit
+        /// number).
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print JSON.
@@ -104,19 +106,19 @@ enum Command {
         /// The sending host.
         #[arg(long)]
         from: String,
-        /// Requests to send.
-        #[arg(short = 'c', long, default_value_t = 5)]
+        /// Requests to send, 1 to 1000000.
+        #[arg(short = 'c', long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         count: u64,
-        /// Time between requests.
-        #[arg(short = 'i', long, default_value = "100ms")]
-        interval: String,
+        /// Time between requests, more than 0 and at most 60 s.
+        #[arg(short = 'i', long, default_value = "100ms", value_parser = ping_interval)]
+        interval: aurora_time::Duration,
         /// Segment loopback: the first switch answers.
         #[arg(long)]
         segment: bool,
         /// Run in virtual time.
         #[arg(long)]
         r#virtual: bool,
-        /// Seed of the links' loss and bit errors.
+        /// Seed of the links' loss and bit errors (any 64-bit number).
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
@@ -133,7 +135,7 @@ enum Bench {
     /// Cells per second through a 16-port switch with a full translation
     /// table, against the OC-192c and OC-768c line rates.
     Switch {
-        /// Seconds per figure.
+        /// Seconds per figure, more than 0 and at most 60.
         #[arg(long, default_value_t = 0.5, value_parser = positive_secs)]
         secs: f64,
     },
@@ -141,7 +143,7 @@ enum Bench {
     /// longest-prefix match over 10,000 prefixes, TTL and checksum update),
     /// against OC-192c/OC-768c packet rates and a bare loop.
     Forward {
-        /// Seconds per figure.
+        /// Seconds per figure, more than 0 and at most 60.
         #[arg(long, default_value_t = 0.5, value_parser = positive_secs)]
         secs: f64,
     },
@@ -149,15 +151,15 @@ enum Bench {
     /// channel, node, host) for the seed's packet sizes, one flow and
     /// several over one channel, and a fit of T(L) = a + b L.
     Atomic {
-        /// Seconds per figure.
+        /// Seconds per figure, more than 0 and at most 60.
         #[arg(long, default_value_t = 0.3, value_parser = positive_secs)]
         secs: f64,
     },
     /// ATOMIC network mapping: probes, messages and time against network
     /// size, by loop probing (symmetric layouts) and flooding (others).
     AtomicMap {
-        /// Random layouts per size.
-        #[arg(long, default_value_t = 3)]
+        /// Random layouts per size, 1 to 100.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
         runs: u64,
     },
     /// Topology files: seconds to check and compile 100 switches in a
@@ -184,19 +186,20 @@ enum Bench {
     },
     /// Virtual-time engine events per second against a bare event queue.
     Sim {
-        /// Seconds per figure.
+        /// Seconds per figure, more than 0 and at most 60.
         #[arg(long, default_value_t = 1.0, value_parser = positive_secs)]
         secs: f64,
     },
     /// AAL5 and AAL3/4 segmentation and reassembly against memcpy, HEC rates.
     Sar {
-        /// Seconds spent on each figure.
+        /// Seconds spent on each figure, more than 0 and at most 60.
         #[arg(long, default_value_t = 0.6, value_parser = positive_secs)]
         secs: f64,
-        /// MiB of SDUs in the stream case (make it larger than the
-        /// last-level cache; default: twice the cache, at least 256).
-        #[arg(long)]
-        stream_mib: Option<usize>,
+        /// MiB of SDUs in the stream case, 1 to 1024 (it needs about twice
+        /// that in memory; make it larger than the last-level cache;
+        /// default: twice the cache, at least 256, at most 1024).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+        stream_mib: Option<u64>,
         /// CRC kernel to measure.
         #[arg(long, value_enum, default_value_t = KernelArg::Best)]
         kernel: KernelArg,
@@ -285,12 +288,44 @@ impl CaptureOpts {
     }
 }
 
-/// Reads `--secs`: a positive, finite number of seconds.
+/// Reads `--secs`: more than 0 and at most 60 seconds.
 fn positive_secs(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("\"{s}\" is not a positive number of seconds")),
+        Ok(v) if v > 0.0 && v <= 60.0 => Ok(v),
+        _ => Err(format!(
+            "\"{s}\" is not a number of seconds more than 0 and at most 60"
+        )),
     }
+}
+
+/// A duration more than 0 and at most `max_secs`.
+fn duration_up_to(s: &str, max_secs: i64) -> Result<aurora_time::Duration, String> {
+    let d = aurora_topo::parse_duration(s)?;
+    if d.as_nanos() <= 0 || d.as_nanos() > max_secs * 1_000_000_000 {
+        return Err(format!(
+            "\"{s}\" is not a duration more than 0 and at most {max_secs} s"
+        ));
+    }
+    Ok(d)
+}
+
+/// Reads `--duration` of run and node: more than 0 and at most 24 hours.
+fn run_duration(s: &str) -> Result<aurora_time::Duration, String> {
+    duration_up_to(s, 24 * 3600)
+}
+
+/// Reads `--drain` of run: 0 to 1 hour.
+fn drain_duration(s: &str) -> Result<aurora_time::Duration, String> {
+    let d = aurora_topo::parse_duration(s)?;
+    if d.as_nanos() < 0 || d.as_nanos() > 3600 * 1_000_000_000 {
+        return Err(format!("\"{s}\" is not a duration from 0 to 3600 s"));
+    }
+    Ok(d)
+}
+
+/// Reads ping's `-i`: more than 0 and at most 60 s.
+fn ping_interval(s: &str) -> Result<aurora_time::Duration, String> {
+    duration_up_to(s, 60)
 }
 
 fn main() -> ExitCode {
@@ -419,7 +454,7 @@ fn main() -> ExitCode {
             );
             for &(meshes, hosts) in &[(1, 4), (3, 16), (6, 36), (12, 100), (24, 200)] {
                 for symmetric in [true, false] {
-                    for seed in 0..runs.max(1) {
+                    for seed in 0..runs {
                         let r = bench_atomic::map_once(meshes, (4, 8), hosts, symmetric, seed + 1);
                         println!(
                             "{:<6} {:>6} {:>6} {:>6} {:>9} {:>7} {:>8.2} {:>10} {:>8.3} {:>9.1}",
@@ -548,24 +583,7 @@ fn main() -> ExitCode {
             capture,
         } => {
             let capture = capture.arg();
-            let d = match aurora_topo::parse_duration(&duration) {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("aurora run: --duration {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let drain = match aurora_topo::parse_duration(&drain) {
-                Ok(x) if x <= aurora_time::Duration::from_secs(3600) => x,
-                Ok(_) => {
-                    eprintln!("aurora run: --drain must be at most 1h");
-                    return ExitCode::FAILURE;
-                }
-                Err(e) => {
-                    eprintln!("aurora run: --drain {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
+            let d = duration;
             let text = match aurora_topo::read_topology(&file) {
                 Ok(text) => text,
                 Err(e) => {
@@ -618,14 +636,7 @@ fn main() -> ExitCode {
             capture,
         } => {
             let capture = capture.arg();
-            let d = match duration.as_deref().map(aurora_topo::parse_duration) {
-                None => None,
-                Some(Ok(d)) => Some(std::time::Duration::from_nanos(d.as_nanos().max(0) as u64)),
-                Some(Err(e)) => {
-                    eprintln!("aurora node: --duration {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
+            let d = duration.map(|d| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64));
             let text = match aurora_topo::read_topology(&file) {
                 Ok(text) => text,
                 Err(e) => {
@@ -659,13 +670,6 @@ fn main() -> ExitCode {
             r#virtual,
             seed,
         } => {
-            let interval = match aurora_topo::parse_duration(&interval) {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("aurora ping: --interval {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
             let args = ping::Args {
                 file: &file,
                 from: &from,
@@ -698,10 +702,6 @@ fn main() -> ExitCode {
             capture,
         } => {
             let capture = capture.arg();
-            if !(secs > 0.0 && secs <= 60.0) {
-                eprintln!("aurora demo: --secs must be between 0 and 60, not {secs}");
-                return ExitCode::FAILURE;
-            }
             match demo::main(secs, &out, quiet, capture) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -736,8 +736,8 @@ fn main() -> ExitCode {
                 }
             };
             let stream_bytes = match stream_mib {
-                Some(m) => m.max(1) << 20,
-                None => (llc_bytes().unwrap_or(32 << 20) * 2).max(256 << 20),
+                Some(m) => (m as usize) << 20,
+                None => (llc_bytes().unwrap_or(32 << 20) * 2).clamp(256 << 20, 1 << 30),
             };
             let opts = bench_sar::Opts {
                 secs,

@@ -2,6 +2,8 @@
 //! PDU counts and the VPI/VCI values match Aurora's, and every AAL5 CRC in
 //! the type 4 records checks as correct.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::process::Command;
 
@@ -15,23 +17,9 @@ fn tshark(args: &[&str]) -> Option<String> {
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
-/// False (and the check skipped) when tshark is missing, unless CI said it
-/// must be there.
-fn tshark_present() -> bool {
-    if tshark(&["--version"]).is_some() {
-        return true;
-    }
-    assert!(
-        std::env::var("AURORA_REQUIRE_TSHARK").is_err(),
-        "tshark is required here but not installed"
-    );
-    eprintln!("tshark not installed: capture check skipped");
-    false
-}
-
 #[test]
 fn captures_decode_cleanly_in_tshark() {
-    if !tshark_present() {
+    if !common::ready("capture::captures_decode_cleanly_in_tshark", &["tshark"]) {
         return;
     }
     let dir = std::env::temp_dir().join(format!("aurora-capture-test-{}", std::process::id()));
@@ -124,7 +112,7 @@ fn check_files(caps: &[serde_json::Value], damaged: u64) {
 
 #[test]
 fn demo_captures_match_the_counters() {
-    if !tshark_present() {
+    if !common::ready("capture::demo_captures_match_the_counters", &["tshark"]) {
         return;
     }
     let dir = std::env::temp_dir().join(format!("aurora-demo-capture-{}", std::process::id()));
@@ -190,7 +178,10 @@ fn demo_captures_match_the_counters() {
 
 #[test]
 fn sunatm_captures_hold_the_reassembled_sdus() {
-    if !tshark_present() {
+    if !common::ready(
+        "capture::sunatm_captures_hold_the_reassembled_sdus",
+        &["tshark"],
+    ) {
         return;
     }
     let dir = std::env::temp_dir().join(format!("aurora-sunatm-{}", std::process::id()));

@@ -4,7 +4,11 @@
 //! rings. Unchanged tools (ping, iperf3, nc, tshark) are the judges.
 //!
 //! These tests need root (network namespaces, TUN devices) and the tools;
-//! without them they fail, saying what is missing. They never skip.
+//! without them they fail, saying what is missing, unless `scripts/test`
+//! said it could not provide them: then they skip loudly (see
+//! `common/mod.rs`).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -12,17 +16,6 @@ use std::time::{Duration, Instant};
 
 fn aurora() -> &'static str {
     env!("CARGO_BIN_EXE_aurora")
-}
-
-fn need(tool: &str) {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "this test needs `{tool}` (CI installs it: iproute2, iputils-ping, iperf3, netcat-openbsd, tshark)"
-    );
 }
 
 /// A network namespace, deleted when dropped.
@@ -163,8 +156,11 @@ fn ping_clean(ns: &Netns, addr: &str) -> String {
 
 #[test]
 fn ping_iperf3_and_a_file_copy_cross_aurora_between_namespaces() {
-    for t in ["ip", "ping", "iperf3", "nc"] {
-        need(t);
+    if !common::ready(
+        "ip_netns::ping_iperf3_and_a_file_copy_cross_aurora_between_namespaces",
+        &["root", "ip", "ping", "iperf3", "nc"],
+    ) {
+        return;
     }
     let tag = format!("t{}", std::process::id());
     let topo = topology("ip.toml", &tag);
@@ -300,8 +296,11 @@ fn tshark_ip(file: &Path) -> Vec<Vec<String>> {
 
 #[test]
 fn the_router_forwards_between_subnets_with_ttl_and_checksum_checked_in_captures() {
-    for t in ["ip", "ping", "tshark"] {
-        need(t);
+    if !common::ready(
+        "ip_netns::the_router_forwards_between_subnets_with_ttl_and_checksum_checked_in_captures",
+        &["root", "ip", "ping", "tshark"],
+    ) {
+        return;
     }
     let tag = format!("r{}", std::process::id());
     let topo = topology("routed.toml", &tag);
@@ -390,8 +389,11 @@ fn ip_cmd(args: &[&str]) {
 
 #[test]
 fn ping_crosses_an_atomic_lan_between_namespaces() {
-    for t in ["ip", "ping"] {
-        need(t);
+    if !common::ready(
+        "ip_netns::ping_crosses_an_atomic_lan_between_namespaces",
+        &["root", "ip", "ping"],
+    ) {
+        return;
     }
     let pid = std::process::id() % 100_000;
     let tag = format!("x{pid}");

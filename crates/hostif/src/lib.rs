@@ -17,4 +17,4 @@ pub mod tables;
 pub use host::{
     DataPath, HostConfig, HostError, HostInterface, HostStats, Received, SyncMode, TxPdu, VcHandle,
 };
-pub use qos::{Aal, PvcAddr, Qos, TrafficClass};
+pub use qos::{Aal, PvcAddr, Qos, TrafficClass, MAX_CDV_US, MAX_PCR};

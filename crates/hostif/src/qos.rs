@@ -7,6 +7,10 @@
 //!   `pcr`, `min_pcr`, `max_pcr`, `cdv`, `max_sdu`; rates in cells per second
 //!   with an optional `k`/`M`/`G` multiplier. This is the subset of `qos(7)`
 //!   without separate `tx:`/`rx:` sections: one setting covers both directions.
+//!
+//! Ranges: `pcr`, `min_pcr` and `max_pcr` 1 to [`MAX_PCR`] cells per second
+//! (`min_pcr` at most `max_pcr`), `cdv` 0 to [`MAX_CDV_US`] microseconds,
+//! `max_sdu` 1 to 65535 bytes. Anything else is refused with a sentence.
 
 use std::fmt;
 use std::str::FromStr;
@@ -174,6 +178,24 @@ impl fmt::Display for Qos {
     }
 }
 
+/// The highest cell rate a QoS may give: 10^9 cells per second, about ten
+/// times OC-768c's.
+pub const MAX_PCR: u64 = 1_000_000_000;
+
+/// The largest cell delay variation a QoS may give, in microseconds (10 s).
+pub const MAX_CDV_US: u64 = 10_000_000;
+
+/// A peak cell rate parameter: 1 to [`MAX_PCR`] cells per second.
+fn cell_rate(name: &str, v: &str, whole: &str) -> Result<u64, ParseError> {
+    let r = rate(v, whole)?;
+    if r == 0 || r > MAX_PCR {
+        return Err(ParseError(format!(
+            "{name} {v} in QoS \"{whole}\" must be 1 to {MAX_PCR} cells per second"
+        )));
+    }
+    Ok(r)
+}
+
 fn rate(v: &str, whole: &str) -> Result<u64, ParseError> {
     let (digits, mult) = match v.char_indices().last() {
         Some((i, 'k')) => (&v[..i], 1_000),
@@ -220,10 +242,18 @@ impl FromStr for Qos {
                 ))
             })?;
             match k.trim() {
-                "pcr" => q.pcr = Some(rate(v.trim(), whole)?),
-                "min_pcr" => q.min_pcr = Some(rate(v.trim(), whole)?),
-                "max_pcr" => q.max_pcr = Some(rate(v.trim(), whole)?),
-                "cdv" => q.cdv = Some(rate(v.trim(), whole)?),
+                "pcr" => q.pcr = Some(cell_rate("pcr", v.trim(), whole)?),
+                "min_pcr" => q.min_pcr = Some(cell_rate("min_pcr", v.trim(), whole)?),
+                "max_pcr" => q.max_pcr = Some(cell_rate("max_pcr", v.trim(), whole)?),
+                "cdv" => {
+                    let n = rate(v.trim(), whole)?;
+                    if n > MAX_CDV_US {
+                        return Err(ParseError(format!(
+                            "cdv {n} in QoS \"{whole}\" must be 0 to {MAX_CDV_US} microseconds"
+                        )));
+                    }
+                    q.cdv = Some(n);
+                }
                 "max_sdu" => {
                     let n = rate(v.trim(), whole)?;
                     if n == 0 || n > 65535 {
@@ -238,6 +268,13 @@ impl FromStr for Qos {
                         "\"{other}\" in QoS \"{whole}\" is not a known parameter (pcr, min_pcr, max_pcr, cdv, max_sdu)"
                     )))
                 }
+            }
+        }
+        if let (Some(lo), Some(hi)) = (q.min_pcr, q.max_pcr) {
+            if lo > hi {
+                return Err(ParseError(format!(
+                    "min_pcr {lo} in QoS \"{whole}\" is above max_pcr {hi}"
+                )));
             }
         }
         if q.class == TrafficClass::Cbr && q.pcr.is_none() && q.max_pcr.is_none() {
@@ -288,6 +325,22 @@ mod tests {
             .0
             .contains("bogus"));
         assert!("xbr".parse::<Qos>().is_err());
+        // Zero, absurd and inconsistent rates are refused with a sentence
+        // naming the parameter and the text.
+        for (bad, word) in [
+            ("cbr:pcr=0", "pcr 0"),
+            ("ubr:max_pcr=0k", "max_pcr 0k"),
+            ("ubr:min_pcr=0", "min_pcr 0"),
+            ("cbr:pcr=2G", "pcr 2G"),
+            ("cbr:pcr=18446744073709551615", "pcr 18446744073709551615"),
+            ("ubr:cdv=11000000", "cdv 11000000"),
+            ("ubr:min_pcr=5k,max_pcr=1k", "min_pcr 5000"),
+        ] {
+            let e = bad.parse::<Qos>().unwrap_err().0;
+            assert!(e.contains(word) && e.contains(bad), "{bad}: {e}");
+        }
+        assert_eq!("cbr:pcr=1G".parse::<Qos>().unwrap().pcr, Some(MAX_PCR));
+        assert_eq!("cbr:pcr=1".parse::<Qos>().unwrap().pcr, Some(1));
         assert!("ubr,aal34".parse::<Qos>().is_ok());
         for text in [
             "ubr",

@@ -295,10 +295,61 @@ pub struct RingRx {
     counters: LinkCounters,
 }
 
+/// What a producer can see of its consumer, kept apart from the producer
+/// so it still works once the producer is wrapped (in a shaper, say): how
+/// many cells wait unread, whether the consumer closed its end, and whether
+/// the process that created the ring still exists.
+pub struct RingWatch {
+    end: End,
+}
+
+impl Clone for RingWatch {
+    fn clone(&self) -> Self {
+        RingWatch {
+            end: End {
+                region: self.end.region.clone(),
+                cap: self.end.cap,
+            },
+        }
+    }
+}
+
+impl RingWatch {
+    /// Cells written and not yet taken by the consumer (at most the
+    /// capacity, whatever the shared counters say).
+    pub fn unread(&self) -> usize {
+        let h = self.end.header();
+        let head = h.head.0.load(Ordering::Acquire);
+        let tail = h.tail.0.load(Ordering::Acquire);
+        head.wrapping_sub(tail).min(self.end.cap) as usize
+    }
+
+    /// True once the consumer has closed its end.
+    pub fn reader_closed(&self) -> bool {
+        self.end.header().closed.0.load(Ordering::Acquire) & CLOSED_RX != 0
+    }
+
+    /// True while the process that created the ring exists (for a ring in
+    /// a shared file made by its consumer: while the consumer does).
+    pub fn creator_alive(&self) -> bool {
+        alive(self.end.header().creator.load(Ordering::Relaxed))
+    }
+}
+
 impl RingTx {
     /// Slots in the ring.
     pub fn capacity(&self) -> usize {
         self.end.cap as usize
+    }
+
+    /// A watch on this ring's consumer.
+    pub fn watch(&self) -> RingWatch {
+        RingWatch {
+            end: End {
+                region: self.end.region.clone(),
+                cap: self.end.cap,
+            },
+        }
     }
 
     /// The contiguous run of free slots at head (at most `max`): the head
@@ -636,6 +687,22 @@ mod tests {
             .unwrap();
         c[5..9].copy_from_slice(&i.to_be_bytes());
         c
+    }
+
+    #[test]
+    fn a_watch_sees_unread_cells_and_a_closed_reader() {
+        let (mut tx, mut rx) = in_process(8);
+        let w = tx.watch();
+        assert_eq!((w.unread(), w.reader_closed()), (0, false));
+        assert_eq!(tx.push(&[cell(1), cell(2), cell(3)]).unwrap(), 3);
+        assert_eq!(w.unread(), 3);
+        let mut out = [[0u8; 53]; 2];
+        assert_eq!(rx.pop(&mut out).unwrap(), 2);
+        assert_eq!(w.unread(), 1);
+        assert!(w.creator_alive());
+        drop(rx);
+        assert!(w.reader_closed());
+        assert_eq!(w.unread(), 1);
     }
 
     #[test]

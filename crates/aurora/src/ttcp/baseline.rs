@@ -32,7 +32,7 @@ pub fn receive(
     let pattern = Pattern::new(len);
     let mut buf = vec![0u8; len];
     let (mut pdus, mut corrupted, mut lost, mut next) = (0u64, 0u64, 0u64, 0u64);
-    let mut lat = Vec::with_capacity(count as usize);
+    let mut lat = super::pattern::Latencies::default();
     let cpu0 = cpu_ns();
     let mut first = None;
     let mut last = 0;
@@ -70,15 +70,15 @@ pub fn receive(
         bytes: pdus * len as u64,
         secs,
         mbps: if pdus > 1 {
-            (pdus - 1) as f64 * len as f64 * 8.0 / secs.max(1e-9) / 1e6
+            super::run::rate_mbps((pdus - 1) * len as u64, secs)
         } else {
-            0.0
+            None
         },
         cpu_secs: cpu,
         cpu_us_per_pdu: cpu * 1e6 / pdus.max(1) as f64,
         corrupted,
         lost,
-        latency_us: super::pattern::latency_summary(&mut lat),
+        latency_us: lat.summary(),
         link: LinkSummary::default(),
         drops: Vec::new(),
     })
@@ -115,7 +115,7 @@ pub fn transmit(addr: SocketAddr, len: usize, count: u64) -> Result<Report, Stri
         pdus: count,
         bytes,
         secs,
-        mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        mbps: super::run::rate_mbps(bytes, secs),
         cpu_secs: cpu,
         cpu_us_per_pdu: cpu * 1e6 / count.max(1) as f64,
         ..Report::default()

@@ -19,7 +19,11 @@ use run::{LinkSpec, Params, Report};
 /// What a receiver prints on stderr once a transmitter may connect.
 pub const READY: &str = "ttcp-r: ready";
 
-/// Options of `aurora ttcp`.
+/// The most PDUs one run sends (-n, and a sweep point's count).
+pub const MAX_COUNT: u64 = 1_000_000_000;
+
+/// Options of `aurora ttcp`. Every number has a stated range, checked
+/// before anything is allocated or opened.
 #[derive(Args, Debug, Clone)]
 pub struct TtcpArgs {
     /// Transmit.
@@ -28,11 +32,11 @@ pub struct TtcpArgs {
     /// Receive.
     #[arg(short = 'r')]
     pub receive: bool,
-    /// PDU length in bytes (k and m suffixes allowed; at most 65535 for AAL5).
-    #[arg(short = 'l', default_value = "8k", value_parser = parse_size)]
+    /// PDU length in bytes, 1 to 65535 (k suffix allowed; 64k means 65535).
+    #[arg(short = 'l', default_value = "8k", value_parser = parse_len)]
     pub len: usize,
-    /// Number of PDUs.
-    #[arg(short = 'n', default_value_t = 2048)]
+    /// Number of PDUs, 1 to 1000000000.
+    #[arg(short = 'n', default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub count: u64,
     /// PVC address, [itf.]vpi.vci.
     #[arg(short = 'a', default_value = "0.42")]
@@ -55,29 +59,32 @@ pub struct TtcpArgs {
     /// Shared-memory file for --link shm.
     #[arg(long, default_value = "/dev/shm/aurora-ttcp")]
     pub shm_path: PathBuf,
-    /// Port for --link udp|stream and the TCP baseline (udp also uses port+1).
-    #[arg(long, default_value_t = 5120)]
+    /// Port for --link udp|stream and the TCP baseline, 1 to 65534 (udp also
+    /// uses port+1; a sweep uses two ports per point above it).
+    #[arg(long, default_value_t = 5120, value_parser = clap::value_parser!(u16).range(1..=65534))]
     pub port: u16,
-    /// Ring size in cells for ring links.
-    #[arg(long, default_value_t = 16384)]
+    /// Ring size in cells for ring links, 64 to 1048576 (rounded up to a
+    /// power of two).
+    #[arg(long, default_value_t = 16384, value_parser = parse_ring_cells)]
     pub ring_cells: usize,
-    /// Pace the link: a line rate (oc3, oc12, oc48, oc192, oc768) or cells per second.
+    /// Pace the link: a line rate (oc3, oc12, oc48, oc192, oc768) or 1 to
+    /// 1000000000 cells per second.
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
-    /// Hold every cell this many microseconds on the link.
-    #[arg(long, default_value_t = 0)]
+    /// Hold every cell this many microseconds on the link, 0 to 1000000.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=MAX_DELAY_US))]
     pub delay_us: u64,
-    /// Probability that the link loses a cell.
-    #[arg(long, default_value_t = 0.0)]
+    /// Probability that the link loses a cell, 0 to 1.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
     pub loss: f64,
-    /// Probability that the link flips one bit of a cell.
-    #[arg(long, default_value_t = 0.0)]
+    /// Probability that the link flips one bit of a cell, 0 to 1.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability)]
     pub ber: f64,
-    /// Seed of the loss and bit-error decisions.
+    /// Seed of the loss and bit-error decisions (any 64-bit number).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Poll period in microseconds for --sync poll.
-    #[arg(long, default_value_t = 100)]
+    /// Poll period in microseconds for --sync poll, 1 to 1000000.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub poll_us: u64,
     /// Run this end over Linux loopback TCP instead of Aurora.
     #[arg(long, value_enum)]
@@ -85,8 +92,9 @@ pub struct TtcpArgs {
     /// Sweep PDU sizes in powers of two, e.g. 1k..64k (64k means 65535 for AAL5).
     #[arg(long)]
     pub sweep: Option<String>,
-    /// Bytes per sweep point (the count is total / size, as in Penn's script).
-    #[arg(long, default_value = "64m", value_parser = parse_size)]
+    /// Bytes per sweep point, 64k to 16g (the count is total / size, as in
+    /// Penn's script, at least 2).
+    #[arg(long, default_value = "64m", value_parser = parse_total)]
     pub total: usize,
     /// Data paths to sweep.
     #[arg(
@@ -165,6 +173,18 @@ pub enum LinkArg {
     Stream,
 }
 
+impl LinkArg {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkArg::Inproc => "inproc",
+            LinkArg::Shm => "shm",
+            LinkArg::Udp => "udp",
+            LinkArg::Stream => "stream",
+        }
+    }
+}
+
 /// Baseline choices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BaselineArg {
@@ -172,15 +192,61 @@ pub enum BaselineArg {
     Tcp,
 }
 
-/// Parses a line rate name or a number of cells per second.
+/// The longest --delay-us: one second.
+pub const MAX_DELAY_US: u64 = 1_000_000;
+
+/// The largest --ring-cells: 2^20 cells (53 MiB).
+pub const MAX_RING_CELLS: usize = 1 << 20;
+
+/// Parses a line rate name or 1 to 10^9 cells per second.
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     if let Some(r) = aurora_link::shape::line_rate(&s.to_ascii_lowercase()) {
         return Ok(r);
     }
+    let max = aurora_hostif::MAX_PCR as f64;
     match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        Ok(v) if (1.0..=max).contains(&v) => Ok(v),
         _ => Err(format!(
-            "\"{s}\" is not a line rate (oc3, oc12, oc48, oc192, oc768) or a positive number of cells per second"
+            "\"{s}\" is not a line rate (oc3, oc12, oc48, oc192, oc768) or a number of cells per second from 1 to {max}"
+        )),
+    }
+}
+
+/// Parses a probability, 0 to 1.
+pub fn parse_probability(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("\"{s}\" is not a probability from 0 to 1")),
+    }
+}
+
+/// Parses a PDU length: 1 to 65535 bytes (`64k` is taken as 65535).
+pub fn parse_len(s: &str) -> Result<usize, String> {
+    match parse_size(s)? {
+        65536 => Ok(65535),
+        n @ 1..=65535 => Ok(n),
+        n => Err(format!(
+            "\"{s}\" ({n} bytes) is not a PDU length from 1 to 65535 bytes"
+        )),
+    }
+}
+
+/// Parses a ring size: 64 to [`MAX_RING_CELLS`] cells.
+pub fn parse_ring_cells(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (64..=MAX_RING_CELLS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "\"{s}\" is not a ring size from 64 to {MAX_RING_CELLS} cells"
+        )),
+    }
+}
+
+/// Parses bytes per sweep point: 64 KiB to 16 GiB.
+pub fn parse_total(s: &str) -> Result<usize, String> {
+    match parse_size(s)? {
+        n if (64 << 10..=16 << 30).contains(&n) => Ok(n),
+        n => Err(format!(
+            "\"{s}\" ({n} bytes) is not a total from 64k to 16g bytes per sweep point"
         )),
     }
 }
@@ -225,6 +291,7 @@ impl TtcpArgs {
             },
             poll: Duration::from_micros(self.poll_us.max(1)),
             idle: Duration::from_secs(3),
+            stall: Duration::from_secs(10),
         }
     }
 
@@ -246,9 +313,13 @@ fn print(r: &Report, verbose: bool) {
         "receive" => "ttcp-r",
         _ => "ttcp-b",
     };
+    let rate = match r.mbps {
+        Some(m) => format!("{m:.1} Mb/s"),
+        None => "no rate (nothing to time: fewer than two PDUs, or all at one instant)".into(),
+    };
     println!(
-        "{tag}: {} bytes in {:.3} real seconds = {:.1} Mb/s, {:.3} CPU seconds ({:.2} us/PDU)",
-        r.bytes, r.secs, r.mbps, r.cpu_secs, r.cpu_us_per_pdu
+        "{tag}: {} bytes in {:.3} real seconds = {rate}, {:.3} CPU seconds ({:.2} us/PDU)",
+        r.bytes, r.secs, r.cpu_secs, r.cpu_us_per_pdu
     );
     if r.corrupted > 0 || r.lost > 0 {
         println!("{tag}: {} PDUs corrupted, {} lost", r.corrupted, r.lost);
@@ -276,16 +347,11 @@ fn print(r: &Report, verbose: bool) {
 
 /// Runs the command; the error is one sentence for the user.
 pub fn main(a: TtcpArgs) -> Result<(), String> {
-    if a.len == 0 && a.sweep.is_none() {
-        return Err("-l must be at least 1 byte".into());
-    }
-    if a.qos.aal == aurora_hostif::Aal::Aal5 && a.len > 65535 && a.sweep.is_none() {
-        return Err(format!("-l {} is above AAL5's limit of 65535 bytes", a.len));
-    }
-    for (name, p) in [("--loss", a.loss), ("--ber", a.ber)] {
-        if !(0.0..=1.0).contains(&p) {
-            return Err(format!("{name} {p} is not a probability between 0 and 1"));
-        }
+    if a.len > a.qos.max_sdu && a.sweep.is_none() {
+        return Err(format!(
+            "-l {} is above the QoS's max_sdu of {} bytes",
+            a.len, a.qos.max_sdu
+        ));
     }
     if let Some(range) = &a.sweep {
         return sweep::main(&a, range);
@@ -316,11 +382,23 @@ pub fn main(a: TtcpArgs) -> Result<(), String> {
         match (a.transmit, a.receive) {
             (true, false) => {
                 let mut l = run::open_tx(&p, Duration::from_secs(10))?;
-                vec![run::transmit(&p, &mut l)?]
+                let r = run::transmit(&p, &mut l)?;
+                if a.link == LinkArg::Udp {
+                    eprintln!("ttcp-t: UDP tells a sender nothing: whether a receiver got these cells is in the receiver's report only");
+                }
+                vec![r]
             }
             (false, true) => {
                 let mut l = run::open_rx(&p, || eprintln!("{READY}"))?;
-                vec![run::receive(&p, &mut l)?]
+                let r = run::receive(&p, &mut l)?;
+                if r.pdus == 0 && r.corrupted == 0 {
+                    return Err(format!(
+                        "nothing was received: no PDU arrived on the {} link within {} s",
+                        a.link.name(),
+                        p.idle.as_secs()
+                    ));
+                }
+                vec![r]
             }
             _ => {
                 return Err(

@@ -82,6 +82,58 @@ impl Pattern {
     }
 }
 
+/// One-way latencies in nanoseconds, in bounded memory: every one until
+/// [`Latencies::MAX`] are held, then every second one of those and of what
+/// follows, then every fourth, and so on (an even thinning, so the
+/// percentiles stay those of the whole run).
+#[derive(Debug)]
+pub struct Latencies {
+    kept: Vec<u64>,
+    stride: u64,
+    seen: u64,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies {
+            kept: Vec::new(),
+            stride: 1,
+            seen: 0,
+        }
+    }
+}
+
+impl Latencies {
+    /// The most samples held.
+    pub const MAX: usize = 1 << 20;
+
+    /// Adds one latency.
+    pub fn push(&mut self, ns: u64) {
+        let k = self.seen;
+        self.seen += 1;
+        if !k.is_multiple_of(self.stride) {
+            return;
+        }
+        if self.kept.len() >= Self::MAX {
+            let mut i = 0;
+            self.kept.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.stride *= 2;
+            if !k.is_multiple_of(self.stride) {
+                return;
+            }
+        }
+        self.kept.push(ns);
+    }
+
+    /// See [`latency_summary`].
+    pub fn summary(&mut self) -> Option<[f64; 4]> {
+        latency_summary(&mut self.kept)
+    }
+}
+
 /// Min, median, 99th percentile and max of one-way latencies (nanoseconds
 /// in, microseconds out); sorts `lat`. None when empty.
 pub fn latency_summary(lat: &mut [u64]) -> Option<[f64; 4]> {
@@ -91,4 +143,27 @@ pub fn latency_summary(lat: &mut [u64]) -> Option<[f64; 4]> {
     lat.sort_unstable();
     let pct = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1e3;
     Some([pct(0.0), pct(0.5), pct(0.99), pct(1.0)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies_stay_bounded_and_evenly_thinned() {
+        let mut l = Latencies::default();
+        let n = 3 * Latencies::MAX as u64 + 7;
+        for i in 0..n {
+            l.push(i);
+        }
+        assert!(l.kept.len() <= Latencies::MAX && l.kept.len() >= Latencies::MAX / 2);
+        let [min, p50, _, max] = l.summary().unwrap();
+        assert_eq!(min, 0.0);
+        // Thinned evenly: the median is still near the middle of the run.
+        assert!(
+            (p50 * 1e3 - n as f64 / 2.0).abs() < n as f64 * 0.01,
+            "{p50}"
+        );
+        assert!(max * 1e3 >= n as f64 * 0.99, "{max}");
+    }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration as StdDuration;
 
 use aurora_hostif::{DataPath, HostConfig, HostInterface, PvcAddr, Qos, SyncMode, VcHandle};
-use aurora_link::ring::{RingRx, RingTx};
+use aurora_link::ring::{RingRx, RingTx, RingWatch};
 use aurora_link::shape::{Shaped, Shaping};
 use aurora_link::{ring, shm, stream, udp, CellSink, CellSource, LinkCounters, LinkError};
 use aurora_time::{Duration, Instant};
@@ -53,6 +53,9 @@ pub struct Params {
     pub poll: StdDuration,
     /// Give up when nothing has arrived for this long.
     pub idle: StdDuration,
+    /// The transmitter gives up when its link has taken no cell for this
+    /// long (the receiver stopped reading, or went away).
+    pub stall: StdDuration,
 }
 
 /// What one end measured.
@@ -68,8 +71,9 @@ pub struct Report {
     pub bytes: u64,
     /// Seconds from the first PDU to the last.
     pub secs: f64,
-    /// Megabits per second of user data.
-    pub mbps: f64,
+    /// Megabits per second of user data; None when there was nothing to
+    /// time (fewer than two PDUs received, or all at one instant).
+    pub mbps: Option<f64>,
     /// CPU seconds this end used.
     pub cpu_secs: f64,
     /// CPU time per PDU in microseconds.
@@ -123,8 +127,9 @@ fn thread_cpu_ns() -> u64 {
 pub enum TxLink {
     /// A ring: cells are built in its slots.
     Ring(RingTx),
-    /// Anything else: cells are built in a batch and sent.
-    Other(Box<dyn CellSink>),
+    /// Anything else: cells are built in a batch and sent; the watch is on
+    /// the ring underneath, when there is one (a shaped ring).
+    Other(Box<dyn CellSink>, Option<RingWatch>),
 }
 
 /// The receiving side of a link, with an in-place path for rings.
@@ -139,13 +144,19 @@ impl TxLink {
     fn counters(&self) -> LinkCounters {
         match self {
             TxLink::Ring(r) => r.counters(),
-            TxLink::Other(o) => o.counters(),
+            TxLink::Other(o, _) => o.counters(),
         }
     }
     fn wait(&mut self, t: StdDuration) {
         match self {
             TxLink::Ring(r) => r.wait_space(Some(t)),
-            TxLink::Other(o) => o.wait_ready(t),
+            TxLink::Other(o, _) => o.wait_ready(t),
+        }
+    }
+    fn watch(&self) -> Option<RingWatch> {
+        match self {
+            TxLink::Ring(r) => Some(r.watch()),
+            TxLink::Other(_, w) => w.clone(),
         }
     }
 }
@@ -206,8 +217,11 @@ fn shaped(link: TxLink, s: &Shaping) -> TxLink {
         return link;
     }
     match link {
-        TxLink::Ring(r) => TxLink::Other(Box::new(Shaped::new(r, *s))),
-        TxLink::Other(o) => TxLink::Other(Box::new(Shaped::new(o, *s))),
+        TxLink::Ring(r) => {
+            let w = r.watch();
+            TxLink::Other(Box::new(Shaped::new(r, *s)), Some(w))
+        }
+        TxLink::Other(o, w) => TxLink::Other(Box::new(Shaped::new(o, *s)), w),
     }
 }
 
@@ -221,13 +235,19 @@ fn open_tx_plain(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
         LinkSpec::Inproc => Err("an in-process link is opened by `pair`".into()),
         LinkSpec::Shm(path) => shm::attach_producer(path, wait)
             .map(TxLink::Ring)
-            .map_err(link_err),
+            .map_err(|e| {
+                format!(
+                    "no receiver answered: no live ring at {} within {} s (start `aurora ttcp -r` first): {e}",
+                    path.display(),
+                    wait.as_secs()
+                )
+            }),
         LinkSpec::Udp(ip, port) => {
             let local = SocketAddr::new(*ip, port.wrapping_add(1));
             let peer = SocketAddr::new(*ip, *port);
             let (tx, _rx) =
                 udp::open(local, peer, udp::MAX_CELLS_PER_DATAGRAM.min(1200)).map_err(link_err)?;
-            Ok(TxLink::Other(Box::new(tx)))
+            Ok(TxLink::Other(Box::new(tx), None))
         }
         LinkSpec::Stream(addr) => {
             let start = std::time::Instant::now();
@@ -235,13 +255,16 @@ fn open_tx_plain(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
                 match TcpStream::connect(addr) {
                     Ok(s) => break s,
                     Err(e) if start.elapsed() > wait => {
-                        return Err(format!("cannot connect to {addr}: {e}"))
+                        return Err(format!(
+                            "no receiver answered: cannot connect to {addr} within {} s (start `aurora ttcp -r --link stream` first): {e}",
+                            wait.as_secs()
+                        ))
                     }
                     Err(_) => std::thread::sleep(StdDuration::from_millis(10)),
                 }
             };
             let (tx, _rx) = stream::open(s, stream::DEFAULT_TX_BUFFER).map_err(link_err)?;
-            Ok(TxLink::Other(Box::new(tx)))
+            Ok(TxLink::Other(Box::new(tx), None))
         }
     }
 }
@@ -264,7 +287,10 @@ fn host(p: &Params) -> Result<(HostInterface, VcHandle, Instant), String> {
     Ok((h, vc, t0))
 }
 
-/// Sends `count` PDUs.
+/// Sends `count` PDUs, then waits until the receiver has taken every cell
+/// where the link can tell (rings, shaped or not). Fails with a sentence
+/// when the link takes no cell for `p.stall`, or the receiver closes or
+/// goes away with cells still unread.
 pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
     let (mut host, vc, _) = host(p)?;
     let pattern = Pattern::new(p.len);
@@ -277,9 +303,31 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
     let burst = pace.map_or(0.0, |r| (r / 1000.0).max(64.0));
     let mut tokens = burst;
     let mut last = now_ns();
+    let stall = p.stall;
+    let stalled = |sent: u64| {
+        format!(
+            "the receiver took no cells for {} s after {sent} of {} PDUs: it has stopped reading or gone away",
+            stall.as_secs_f64(),
+            p.count
+        )
+    };
+    let mut progress = std::time::Instant::now();
+    let watch = link.watch();
+    let gone = |seq: u64| match &watch {
+        Some(w) if w.reader_closed() || !w.creator_alive() => Err(format!(
+            "the receiver went away after {seq} of {} PDUs had been sent",
+            p.count
+        )),
+        _ => Ok(()),
+    };
     let cpu0 = thread_cpu_ns();
     let t0 = now_ns();
     for seq in 0..p.count {
+        // A receiver on a ring that has gone is noticed now and then, even
+        // when a shaper in between keeps taking (and dropping) cells.
+        if seq.is_multiple_of(256) {
+            gone(seq)?;
+        }
         Pattern::stamp(&mut buf, seq);
         let mut pdu = host.send(vc, &buf).map_err(|e| e.to_string())?;
         while !pdu.is_done() {
@@ -291,6 +339,7 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
                     last = now;
                     if tokens < 1.0 {
                         std::thread::sleep(StdDuration::from_secs_f64((1.0 - tokens) / rate));
+                        progress = std::time::Instant::now();
                         continue;
                     }
                     tokens as usize
@@ -299,15 +348,19 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
             let moved = match link {
                 TxLink::Ring(r) => r
                     .write_with(allowed, |slots| pdu.fill(slots))
-                    .map_err(link_err)?,
-                TxLink::Other(o) => {
+                    .map_err(tx_err)?,
+                TxLink::Other(o, _) => {
                     let room = allowed.min(batch.len());
                     let n = pdu.fill(&mut batch[..room]);
                     let mut at = 0;
                     while at < n {
-                        let k = o.send(&batch[at..n]).map_err(link_err)?;
+                        let k = o.send(&batch[at..n]).map_err(tx_err)?;
                         at += k;
-                        if k == 0 {
+                        if k > 0 {
+                            progress = std::time::Instant::now();
+                        } else if progress.elapsed() > stall {
+                            return Err(stalled(seq));
+                        } else {
                             o.wait_ready(StdDuration::from_millis(5));
                         }
                     }
@@ -315,7 +368,13 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
                 }
             };
             tokens -= moved as f64;
-            if moved == 0 {
+            if moved > 0 {
+                progress = std::time::Instant::now();
+            } else if progress.elapsed() > stall {
+                gone(seq)?;
+                return Err(stalled(seq));
+            } else {
+                gone(seq)?;
                 match p.sync {
                     SyncMode::Event => link.wait(StdDuration::from_millis(50)),
                     SyncMode::Poll => std::thread::sleep(p.poll),
@@ -323,14 +382,29 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
             }
         }
     }
-    if let TxLink::Other(o) = link {
-        let start = std::time::Instant::now();
-        while !o.flush().map_err(link_err)? && start.elapsed() < p.idle {
+    // Cells still held by the link (a shaper's queue, a socket's buffer)
+    // go out while they keep moving.
+    if let TxLink::Other(o, _) = link {
+        let mut out = o.counters().cells_out;
+        progress = std::time::Instant::now();
+        while !o.flush().map_err(tx_err)? {
+            let now_out = o.counters().cells_out;
+            if now_out != out {
+                out = now_out;
+                progress = std::time::Instant::now();
+            } else if progress.elapsed() > stall {
+                return Err(stalled(p.count));
+            }
             o.wait_ready(StdDuration::from_millis(5));
         }
     }
     let secs = (now_ns() - t0) as f64 / 1e9;
     let cpu = (thread_cpu_ns() - cpu0) as f64 / 1e9;
+    // Over a ring, the transfer is done when the receiver has taken every
+    // cell; it is not timed (the receiver's report says when PDUs arrived).
+    if let Some(w) = &watch {
+        drained(w, stall)?;
+    }
     let bytes = p.count * p.len as u64;
     Ok(Report {
         role: "transmit".into(),
@@ -338,12 +412,55 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
         pdus: p.count,
         bytes,
         secs,
-        mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        mbps: rate_mbps(bytes, secs),
         cpu_secs: cpu,
         cpu_us_per_pdu: cpu * 1e6 / p.count.max(1) as f64,
         link: link.counters().into(),
         ..Report::default()
     })
+}
+
+/// Waits until the ring's reader has taken every cell; fails if it closes
+/// or goes away first, or takes none for `stall`.
+fn drained(w: &RingWatch, stall: StdDuration) -> Result<(), String> {
+    let mut unread = w.unread();
+    let mut progress = std::time::Instant::now();
+    while unread > 0 {
+        if w.reader_closed() || !w.creator_alive() {
+            return Err(format!(
+                "the receiver stopped with {unread} cells of this transfer unread"
+            ));
+        }
+        if progress.elapsed() > stall {
+            return Err(format!(
+                "the receiver took no cells for {} s with {unread} of this transfer's cells unread: it has stopped reading",
+                stall.as_secs_f64()
+            ));
+        }
+        std::thread::sleep(StdDuration::from_millis(2));
+        let now = w.unread();
+        if now < unread {
+            progress = std::time::Instant::now();
+        }
+        unread = now;
+    }
+    Ok(())
+}
+
+/// Mb/s of `bytes` in `secs`, or None when no time passed.
+pub fn rate_mbps(bytes: u64, secs: f64) -> Option<f64> {
+    (secs > 0.0 && bytes > 0).then(|| bytes as f64 * 8.0 / secs / 1e6)
+}
+
+/// A sending link's error, saying the receiver has gone when the link was
+/// closed under the sender.
+fn tx_err(e: LinkError) -> String {
+    match e {
+        LinkError::Closed => {
+            "the receiver closed the link before the transfer ended (it stopped, or its -n was smaller)".into()
+        }
+        e => e.to_string(),
+    }
 }
 
 /// Receives until `count` PDUs have been accounted for (received or missing
@@ -375,7 +492,7 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
     let mut lost = 0u64;
     let mut first_ns = None;
     let mut last_ns = 0u64;
-    let mut lat: Vec<u64> = Vec::new();
+    let mut lat = super::pattern::Latencies::default();
     let epoch = now_ns();
     let cpu0 = thread_cpu_ns();
     let mut idle_since = std::time::Instant::now();
@@ -496,15 +613,15 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
         secs,
         // The first PDU's own transfer is not inside [first, last].
         mbps: if pdus > 1 {
-            (pdus - 1) as f64 * p.len as f64 * 8.0 / secs.max(1e-9) / 1e6
+            rate_mbps((pdus - 1) * p.len as u64, secs)
         } else {
-            0.0
+            None
         },
         cpu_secs: cpu,
         cpu_us_per_pdu: cpu * 1e6 / pdus.max(1) as f64,
         corrupted,
         lost,
-        latency_us: super::pattern::latency_summary(&mut lat),
+        latency_us: lat.summary(),
         link: link.counters().into(),
         drops,
     })
@@ -586,7 +703,7 @@ pub fn bidirectional(p: &Params) -> Result<Report, String> {
         pdus: got,
         bytes,
         secs,
-        mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        mbps: rate_mbps(bytes, secs),
         cpu_secs: cpu,
         cpu_us_per_pdu: cpu * 1e6 / got.max(1) as f64,
         corrupted,

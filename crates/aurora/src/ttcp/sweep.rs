@@ -119,7 +119,7 @@ fn collect(child: std::process::Child) -> Result<Report, String> {
 /// The fields of a child's report the sweep needs.
 #[derive(serde::Deserialize)]
 struct ReportIn {
-    mbps: f64,
+    mbps: Option<f64>,
     cpu_us_per_pdu: f64,
     latency_us: Option<[f64; 4]>,
     corrupted: u64,
@@ -141,18 +141,25 @@ impl From<ReportIn> for Report {
     }
 }
 
-fn row(size: usize, series: &str, tx: &Report, rx: Option<&Report>) -> Row {
+/// A sweep point, or an error when either end had nothing to time.
+fn row(size: usize, series: &str, tx: &Report, rx: Option<&Report>) -> Result<Row, String> {
     let m = rx.unwrap_or(tx);
-    Row {
+    let (Some(mbps), Some(tx_mbps)) = (m.mbps, tx.mbps) else {
+        return Err(format!(
+            "the {size}-byte {series} point was over before it could be timed ({} PDUs arrived); give a larger --total",
+            m.pdus
+        ));
+    };
+    Ok(Row {
         size,
         series: series.into(),
-        mbps: m.mbps,
-        tx_mbps: tx.mbps,
+        mbps,
+        tx_mbps,
         cpu_us_per_pdu: m.cpu_us_per_pdu,
         latency_p50_us: rx.and_then(|r| r.latency_us.map(|l| l[1])),
         corrupted: m.corrupted,
         lost: m.lost,
-    }
+    })
 }
 
 fn point(a: &TtcpArgs, size: usize, mode: PathArg, count: u64, k: usize) -> Result<Row, String> {
@@ -162,7 +169,7 @@ fn point(a: &TtcpArgs, size: usize, mode: PathArg, count: u64, k: usize) -> Resu
         let p = a.params(size, path, count, LinkSpec::Inproc);
         let (mut tx, _rx) = run::pair(64);
         let t = run::transmit(&p, &mut tx)?;
-        return Ok(row(size, mode.name(), &t, None));
+        return row(size, mode.name(), &t, None);
     }
     let port = a.port.wrapping_add(2 * k as u16);
     let shm = std::path::PathBuf::from(format!(
@@ -174,7 +181,7 @@ fn point(a: &TtcpArgs, size: usize, mode: PathArg, count: u64, k: usize) -> Resu
         LinkArg::Inproc => {
             let p = a.params(size, path, count, LinkSpec::Inproc);
             let (t, r) = run::in_process(&p)?;
-            return Ok(row(size, mode.name(), &t, Some(&r)));
+            return row(size, mode.name(), &t, Some(&r));
         }
         LinkArg::Shm => LinkSpec::Shm(shm.clone()),
         LinkArg::Udp => LinkSpec::Udp(IpAddr::V4(Ipv4Addr::LOCALHOST), port),
@@ -208,7 +215,7 @@ fn point(a: &TtcpArgs, size: usize, mode: PathArg, count: u64, k: usize) -> Resu
     let r = collect(child);
     let _ = std::fs::remove_file(&shm);
     let t = t?;
-    Ok(row(size, mode.name(), &t, Some(&r?)))
+    row(size, mode.name(), &t, Some(&r?))
 }
 
 fn tcp_point(a: &TtcpArgs, size: usize, count: u64, k: usize) -> Result<Row, String> {
@@ -232,7 +239,7 @@ fn tcp_point(a: &TtcpArgs, size: usize, count: u64, k: usize) -> Result<Row, Str
         count,
     );
     let r = collect(child);
-    Ok(row(size, "tcp", &t?, Some(&r?)))
+    row(size, "tcp", &t?, Some(&r?))
 }
 
 /// Runs a sweep and writes its table, data and plots.
@@ -246,6 +253,22 @@ pub fn main(a: &TtcpArgs, range: &str) -> Result<(), String> {
         0
     };
     let steps = sizes.len() * (a.modes.len() + bidir_modes + usize::from(with_tcp));
+    if let Some(&hi) = sizes.last() {
+        if hi > a.qos.max_sdu {
+            return Err(format!(
+                "sweep range \"{range}\" goes above the QoS's max_sdu of {} bytes",
+                a.qos.max_sdu
+            ));
+        }
+    }
+    // Each point over UDP or a stream uses its own ports, two apart.
+    let ports = 2 * sizes.len() * (a.modes.len() + usize::from(with_tcp)) + 1;
+    if with_tcp && usize::from(a.port) + ports > 65535 {
+        return Err(format!(
+            "--port {} leaves too few ports above it for this sweep's {ports}; give a lower --port",
+            a.port
+        ));
+    }
     let bar = if a.quiet || a.json || a.csv {
         indicatif::ProgressBar::hidden()
     } else {
@@ -258,7 +281,7 @@ pub fn main(a: &TtcpArgs, range: &str) -> Result<(), String> {
     let mut rows = Vec::new();
     let mut k = 0;
     for &size in &sizes {
-        let count = (a.total / size).max(2) as u64;
+        let count = ((a.total / size) as u64).clamp(2, super::MAX_COUNT);
         for &mode in &a.modes {
             bar.set_message(format!("{} {size} bytes", mode.name()));
             rows.push(point(a, size, mode, count, k)?);
@@ -270,7 +293,7 @@ pub fn main(a: &TtcpArgs, range: &str) -> Result<(), String> {
                 bar.set_message(format!("{} loopback {size} bytes", mode.name()));
                 let p = a.params(size, mode.path(), count, LinkSpec::Inproc);
                 let b = run::bidirectional(&p)?;
-                rows.push(row(size, &format!("{}-bidir", mode.name()), &b, None));
+                rows.push(row(size, &format!("{}-bidir", mode.name()), &b, None)?);
                 bar.inc(1);
             }
         }
