@@ -281,7 +281,10 @@ interval = "20us"
 
 #[test]
 fn bit_errors_leave_no_delivered_pdu_without_its_record() {
-    if !tshark_present() {
+    if !common::ready(
+        "capture::bit_errors_leave_no_delivered_pdu_without_its_record",
+        &["tshark"],
+    ) {
         return;
     }
     let dir = std::env::temp_dir().join(format!("aurora-capture-ber-{}", std::process::id()));

@@ -135,7 +135,7 @@ pub enum TxLink {
 /// The receiving side of a link, with an in-place path for rings.
 pub enum RxLink {
     /// A ring: cells are reassembled where they lie.
-    Ring(RingRx),
+    Ring(Box<RingRx>),
     /// Anything else: cells are received into a batch.
     Other(Box<dyn CellSource>),
 }
@@ -188,7 +188,7 @@ pub fn open_rx(p: &Params, ready: impl FnOnce()) -> Result<RxLink, String> {
         LinkSpec::Shm(path) => {
             let r = shm::create_consumer(path, p.ring_cells).map_err(link_err)?;
             ready();
-            Ok(RxLink::Ring(r))
+            Ok(RxLink::Ring(Box::new(r)))
         }
         LinkSpec::Udp(ip, port) => {
             let local = SocketAddr::new(*ip, *port);
@@ -272,7 +272,7 @@ fn open_tx_plain(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
 /// A ring between two threads.
 pub fn pair(ring_cells: usize) -> (TxLink, RxLink) {
     let (t, r) = ring::in_process(ring_cells);
-    (TxLink::Ring(t), RxLink::Ring(r))
+    (TxLink::Ring(t), RxLink::Ring(Box::new(r)))
 }
 
 fn host(p: &Params) -> Result<(HostInterface, VcHandle, Instant), String> {
