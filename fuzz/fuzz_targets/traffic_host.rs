@@ -3,7 +3,7 @@
 //! without panicking whatever the tags claim.
 #![no_main]
 use aurora_net::accounting::{reconcile, Ledger, Place, Side};
-use aurora_net::switch::Switch;
+use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::TrafficHost;
 use aurora_net::{Node, Outbox};
 use aurora_time::{Duration, Instant};
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let vc = VcId::new(0, 32);
     let mut h = TrafficHost::new(Format::Uni);
     h.expect(vc);
-    let mut sw = Switch::new(2, Format::Uni);
+    let mut sw = AtmSwitch::new(2, Format::Uni);
     let _ = sw.add_vc(0, VcId::new(0, 40), 1, vc);
     let mut ledger = Ledger::new();
     let mut out = Outbox::default();

@@ -3,7 +3,7 @@
 //!
 //! PDU `seq` of a flow carries a pattern derived from the sequence number
 //! (not from the VC: switches translate it) and, in every cell, a
-//! [`Tag`](crate::tag::Tag) naming the flow and the PDU, so a receiver knows
+//! [`Tag`] naming the flow and the PDU, so a receiver knows
 //! what each PDU must hold and which ones are missing or out of order, and
 //! a cell dropped anywhere can be charged to its PDU
 //! ([`crate::accounting`]).
