@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 
+use aurora_wire::cell::{Format, VcId};
 use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
 
@@ -95,7 +96,17 @@ pub struct Ledger {
     /// Of those, cells with no readable tag (not test traffic, or a tag
     /// damaged by a bit error before the cell was dropped).
     untagged: BTreeMap<Loss, u64>,
+    /// The same, by the VC in their header too.
+    untagged_vc: BTreeMap<(Loss, VcId), u64>,
+    /// Which flow each (place, VC) carries, learnt from the tagged cells
+    /// dropped there (bounded: a place and VC per flow, at most).
+    vc_flow: FxHashMap<(Place, VcId), u16>,
     overflow: u64,
+}
+
+/// The VC in a cell's header (UNI).
+fn vc_of(c: &CellBytes) -> VcId {
+    aurora_wire::cell::Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni).vc()
 }
 
 impl Ledger {
@@ -114,13 +125,21 @@ impl Ledger {
         *self.cells.entry(loss).or_default() += 1;
         match Tag::of_cell(&c) {
             Some(t) => {
+                if self.vc_flow.len() < MAX_RECORDS {
+                    self.vc_flow.insert((place, vc_of(&c)), t.flow);
+                }
                 if self.first.len() >= MAX_RECORDS && !self.first.contains_key(&t) {
                     self.overflow += 1;
                     return;
                 }
                 self.first.entry(t).or_insert(loss);
             }
-            None => *self.untagged.entry(loss).or_default() += 1,
+            None => {
+                *self.untagged.entry(loss).or_default() += 1;
+                if self.untagged_vc.len() < MAX_RECORDS {
+                    *self.untagged_vc.entry((loss, vc_of(&c))).or_default() += 1;
+                }
+            }
         }
     }
 
@@ -135,6 +154,12 @@ impl Ledger {
         }
         for (l, n) in other.untagged {
             *self.untagged.entry(l).or_default() += n;
+        }
+        for (k, n) in other.untagged_vc {
+            *self.untagged_vc.entry(k).or_default() += n;
+        }
+        for (k, f) in other.vc_flow {
+            self.vc_flow.entry(k).or_insert(f);
         }
         self.overflow += other.overflow;
     }
@@ -162,6 +187,15 @@ impl Ledger {
     /// True when nothing has been charged.
     pub fn is_empty(&self) -> bool {
         self.first.is_empty()
+    }
+
+    /// Dropped cells with no readable tag that, by their place and VC,
+    /// belong to `flow`: each may be the first loss of a PDU of it.
+    fn untagged_of(&self, flow: u16) -> impl Iterator<Item = (Loss, u64)> + '_ {
+        self.untagged_vc
+            .iter()
+            .filter(move |((l, vc), _)| self.vc_flow.get(&(l.place, *vc)) == Some(&flow))
+            .map(|((l, _), n)| (*l, *n))
     }
 
     fn of_flow(&self, flow: u16) -> impl Iterator<Item = (u64, Loss)> + '_ {
@@ -194,8 +228,10 @@ pub struct RxBook {
     unit: Vec<Tag>,
     /// Cells in the unit in progress.
     unit_cells: u64,
-    /// The Length field of the last end-of-PDU cell.
-    last_len: u16,
+    /// Cells in a PDU of each flow, learnt from PDUs delivered intact.
+    pdu_cells: FxHashMap<u16, u64>,
+    /// The last PDU of each flow seen in a unit that has ended.
+    closed: FxHashMap<u16, u64>,
     fates: FxHashMap<Tag, RxFate>,
     highest: FxHashMap<u16, u64>,
     /// Units not delivered whose every tag was unreadable (bit errors hit
@@ -214,10 +250,6 @@ impl RxBook {
     #[inline]
     pub fn cell(&mut self, c: &CellBytes) {
         self.unit_cells += 1;
-        if c[3] & 0x02 != 0 {
-            let at = aurora_wire::HEADER_LEN + 42;
-            self.last_len = u16::from_be_bytes([c[at], c[at + 1]]);
-        }
         if let Some(t) = Tag::of_cell(c) {
             if self.unit.last() != Some(&t) {
                 if self.unit.len() >= MAX_UNIT_TAGS {
@@ -236,26 +268,44 @@ impl RxBook {
     pub fn unit_ended(&mut self, intact: Option<Tag>, failed: Option<&'static str>) {
         let mut unit = std::mem::take(&mut self.unit);
         let cells = std::mem::take(&mut self.unit_cells);
-        // A unit longer than its last PDU ran several PDUs together; the
-        // flow's PDUs are all that long, so it held at least this many.
-        // PDUs between its first and last whose tags were all damaged are
-        // put back in from their numbers (a flow's PDUs arrive in order).
-        let per = aurora_wire::aal5::cells_for(usize::from(self.last_len)) as u64;
-        if let (Some(last), true) = (unit.last().copied(), per > 0 && intact.is_none()) {
-            let pdus = cells.div_ceil(per);
-            for k in 1..pdus.min(MAX_UNIT_TAGS as u64) {
-                let Some(seq) = last.seq.checked_sub(k) else {
-                    break;
-                };
-                let t = Tag {
-                    flow: last.flow,
-                    seq,
-                };
-                if !unit.contains(&t) {
-                    unit.push(t);
-                }
+        // A unit longer than one PDU of its flow (learnt from PDUs that
+        // arrived intact: a flow's PDUs are all one size) ran several PDUs
+        // together, at least this many. PDUs between its first and last
+        // whose tags were all damaged are put back in from their numbers: a
+        // flow's PDUs arrive in order, after the last one of the unit before.
+        if let Some(t) = intact {
+            if unit.len() == 1 && self.pdu_cells.len() < MAX_UNIT_TAGS {
+                self.pdu_cells.insert(t.flow, cells);
             }
-            unit.sort();
+        }
+        if let (Some(last), None) = (unit.last().copied(), intact) {
+            let per = self.pdu_cells.get(&last.flow).copied().unwrap_or(0);
+            let floor = self.closed.get(&last.flow).copied();
+            if per > 0 {
+                let pdus = cells.div_ceil(per);
+                for k in 1..pdus.min(MAX_UNIT_TAGS as u64) {
+                    let Some(seq) = last.seq.checked_sub(k) else {
+                        break;
+                    };
+                    if floor.is_some_and(|f| seq <= f) {
+                        break;
+                    }
+                    let t = Tag {
+                        flow: last.flow,
+                        seq,
+                    };
+                    if !unit.contains(&t) {
+                        unit.push(t);
+                    }
+                }
+                unit.sort();
+            }
+        }
+        for t in unit.iter().chain(intact.iter()) {
+            if self.closed.len() < MAX_UNIT_TAGS || self.closed.contains_key(&t.flow) {
+                let c = self.closed.entry(t.flow).or_insert(t.seq);
+                *c = (*c).max(t.seq);
+            }
         }
         let rest: Vec<Tag> = unit
             .iter()
@@ -433,6 +483,12 @@ pub fn reconcile(
     // PDUs before it with no outcome are explained, one each, by units the
     // receiver failed whose tags were all unreadable.
     let mut gaps = seen.saturating_sub(delivered + known_upto);
+    // Then by cells dropped on the flow's path whose tags were damaged.
+    for (loss, n) in ledger.untagged_of(flow) {
+        let k = gaps.min(n);
+        gaps -= k;
+        *a.lost.entry(loss).or_default() += k;
+    }
     if let Some(rx) = rx {
         for (why, n) in &rx.untagged {
             let k = gaps.min(*n);
@@ -572,15 +628,20 @@ mod tests {
     fn a_unit_longer_than_its_pdus_names_the_pdus_whose_tags_were_lost() {
         let l = Ledger::new();
         let mut rx = RxBook::default();
-        let (mut p0, p1) = (pdu(0), pdu(1));
-        // PDU 0's tags are damaged and its last cell is gone (uncharged).
-        p0[0][10] ^= 1;
-        p0[1][10] ^= 1;
-        for c in p0[..2].iter().chain(&p1) {
+        // PDU 0 arrives intact: the book learns a PDU is three cells.
+        for c in &pdu(0) {
+            rx.cell(c);
+        }
+        rx.unit_ended(Some(Tag { flow: FLOW, seq: 0 }), None);
+        let (mut p1, p2) = (pdu(1), pdu(2));
+        // PDU 1's tags are damaged and its last cell is gone (uncharged).
+        p1[0][10] ^= 1;
+        p1[1][10] ^= 1;
+        for c in p1[..2].iter().chain(&p2) {
             rx.cell(c);
         }
         rx.unit_ended(None, Some("length"));
-        let a = reconcile(FLOW, 2, 0, &l, Some(&rx), RX);
+        let a = reconcile(FLOW, 3, 1, &l, Some(&rx), RX);
         assert_eq!((a.lost_total(), a.unaccounted), (2, 0), "{a:?}");
     }
 

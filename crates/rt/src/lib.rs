@@ -464,7 +464,12 @@ impl Worker {
             // awake (yielding the core) so the line runs at its rate.
             let sending = self.outputs.iter().flatten().any(|o| !o.pending.is_empty());
             if sending && !busy {
+                // Time away from a line with cells waiting counts as a
+                // wake-up as late as the yield lasted.
+                let before = start.elapsed();
                 std::thread::yield_now();
+                self.lateness
+                    .woke(StdDuration::ZERO, start.elapsed().saturating_sub(before));
             } else if !busy {
                 let next = self
                     .node
