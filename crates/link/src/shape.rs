@@ -252,3 +252,59 @@ impl<S: CellSink> CellSink for Shaped<S> {
         c
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link whose far end never takes anything.
+    struct Stuck;
+
+    impl CellSink for Stuck {
+        fn send(&mut self, _cells: &[CellBytes]) -> Result<usize, LinkError> {
+            Ok(0)
+        }
+        fn wait_ready(&mut self, _timeout: Duration) {}
+        fn flush(&mut self) -> Result<bool, LinkError> {
+            Ok(false)
+        }
+        fn counters(&self) -> LinkCounters {
+            LinkCounters::default()
+        }
+    }
+
+    #[test]
+    fn a_link_that_takes_nothing_fills_the_buffer_and_no_more() {
+        // Before, the staging queue took a buffer's worth every time the
+        // line had sent one, and grew without limit.
+        let cfg = Shaping {
+            rate: Some(1e9),
+            delay: Duration::from_micros(10),
+            queue: 16,
+            ..Shaping::default()
+        };
+        let mut s = Shaped::new(Stuck, cfg);
+        let cap = 16 + 10_000;
+        let mut taken = 0;
+        for _ in 0..2000 {
+            taken += s.send(&[[0u8; 53]; 64]).unwrap();
+            std::thread::sleep(Duration::from_micros(5));
+        }
+        assert!(s.staged() <= cap, "{} staged", s.staged());
+        assert_eq!(taken, s.staged(), "what was taken is still held");
+        assert!(taken < 2000 * 64, "the full buffer refused cells");
+    }
+
+    #[test]
+    fn lost_cells_are_kept_for_the_caller_when_asked() {
+        let cfg = Shaping {
+            loss: 1.0,
+            ..Shaping::default()
+        };
+        let mut s = Shaped::new(Stuck, cfg);
+        s.track_lost(true);
+        assert_eq!(s.send(&[[7u8; 53]; 5]).unwrap(), 5);
+        assert_eq!(s.take_lost().count(), 5);
+        assert_eq!(s.take_lost().count(), 0);
+    }
+}
