@@ -560,7 +560,10 @@ impl CaptureDir {
         let (back, recycle) = sync_channel::<Vec<CellBytes>>(32);
         let spawned = std::thread::Builder::new()
             .name("capture".into())
-            .spawn(move || write_batches(files, &rx, &back, gate.as_ref()));
+            .spawn(move || {
+                idle_priority();
+                write_batches(files, &rx, &back, gate.as_ref())
+            });
         let bg = match spawned {
             Ok(h) => Background {
                 tx: Some(tx),
@@ -644,6 +647,19 @@ fn write_batches(
         let _ = back.try_send(buf);
     }
     files.finish()
+}
+
+/// Lets the calling thread run only when nothing else wants the CPU
+/// (Linux `SCHED_IDLE`), so a capture's writer never takes time from the
+/// network it records: when it falls behind, its queue fills and cells
+/// are dropped from the capture and counted. Where the policy cannot be
+/// set, the writer runs as any thread does.
+fn idle_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler with pid 0 changes only the calling
+    // thread's policy; `param` is a valid, initialised sched_param that
+    // outlives the call. Failure is harmless and ignored.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
 }
 
 #[cfg(test)]
