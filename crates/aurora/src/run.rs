@@ -262,6 +262,10 @@ pub struct Report {
     /// Sum over PVCs of the size of their `unaccounted` (0 when every
     /// report balances).
     pub unaccounted: u64,
+    /// PDUs the books had no room to remember (the ledger and receivers
+    /// keep at most `MAX_RECORDS` each); when not 0, `unaccounted` may be
+    /// the books' limit, not a lost PDU.
+    pub books_overflow: u64,
     /// Real time only: how late each node ran, and whether to trust the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lateness: Option<crate::lateness::LatenessReport>,
@@ -278,10 +282,20 @@ impl Report {
             .map(|p| format!("{} ({} PDUs)", p.name, p.unaccounted))
             .collect();
         (!bad.is_empty()).then(|| {
-            format!(
-                "the report does not balance: PDUs with no outcome on PVC {}; this is a fault of the testbed",
-                bad.join(", ")
-            )
+            if self.books_overflow > 0 {
+                format!(
+                    "the report does not balance on PVC {}, but {} PDUs did not fit in the books \
+                     (at most {} each): run a shorter or lighter overload",
+                    bad.join(", "),
+                    self.books_overflow,
+                    accounting::MAX_RECORDS
+                )
+            } else {
+                format!(
+                    "the report does not balance: PDUs with no outcome on PVC {}; this is a fault of the testbed",
+                    bad.join(", ")
+                )
+            }
         })
     }
 }
@@ -741,6 +755,13 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
         drain_secs: 0.0,
         cell_losses: loss_rows(&node_names, ledger.cells().iter()),
         unaccounted,
+        books_overflow: ledger.overflow()
+            + names
+                .pvcs
+                .iter()
+                .filter_map(|p| view.host(p.to)?.book(p.to_vc))
+                .map(accounting::RxBook::overflow)
+                .sum::<u64>(),
         lateness: None,
     }
 }

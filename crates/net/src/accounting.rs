@@ -61,7 +61,7 @@ pub struct Loss {
 
 /// PDUs a ledger or a receiver remembers at most; past this, new PDUs are
 /// counted in `overflow` and a report cannot vouch for them.
-pub const MAX_RECORDS: usize = 1 << 22;
+pub const MAX_RECORDS: usize = 1 << 20;
 
 /// A cell's header with a single-bit error repaired (from the HEC
 /// syndrome), so a cell dropped for its header can still be told apart
