@@ -367,7 +367,7 @@ pub fn reassembly_reason(r: &'static str) -> &'static str {
         "aborted" => "aborted",
         "oversize" => "reassembly_oversize",
         "timeout" => "reassembly_timeout",
-        "budget-exhausted" | "budget_exhausted" => "buffer_exhausted",
+        "budget_exhausted" => "buffer_exhausted",
         other => other,
     }
 }

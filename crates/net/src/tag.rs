@@ -88,22 +88,6 @@ impl Tag {
         let at = if c[3] & 0x02 != 0 { END_TAG_AT } else { TAG_AT };
         Tag::parse(&c[HEADER_LEN + at..HEADER_LEN + at + TAG_LEN])
     }
-
-    /// Every tag in a reassembled CPCS-PDU (SDU, pad and trailer as
-    /// received), in order, duplicates removed; unreadable cells skipped.
-    pub fn of_pdu(pdu: &[u8]) -> Vec<Tag> {
-        let mut out: Vec<Tag> = Vec::new();
-        let n = pdu.len() / 48;
-        for i in 0..n {
-            let at = if i + 1 == n { END_TAG_AT } else { TAG_AT };
-            if let Some(t) = Tag::parse(&pdu[48 * i + at..]) {
-                if out.last() != Some(&t) {
-                    out.push(t);
-                }
-            }
-        }
-        out
-    }
 }
 
 /// Writes `tag` into the SDU bytes of a PDU of `sdu.len()` bytes wherever a
