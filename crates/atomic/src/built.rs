@@ -4,7 +4,7 @@
 
 use std::net::Ipv4Addr;
 
-use aurora_sim::LinkSpec;
+use aurora_engine::LinkSpec;
 use aurora_time::Instant;
 
 use crate::host::{AtomicHost, HostConfig};
@@ -14,11 +14,11 @@ use crate::mosaic::{MosaicNode, HOST_PORT};
 /// A layout built in the virtual-time driver.
 pub struct Built {
     /// The simulation.
-    pub sim: aurora_sim::Sim<Vec<u8>>,
+    pub sim: aurora_engine::Engine<Vec<u8>>,
     /// Each layout node's simulator id.
-    pub mosaic: Vec<aurora_sim::NodeId>,
+    pub mosaic: Vec<aurora_engine::NodeId>,
     /// Each host: its address, simulator id and layout node.
-    pub hosts: Vec<(Ipv4Addr, aurora_sim::NodeId, usize)>,
+    pub hosts: Vec<(Ipv4Addr, aurora_engine::NodeId, usize)>,
 }
 
 impl Built {
@@ -116,23 +116,23 @@ impl Layout {
         &self,
         seed: u64,
         host: &dyn Fn(Ipv4Addr, u64) -> HostConfig,
-    ) -> Result<Built, aurora_sim::SimError> {
+    ) -> Result<Built, aurora_engine::EngineError> {
         self.plan(seed, host).into_sim(seed)
     }
 }
 
 impl Plan {
     /// The plan in the virtual-time driver.
-    pub fn into_sim(self, seed: u64) -> Result<Built, aurora_sim::SimError> {
-        let mut sim = aurora_sim::Sim::<Vec<u8>>::with_frames(seed);
-        let mosaic: Vec<aurora_sim::NodeId> =
+    pub fn into_sim(self, seed: u64) -> Result<Built, aurora_engine::EngineError> {
+        let mut sim = aurora_engine::Engine::<Vec<u8>>::with_frames(seed);
+        let mosaic: Vec<aurora_engine::NodeId> =
             self.mosaic.into_iter().map(|m| sim.add_node(m)).collect();
         let mut hosts = Vec::new();
         for (addr, h, node) in self.hosts {
             hosts.push((addr, sim.add_node(h), node));
         }
         for (from, to, spec) in self.links {
-            let id = |n: usize| aurora_sim::NodeId(n as u32);
+            let id = |n: usize| aurora_engine::NodeId(n as u32);
             sim.connect_oneway((id(from.0), from.1), (id(to.0), to.1), spec)?;
         }
         Ok(Built { sim, mosaic, hosts })

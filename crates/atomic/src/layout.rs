@@ -13,7 +13,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::net::Ipv4Addr;
 
-use aurora_sim::LinkSpec;
+use aurora_engine::LinkSpec;
 use aurora_time::Duration;
 
 use crate::wire::Dir;

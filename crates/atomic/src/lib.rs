@@ -13,7 +13,7 @@
 //! | [`mosaic`] | a Mosaic node: wormhole hops, store-and-forward, probe records, flood mapping |
 //!
 //! Nodes are sans-I/O [`aurora_net::Node`]s over `Vec<u8>` frames, so the
-//! same code runs in virtual time (`aurora_sim::Sim<Vec<u8>>`) and real time.
+//! same code runs in virtual time (`aurora_engine::Engine<Vec<u8>>`) and real time.
 
 pub mod ac;
 pub mod built;

@@ -10,7 +10,7 @@ use std::time::Instant as WallClock;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::{Node, Outbox};
-use aurora_sim::{LinkSpec, Sim};
+use aurora_engine::{LinkSpec, Engine};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{build_cell, Format, Header, VcId};
 use aurora_wire::CellBytes;
@@ -65,7 +65,7 @@ pub fn switch_rate(batch: usize, secs: f64) -> f64 {
 /// of a bare binary heap pushing and popping events of the same size.
 pub fn sim_rates(secs: f64) -> (f64, f64, u64) {
     let oc12 = 1_412_830.0;
-    let mut sim = Sim::new(1);
+    let mut sim = Engine::new(1);
     let mut sw1 = AtmSwitch::new(8, Format::Uni);
     let mut sw2 = AtmSwitch::new(8, Format::Uni);
     let mut hosts = Vec::new();

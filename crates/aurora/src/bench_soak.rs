@@ -94,7 +94,7 @@ pub fn run(cells: u64, samples: u32) -> Result<Soak, String> {
     let every = Duration::from_nanos((duration.as_nanos() / i64::from(samples.max(1))).max(1));
     let mut out = Vec::new();
     let bar = indicatif::ProgressBar::new(u64::from(samples.max(1)));
-    let mut watch = |sim: &aurora_sim::Sim| {
+    let mut watch = |sim: &aurora_engine::Engine| {
         let got = sim
             .node::<aurora_net::traffic::TrafficHost>(b)
             .map_or(0, |h| h.rx_stats().cells_in);

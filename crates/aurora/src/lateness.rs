@@ -2,7 +2,7 @@
 //! schedule it ran, and the run's verdict on itself (see
 //! `aurora_rt::lateness` for what is measured and the thresholds).
 
-use aurora_sim::NodeId;
+use aurora_engine::NodeId;
 use serde::Serialize;
 
 /// One node's lateness.

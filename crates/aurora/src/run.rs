@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use aurora_capture::CaptureDir;
 use aurora_net::accounting::{self, Ledger, Place, Side};
 use aurora_net::traffic::TrafficHost;
-use aurora_sim::NodeId;
+use aurora_engine::NodeId;
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
 
@@ -348,7 +348,7 @@ pub fn run(
 
 /// Something shown the simulation every so often while it runs: the
 /// period, and what to call.
-pub(crate) type Watch<'a> = (Duration, &'a mut dyn FnMut(&aurora_sim::Sim));
+pub(crate) type Watch<'a> = (Duration, &'a mut dyn FnMut(&aurora_engine::Engine));
 
 /// Runs a loaded network for `duration` (senders then stop) and `drain`,
 /// showing it to `watch` every period, and reports.
@@ -576,10 +576,10 @@ pub(crate) trait View {
     fn host(&self, id: NodeId) -> Option<&TrafficHost>;
     fn ip(&self, id: NodeId) -> Option<&aurora_ip::node::IpNode>;
     fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node>;
-    fn link(&self, id: NodeId, port: u16) -> Option<aurora_sim::DirCounters>;
+    fn link(&self, id: NodeId, port: u16) -> Option<aurora_engine::DirCounters>;
 }
 
-impl View for aurora_sim::Sim {
+impl View for aurora_engine::Engine {
     fn host(&self, id: NodeId) -> Option<&TrafficHost> {
         self.node(id)
     }
@@ -589,8 +589,8 @@ impl View for aurora_sim::Sim {
     fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node> {
         self.node_dyn(id)
     }
-    fn link(&self, id: NodeId, port: u16) -> Option<aurora_sim::DirCounters> {
-        aurora_sim::Sim::link(self, id, port)
+    fn link(&self, id: NodeId, port: u16) -> Option<aurora_engine::DirCounters> {
+        aurora_engine::Engine::link(self, id, port)
     }
 }
 
@@ -604,7 +604,7 @@ impl View for aurora_rt::Finished {
     fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node> {
         self.node_dyn(id)
     }
-    fn link(&self, id: NodeId, port: u16) -> Option<aurora_sim::DirCounters> {
+    fn link(&self, id: NodeId, port: u16) -> Option<aurora_engine::DirCounters> {
         aurora_rt::Finished::link(self, id, port)
     }
 }

@@ -3,7 +3,7 @@
 //! A node is a sans-I/O state machine with numbered ports: it is handed the
 //! cells that arrive on a port with the current time, puts the cells it
 //! sends in an [`Outbox`], and says when it next needs to run. The same
-//! nodes run under the virtual-time driver (`aurora-sim`) and, later, the
+//! nodes run under the virtual-time driver (`aurora-engine`) and, later, the
 //! real-time driver.
 //!
 //! | module | what |

@@ -1,7 +1,7 @@
 //! The real-time driver for networks of variable-length frames (ATOMIC):
 //! each node on its own thread, every one-way link a bounded FIFO between
 //! two threads, released at the time the link's model says the frame has
-//! crossed it (serialisation by [`aurora_sim::frame_time`], then the
+//! crossed it (serialisation by [`aurora_engine::frame_time`], then the
 //! propagation delay). A frame that finds the link's buffer full is a
 //! counted overflow.
 
@@ -13,7 +13,7 @@ use std::time::{Duration as StdDuration, Instant as WallClock};
 
 use aurora_link::frame_udp::{FrameUdp, FrameUdpCounters};
 use aurora_net::{Frame, Node, Outbox, PortId};
-use aurora_sim::{frame_time, LinkSpec, NodeId};
+use aurora_engine::{frame_time, LinkSpec, NodeId};
 use aurora_time::Instant;
 
 use crate::{DeviceCounters, PacketDevice, RtError};

@@ -19,7 +19,7 @@ use aurora_link::ring;
 use aurora_link::shape::{Shaped, Shaping};
 use aurora_link::{CellSink, CellSource, LinkDrop};
 use aurora_net::{Node, Outbox, PortId};
-use aurora_sim::{DirCounters, LinkSpec, NodeId};
+use aurora_engine::{DirCounters, LinkSpec, NodeId};
 use aurora_time::Instant;
 use aurora_wire::CellBytes;
 

@@ -5,7 +5,7 @@ use std::time::Duration as StdDuration;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_rt::{run, RtNode, Wire};
-use aurora_sim::{LinkSpec, NodeId};
+use aurora_engine::{LinkSpec, NodeId};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 

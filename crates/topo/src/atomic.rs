@@ -599,7 +599,7 @@ pub struct AtomicProcess {
     /// Each UDP end described: "m1.2.0:East <-> m2.0.0:West @ addr".
     pub cables: Vec<String>,
     /// TUN interfaces joined to hosts here (by index in `nodes`).
-    pub devices: Vec<(aurora_sim::NodeId, Box<dyn aurora_rt::PacketDevice>)>,
+    pub devices: Vec<(aurora_engine::NodeId, Box<dyn aurora_rt::PacketDevice>)>,
     /// Those interfaces, described.
     pub tun_names: Vec<String>,
 }
@@ -638,7 +638,7 @@ impl AtomicNet {
                 nodes.push(Box::new(host));
             }
         }
-        let id = |i: usize| aurora_sim::NodeId(i as u32);
+        let id = |i: usize| aurora_engine::NodeId(i as u32);
         let mut links = Vec::new();
         let mut spec_of = BTreeMap::new();
         for &(from, to, spec) in &plan.links {
@@ -689,7 +689,7 @@ impl AtomicNet {
             });
             cables.push(format!("{describe} @ {local_addr} -> {remote_addr}"));
         }
-        let mut devices: Vec<(aurora_sim::NodeId, Box<dyn aurora_rt::PacketDevice>)> = Vec::new();
+        let mut devices: Vec<(aurora_engine::NodeId, Box<dyn aurora_rt::PacketDevice>)> = Vec::new();
         let mut tun_names = Vec::new();
         for (hname, _, i) in &hosts {
             if let Some((_, t)) = self.tuns.iter().find(|(n, _)| n == hname) {

@@ -58,7 +58,7 @@ use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::vunet::{VunetLink, VunetSwitch};
 use aurora_net::PortId;
-use aurora_sim::{LinkSpec, NodeId, Sim};
+use aurora_engine::{LinkSpec, NodeId, Engine};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 use serde::Deserialize;
@@ -380,7 +380,7 @@ pub type LinkEnd = (String, NodeId, PortId);
 /// A network ready to run.
 pub struct Network {
     /// The simulator holding every node and link.
-    pub sim: Sim,
+    pub sim: Engine,
     /// Host names and ids.
     pub hosts: Vec<(String, NodeId)>,
     /// Switching nodes (ATM and VuNet switches, relaying links): names,
@@ -721,8 +721,8 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
 }
 
 /// A node a blueprint holds: runs in either driver.
-pub trait BuiltNode: aurora_sim::SimNode + aurora_rt::RtNode {}
-impl<T: aurora_sim::SimNode + aurora_rt::RtNode> BuiltNode for T {}
+pub trait BuiltNode: aurora_engine::EngineNode + aurora_rt::RtNode {}
+impl<T: aurora_engine::EngineNode + aurora_rt::RtNode> BuiltNode for T {}
 
 /// A checked, compiled network not yet given to a driver.
 pub struct Blueprint {
@@ -1926,9 +1926,9 @@ impl Blueprint {
     /// The network in the virtual-time driver, its random streams seeded
     /// from `seed`.
     pub fn into_sim(self, seed: u64) -> Result<Network, Problems> {
-        let mut sim = Sim::new(seed);
+        let mut sim = Engine::new(seed);
         for n in self.nodes {
-            sim.add_boxed(n as Box<dyn aurora_sim::SimNode>);
+            sim.add_boxed(n as Box<dyn aurora_engine::EngineNode>);
         }
         let mut links = Vec::new();
         for (a, b, spec) in self.links {

@@ -4,7 +4,7 @@
 //! Events are ordered by (time, sequence number), so a run is a pure
 //! function of its topology and its seed: every link direction draws its
 //! loss and bit errors from its own generator, seeded from the run's seed
-//! and the direction's number. [`Sim::trace_hash`] digests every delivery
+//! and the direction's number. [`Engine::trace_hash`] digests every delivery
 //! (time, node, port, cell bytes), so two runs can be compared exactly.
 //!
 //! A link direction models the sending port's output: a bounded transmit
@@ -22,8 +22,8 @@ use aurora_time::{Duration, Instant};
 use aurora_wire::CellBytes;
 
 /// A node the simulator can also hand back by its concrete type.
-pub trait SimNode<F: Frame = CellBytes>: Node<F> + Any {}
-impl<F: Frame, T: Node<F> + Any> SimNode<F> for T {}
+pub trait EngineNode<F: Frame = CellBytes>: Node<F> + Any {}
+impl<F: Frame, T: Node<F> + Any> EngineNode<F> for T {}
 
 /// A node's number in a simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,7 +98,7 @@ pub struct DirCounters {
 
 /// Why a topology was refused.
 #[derive(Clone, Debug, PartialEq)]
-pub enum SimError {
+pub enum EngineError {
     /// The node or port does not exist.
     NoSuchPort(NodeId, PortId),
     /// The port is already connected.
@@ -107,12 +107,12 @@ pub enum SimError {
     BadRate(f64),
 }
 
-impl fmt::Display for SimError {
+impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SimError::NoSuchPort(n, p) => write!(f, "node {} has no port {p}", n.0),
-            SimError::PortTaken(n, p) => write!(f, "port {p} of node {} is already connected", n.0),
-            SimError::BadRate(r) => write!(
+            EngineError::NoSuchPort(n, p) => write!(f, "node {} has no port {p}", n.0),
+            EngineError::PortTaken(n, p) => write!(f, "port {p} of node {} is already connected", n.0),
+            EngineError::BadRate(r) => write!(
                 f,
                 "link rate {r} is not a positive number of cells per second"
             ),
@@ -120,7 +120,7 @@ impl fmt::Display for SimError {
     }
 }
 
-impl std::error::Error for SimError {}
+impl std::error::Error for EngineError {}
 
 struct Dir<F> {
     to: (u32, PortId),
@@ -161,8 +161,8 @@ enum Kind {
 }
 
 /// The simulator, for frames of type `F` (cells unless said otherwise).
-pub struct Sim<F: Frame = CellBytes> {
-    nodes: Vec<Box<dyn SimNode<F>>>,
+pub struct Engine<F: Frame = CellBytes> {
+    nodes: Vec<Box<dyn EngineNode<F>>>,
     /// Per node, per port: the direction leaving it.
     out: Vec<Vec<Option<u32>>>,
     dirs: Vec<Dir<F>>,
@@ -187,7 +187,7 @@ pub type DropTap<F = CellBytes> = Box<dyn FnMut(aurora_net::accounting::Place, &
 /// Something that sees every frame as it is delivered to a port (captures).
 pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F)>;
 
-impl Sim {
+impl Engine {
     /// An empty cell-network simulation whose random streams derive from
     /// `seed`.
     pub fn new(seed: u64) -> Self {
@@ -195,10 +195,10 @@ impl Sim {
     }
 }
 
-impl<F: Frame> Sim<F> {
+impl<F: Frame> Engine<F> {
     /// An empty simulation of a network of `F` frames.
     pub fn with_frames(seed: u64) -> Self {
-        Sim {
+        Engine {
             nodes: Vec::new(),
             out: Vec::new(),
             dirs: Vec::new(),
@@ -218,12 +218,12 @@ impl<F: Frame> Sim<F> {
     }
 
     /// Adds a node.
-    pub fn add_node(&mut self, node: impl SimNode<F>) -> NodeId {
+    pub fn add_node(&mut self, node: impl EngineNode<F>) -> NodeId {
         self.add_boxed(Box::new(node))
     }
 
     /// Adds a node already boxed.
-    pub fn add_boxed(&mut self, node: Box<dyn SimNode<F>>) -> NodeId {
+    pub fn add_boxed(&mut self, node: Box<dyn EngineNode<F>>) -> NodeId {
         let id = self.nodes.len() as u32;
         self.out.push(vec![None; node.ports()]);
         self.nodes.push(node);
@@ -238,7 +238,7 @@ impl<F: Frame> Sim<F> {
         a: (NodeId, PortId),
         b: (NodeId, PortId),
         spec: LinkSpec,
-    ) -> Result<(), SimError> {
+    ) -> Result<(), EngineError> {
         self.connect_asymmetric(a, b, spec, spec)
     }
 
@@ -249,10 +249,10 @@ impl<F: Frame> Sim<F> {
         b: (NodeId, PortId),
         a_to_b: LinkSpec,
         b_to_a: LinkSpec,
-    ) -> Result<(), SimError> {
+    ) -> Result<(), EngineError> {
         for s in [a_to_b, b_to_a] {
             if !(s.rate > 0.0 && s.rate.is_finite()) {
-                return Err(SimError::BadRate(s.rate));
+                return Err(EngineError::BadRate(s.rate));
             }
         }
         for (n, p) in [a, b] {
@@ -261,8 +261,8 @@ impl<F: Frame> Sim<F> {
                 .get(n.0 as usize)
                 .and_then(|v| v.get(usize::from(p)))
             {
-                None => return Err(SimError::NoSuchPort(n, p)),
-                Some(Some(_)) => return Err(SimError::PortTaken(n, p)),
+                None => return Err(EngineError::NoSuchPort(n, p)),
+                Some(Some(_)) => return Err(EngineError::PortTaken(n, p)),
                 Some(None) => {}
             }
         }
@@ -278,17 +278,17 @@ impl<F: Frame> Sim<F> {
         from: (NodeId, PortId),
         to: (NodeId, PortId),
         spec: LinkSpec,
-    ) -> Result<(), SimError> {
+    ) -> Result<(), EngineError> {
         if !(spec.rate > 0.0 && spec.rate.is_finite()) {
-            return Err(SimError::BadRate(spec.rate));
+            return Err(EngineError::BadRate(spec.rate));
         }
         match self
             .out
             .get(from.0 .0 as usize)
             .and_then(|v| v.get(usize::from(from.1)))
         {
-            None => return Err(SimError::NoSuchPort(from.0, from.1)),
-            Some(Some(_)) => return Err(SimError::PortTaken(from.0, from.1)),
+            None => return Err(EngineError::NoSuchPort(from.0, from.1)),
+            Some(Some(_)) => return Err(EngineError::PortTaken(from.0, from.1)),
             Some(None) => {}
         }
         if self
@@ -296,7 +296,7 @@ impl<F: Frame> Sim<F> {
             .get(to.0 .0 as usize)
             .is_none_or(|v| usize::from(to.1) >= v.len())
         {
-            return Err(SimError::NoSuchPort(to.0, to.1));
+            return Err(EngineError::NoSuchPort(to.0, to.1));
         }
         self.add_dir(from, to, spec);
         Ok(())
@@ -526,7 +526,7 @@ impl<F: Frame> Sim<F> {
 
     /// A node as a [`Node`], whatever its type.
     pub fn node_dyn(&self, id: NodeId) -> Option<&dyn Node<F>> {
-        let n: &dyn SimNode<F> = self.nodes.get(id.0 as usize)?.as_ref();
+        let n: &dyn EngineNode<F> = self.nodes.get(id.0 as usize)?.as_ref();
         Some(n)
     }
 
@@ -537,7 +537,7 @@ impl<F: Frame> Sim<F> {
     }
 
     /// Reads node `id`'s next wake-up time again (after changing it with
-    /// [`Sim::node_mut`], say, so new work it was given gets done).
+    /// [`Engine::node_mut`], say, so new work it was given gets done).
     pub fn touch(&mut self, id: NodeId) {
         if (id.0 as usize) < self.nodes.len() {
             self.schedule_wake(id.0);
@@ -545,7 +545,7 @@ impl<F: Frame> Sim<F> {
     }
 
     /// A node, by its concrete type, to change it between runs (then
-    /// [`Sim::touch`] it if it has new timed work).
+    /// [`Engine::touch`] it if it has new timed work).
     pub fn node_mut<T: Node<F> + Any>(&mut self, id: NodeId) -> Option<&mut T> {
         let n: &mut dyn Any = self.nodes.get_mut(id.0 as usize)?.as_mut();
         n.downcast_mut::<T>()

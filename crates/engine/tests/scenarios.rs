@@ -2,14 +2,14 @@
 
 use aurora_net::switch::{AtmSwitch, SwitchDrop};
 use aurora_net::traffic::{Flow, TrafficHost};
-use aurora_sim::{LinkSpec, NodeId, Sim};
+use aurora_engine::{LinkSpec, NodeId, Engine};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 
 const OC3: f64 = 353_207.5;
 
 struct Net {
-    sim: Sim,
+    sim: Engine,
     h1: NodeId,
     h2: NodeId,
     h3: NodeId,
@@ -26,7 +26,7 @@ const H3_RX_FROM_H2: VcId = VcId::new(0, 310);
 
 /// h1, h2 on sw1 ports 0, 1; h3 on sw2 port 0; trunk sw1:3 <-> sw2:3.
 fn build(seed: u64, trunk: LinkSpec, flows: [Option<Flow>; 3]) -> Net {
-    let mut sim = Sim::new(seed);
+    let mut sim = Engine::new(seed);
     let mut sw1 = AtmSwitch::new(4, Format::Uni);
     let mut sw2 = AtmSwitch::new(4, Format::Uni);
     // h1 -> h3
@@ -201,7 +201,7 @@ fn an_overloaded_trunk_drops_with_reasons_and_every_cell_is_accounted() {
 
 #[test]
 fn bad_topologies_are_refused() {
-    let mut sim = Sim::new(1);
+    let mut sim = Engine::new(1);
     let a = sim.add_node(TrafficHost::new(Format::Uni));
     let b = sim.add_node(AtmSwitch::new(2, Format::Uni));
     let l = LinkSpec::clean(OC3, Duration::ZERO, 16);
