@@ -107,6 +107,7 @@ pub fn run(cells: u64, samples: u32) -> Result<Soak, String> {
         duration,
         Duration::from_millis(10),
         None,
+        crate::run::Clock::Virtual,
         Some((every, &mut watch)),
     )?;
     bar.finish_and_clear();

@@ -36,7 +36,8 @@ pub fn main(
     let handle = {
         let (topo, live) = (topo.clone(), (!quiet).then(|| live.clone()));
         std::thread::spawn(move || {
-            run::run_real_time(&topo, d, run::DEMO_DRAIN, 1, capture.as_ref(), live)
+            let clock = run::Clock::Wall { spin: false };
+            run::run(&topo, d, run::DEMO_DRAIN, 1, capture.as_ref(), clock, live)
         })
     };
     if !quiet {

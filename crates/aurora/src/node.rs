@@ -116,10 +116,9 @@ pub fn main(
     };
     let (mut proc_, info) = bp.node_process(name, seed)?;
     if let Some(dir) = names {
-        proc_.worker.set_tap(Box::new(crate::run::NodeTap {
+        proc_.worker.set_tap(Box::new(NodeTap {
             node: proc_.id.0,
-            dir: Some(dir.in_background()),
-            live: None,
+            dir: dir.in_background(),
         }));
     }
     if let Some(t) = &proc_.tun {
@@ -149,6 +148,7 @@ pub fn main(
         nodes: vec![worker.lateness().clone()],
         asked: duration,
         stop_at: None,
+        workers: 1,
     };
     let lateness = crate::lateness::report(
         &lateness,
@@ -159,9 +159,9 @@ pub fn main(
     if let Some(tap) = worker.take_tap() {
         let any: Box<dyn std::any::Any> = tap;
         if let Some(dir) = any
-            .downcast::<crate::run::NodeTap>()
+            .downcast::<NodeTap>()
             .ok()
-            .and_then(|t| t.dir)
+            .map(|t| t.dir)
         {
             captures = dir.finish()?;
         }
@@ -342,4 +342,16 @@ pub fn text(r: &NodeReport) -> String {
     }
     s += &crate::lateness::text(&r.lateness);
     s
+}
+
+/// A node process's capture.
+struct NodeTap {
+    node: u32,
+    dir: aurora_capture::CaptureDir,
+}
+
+impl aurora_rt::Tap for NodeTap {
+    fn cells(&mut self, t: aurora_time::Instant, port: u16, cells: &[aurora_wire::CellBytes]) {
+        self.dir.record(t, self.node, port, cells);
+    }
 }

@@ -65,20 +65,21 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
     // Long enough for the last request's answer, or to call it lost.
     let run_for = Duration::from_nanos(a.interval.as_nanos().saturating_mul(a.count as i64))
         + Duration::from_millis(200);
-    let stats = if a.virtual_time {
-        let mut net = bp
-            .into_sim(a.seed)
-            .map_err(|p| crate::run::problems(a.file, &p))?;
-        net.sim.run_until(Instant::ZERO + run_for);
-        net.sim.node::<TrafficHost>(id).and_then(|h| h.ping(i))
+    let mut net = bp
+        .into_sim(a.seed)
+        .map_err(|p| crate::run::problems(a.file, &p))?;
+    let end = Instant::ZERO + run_for;
+    if a.virtual_time {
+        net.sim.run_until(end);
     } else {
-        let wall = std::time::Duration::from_nanos(run_for.as_nanos() as u64);
-        let (done, _) = bp
-            .run_real_time(a.seed, wall, &mut |_| None)
-            .map_err(|e| e.to_string())?;
-        done.node::<TrafficHost>(id).and_then(|h| h.ping(i))
+        let mut wall = aurora_engine::clock::Wall::new(std::time::Instant::now(), false);
+        net.sim.run_wall(end, &mut wall);
     }
-    .ok_or("the ping's host went missing")?;
+    let stats = net
+        .sim
+        .node::<TrafficHost>(id)
+        .and_then(|h| h.ping(i))
+        .ok_or("the ping's host went missing")?;
     let kind = if a.segment { "segment" } else { "end-to-end" };
     let mut s = format!(
         "OAM F5 {kind} loopback from {} on VC {vc} ({}): {} sent, {} answered",

@@ -332,31 +332,58 @@ pub(crate) fn open_captures(
     Ok(CaptureDir::new(dir, names, cap.format))
 }
 
-/// Loads and runs `path` for `duration` of virtual time, writing a pcap
-/// file per receiving port into `capture` if given.
+/// The clock a run keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Jump from event to event: exact, as fast as the machine goes.
+    Virtual,
+    /// Run each event when the wall clock reaches it; `spin` busy-waits
+    /// instead of sleeping between events.
+    Wall {
+        /// Busy-wait for the next event.
+        spin: bool,
+    },
+}
+
+/// Loads and runs `path` for `duration` (then `drain`) under `clock`,
+/// writing a pcap file per receiving port into `capture` if given and
+/// publishing figures to `live` as it goes.
 pub fn run(
     path: &Path,
     duration: Duration,
     drain: Duration,
     seed: u64,
     capture: Option<&CaptureArg>,
+    clock: Clock,
+    live: Option<Arc<Mutex<Live>>>,
 ) -> Result<Report, String> {
     let text = aurora_topo::read_topology(path)?;
     let net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
-    run_network(net, duration, drain, capture, None)
+    let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
+    match live {
+        Some(live) => {
+            let mut show = |e: &aurora_engine::Engine| publish(&live, e, &hosts);
+            run_network(net, duration, drain, capture, clock, Some((LIVE_EVERY, &mut show)))
+        }
+        None => run_network(net, duration, drain, capture, clock, None),
+    }
 }
 
-/// Something shown the simulation every so often while it runs: the
-/// period, and what to call.
+/// How often a run with a live display publishes its figures.
+const LIVE_EVERY: Duration = Duration::from_millis(100);
+
+/// Something shown the engine every so often while it runs: the period,
+/// and what to call.
 pub(crate) type Watch<'a> = (Duration, &'a mut dyn FnMut(&aurora_engine::Engine));
 
-/// Runs a loaded network for `duration` (senders then stop) and `drain`,
-/// showing it to `watch` every period, and reports.
+/// Runs a loaded network for `duration` (senders then stop) and `drain`
+/// under `clock`, showing it to `watch` every period, and reports.
 pub(crate) fn run_network(
     mut net: aurora_topo::Network,
     duration: Duration,
     drain: Duration,
     capture: Option<&CaptureArg>,
+    clock: Clock,
     watch: Option<Watch<'_>>,
 ) -> Result<Report, String> {
     let end = Instant::ZERO + duration;
@@ -372,12 +399,14 @@ pub(crate) fn run_network(
     }));
     let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
         Some(cap) => {
-            let c = Rc::new(RefCell::new(open_captures(
-                cap,
-                &net.hosts,
-                &net.switches,
-                &net.routers,
-            )?));
+            let mut dir = open_captures(cap, &net.hosts, &net.switches, &net.routers)?;
+            if clock != Clock::Virtual {
+                // Written on a thread of its own: the engine never waits
+                // for the disk; what the capture cannot keep up with is
+                // counted.
+                dir = dir.in_background();
+            }
+            let c = Rc::new(RefCell::new(dir));
             let tap = c.clone();
             net.sim.set_tap(Box::new(move |t, node, port, cell| {
                 tap.borrow_mut()
@@ -387,18 +416,29 @@ pub(crate) fn run_network(
         }
         None => None,
     };
+    let mut wall = match clock {
+        Clock::Virtual => None,
+        Clock::Wall { spin } => Some(aurora_engine::clock::Wall::new(
+            std::time::Instant::now(),
+            spin,
+        )),
+    };
+    let mut step = |sim: &mut aurora_engine::Engine, t: Instant| match wall.as_mut() {
+        Some(w) => sim.run_wall(t, w),
+        None => sim.run_until(t),
+    };
     match watch {
         Some((every, f)) => {
             let mut t = Instant::ZERO;
             while t < end + drain {
                 t = (t + every.max(Duration::from_nanos(1))).min(end + drain);
-                net.sim.run_until(t);
+                step(&mut net.sim, t);
                 f(&net.sim);
             }
         }
-        None => net.sim.run_until(end + drain),
+        None => step(&mut net.sim, end + drain),
     }
-    // The taps hold the other references; take them out of the sim.
+    // The taps hold the other references; take them out of the engine.
     net.sim.clear_tap();
     net.sim.clear_drop_tap();
     let ledger = Rc::try_unwrap(ledger)
@@ -422,97 +462,34 @@ pub(crate) fn run_network(
         &net.sim,
         &ledger,
     );
-    r.mode = "virtual time".into();
     r.virtual_secs = duration.as_secs_f64();
     r.drain_secs = drain.as_secs_f64();
     r.events = net.sim.events();
     r.trace = format!("{:016x}", net.sim.trace_hash());
     r.captures = written;
-    rates(&mut r);
-    Ok(r)
-}
-
-/// Loads `path` and runs it on the real-time driver for `duration`, writing
-/// a pcap file per receiving port into `capture` if given.
-pub fn run_real_time(
-    path: &Path,
-    duration: Duration,
-    drain: Duration,
-    seed: u64,
-    capture: Option<&CaptureArg>,
-    live: Option<Arc<Mutex<Live>>>,
-) -> Result<Report, String> {
-    let text = aurora_topo::read_topology(path)?;
-    let mut bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
-    bp.stop_sending_at(Instant::ZERO + duration);
-    let wall = std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
-    let template = match capture {
-        Some(cap) => Some((
-            cap,
-            open_captures(cap, &bp.hosts, &bp.switches, &bp.routers)?,
-        )),
-        None => None,
-    };
-    let mut make_tap = |id: NodeId| -> Option<Box<dyn aurora_rt::Tap>> {
-        let dir = template.as_ref().map(|(cap, d)| {
-            // Written on a thread of its own: the node never waits for
-            // the disk; what the capture cannot keep up with is counted.
-            CaptureDir::new(&cap.dir, d.names().clone(), d.format()).in_background()
-        });
-        if dir.is_none() && live.is_none() {
-            return None;
-        }
-        Some(Box::new(NodeTap {
-            node: id.0,
-            dir,
-            live: live.clone(),
-        }))
-    };
-    let (mut done, info) = bp
-        .run_real_time(seed, wall, &mut make_tap)
-        .map_err(|e| e.to_string())?;
-    let mut written = Vec::new();
-    for tap in done.taps.drain(..).flatten() {
-        let any: Box<dyn std::any::Any> = tap;
-        if let Some(dir) = any.downcast::<NodeTap>().ok().and_then(|t| t.dir) {
-            written.extend(dir.finish()?);
+    match wall {
+        None => r.mode = "virtual time".into(),
+        Some(w) => {
+            r.mode = "real time".into();
+            let asked = std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
+            let l = w.lateness(net.sim.node_count(), asked, w.elapsed());
+            let names = crate::lateness::names(
+                l.nodes.len(),
+                (net.hosts.iter().chain(&net.ip_nodes).map(|(n, id)| (n, *id))).chain(
+                    net.switches
+                        .iter()
+                        .chain(&net.routers)
+                        .map(|(n, id, _)| (n, *id)),
+                ),
+            );
+            let name = |i: usize| names[i].clone();
+            r.lateness = Some(crate::lateness::report(
+                &l,
+                &name,
+                "rerun with --virtual for exact results",
+            ));
         }
     }
-    let mut r = build_report(
-        &Names {
-            pvcs: &info.pvcs,
-            links: &info.links,
-            hosts: &info.hosts,
-            switches: &info.switches,
-            ip_nodes: &info.ip_nodes,
-        },
-        &done,
-        &done.ledger,
-    );
-    r.mode = "real time".into();
-    r.virtual_secs = duration.as_secs_f64();
-    r.drain_secs = drain.as_secs_f64();
-    r.captures = written;
-    let names = crate::lateness::names(
-        done.lateness.nodes.len(),
-        (info
-            .hosts
-            .iter()
-            .chain(&info.ip_nodes)
-            .map(|(n, id)| (n, *id)))
-        .chain(
-            info.switches
-                .iter()
-                .chain(&info.routers)
-                .map(|(n, id, _)| (n, *id)),
-        ),
-    );
-    let name = |i: usize| names[i].clone();
-    r.lateness = Some(crate::lateness::report(
-        &done.lateness,
-        &name,
-        "rerun with --virtual for exact results",
-    ));
     rates(&mut r);
     Ok(r)
 }
@@ -526,34 +503,20 @@ pub struct Live {
     pub pings: BTreeMap<u32, Vec<aurora_net::oam::PingStats>>,
 }
 
-/// One real-time node's captures and live figures.
-pub(crate) struct NodeTap {
-    pub(crate) node: u32,
-    pub(crate) dir: Option<CaptureDir>,
-    pub(crate) live: Option<Arc<Mutex<Live>>>,
-}
-
-impl aurora_rt::Tap for NodeTap {
-    fn cells(&mut self, t: Instant, port: u16, cells: &[aurora_wire::CellBytes]) {
-        if let Some(d) = self.dir.as_mut() {
-            d.record(t, self.node, port, cells);
-        }
-    }
-
-    fn sample(&mut self, _t: Instant, node: &dyn aurora_rt::RtNode) {
-        let (Some(live), Some(h)) = (
-            self.live.as_ref(),
-            (node as &dyn std::any::Any).downcast_ref::<TrafficHost>(),
-        ) else {
-            return;
+/// Publishes the traffic hosts' figures so far to `live`.
+fn publish(live: &Mutex<Live>, e: &aurora_engine::Engine, hosts: &[NodeId]) {
+    // A poisoned lock means the display thread died; nothing to show.
+    let Ok(mut l) = live.lock() else {
+        return;
+    };
+    for &id in hosts {
+        let Some(h) = e.node::<TrafficHost>(id) else {
+            continue;
         };
-        // A poisoned lock means the display thread died; nothing to show.
-        if let Ok(mut l) = live.lock() {
-            for (vc, f) in h.received_all() {
-                l.rx_bytes.insert((self.node, vc), f.bytes);
-            }
-            l.pings.insert(self.node, h.pings().collect());
+        for (vc, f) in h.received_all() {
+            l.rx_bytes.insert((id.0, vc), f.bytes);
         }
+        l.pings.insert(id.0, h.pings().collect());
     }
 }
 
@@ -569,44 +532,6 @@ pub(crate) fn problems(path: &Path, p: &aurora_topo::Problems) -> String {
         if n == 1 { "" } else { "s" },
         list.join("\n")
     )
-}
-
-/// What a report reads from a finished run, in either driver.
-pub(crate) trait View {
-    fn host(&self, id: NodeId) -> Option<&TrafficHost>;
-    fn ip(&self, id: NodeId) -> Option<&aurora_ip::node::IpNode>;
-    fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node>;
-    fn link(&self, id: NodeId, port: u16) -> Option<aurora_engine::DirCounters>;
-}
-
-impl View for aurora_engine::Engine {
-    fn host(&self, id: NodeId) -> Option<&TrafficHost> {
-        self.node(id)
-    }
-    fn ip(&self, id: NodeId) -> Option<&aurora_ip::node::IpNode> {
-        self.node(id)
-    }
-    fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node> {
-        self.node_dyn(id)
-    }
-    fn link(&self, id: NodeId, port: u16) -> Option<aurora_engine::DirCounters> {
-        aurora_engine::Engine::link(self, id, port)
-    }
-}
-
-impl View for aurora_rt::Finished {
-    fn host(&self, id: NodeId) -> Option<&TrafficHost> {
-        self.node(id)
-    }
-    fn ip(&self, id: NodeId) -> Option<&aurora_ip::node::IpNode> {
-        self.node(id)
-    }
-    fn any_node(&self, id: NodeId) -> Option<&dyn aurora_net::Node> {
-        self.node_dyn(id)
-    }
-    fn link(&self, id: NodeId, port: u16) -> Option<aurora_engine::DirCounters> {
-        aurora_rt::Finished::link(self, id, port)
-    }
 }
 
 /// The names and circuits a report is about.
@@ -648,7 +573,7 @@ fn loss_rows<'a>(
     .collect()
 }
 
-fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
+fn build_report(names: &Names, view: &aurora_engine::Engine, ledger: &Ledger) -> Report {
     let node_names: BTreeMap<u32, &str> = names
         .hosts
         .iter()
@@ -663,8 +588,8 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
         .iter()
         .enumerate()
         .filter_map(|(i, p)| {
-            let src = view.host(p.from)?;
-            let dst = view.host(p.to)?;
+            let src = view.node::<TrafficHost>(p.from)?;
+            let dst = view.node::<TrafficHost>(p.to)?;
             let r = dst.received(p.to_vc);
             let sent = p.flows.iter().map(|&i| src.sent(i)).sum();
             let receiver = Place {
@@ -698,7 +623,7 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
         .pvcs
         .iter()
         .flat_map(|p| {
-            view.host(p.from)
+            view.node::<TrafficHost>(p.from)
                 .map(|h| ping_rows(p, h))
                 .unwrap_or_default()
         })
@@ -720,7 +645,7 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
     }
     let mut host_drops = Vec::new();
     for (name, id) in names.hosts {
-        if let Some(h) = view.host(*id) {
+        if let Some(h) = view.node::<TrafficHost>(*id) {
             for (reason, n) in h.rx_stats().pdus_dropped.nonzero() {
                 host_drops.push((name.clone(), reason.name().to_string(), n));
             }
@@ -728,7 +653,7 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
     }
     let mut switch_ports = Vec::new();
     for (name, id, ports) in names.switches {
-        let Some(sw) = view.any_node(*id) else {
+        let Some(sw) = view.node_dyn(*id) else {
             continue;
         };
         for p in 0..*ports {
@@ -749,7 +674,7 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
         ip: names
             .ip_nodes
             .iter()
-            .filter_map(|(n, id)| view.ip(*id).map(|x| ip_row(n, x)))
+            .filter_map(|(n, id)| view.node::<aurora_ip::node::IpNode>(*id).map(|x| ip_row(n, x)))
             .collect(),
         captures: Vec::new(),
         drain_secs: 0.0,
@@ -759,7 +684,7 @@ fn build_report(names: &Names, view: &dyn View, ledger: &Ledger) -> Report {
             + names
                 .pvcs
                 .iter()
-                .filter_map(|p| view.host(p.to)?.book(p.to_vc))
+                .filter_map(|p| view.node::<TrafficHost>(p.to)?.book(p.to_vc))
                 .map(accounting::RxBook::overflow)
                 .sum::<u64>(),
         lateness: None,

@@ -1,29 +1,40 @@
-//! The virtual-time driver: a discrete-event loop that runs Aurora's nodes
-//! (`aurora-net`) and models the links between them.
+//! Aurora's event engine: one discrete-event core that runs Aurora's nodes
+//! (`aurora-net` and the node crates above it) and models the links between
+//! them, under either clock ([`clock`]): virtual (jump to the next event) or
+//! wall (run each event when the wall clock reaches it, and measure how late).
 //!
-//! Events are ordered by (time, sequence number), so a run is a pure
-//! function of its topology and its seed: every link direction draws its
-//! loss and bit errors from its own generator, seeded from the run's seed
-//! and the direction's number. [`Engine::trace_hash`] digests every delivery
-//! (time, node, port, cell bytes), so two runs can be compared exactly.
+//! Events are ordered by (time, kind, number of the link or node they
+//! belong to): a key that does not depend on the order events were made
+//! in, so a run is a pure function of its topology and its seed, however
+//! its nodes are later split between workers. Every link direction draws
+//! its loss and bit errors from its own generator, seeded from the run's
+//! seed and the direction's number. [`Engine::trace_hash`] digests every
+//! delivery (time, node, port, cell bytes), per receiving node, so two runs
+//! can be compared exactly.
 //!
-//! A link direction models the sending port's output: a bounded transmit
-//! buffer (a full buffer is a counted drop, as at a switch's output FIFO),
-//! serialisation at the link's rate, propagation delay, then loss and bit
-//! errors.
+//! A node's output port is a queue under a discipline ([`port`]); the link
+//! leaving it pulls the next frame when its line is free, serialises it at
+//! the link's rate, delays it, then loses it or flips a bit as configured.
 
 use std::any::Any;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
+
+pub mod clock;
+pub mod lateness;
+pub mod port;
+mod queue;
 
 use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 use aurora_wire::CellBytes;
 
-/// A node the simulator can also hand back by its concrete type.
-pub trait EngineNode<F: Frame = CellBytes>: Node<F> + Any {}
-impl<F: Frame, T: Node<F> + Any> EngineNode<F> for T {}
+use port::{Fifo, Port};
+
+/// A node the engine can run (on any worker) and hand back by its
+/// concrete type.
+pub trait EngineNode<F: Frame = CellBytes>: Node<F> + Any + Send {}
+impl<F: Frame, T: Node<F> + Any + Send> EngineNode<F> for T {}
 
 /// A node's number in a simulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,7 +56,7 @@ pub struct LinkSpec {
     pub handshake_per_byte: Duration,
     /// Propagation delay.
     pub delay: Duration,
-    /// Cells the transmit buffer holds (the one being sent included).
+    /// Frames the sending port's buffer holds (the one being sent included).
     pub buffer: usize,
     /// Probability a cell is lost.
     pub loss: f64,
@@ -81,12 +92,12 @@ pub fn frame_time(spec: &LinkSpec, len: usize) -> Duration {
     ))
 }
 
-/// What one link direction did.
+/// What one link direction (and the output port feeding it) did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirCounters {
     /// Cells offered by the sending node.
     pub offered: u64,
-    /// Cells dropped because the transmit buffer was full.
+    /// Cells the output port dropped (its buffer was full).
     pub overflow: u64,
     /// Cells lost on the way.
     pub lost: u64,
@@ -123,14 +134,20 @@ impl fmt::Display for EngineError {
 impl std::error::Error for EngineError {}
 
 struct Dir<F> {
+    from: (u32, PortId),
     to: (u32, PortId),
     spec: LinkSpec,
     cell_time: Duration,
     /// Every frame takes `cell_time` (no per-byte terms).
     fixed: bool,
+    /// The sending port's queue; the line pulls from it.
+    port: Box<dyn Port<F>>,
+    /// When the line finishes sending its current frame.
     busy_until: Instant,
-    /// Times at which cells still in the transmit buffer finish sending.
-    departures: VecDeque<Instant>,
+    /// A `TxDone` is in the queue: frames wait, and the line will pull the
+    /// next when it is free. (An idle port with nothing waiting needs no
+    /// event: a frame sent to it goes straight to the line.)
+    pulling: bool,
     rng: u64,
     counters: DirCounters,
     /// Cells on the wire, in arrival order (a link is FIFO); only the head
@@ -151,27 +168,31 @@ impl<F> Dir<F> {
     }
 }
 
-/// What happens at an event. A link direction has one event, for the head
-/// of its arrivals, so the queue holds one entry per link and node, not one
-/// per cell in flight.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
+/// What happens at an event. Each link direction has at most one event of
+/// each kind in the queue (its line pulling the next waiting frame, the
+/// head of its arrivals), so the queue holds a few entries per link and
+/// node, not one per cell in flight; and (time, kind, number) orders events
+/// without a counter of when they were made. A line that frees at `t`
+/// pulls before anything else happens at `t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
+    TxDone { dir: u32 },
     Deliver { dir: u32 },
     Wake { node: u32 },
 }
 
-/// The simulator, for frames of type `F` (cells unless said otherwise).
+/// The engine, for frames of type `F` (cells unless said otherwise).
 pub struct Engine<F: Frame = CellBytes> {
     nodes: Vec<Box<dyn EngineNode<F>>>,
     /// Per node, per port: the direction leaving it.
     out: Vec<Vec<Option<u32>>>,
     dirs: Vec<Dir<F>>,
-    queue: BinaryHeap<Reverse<(Instant, u64, Kind)>>,
+    queue: queue::EventQueue<(Instant, Kind)>,
     wake: Vec<Option<Instant>>,
-    seq: u64,
     now: Instant,
     seed: u64,
-    trace: u64,
+    /// Per receiving node, a digest of what it received.
+    digests: Vec<u64>,
     events: u64,
     unconnected: u64,
     in_flight: u64,
@@ -187,27 +208,50 @@ pub type DropTap<F = CellBytes> = Box<dyn FnMut(aurora_net::accounting::Place, &
 /// Something that sees every frame as it is delivered to a port (captures).
 pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F)>;
 
+/// The first value of every node's digest.
+const DIGEST_START: u64 = 0xcbf2_9ce4_8422_2325;
+
 impl Engine {
-    /// An empty cell-network simulation whose random streams derive from
-    /// `seed`.
+    /// An empty cell network whose random streams derive from `seed`.
     pub fn new(seed: u64) -> Self {
         Self::with_frames(seed)
     }
 }
 
+/// How the engine's loop meets its clock: nothing to wait for in virtual
+/// time; in wall time, wait for each event and measure its lateness.
+trait Pace {
+    /// Called before the event at `at` for `node` runs.
+    fn before(&mut self, at: Instant, node: u32);
+}
+
+struct Virtual;
+
+impl Pace for Virtual {
+    #[inline(always)]
+    fn before(&mut self, _at: Instant, _node: u32) {}
+}
+
+impl Pace for clock::Wall {
+    #[inline]
+    fn before(&mut self, at: Instant, node: u32) {
+        let late = self.wait_until(at);
+        self.record(node, late);
+    }
+}
+
 impl<F: Frame> Engine<F> {
-    /// An empty simulation of a network of `F` frames.
+    /// An empty network of `F` frames.
     pub fn with_frames(seed: u64) -> Self {
         Engine {
             nodes: Vec::new(),
             out: Vec::new(),
             dirs: Vec::new(),
-            queue: BinaryHeap::new(),
+            queue: queue::EventQueue::new(),
             wake: Vec::new(),
-            seq: 0,
             now: Instant::ZERO,
             seed,
-            trace: 0xcbf2_9ce4_8422_2325,
+            digests: Vec::new(),
             events: 0,
             unconnected: 0,
             in_flight: 0,
@@ -228,6 +272,7 @@ impl<F: Frame> Engine<F> {
         self.out.push(vec![None; node.ports()]);
         self.nodes.push(node);
         self.wake.push(None);
+        self.digests.push(DIGEST_START);
         self.schedule_wake(id);
         NodeId(id)
     }
@@ -312,39 +357,65 @@ impl<F: Frame> Engine<F> {
         self.out[from.0 as usize][usize::from(fp)] = Some(k);
         let mix = self.seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.dirs.push(Dir {
+            from: (from.0, fp),
             to: (to.0, tp),
             spec,
             cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
             fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
+            port: Box::new(Fifo::new(spec.buffer)),
             busy_until: Instant::ZERO,
-            departures: VecDeque::new(),
+            pulling: false,
             rng: mix | 1,
             counters: DirCounters::default(),
             arrivals: VecDeque::new(),
         });
     }
 
-    /// Runs every event up to and including `end`; the clock then reads `end`.
+    /// Runs every event up to and including `end` in virtual time; the
+    /// clock then reads `end`.
     pub fn run_until(&mut self, end: Instant) {
-        while let Some(Reverse((at, _, _))) = self.queue.peek() {
-            if *at > end {
+        self.run_paced(end, &mut Virtual);
+    }
+
+    /// Runs every event up to and including `end`, each when `wall` reaches
+    /// its time (see [`clock`]), and waits for `wall` to reach `end`.
+    pub fn run_wall(&mut self, end: Instant, wall: &mut clock::Wall) {
+        self.run_paced(end, wall);
+        if end < Instant::MAX {
+            wall.wait_until(end);
+        }
+    }
+
+    fn run_paced<P: Pace>(&mut self, end: Instant, pace: &mut P) {
+        while let Some((at, kind)) = self.queue.peek() {
+            if at > end {
                 break;
             }
-            let Some(Reverse((at, _, kind))) = self.queue.pop() else {
-                break;
+            let node = match kind {
+                Kind::TxDone { dir } => self.dirs[dir as usize].from.0,
+                Kind::Deliver { dir } => self.dirs[dir as usize].to.0,
+                Kind::Wake { node } => node,
             };
+            pace.before(at, node);
+            self.queue.pop();
             self.now = at;
             self.events += 1;
             match kind {
+                Kind::TxDone { dir } => {
+                    let d = &mut self.dirs[dir as usize];
+                    d.pulling = false;
+                    if let Some(f) = d.port.dequeue(at) {
+                        self.transmit(dir, f);
+                    }
+                }
                 Kind::Deliver { dir } => {
                     self.in_flight -= 1;
                     let d = &mut self.dirs[dir as usize];
                     let Some((_, cell)) = d.arrivals.pop_front() else {
                         continue;
                     };
-                    let next = d.arrivals.front().map(|a| a.0);
-                    if let Some(t) = next {
-                        self.push(t, Kind::Deliver { dir });
+                    if let Some(&(t, _)) = d.arrivals.front() {
+                        self.queue.push((t, Kind::Deliver { dir }));
                     }
                     let d = &mut self.dirs[dir as usize];
                     d.counters.delivered += 1;
@@ -375,11 +446,6 @@ impl<F: Frame> Engine<F> {
         self.now = self.now.max(end);
     }
 
-    fn push(&mut self, at: Instant, kind: Kind) {
-        self.seq += 1;
-        self.queue.push(Reverse((at, self.seq, kind)));
-    }
-
     fn schedule_wake(&mut self, node: u32) {
         let Some(t) = self.nodes[node as usize].poll_at() else {
             return;
@@ -387,12 +453,12 @@ impl<F: Frame> Engine<F> {
         let t = t.max(self.now);
         if self.wake[node as usize].is_none_or(|w| t < w) {
             self.wake[node as usize] = Some(t);
-            self.push(t, Kind::Wake { node });
+            self.queue.push((t, Kind::Wake { node }));
         }
     }
 
-    /// Puts a node's sent frames on its links, and shows the frames it
-    /// dropped to the drop tap.
+    /// Puts a node's sent frames in its output ports (starting the line of
+    /// an idle one), and shows the frames it dropped to the drop tap.
     fn route(&mut self, node: u32, out: &mut Outbox<F>) {
         use aurora_net::accounting::{Place, Side};
         let now = self.now;
@@ -402,71 +468,95 @@ impl<F: Frame> Engine<F> {
                 t(Place { node, port, side }, why, &cell);
             }
         }
-        let lose = |tap: &mut Option<DropTap<F>>, port, why, cell: &F| {
-            if let Some(t) = tap.as_mut() {
-                let side = Side::Out;
-                t(Place { node, port, side }, why, cell);
-            }
-        };
-        for (port, mut cell) in out.drain() {
+        for (port, cell) in out.drain() {
             let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
                 self.unconnected += 1;
                 continue;
             };
             let d = &mut self.dirs[k as usize];
             d.counters.offered += 1;
-            while d.departures.front().is_some_and(|&t| t <= now) {
-                d.departures.pop_front();
-            }
-            if d.departures.len() >= d.spec.buffer.max(1) {
-                d.counters.overflow += 1;
-                lose(&mut self.drop_tap, port, "tail_drop", &cell);
-                continue;
-            }
-            let start = d.busy_until.max(now);
-            let time = if d.fixed {
-                d.cell_time
-            } else {
-                frame_time(&d.spec, cell.bytes().len())
-            };
-            d.busy_until = start + time;
-            d.departures.push_back(d.busy_until);
-            if d.chance(d.spec.loss) {
-                d.counters.lost += 1;
-                lose(&mut self.drop_tap, port, "link_loss", &cell);
-                continue;
-            }
-            let bits = cell.bytes().len() as u64 * 8;
-            if bits > 0 && d.chance(d.spec.bit_error) {
-                let bit = (d.next() % bits) as usize;
-                cell.bytes_mut()[bit / 8] ^= 0x80 >> (bit % 8);
-                d.counters.errored += 1;
-            }
-            let arrive = d.busy_until + d.spec.delay;
-            self.in_flight += 1;
-            let first = d.arrivals.is_empty();
-            d.arrivals.push_back((arrive, cell));
-            if first {
-                self.push(arrive, Kind::Deliver { dir: k });
+            let on_line = usize::from(d.busy_until > now);
+            match d.port.enqueue(cell, now, on_line) {
+                Ok(()) => {
+                    if d.pulling {
+                        // The line pulls when it is free.
+                    } else if on_line == 0 {
+                        if let Some(f) = d.port.dequeue(now) {
+                            self.transmit(k, f);
+                        }
+                    } else {
+                        d.pulling = true;
+                        let t = d.busy_until;
+                        self.queue.push((t, Kind::TxDone { dir: k }));
+                    }
+                }
+                Err((cell, why)) => {
+                    d.counters.overflow += 1;
+                    if let Some(t) = self.drop_tap.as_mut() {
+                        let side = Side::Out;
+                        t(Place { node, port, side }, why, &cell);
+                    }
+                }
             }
         }
     }
 
-    /// Folds a delivery into the trace digest, eight bytes at a time.
+    /// Puts `cell` on direction `k`'s idle line now: it is sent, then
+    /// crosses the link (or is lost on the way, or damaged).
+    fn transmit(&mut self, k: u32, mut cell: F) {
+        use aurora_net::accounting::{Place, Side};
+        let now = self.now;
+        let d = &mut self.dirs[k as usize];
+        let time = if d.fixed {
+            d.cell_time
+        } else {
+            frame_time(&d.spec, cell.bytes().len())
+        };
+        let done = now + time;
+        d.busy_until = done;
+        if !d.port.is_empty() {
+            d.pulling = true;
+            self.queue.push((done, Kind::TxDone { dir: k }));
+        }
+        if d.chance(d.spec.loss) {
+            d.counters.lost += 1;
+            if let Some(t) = self.drop_tap.as_mut() {
+                let (node, port) = d.from;
+                let side = Side::Out;
+                t(Place { node, port, side }, "link_loss", &cell);
+            }
+            return;
+        }
+        let bits = cell.bytes().len() as u64 * 8;
+        if bits > 0 && d.chance(d.spec.bit_error) {
+            let bit = (d.next() % bits) as usize;
+            cell.bytes_mut()[bit / 8] ^= 0x80 >> (bit % 8);
+            d.counters.errored += 1;
+        }
+        let arrive = done + d.spec.delay;
+        self.in_flight += 1;
+        let first = d.arrivals.is_empty();
+        d.arrivals.push_back((arrive, cell));
+        if first {
+            self.queue.push((arrive, Kind::Deliver { dir: k }));
+        }
+    }
+
+    /// Folds a delivery into the receiving node's digest, eight bytes at a
+    /// time.
     #[inline(always)]
     fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &[u8]) {
-        let mut h = self.trace;
+        let h = &mut self.digests[node as usize];
         let mut eat = |w: u64| {
-            h = (h ^ w).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
+            *h = (*h ^ w).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
         };
         eat(at.as_nanos() as u64);
-        eat(u64::from(node) << 16 | u64::from(port));
+        eat(u64::from(port));
         for w in cell.chunks(8) {
             let mut b = [0u8; 8];
             b[..w.len()].copy_from_slice(w);
             eat(u64::from_le_bytes(b));
         }
-        self.trace = h;
     }
 
     /// Shows every delivered frame to `tap` (time, receiving node and port).
@@ -479,8 +569,8 @@ impl<F: Frame> Engine<F> {
         self.tap = None;
     }
 
-    /// Shows every dropped frame to `tap`: frames the links drop (a full
-    /// transmit buffer, `tail_drop`; lost on the way, `link_loss`) and the
+    /// Shows every dropped frame to `tap`: frames the output ports and links
+    /// drop (a full buffer, `tail_drop`; lost on the way, `link_loss`) and the
     /// frames nodes drop on arrival (asked of them through their outbox).
     pub fn set_drop_tap(&mut self, tap: DropTap<F>) {
         self.drop_tap = Some(tap);
@@ -493,7 +583,7 @@ impl<F: Frame> Engine<F> {
         self.outbox.track_drops(false);
     }
 
-    /// The simulated clock.
+    /// The engine's clock: the time of the last event run.
     pub fn now(&self) -> Instant {
         self.now
     }
@@ -508,9 +598,27 @@ impl<F: Frame> Engine<F> {
         self.in_flight
     }
 
-    /// A digest of every delivery so far.
+    /// A digest of every delivery so far: each node's digest of what it
+    /// received, folded in node order (so it does not depend on how
+    /// deliveries to different nodes interleaved).
     pub fn trace_hash(&self) -> u64 {
-        self.trace
+        self.digests.iter().enumerate().fold(DIGEST_START, |h, (i, d)| {
+            (h ^ d ^ (i as u64) << 48)
+                .wrapping_mul(0x0000_0100_0000_01B3)
+                .rotate_left(29)
+        })
+    }
+
+    /// Frames waiting in `node`'s output port `port` (not counting one on
+    /// the line).
+    pub fn queued(&self, node: NodeId, port: PortId) -> Option<usize> {
+        let k = (*self.out.get(node.0 as usize)?.get(usize::from(port))?)?;
+        Some(self.dirs[k as usize].port.len())
+    }
+
+    /// Nodes in the network.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
     }
 
     /// Cells sent out of ports with no link.

@@ -436,6 +436,7 @@ pub fn run_frames_until<F: Frame>(
         nodes: workers.iter().map(|w| w.lateness.clone()).collect(),
         asked: None,
         stop_at: None,
+        workers: workers.len(),
     };
     let nodes = workers.into_iter().map(|w| w.node).collect();
     let links = made

@@ -8,14 +8,12 @@
 //! nanoseconds the nodes always use.
 
 pub mod frames;
-pub mod lateness;
+pub use aurora_engine::lateness;
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as WallClock};
 
-use aurora_link::ring;
 use aurora_link::shape::{Shaped, Shaping};
 use aurora_link::{CellSink, CellSource, LinkDrop};
 use aurora_net::{Node, Outbox, PortId};
@@ -39,17 +37,6 @@ pub trait Tap: Any + Send {
 
 /// How often a worker shows its node to its tap.
 pub const SAMPLE_EVERY: StdDuration = StdDuration::from_millis(100);
-
-/// A link between two ports, the same in both directions.
-#[derive(Clone, Copy, Debug)]
-pub struct Wire {
-    /// One end.
-    pub a: (NodeId, PortId),
-    /// The other end.
-    pub b: (NodeId, PortId),
-    /// Rate, delay, buffer, loss, bit errors.
-    pub spec: LinkSpec,
-}
 
 /// Cells a port holds in front of its shaper when its node sent more at
 /// once than the output buffer takes (a late node sends in bursts what it
@@ -175,43 +162,6 @@ pub struct Worker {
     ledger: aurora_net::accounting::Ledger,
     id: u32,
     lateness: lateness::NodeLateness,
-}
-
-/// What a run hands back: the nodes (to read their counters) and each link
-/// direction's counters, keyed by the sending (node, port).
-pub struct Finished {
-    /// The nodes, by id.
-    pub nodes: Vec<Box<dyn RtNode>>,
-    /// Per sending port: its link direction's counters.
-    pub links: Vec<((NodeId, PortId), DirCounters)>,
-    /// Each node's tap, if it had one.
-    pub taps: Vec<Option<Box<dyn Tap>>>,
-    /// Every data cell dropped, charged to its PDU.
-    pub ledger: aurora_net::accounting::Ledger,
-    /// How far behind real time each node ran, and the run's start lag and
-    /// overrun ([`lateness::Lateness::verdict`] says whether to trust it).
-    pub lateness: lateness::Lateness,
-}
-
-impl Finished {
-    /// A node as a [`Node`], whatever its type.
-    pub fn node_dyn(&self, id: NodeId) -> Option<&dyn Node> {
-        let n: &dyn RtNode = self.nodes.get(id.0 as usize)?.as_ref();
-        Some(n)
-    }
-
-    /// A node by its concrete type.
-    pub fn node<T: Node + Any>(&self, id: NodeId) -> Option<&T> {
-        let n: &dyn Any = self.nodes.get(id.0 as usize)?.as_ref();
-        n.downcast_ref::<T>()
-    }
-    /// The counters of the link direction leaving `port` of `node`.
-    pub fn link(&self, node: NodeId, port: PortId) -> Option<DirCounters> {
-        self.links
-            .iter()
-            .find(|(k, _)| *k == (node, port))
-            .map(|(_, c)| *c)
-    }
 }
 
 /// Why a run could not start.
@@ -505,116 +455,4 @@ pub fn shaping(spec: &LinkSpec, seed: u64) -> Shaping {
         seed,
         queue: spec.buffer.max(1),
     }
-}
-
-/// Runs `nodes` joined by `wires` for `duration` of wall-clock time. The
-/// shapers' random streams derive from `seed` and each direction's number.
-pub fn run(
-    nodes: Vec<Box<dyn RtNode>>,
-    wires: &[Wire],
-    seed: u64,
-    duration: StdDuration,
-) -> Result<Finished, RtError> {
-    run_with_taps(nodes, wires, seed, duration, &mut |_| None)
-}
-
-/// [`run`], with each node given the tap `tap` makes for it (if any).
-pub fn run_with_taps(
-    nodes: Vec<Box<dyn RtNode>>,
-    wires: &[Wire],
-    seed: u64,
-    duration: StdDuration,
-    tap: &mut dyn FnMut(NodeId) -> Option<Box<dyn Tap>>,
-) -> Result<Finished, RtError> {
-    let mut workers: Vec<Worker> = nodes.into_iter().map(Worker::new).collect();
-    for (i, w) in workers.iter_mut().enumerate() {
-        w.set_id(NodeId(i as u32));
-        if let Some(t) = tap(NodeId(i as u32)) {
-            w.set_tap(t);
-        }
-    }
-    let mut dirs = Vec::new();
-    let mut k = 0u64;
-    for w in wires {
-        if !(w.spec.rate > 0.0 && w.spec.rate.is_finite()) {
-            return Err(RtError(format!(
-                "link rate {} is not a positive number of cells per second",
-                w.spec.rate
-            )));
-        }
-        for (from, to) in [(w.a, w.b), (w.b, w.a)] {
-            k += 1;
-            let slot = workers
-                .get(from.0 .0 as usize)
-                .and_then(|wk| wk.outputs.get(usize::from(from.1)))
-                .ok_or_else(|| RtError(format!("node {} has no port {}", from.0 .0, from.1)))?;
-            if slot.is_some() {
-                return Err(RtError(format!(
-                    "port {} of node {} is already connected",
-                    from.1, from.0 .0
-                )));
-            }
-            if workers
-                .get(to.0 .0 as usize)
-                .is_none_or(|wk| usize::from(to.1) >= wk.outputs.len())
-            {
-                return Err(RtError(format!("node {} has no port {}", to.0 .0, to.1)));
-            }
-            // The ring holds what the shaper may release at once, and more.
-            let (tx, rx) = ring::in_process((w.spec.buffer * 2).clamp(64, 1 << 20));
-            let out = Out::new(Box::new(tx), shaping(&w.spec, direction_seed(seed, k)));
-            workers[from.0 .0 as usize].set_output(from.1, out);
-            workers[to.0 .0 as usize].add_input(to.1, Box::new(rx));
-            dirs.push((from, to));
-        }
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = WallClock::now();
-    let handles: Vec<_> = workers
-        .into_iter()
-        .map(|w| {
-            let stop = stop.clone();
-            std::thread::spawn(move || w.run(start, &stop))
-        })
-        .collect();
-    // Starting many threads takes time: stop at the duration after the
-    // start, not after the last thread started.
-    std::thread::sleep(duration.saturating_sub(start.elapsed()));
-    let stop_at = start.elapsed();
-    stop.store(true, Ordering::Relaxed);
-    let mut workers = Vec::new();
-    for h in handles {
-        workers.push(
-            h.join()
-                .map_err(|_| RtError("a node's thread panicked".into()))?,
-        );
-    }
-    let mut links = Vec::new();
-    for (from, to) in dirs {
-        let mut c = workers[from.0 .0 as usize]
-            .output(from.1)
-            .expect("connected above")
-            .counters();
-        c.delivered = workers[to.0 .0 as usize].delivered(to.1);
-        links.push((from, c));
-    }
-    let taps = workers.iter_mut().map(Worker::take_tap).collect();
-    let lateness = lateness::Lateness {
-        nodes: workers.iter().map(|w| w.lateness.clone()).collect(),
-        asked: Some(duration),
-        stop_at: Some(stop_at),
-    };
-    let mut ledger = aurora_net::accounting::Ledger::new();
-    let mut nodes = Vec::new();
-    for w in workers {
-        ledger.merge(w.ledger);
-        nodes.push(w.node);
-    }
-    Ok(Finished {
-        nodes,
-        links,
-        taps,
-        ledger,
-        lateness,
-    })
 }

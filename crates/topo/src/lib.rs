@@ -1733,43 +1733,6 @@ pub fn open_tun(t: &TunSpec) -> Result<aurora_link::tun::Tun, String> {
 }
 
 impl Blueprint {
-    /// Runs the network on the real-time driver for `duration` of wall-clock
-    /// time, its shapers seeded from `seed`, each node given the tap `tap`
-    /// makes for it (if any).
-    pub fn run_real_time(
-        self,
-        seed: u64,
-        duration: std::time::Duration,
-        tap: &mut dyn FnMut(NodeId) -> Option<Box<dyn aurora_rt::Tap>>,
-    ) -> Result<(aurora_rt::Finished, BlueprintInfo), aurora_rt::RtError> {
-        let wires: Vec<aurora_rt::Wire> = self
-            .links
-            .iter()
-            .map(|(a, b, spec)| aurora_rt::Wire {
-                a: (a.1, a.2),
-                b: (b.1, b.2),
-                spec: *spec,
-            })
-            .collect();
-        let info = BlueprintInfo {
-            hosts: self.hosts,
-            switches: self.switches,
-            routers: self.routers,
-            ip_nodes: self.ip_nodes,
-            links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
-            pvcs: self.pvcs,
-        };
-        let nodes: Vec<Box<dyn aurora_rt::RtNode>> = self
-            .nodes
-            .into_iter()
-            .map(|n| n as Box<dyn aurora_rt::RtNode>)
-            .collect();
-        Ok((
-            aurora_rt::run_with_taps(nodes, &wires, seed, duration, tap)?,
-            info,
-        ))
-    }
-
     /// Every traffic host sends nothing more from `t` on (the end of a
     /// run's sending time; the rest of the run drains the network).
     pub fn stop_sending_at(&mut self, t: Instant) {

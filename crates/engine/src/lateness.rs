@@ -194,6 +194,11 @@ impl NodeLateness {
         self.event(late_by(due, handled));
     }
 
+    /// An event handled `late` ns after it was due.
+    pub fn late_by(&mut self, late: u64) {
+        self.event(late);
+    }
+
     fn event(&mut self, late: u64) {
         self.events.record(late);
         if late > ns(LATE) {
@@ -255,6 +260,8 @@ pub struct Lateness {
     pub asked: Option<StdDuration>,
     /// When the run was told to stop, since it began, if known.
     pub stop_at: Option<StdDuration>,
+    /// Threads that ran the nodes.
+    pub workers: usize,
 }
 
 /// A run's verdict on itself.
@@ -341,7 +348,7 @@ impl Lateness {
         if self.overrun() > WORST {
             why.push(format!("the run ended {:.1} ms late", ms(self.overrun())));
         }
-        let threads = self.nodes.len();
+        let (nodes, threads) = (self.nodes.len(), self.workers.max(1));
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if why.is_empty() {
             let e = self.all_events();
@@ -361,7 +368,8 @@ impl Lateness {
         Verdict {
             faithful: false,
             sentence: format!(
-                "These results are NOT real-time-faithful ({threads} node thread{} on {cores} core{}): {}; {advice}.",
+                "These results are NOT real-time-faithful ({nodes} node{} on {threads} thread{}, {cores} core{}): {}; {advice}.",
+                if nodes == 1 { "" } else { "s" },
                 if threads == 1 { "" } else { "s" },
                 if cores == 1 { "" } else { "s" },
                 why.join("; ")
@@ -462,6 +470,7 @@ mod tests {
             nodes: vec![NodeLateness::default(); 3],
             asked: Some(StdDuration::from_millis(300)),
             stop_at: Some(StdDuration::from_millis(300)),
+            workers: 3,
         };
         for n in &mut l.nodes {
             n.turn(StdDuration::from_micros(50));

@@ -1,0 +1,139 @@
+//! The wall clock an engine can run against.
+//!
+//! Under the virtual clock the engine jumps from one event to the next.
+//! Under the wall clock it runs each event when the wall clock reaches the
+//! event's time, and nodes still see the event's time as `now`: the times a
+//! report shows (round trips, delays) are the model's, and how far the wall
+//! clock ran past them is measured per event and reported as lateness
+//! ([`crate::lateness`]). An engine that cannot keep up runs every event all
+//! the same, in order, late; the lateness report then says the run was not
+//! faithful instead of the results quietly changing. (ns-3's real-time
+//! simulator does the same in its best-effort mode.)
+//!
+//! Waiting for the next event sleeps by default: the kernel's timer slack
+//! is cut to 1 µs for the engine's thread, so a sleep ends within a few
+//! microseconds of its time and the core is free meanwhile (on a 2-core
+//! machine the other core runs the other partition, or the kernel's side of
+//! TUN traffic). `spin` busy-waits instead: the lowest lateness, one core
+//! fully used.
+
+use std::num::NonZeroU64;
+use std::time::{Duration as StdDuration, Instant as WallInstant};
+
+use aurora_time::Instant;
+
+use crate::lateness::{Lateness, NodeLateness};
+
+/// Below this gap even the sleeping clock spins: a sleep could not end in
+/// time.
+const SPIN_BELOW_NS: i64 = 2_000;
+
+/// The wall clock one engine (one worker) runs against, with what it
+/// measured.
+pub struct Wall {
+    start: WallInstant,
+    spin: bool,
+    nodes: Vec<NodeLateness>,
+    slack_set: bool,
+    sleeps: u64,
+    /// The wall clock when last read, and events run since without
+    /// reading it again.
+    seen: Instant,
+    stale: u32,
+}
+
+/// While behind, the clock is read again every this many events: a run
+/// that is late by more than an event's cost needs no fresher reading to
+/// know the next event is due, and the lateness it records is low by at
+/// most this many events' run time.
+const READ_EVERY: u32 = 16;
+
+impl Wall {
+    /// A wall clock whose time 0 is `start`; `spin` busy-waits instead of
+    /// sleeping.
+    pub fn new(start: WallInstant, spin: bool) -> Self {
+        Wall {
+            start,
+            spin,
+            nodes: Vec::new(),
+            slack_set: false,
+            sleeps: 0,
+            seen: Instant::ZERO,
+            stale: 0,
+        }
+    }
+
+    /// Wall time since the start, in the engine's nanoseconds.
+    #[inline]
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(i64::try_from(self.start.elapsed().as_nanos()).unwrap_or(i64::MAX))
+    }
+
+    /// Wall time since the start.
+    pub fn elapsed(&self) -> StdDuration {
+        self.start.elapsed()
+    }
+
+    /// Waits until the wall clock reads `at`; returns how late it is
+    /// then, in nanoseconds (0 or more).
+    #[inline]
+    pub(crate) fn wait_until(&mut self, at: Instant) -> u64 {
+        if at <= self.seen && self.stale < READ_EVERY {
+            self.stale += 1;
+            return (self.seen - at).as_nanos().unsigned_abs();
+        }
+        self.stale = 0;
+        loop {
+            let now = self.now();
+            self.seen = now;
+            let gap = (at - now).as_nanos();
+            if gap <= 0 {
+                return gap.unsigned_abs();
+            }
+            if self.spin || gap < SPIN_BELOW_NS {
+                std::hint::spin_loop();
+                continue;
+            }
+            if !self.slack_set {
+                self.slack_set = true;
+                // Without it a sleep may end 50 µs late; failing to set it
+                // only makes sleeps coarser, which the lateness shows.
+                let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1_000));
+            }
+            self.sleeps += 1;
+            std::thread::sleep(StdDuration::from_nanos(gap as u64));
+        }
+    }
+
+    /// Notes that `node`'s event due at `due` ran `late` ns after it.
+    #[inline]
+    pub(crate) fn record(&mut self, node: u32, late: u64) {
+        let i = node as usize;
+        if i >= self.nodes.len() {
+            self.nodes.resize_with(i + 1, NodeLateness::default);
+        }
+        self.nodes[i].late_by(late);
+    }
+
+    /// Times the clock slept waiting for an event.
+    pub fn sleeps(&self) -> u64 {
+        self.sleeps
+    }
+
+    /// What was measured, for `nodes` nodes, for a run asked to last
+    /// `asked` and which reached its end `ended` after the start.
+    pub fn lateness(&self, nodes: usize, asked: StdDuration, ended: StdDuration) -> Lateness {
+        let mut v = self.nodes.clone();
+        v.resize_with(nodes.max(v.len()), NodeLateness::default);
+        for n in &mut v {
+            n.turn(StdDuration::ZERO);
+            n.stopped = Some(ended);
+        }
+        Lateness {
+            nodes: v,
+            asked: Some(asked),
+            stop_at: Some(ended),
+            workers: 1,
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Output ports that pull: a node's frames for a port wait in the port's
+//! queue, and the link takes the next one when its line is free. The queue
+//! and the rule that decides what waits, what goes next and what is dropped
+//! (the port's discipline) belong to the sending node's port, not to the
+//! link; the link only serialises, delays and impairs.
+//!
+//! The discipline here is FIFO with a bounded buffer. The buffer counts the
+//! frame on the line too, as a switch's output FIFO does: a port of buffer
+//! B holds B − 1 waiting frames while one is being sent.
+
+use std::collections::VecDeque;
+
+use aurora_time::Instant;
+
+/// Why a port refused a frame.
+pub const TAIL_DROP: &str = "tail_drop";
+
+/// A sending port's queue under a discipline: frames go in with
+/// [`Port::enqueue`] when the node sends them and come out with
+/// [`Port::dequeue`] when the line is free.
+pub trait Port<F>: Send {
+    /// Takes `frame`, sent at `now` while `on_line` frames (0 or 1) are
+    /// being sent, or hands it back with the reason it was dropped.
+    fn enqueue(&mut self, frame: F, now: Instant, on_line: usize) -> Result<(), (F, &'static str)>;
+    /// The frame to send next, if any waits.
+    fn dequeue(&mut self, now: Instant) -> Option<F>;
+    /// Frames waiting (not counting one on the line).
+    fn len(&self) -> usize;
+    /// No frame waits.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// First in, first out, at most `buffer` frames including the one on the
+/// line; a frame that finds it full is a tail drop.
+#[derive(Debug)]
+pub struct Fifo<F> {
+    queue: VecDeque<F>,
+    buffer: usize,
+}
+
+impl<F> Fifo<F> {
+    /// A FIFO holding `buffer` frames (at least 1: the one on the line).
+    pub fn new(buffer: usize) -> Self {
+        Fifo {
+            queue: VecDeque::new(),
+            buffer: buffer.max(1),
+        }
+    }
+}
+
+impl<F: Send> Port<F> for Fifo<F> {
+    #[inline]
+    fn enqueue(&mut self, frame: F, _now: Instant, on_line: usize) -> Result<(), (F, &'static str)> {
+        if self.queue.len() + on_line >= self.buffer {
+            return Err((frame, TAIL_DROP));
+        }
+        self.queue.push_back(frame);
+        Ok(())
+    }
+
+    #[inline]
+    fn dequeue(&mut self, _now: Instant) -> Option<F> {
+        self.queue.pop_front()
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_counts_the_frame_on_the_line_and_keeps_order() {
+        let t = Instant::ZERO;
+        let mut p = Fifo::new(3);
+        assert!(p.enqueue(1, t, 1).is_ok());
+        assert!(p.enqueue(2, t, 1).is_ok());
+        assert_eq!(p.enqueue(3, t, 1), Err((3, TAIL_DROP)));
+        assert_eq!(p.dequeue(t), Some(1));
+        assert!(p.enqueue(4, t, 1).is_ok());
+        assert_eq!(p.dequeue(t), Some(2));
+        assert_eq!(p.dequeue(t), Some(4));
+        assert_eq!(p.dequeue(t), None);
+        // Buffer 1 and an idle line: the frame goes straight to the line.
+        let mut one = Fifo::new(0);
+        assert!(one.enqueue(9, t, 0).is_ok());
+        assert_eq!(one.enqueue(8, t, 1), Err((8, TAIL_DROP)));
+    }
+}
