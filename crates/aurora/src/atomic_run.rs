@@ -8,8 +8,8 @@ use std::net::Ipv4Addr;
 
 use aurora_atomic::host::AtomicHost;
 use aurora_atomic::mosaic::{Drop, MosaicNode};
-use aurora_rt::frames::{run_frames, FrameNode, OneWay};
 use aurora_engine::NodeId;
+use aurora_rt::frames::{run_frames, FrameNode, OneWay};
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
 

@@ -7,10 +7,10 @@ use std::collections::BinaryHeap;
 use std::hint::black_box;
 use std::time::Instant as WallClock;
 
+use aurora_engine::{Engine, LinkSpec};
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::{Node, Outbox};
-use aurora_engine::{LinkSpec, Engine};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{build_cell, Format, Header, VcId};
 use aurora_wire::CellBytes;

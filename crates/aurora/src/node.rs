@@ -158,11 +158,7 @@ pub fn main(
     let mut captures = Vec::new();
     if let Some(tap) = worker.take_tap() {
         let any: Box<dyn std::any::Any> = tap;
-        if let Some(dir) = any
-            .downcast::<NodeTap>()
-            .ok()
-            .map(|t| t.dir)
-        {
+        if let Some(dir) = any.downcast::<NodeTap>().ok().map(|t| t.dir) {
             captures = dir.finish()?;
         }
     }

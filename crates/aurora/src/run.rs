@@ -3,15 +3,13 @@
 
 use std::path::Path;
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use aurora_capture::CaptureDir;
+use aurora_engine::NodeId;
 use aurora_net::accounting::{self, Ledger, Place, Side};
 use aurora_net::traffic::TrafficHost;
-use aurora_engine::NodeId;
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
 
@@ -363,7 +361,14 @@ pub fn run(
     match live {
         Some(live) => {
             let mut show = |e: &aurora_engine::Engine| publish(&live, e, &hosts);
-            run_network(net, duration, drain, capture, clock, Some((LIVE_EVERY, &mut show)))
+            run_network(
+                net,
+                duration,
+                drain,
+                capture,
+                clock,
+                Some((LIVE_EVERY, &mut show)),
+            )
         }
         None => run_network(net, duration, drain, capture, clock, None),
     }
@@ -392,12 +397,15 @@ pub(crate) fn run_network(
             h.stop_sending_at(end);
         }
     }
-    let ledger = Rc::new(RefCell::new(Ledger::new()));
+    let ledger = Arc::new(Mutex::new(Ledger::new()));
     let book = ledger.clone();
-    net.sim.set_drop_tap(Box::new(move |at, why, cell| {
-        book.borrow_mut().dropped(at, why, cell)
+    net.sim.set_drop_tap(Box::new(move |t, at, why, cell| {
+        // Poisoned only if a tap panicked, which ends the run anyway.
+        if let Ok(mut b) = book.lock() {
+            b.dropped(t, at, why, cell)
+        }
     }));
-    let captures: Option<Rc<RefCell<CaptureDir>>> = match capture {
+    let captures: Option<Arc<Mutex<CaptureDir>>> = match capture {
         Some(cap) => {
             let mut dir = open_captures(cap, &net.hosts, &net.switches, &net.routers)?;
             if clock != Clock::Virtual {
@@ -406,11 +414,12 @@ pub(crate) fn run_network(
                 // counted.
                 dir = dir.in_background();
             }
-            let c = Rc::new(RefCell::new(dir));
+            let c = Arc::new(Mutex::new(dir));
             let tap = c.clone();
             net.sim.set_tap(Box::new(move |t, node, port, cell| {
-                tap.borrow_mut()
-                    .record(t, node.0, port, std::slice::from_ref(cell));
+                if let Ok(mut d) = tap.lock() {
+                    d.record(t, node.0, port, std::slice::from_ref(cell));
+                }
             }));
             Some(c)
         }
@@ -441,13 +450,15 @@ pub(crate) fn run_network(
     // The taps hold the other references; take them out of the engine.
     net.sim.clear_tap();
     net.sim.clear_drop_tap();
-    let ledger = Rc::try_unwrap(ledger)
+    let ledger = Arc::try_unwrap(ledger)
         .map_err(|_| "the ledger is still in use".to_string())?
-        .into_inner();
+        .into_inner()
+        .map_err(|_| "the ledger was left half-written".to_string())?;
     let written = match captures {
-        Some(c) => Rc::try_unwrap(c)
+        Some(c) => Arc::try_unwrap(c)
             .map_err(|_| "the capture is still in use".to_string())?
             .into_inner()
+            .map_err(|_| "the capture was left half-written".to_string())?
             .finish()?,
         None => Vec::new(),
     };
@@ -471,11 +482,16 @@ pub(crate) fn run_network(
         None => r.mode = "virtual time".into(),
         Some(w) => {
             r.mode = "real time".into();
-            let asked = std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
+            let asked =
+                std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
             let l = w.lateness(net.sim.node_count(), asked, w.elapsed());
             let names = crate::lateness::names(
                 l.nodes.len(),
-                (net.hosts.iter().chain(&net.ip_nodes).map(|(n, id)| (n, *id))).chain(
+                (net.hosts
+                    .iter()
+                    .chain(&net.ip_nodes)
+                    .map(|(n, id)| (n, *id)))
+                .chain(
                     net.switches
                         .iter()
                         .chain(&net.routers)
@@ -674,7 +690,10 @@ fn build_report(names: &Names, view: &aurora_engine::Engine, ledger: &Ledger) ->
         ip: names
             .ip_nodes
             .iter()
-            .filter_map(|(n, id)| view.node::<aurora_ip::node::IpNode>(*id).map(|x| ip_row(n, x)))
+            .filter_map(|(n, id)| {
+                view.node::<aurora_ip::node::IpNode>(*id)
+                    .map(|x| ip_row(n, x))
+            })
             .collect(),
         captures: Vec::new(),
         drain_secs: 0.0,

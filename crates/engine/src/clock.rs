@@ -28,9 +28,71 @@ use crate::lateness::{Lateness, NodeLateness};
 /// time.
 const SPIN_BELOW_NS: i64 = 2_000;
 
-/// The wall clock one engine (one worker) runs against, with what it
+/// The wall clock an engine runs against, with what each of its workers
 /// measured.
 pub struct Wall {
+    start: WallInstant,
+    spin: bool,
+    pub(crate) pacers: Vec<Pacer>,
+}
+
+impl Wall {
+    /// A wall clock whose time 0 is `start`; `spin` busy-waits instead of
+    /// sleeping.
+    pub fn new(start: WallInstant, spin: bool) -> Self {
+        Wall {
+            start,
+            spin,
+            pacers: Vec::new(),
+        }
+    }
+
+    /// Makes sure each of `workers` workers has its pacer.
+    pub(crate) fn for_workers(&mut self, workers: usize) -> &mut [Pacer] {
+        while self.pacers.len() < workers {
+            self.pacers.push(Pacer::new(self.start, self.spin));
+        }
+        &mut self.pacers[..workers]
+    }
+
+    /// Wall time since the start.
+    pub fn elapsed(&self) -> StdDuration {
+        self.start.elapsed()
+    }
+
+    /// Times the workers slept waiting for an event.
+    pub fn sleeps(&self) -> u64 {
+        self.pacers.iter().map(|p| p.sleeps).sum()
+    }
+
+    /// What was measured, for `nodes` nodes, for a run asked to last
+    /// `asked` and which reached its end `ended` after the start.
+    pub fn lateness(&self, nodes: usize, asked: StdDuration, ended: StdDuration) -> Lateness {
+        let mut v: Vec<NodeLateness> = vec![NodeLateness::default(); nodes];
+        for p in &self.pacers {
+            for (i, n) in p.nodes.iter().enumerate() {
+                if i >= v.len() {
+                    v.resize_with(i + 1, NodeLateness::default);
+                }
+                v[i].merge(n);
+            }
+        }
+        for n in &mut v {
+            n.turn(StdDuration::ZERO);
+            n.stopped = Some(ended);
+        }
+        Lateness {
+            nodes: v,
+            asked: Some(asked),
+            stop_at: Some(ended),
+            workers: self.pacers.len().max(1),
+        }
+    }
+}
+
+/// One worker's side of the wall clock: waits for events and records how
+/// late each ran.
+pub struct Pacer {
     start: WallInstant,
     spin: bool,
     nodes: Vec<NodeLateness>,
@@ -48,11 +110,9 @@ pub struct Wall {
 /// most this many events' run time.
 const READ_EVERY: u32 = 16;
 
-impl Wall {
-    /// A wall clock whose time 0 is `start`; `spin` busy-waits instead of
-    /// sleeping.
-    pub fn new(start: WallInstant, spin: bool) -> Self {
-        Wall {
+impl Pacer {
+    fn new(start: WallInstant, spin: bool) -> Self {
+        Pacer {
             start,
             spin,
             nodes: Vec::new(),
@@ -65,13 +125,8 @@ impl Wall {
 
     /// Wall time since the start, in the engine's nanoseconds.
     #[inline]
-    pub fn now(&self) -> Instant {
+    fn now(&self) -> Instant {
         Instant::from_nanos(i64::try_from(self.start.elapsed().as_nanos()).unwrap_or(i64::MAX))
-    }
-
-    /// Wall time since the start.
-    pub fn elapsed(&self) -> StdDuration {
-        self.start.elapsed()
     }
 
     /// Waits until the wall clock reads `at`; returns how late it is
@@ -105,7 +160,7 @@ impl Wall {
         }
     }
 
-    /// Notes that `node`'s event due at `due` ran `late` ns after it.
+    /// Notes that `node`'s event ran `late` ns after it was due.
     #[inline]
     pub(crate) fn record(&mut self, node: u32, late: u64) {
         let i = node as usize;
@@ -113,27 +168,5 @@ impl Wall {
             self.nodes.resize_with(i + 1, NodeLateness::default);
         }
         self.nodes[i].late_by(late);
-    }
-
-    /// Times the clock slept waiting for an event.
-    pub fn sleeps(&self) -> u64 {
-        self.sleeps
-    }
-
-    /// What was measured, for `nodes` nodes, for a run asked to last
-    /// `asked` and which reached its end `ended` after the start.
-    pub fn lateness(&self, nodes: usize, asked: StdDuration, ended: StdDuration) -> Lateness {
-        let mut v = self.nodes.clone();
-        v.resize_with(nodes.max(v.len()), NodeLateness::default);
-        for n in &mut v {
-            n.turn(StdDuration::ZERO);
-            n.stopped = Some(ended);
-        }
-        Lateness {
-            nodes: v,
-            asked: Some(asked),
-            stop_at: Some(ended),
-            workers: 1,
-        }
     }
 }

@@ -194,6 +194,15 @@ impl NodeLateness {
         self.event(late_by(due, handled));
     }
 
+    /// Adds what `other` measured (the same node, seen by another worker).
+    pub fn merge(&mut self, other: &NodeLateness) {
+        self.events.merge(&other.events);
+        self.late_events += other.late_events;
+        self.unhandled += other.unhandled;
+        self.wakeups.merge(&other.wakeups);
+        self.late_wakeups += other.late_wakeups;
+    }
+
     /// An event handled `late` ns after it was due.
     pub fn late_by(&mut self, late: u64) {
         self.event(late);

@@ -17,19 +17,23 @@
 //! the link's rate, delays it, then loses it or flips a bit as configured.
 
 use std::any::Any;
-use std::collections::VecDeque;
 use std::fmt;
 
 pub mod clock;
 pub mod lateness;
+mod part;
+pub mod plan;
 pub mod port;
 mod queue;
 
-use aurora_net::{Frame, Node, Outbox, PortId};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+
+use aurora_net::{Frame, Node, PortId};
 use aurora_time::{Duration, Instant};
 use aurora_wire::CellBytes;
 
-use port::{Fifo, Port};
+use part::{Dir, Elsewhere, Mail, Part, Virtual, DIGEST_START};
 
 /// A node the engine can run (on any worker) and hand back by its
 /// concrete type.
@@ -116,100 +120,71 @@ pub enum EngineError {
     PortTaken(NodeId, PortId),
     /// The link's rate is not a positive number of cells per second.
     BadRate(f64),
+    /// Nodes can be split between workers only before the first event.
+    Started,
+    /// A partition plan that does not name one worker per node.
+    BadPlan(String),
 }
 
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EngineError::NoSuchPort(n, p) => write!(f, "node {} has no port {p}", n.0),
-            EngineError::PortTaken(n, p) => write!(f, "port {p} of node {} is already connected", n.0),
+            EngineError::PortTaken(n, p) => {
+                write!(f, "port {p} of node {} is already connected", n.0)
+            }
             EngineError::BadRate(r) => write!(
                 f,
                 "link rate {r} is not a positive number of cells per second"
             ),
+            EngineError::Started => f.write_str(
+                "the network has already run, so its nodes can no longer be split between workers",
+            ),
+            EngineError::BadPlan(why) => write!(f, "the partition plan is wrong: {why}"),
         }
     }
 }
 
 impl std::error::Error for EngineError {}
 
-struct Dir<F> {
+/// Something that sees every frame dropped anywhere: when, where (node,
+/// port, and whether leaving or arriving), why, and the frame (accounting).
+pub type DropTap<F = CellBytes> =
+    Box<dyn FnMut(Instant, aurora_net::accounting::Place, &'static str, &F) + Send>;
+
+/// Something that sees every frame as it is delivered to a port (captures).
+pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F) + Send>;
+
+/// One link direction as built, kept to split the engine.
+#[derive(Clone, Copy)]
+struct DirSpec {
     from: (u32, PortId),
     to: (u32, PortId),
     spec: LinkSpec,
-    cell_time: Duration,
-    /// Every frame takes `cell_time` (no per-byte terms).
-    fixed: bool,
-    /// The sending port's queue; the line pulls from it.
-    port: Box<dyn Port<F>>,
-    /// When the line finishes sending its current frame.
-    busy_until: Instant,
-    /// A `TxDone` is in the queue: frames wait, and the line will pull the
-    /// next when it is free. (An idle port with nothing waiting needs no
-    /// event: a frame sent to it goes straight to the line.)
-    pulling: bool,
-    rng: u64,
-    counters: DirCounters,
-    /// Cells on the wire, in arrival order (a link is FIFO); only the head
-    /// has an event in the queue.
-    arrivals: VecDeque<(Instant, F)>,
-}
-
-impl<F> Dir<F> {
-    fn next(&mut self) -> u64 {
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
-    }
-}
-
-/// What happens at an event. Each link direction has at most one event of
-/// each kind in the queue (its line pulling the next waiting frame, the
-/// head of its arrivals), so the queue holds a few entries per link and
-/// node, not one per cell in flight; and (time, kind, number) orders events
-/// without a counter of when they were made. A line that frees at `t`
-/// pulls before anything else happens at `t`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    TxDone { dir: u32 },
-    Deliver { dir: u32 },
-    Wake { node: u32 },
 }
 
 /// The engine, for frames of type `F` (cells unless said otherwise).
+///
+/// Built whole ([`Engine::add_node`], [`Engine::connect`]); before it runs,
+/// its nodes may be split between workers ([`Engine::partition`], with a
+/// plan from [`plan`]). A split engine runs its partitions on threads of
+/// their own under conservative synchronisation: every partition runs the
+/// events before `T + L`, where `T` is the earliest event anywhere and `L`
+/// the lookahead (the least time a frame takes across a link joining two
+/// partitions), then the partitions swap the frames they sent each other.
+/// Events are ordered by a key that does not depend on the partitions, so a
+/// run gives the same deliveries (and digest) for any number of workers.
 pub struct Engine<F: Frame = CellBytes> {
-    nodes: Vec<Box<dyn EngineNode<F>>>,
-    /// Per node, per port: the direction leaving it.
-    out: Vec<Vec<Option<u32>>>,
-    dirs: Vec<Dir<F>>,
-    queue: queue::EventQueue<(Instant, Kind)>,
-    wake: Vec<Option<Instant>>,
-    now: Instant,
+    parts: Vec<Part<F>>,
+    /// Per node: the partition that runs it.
+    home: Vec<u32>,
+    specs: Vec<DirSpec>,
     seed: u64,
-    /// Per receiving node, a digest of what it received.
-    digests: Vec<u64>,
-    events: u64,
-    unconnected: u64,
-    in_flight: u64,
-    outbox: Outbox<F>,
-    tap: Option<Tap<F>>,
-    drop_tap: Option<DropTap<F>>,
+    /// The least time a frame takes between partitions.
+    lookahead: Duration,
+    tap: Option<Arc<Mutex<Tap<F>>>>,
+    drop_tap: Option<Arc<Mutex<DropTap<F>>>>,
 }
-
-/// Something that sees every frame dropped anywhere: where (node, port,
-/// and whether leaving or arriving), why, and the frame (accounting).
-pub type DropTap<F = CellBytes> = Box<dyn FnMut(aurora_net::accounting::Place, &'static str, &F)>;
-
-/// Something that sees every frame as it is delivered to a port (captures).
-pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F)>;
-
-/// The first value of every node's digest.
-const DIGEST_START: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl Engine {
     /// An empty cell network whose random streams derive from `seed`.
@@ -218,62 +193,37 @@ impl Engine {
     }
 }
 
-/// How the engine's loop meets its clock: nothing to wait for in virtual
-/// time; in wall time, wait for each event and measure its lateness.
-trait Pace {
-    /// Called before the event at `at` for `node` runs.
-    fn before(&mut self, at: Instant, node: u32);
-}
-
-struct Virtual;
-
-impl Pace for Virtual {
-    #[inline(always)]
-    fn before(&mut self, _at: Instant, _node: u32) {}
-}
-
-impl Pace for clock::Wall {
-    #[inline]
-    fn before(&mut self, at: Instant, node: u32) {
-        let late = self.wait_until(at);
-        self.record(node, late);
-    }
-}
-
 impl<F: Frame> Engine<F> {
     /// An empty network of `F` frames.
     pub fn with_frames(seed: u64) -> Self {
         Engine {
-            nodes: Vec::new(),
-            out: Vec::new(),
-            dirs: Vec::new(),
-            queue: queue::EventQueue::new(),
-            wake: Vec::new(),
-            now: Instant::ZERO,
+            parts: vec![Part::new(1)],
+            home: Vec::new(),
+            specs: Vec::new(),
             seed,
-            digests: Vec::new(),
-            events: 0,
-            unconnected: 0,
-            in_flight: 0,
-            outbox: Outbox::default(),
+            lookahead: Duration::MAX,
             tap: None,
             drop_tap: None,
         }
     }
 
-    /// Adds a node.
+    /// Adds a node (to the first partition, if the engine is split).
     pub fn add_node(&mut self, node: impl EngineNode<F>) -> NodeId {
         self.add_boxed(Box::new(node))
     }
 
     /// Adds a node already boxed.
     pub fn add_boxed(&mut self, node: Box<dyn EngineNode<F>>) -> NodeId {
-        let id = self.nodes.len() as u32;
-        self.out.push(vec![None; node.ports()]);
-        self.nodes.push(node);
-        self.wake.push(None);
-        self.digests.push(DIGEST_START);
-        self.schedule_wake(id);
+        let id = self.home.len() as u32;
+        let ports = node.ports();
+        let mut node = Some(node);
+        for (i, p) in self.parts.iter_mut().enumerate() {
+            match (i, node.take()) {
+                (0, Some(n)) => p.push_node(n, true),
+                _ => p.push_node(Box::new(Elsewhere(ports)), false),
+            }
+        }
+        self.home.push(0);
         NodeId(id)
     }
 
@@ -301,15 +251,7 @@ impl<F: Frame> Engine<F> {
             }
         }
         for (n, p) in [a, b] {
-            match self
-                .out
-                .get(n.0 as usize)
-                .and_then(|v| v.get(usize::from(p)))
-            {
-                None => return Err(EngineError::NoSuchPort(n, p)),
-                Some(Some(_)) => return Err(EngineError::PortTaken(n, p)),
-                Some(None) => {}
-            }
+            self.free_port(n, p)?;
         }
         self.add_dir(a, b, a_to_b);
         self.add_dir(b, a, b_to_a);
@@ -327,16 +269,8 @@ impl<F: Frame> Engine<F> {
         if !(spec.rate > 0.0 && spec.rate.is_finite()) {
             return Err(EngineError::BadRate(spec.rate));
         }
-        match self
-            .out
-            .get(from.0 .0 as usize)
-            .and_then(|v| v.get(usize::from(from.1)))
-        {
-            None => return Err(EngineError::NoSuchPort(from.0, from.1)),
-            Some(Some(_)) => return Err(EngineError::PortTaken(from.0, from.1)),
-            Some(None) => {}
-        }
-        if self
+        self.free_port(from.0, from.1)?;
+        if self.parts[0]
             .out
             .get(to.0 .0 as usize)
             .is_none_or(|v| usize::from(to.1) >= v.len())
@@ -347,315 +281,351 @@ impl<F: Frame> Engine<F> {
         Ok(())
     }
 
+    /// Ok if `port` of `n` exists and has no link leaving it.
+    fn free_port(&self, n: NodeId, p: PortId) -> Result<(), EngineError> {
+        match self.parts[0]
+            .out
+            .get(n.0 as usize)
+            .and_then(|v| v.get(usize::from(p)))
+        {
+            None => Err(EngineError::NoSuchPort(n, p)),
+            Some(Some(_)) => Err(EngineError::PortTaken(n, p)),
+            Some(None) => Ok(()),
+        }
+    }
+
     fn add_dir(
         &mut self,
         (from, fp): (NodeId, PortId),
         (to, tp): (NodeId, PortId),
         spec: LinkSpec,
     ) {
-        let k = self.dirs.len() as u32;
-        self.out[from.0 as usize][usize::from(fp)] = Some(k);
-        let mix = self.seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.dirs.push(Dir {
+        let d = DirSpec {
             from: (from.0, fp),
             to: (to.0, tp),
             spec,
-            cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
-            fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
-            port: Box::new(Fifo::new(spec.buffer)),
-            busy_until: Instant::ZERO,
-            pulling: false,
-            rng: mix | 1,
-            counters: DirCounters::default(),
-            arrivals: VecDeque::new(),
-        });
+        };
+        let k = self.specs.len() as u32;
+        self.specs.push(d);
+        let (near, far) = (self.home[from.0 as usize], self.home[to.0 as usize]);
+        for (i, p) in self.parts.iter_mut().enumerate() {
+            p.push_dir(
+                Dir::new(k, d.from, d.to, spec, self.seed),
+                i as u32,
+                near,
+                far,
+            );
+        }
+        if near != far {
+            self.lookahead = self
+                .lookahead
+                .min(self.parts[0].dirs[k as usize].least_crossing());
+        }
+    }
+
+    /// Splits the nodes between workers: node `i` runs on worker
+    /// `home[i]`. Only before the first event runs.
+    pub fn partition(&mut self, home: &[u32]) -> Result<(), EngineError> {
+        if self.events() > 0 || self.in_flight() > 0 {
+            return Err(EngineError::Started);
+        }
+        if home.len() != self.home.len() {
+            return Err(EngineError::BadPlan(format!(
+                "it places {} nodes, the network has {}",
+                home.len(),
+                self.home.len()
+            )));
+        }
+        let n = home.iter().max().map_or(1, |m| *m as usize + 1);
+        if home.iter().any(|&h| h as usize >= home.len().max(1)) {
+            return Err(EngineError::BadPlan(
+                "it names more workers than there are nodes".into(),
+            ));
+        }
+        // Take every node out of its partition.
+        let mut nodes: Vec<Box<dyn EngineNode<F>>> = Vec::with_capacity(home.len());
+        for (i, &h) in self.home.iter().enumerate() {
+            let part = &mut self.parts[h as usize];
+            let ports = part.nodes[i].ports();
+            nodes.push(std::mem::replace(
+                &mut part.nodes[i],
+                Box::new(Elsewhere(ports)),
+            ));
+        }
+        let mut parts: Vec<Part<F>> = (0..n).map(|_| Part::new(n)).collect();
+        for (node, &h) in nodes.into_iter().zip(home) {
+            let ports = node.ports();
+            let mut node = Some(node);
+            for (i, p) in parts.iter_mut().enumerate() {
+                if i as u32 == h {
+                    p.push_node(node.take().expect("placed once"), true);
+                } else {
+                    p.push_node(Box::new(Elsewhere(ports)), false);
+                }
+            }
+        }
+        self.home = home.to_vec();
+        self.lookahead = Duration::MAX;
+        for (k, d) in self.specs.iter().enumerate() {
+            let (near, far) = (home[d.from.0 as usize], home[d.to.0 as usize]);
+            for (i, p) in parts.iter_mut().enumerate() {
+                p.push_dir(
+                    Dir::new(k as u32, d.from, d.to, d.spec, self.seed),
+                    i as u32,
+                    near,
+                    far,
+                );
+            }
+            if near != far {
+                self.lookahead = self.lookahead.min(parts[0].dirs[k].least_crossing());
+            }
+        }
+        self.parts = parts;
+        self.install_taps();
+        Ok(())
+    }
+
+    /// Workers the engine runs on (its partitions).
+    pub fn workers(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The lookahead between partitions (`None` when nothing crosses).
+    pub fn lookahead(&self) -> Option<Duration> {
+        (self.lookahead < Duration::MAX).then_some(self.lookahead)
+    }
+
+    /// Gives every partition its share of the taps.
+    fn install_taps(&mut self) {
+        for p in &mut self.parts {
+            p.tap = self.tap.clone().map(|t| -> Tap<F> {
+                Box::new(move |at, n, port, f| {
+                    // A tap that panicked poisons its lock; the frames it
+                    // would have seen are not the run's business.
+                    if let Ok(mut t) = t.lock() {
+                        t(at, n, port, f)
+                    }
+                })
+            });
+            p.drop_tap = self.drop_tap.clone().map(|t| -> DropTap<F> {
+                Box::new(move |at, place, why, f| {
+                    if let Ok(mut t) = t.lock() {
+                        t(at, place, why, f)
+                    }
+                })
+            });
+            p.outbox.track_drops(self.drop_tap.is_some());
+        }
     }
 
     /// Runs every event up to and including `end` in virtual time; the
     /// clock then reads `end`.
     pub fn run_until(&mut self, end: Instant) {
-        self.run_paced(end, &mut Virtual);
+        if self.parts.len() == 1 {
+            self.parts[0].run_paced(end, &mut Virtual);
+        } else {
+            self.run_windows(end, None);
+        }
     }
 
     /// Runs every event up to and including `end`, each when `wall` reaches
     /// its time (see [`clock`]), and waits for `wall` to reach `end`.
     pub fn run_wall(&mut self, end: Instant, wall: &mut clock::Wall) {
-        self.run_paced(end, wall);
-        if end < Instant::MAX {
-            wall.wait_until(end);
-        }
-    }
-
-    fn run_paced<P: Pace>(&mut self, end: Instant, pace: &mut P) {
-        while let Some((at, kind)) = self.queue.peek() {
-            if at > end {
-                break;
-            }
-            let node = match kind {
-                Kind::TxDone { dir } => self.dirs[dir as usize].from.0,
-                Kind::Deliver { dir } => self.dirs[dir as usize].to.0,
-                Kind::Wake { node } => node,
-            };
-            pace.before(at, node);
-            self.queue.pop();
-            self.now = at;
-            self.events += 1;
-            match kind {
-                Kind::TxDone { dir } => {
-                    let d = &mut self.dirs[dir as usize];
-                    d.pulling = false;
-                    if let Some(f) = d.port.dequeue(at) {
-                        self.transmit(dir, f);
-                    }
-                }
-                Kind::Deliver { dir } => {
-                    self.in_flight -= 1;
-                    let d = &mut self.dirs[dir as usize];
-                    let Some((_, cell)) = d.arrivals.pop_front() else {
-                        continue;
-                    };
-                    if let Some(&(t, _)) = d.arrivals.front() {
-                        self.queue.push((t, Kind::Deliver { dir }));
-                    }
-                    let d = &mut self.dirs[dir as usize];
-                    d.counters.delivered += 1;
-                    let (node, port) = d.to;
-                    self.digest(at, node, port, cell.bytes());
-                    if let Some(tap) = self.tap.as_mut() {
-                        tap(at, NodeId(node), port, &cell);
-                    }
-                    let mut out = std::mem::take(&mut self.outbox);
-                    self.nodes[node as usize].receive(at, port, &[cell], &mut out);
-                    self.route(node, &mut out);
-                    self.outbox = out;
-                    self.schedule_wake(node);
-                }
-                Kind::Wake { node } => {
-                    if self.wake[node as usize] != Some(at) {
-                        continue; // superseded
-                    }
-                    self.wake[node as usize] = None;
-                    let mut out = std::mem::take(&mut self.outbox);
-                    self.nodes[node as usize].poll(at, &mut out);
-                    self.route(node, &mut out);
-                    self.outbox = out;
-                    self.schedule_wake(node);
-                }
-            }
-        }
-        self.now = self.now.max(end);
-    }
-
-    fn schedule_wake(&mut self, node: u32) {
-        let Some(t) = self.nodes[node as usize].poll_at() else {
-            return;
-        };
-        let t = t.max(self.now);
-        if self.wake[node as usize].is_none_or(|w| t < w) {
-            self.wake[node as usize] = Some(t);
-            self.queue.push((t, Kind::Wake { node }));
-        }
-    }
-
-    /// Puts a node's sent frames in its output ports (starting the line of
-    /// an idle one), and shows the frames it dropped to the drop tap.
-    fn route(&mut self, node: u32, out: &mut Outbox<F>) {
-        use aurora_net::accounting::{Place, Side};
-        let now = self.now;
-        if let Some(t) = self.drop_tap.as_mut() {
-            for (port, cell, why) in out.drain_drops() {
-                let side = Side::In;
-                t(Place { node, port, side }, why, &cell);
-            }
-        }
-        for (port, cell) in out.drain() {
-            let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
-                self.unconnected += 1;
-                continue;
-            };
-            let d = &mut self.dirs[k as usize];
-            d.counters.offered += 1;
-            let on_line = usize::from(d.busy_until > now);
-            match d.port.enqueue(cell, now, on_line) {
-                Ok(()) => {
-                    if d.pulling {
-                        // The line pulls when it is free.
-                    } else if on_line == 0 {
-                        if let Some(f) = d.port.dequeue(now) {
-                            self.transmit(k, f);
-                        }
-                    } else {
-                        d.pulling = true;
-                        let t = d.busy_until;
-                        self.queue.push((t, Kind::TxDone { dir: k }));
-                    }
-                }
-                Err((cell, why)) => {
-                    d.counters.overflow += 1;
-                    if let Some(t) = self.drop_tap.as_mut() {
-                        let side = Side::Out;
-                        t(Place { node, port, side }, why, &cell);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Puts `cell` on direction `k`'s idle line now: it is sent, then
-    /// crosses the link (or is lost on the way, or damaged).
-    fn transmit(&mut self, k: u32, mut cell: F) {
-        use aurora_net::accounting::{Place, Side};
-        let now = self.now;
-        let d = &mut self.dirs[k as usize];
-        let time = if d.fixed {
-            d.cell_time
+        let pacers = wall.for_workers(self.parts.len());
+        if self.parts.len() == 1 {
+            self.parts[0].run_paced(end, &mut pacers[0]);
         } else {
-            frame_time(&d.spec, cell.bytes().len())
-        };
-        let done = now + time;
-        d.busy_until = done;
-        if !d.port.is_empty() {
-            d.pulling = true;
-            self.queue.push((done, Kind::TxDone { dir: k }));
+            self.run_windows(end, Some(pacers));
         }
-        if d.chance(d.spec.loss) {
-            d.counters.lost += 1;
-            if let Some(t) = self.drop_tap.as_mut() {
-                let (node, port) = d.from;
-                let side = Side::Out;
-                t(Place { node, port, side }, "link_loss", &cell);
-            }
-            return;
-        }
-        let bits = cell.bytes().len() as u64 * 8;
-        if bits > 0 && d.chance(d.spec.bit_error) {
-            let bit = (d.next() % bits) as usize;
-            cell.bytes_mut()[bit / 8] ^= 0x80 >> (bit % 8);
-            d.counters.errored += 1;
-        }
-        let arrive = done + d.spec.delay;
-        self.in_flight += 1;
-        let first = d.arrivals.is_empty();
-        d.arrivals.push_back((arrive, cell));
-        if first {
-            self.queue.push((arrive, Kind::Deliver { dir: k }));
+        if end < Instant::MAX {
+            wall.for_workers(1)[0].wait_until(end);
         }
     }
 
-    /// Folds a delivery into the receiving node's digest, eight bytes at a
-    /// time.
-    #[inline(always)]
-    fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &[u8]) {
-        let h = &mut self.digests[node as usize];
-        let mut eat = |w: u64| {
-            *h = (*h ^ w).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
+    /// Runs the partitions on threads of their own, window by window.
+    fn run_windows(&mut self, end: Instant, pacers: Option<&mut [clock::Pacer]>) {
+        let n = self.parts.len();
+        let boxes: Vec<Mutex<Vec<Mail<F>>>> = (0..n).map(|_| Mutex::new(Vec::new())).collect();
+        let next: Vec<AtomicI64> = (0..n).map(|_| AtomicI64::new(i64::MAX)).collect();
+        let barrier = Barrier::new(n);
+        let look = self.lookahead.as_nanos().max(1);
+        let end_ns = end.as_nanos();
+        let mut pacers: Vec<Option<&mut clock::Pacer>> = match pacers {
+            Some(p) => p.iter_mut().map(Some).collect(),
+            None => (0..n).map(|_| None).collect(),
         };
-        eat(at.as_nanos() as u64);
-        eat(u64::from(port));
-        for w in cell.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..w.len()].copy_from_slice(w);
-            eat(u64::from_le_bytes(b));
-        }
+        std::thread::scope(|s| {
+            for ((i, part), pacer) in self.parts.iter_mut().enumerate().zip(pacers.iter_mut()) {
+                let (boxes, next, barrier) = (&boxes, &next, &barrier);
+                s.spawn(move || loop {
+                    // A poisoned box means another worker panicked, and
+                    // the scope re-raises that panic.
+                    let mail = boxes[i]
+                        .lock()
+                        .map(|mut b| std::mem::take(&mut *b))
+                        .unwrap_or_default();
+                    part.accept(mail);
+                    next[i].store(
+                        part.next_time().map_or(i64::MAX, |t| t.as_nanos()),
+                        Ordering::Relaxed,
+                    );
+                    barrier.wait();
+                    let t = next
+                        .iter()
+                        .map(|x| x.load(Ordering::Relaxed))
+                        .min()
+                        .unwrap_or(i64::MAX);
+                    if t > end_ns {
+                        part.run_paced(end, &mut Virtual);
+                        break;
+                    }
+                    let w = Instant::from_nanos(t.saturating_add(look - 1).min(end_ns));
+                    match pacer.as_deref_mut() {
+                        Some(p) => part.run_paced(w, p),
+                        None => part.run_paced(w, &mut Virtual),
+                    }
+                    for (to, out) in part.outgoing.iter_mut().enumerate() {
+                        if !out.is_empty() {
+                            if let Ok(mut b) = boxes[to].lock() {
+                                b.append(out);
+                            }
+                        }
+                    }
+                    barrier.wait();
+                });
+            }
+        });
     }
 
     /// Shows every delivered frame to `tap` (time, receiving node and port).
     pub fn set_tap(&mut self, tap: Tap<F>) {
-        self.tap = Some(tap);
+        self.tap = Some(Arc::new(Mutex::new(tap)));
+        self.install_taps();
     }
 
     /// Removes the tap (dropping it).
     pub fn clear_tap(&mut self) {
         self.tap = None;
+        self.install_taps();
     }
 
     /// Shows every dropped frame to `tap`: frames the output ports and links
     /// drop (a full buffer, `tail_drop`; lost on the way, `link_loss`) and the
     /// frames nodes drop on arrival (asked of them through their outbox).
     pub fn set_drop_tap(&mut self, tap: DropTap<F>) {
-        self.drop_tap = Some(tap);
-        self.outbox.track_drops(true);
+        self.drop_tap = Some(Arc::new(Mutex::new(tap)));
+        self.install_taps();
     }
 
     /// Removes the drop tap (dropping it).
     pub fn clear_drop_tap(&mut self) {
         self.drop_tap = None;
-        self.outbox.track_drops(false);
+        self.install_taps();
     }
 
-    /// The engine's clock: the time of the last event run.
+    /// The engine's clock: the time of the last event run, or the end of
+    /// the last run.
     pub fn now(&self) -> Instant {
-        self.now
+        self.parts
+            .iter()
+            .map(|p| p.now)
+            .min()
+            .unwrap_or(Instant::ZERO)
     }
 
     /// Events handled so far.
     pub fn events(&self) -> u64 {
-        self.events
+        self.parts.iter().map(|p| p.events).sum()
     }
 
     /// Cells on links, not yet delivered.
     pub fn in_flight(&self) -> u64 {
-        self.in_flight
+        self.parts.iter().map(|p| p.in_flight).sum()
     }
 
     /// A digest of every delivery so far: each node's digest of what it
     /// received, folded in node order (so it does not depend on how
-    /// deliveries to different nodes interleaved).
+    /// deliveries to different nodes interleaved, or on the workers).
     pub fn trace_hash(&self) -> u64 {
-        self.digests.iter().enumerate().fold(DIGEST_START, |h, (i, d)| {
-            (h ^ d ^ (i as u64) << 48)
-                .wrapping_mul(0x0000_0100_0000_01B3)
-                .rotate_left(29)
-        })
+        self.home
+            .iter()
+            .enumerate()
+            .fold(DIGEST_START, |h, (i, &p)| {
+                let d = self.parts[p as usize].digests[i];
+                (h ^ d ^ (i as u64) << 48)
+                    .wrapping_mul(0x0000_0100_0000_01B3)
+                    .rotate_left(29)
+            })
+    }
+
+    /// The direction leaving `port` of `node`.
+    fn dir_of(&self, node: NodeId, port: PortId) -> Option<usize> {
+        let k = (*self.parts[0]
+            .out
+            .get(node.0 as usize)?
+            .get(usize::from(port))?)?;
+        Some(k as usize)
     }
 
     /// Frames waiting in `node`'s output port `port` (not counting one on
     /// the line).
     pub fn queued(&self, node: NodeId, port: PortId) -> Option<usize> {
-        let k = (*self.out.get(node.0 as usize)?.get(usize::from(port))?)?;
-        Some(self.dirs[k as usize].port.len())
+        let k = self.dir_of(node, port)?;
+        let p = &self.parts[self.home[node.0 as usize] as usize];
+        Some(p.dirs[k].port.len())
     }
 
     /// Nodes in the network.
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
+        self.home.len()
     }
 
     /// Cells sent out of ports with no link.
     pub fn unconnected(&self) -> u64 {
-        self.unconnected
+        self.parts.iter().map(|p| p.unconnected).sum()
     }
 
     /// The counters of the link direction leaving `port` of `node`.
     pub fn link(&self, node: NodeId, port: PortId) -> Option<DirCounters> {
-        let k = (*self.out.get(node.0 as usize)?.get(usize::from(port))?)?;
-        Some(self.dirs[k as usize].counters)
+        let k = self.dir_of(node, port)?;
+        let mut c = self.parts[self.home[node.0 as usize] as usize].dirs[k].counters;
+        let to = self.parts[0].dirs[k].to.0;
+        c.delivered = self.parts[self.home[to as usize] as usize].dirs[k]
+            .counters
+            .delivered;
+        Some(c)
+    }
+
+    /// The partition that runs node `id`, if it exists.
+    fn part_of(&self, id: NodeId) -> Option<&Part<F>> {
+        Some(&self.parts[*self.home.get(id.0 as usize)? as usize])
     }
 
     /// A node as a [`Node`], whatever its type.
     pub fn node_dyn(&self, id: NodeId) -> Option<&dyn Node<F>> {
-        let n: &dyn EngineNode<F> = self.nodes.get(id.0 as usize)?.as_ref();
+        let n: &dyn EngineNode<F> = self.part_of(id)?.nodes[id.0 as usize].as_ref();
         Some(n)
     }
 
     /// A node, by its concrete type.
     pub fn node<T: Node<F> + Any>(&self, id: NodeId) -> Option<&T> {
-        let n: &dyn Any = self.nodes.get(id.0 as usize)?.as_ref();
+        let n: &dyn Any = self.part_of(id)?.nodes[id.0 as usize].as_ref();
         n.downcast_ref::<T>()
     }
 
     /// Reads node `id`'s next wake-up time again (after changing it with
     /// [`Engine::node_mut`], say, so new work it was given gets done).
     pub fn touch(&mut self, id: NodeId) {
-        if (id.0 as usize) < self.nodes.len() {
-            self.schedule_wake(id.0);
+        if let Some(&h) = self.home.get(id.0 as usize) {
+            self.parts[h as usize].schedule_wake(id.0);
         }
     }
 
     /// A node, by its concrete type, to change it between runs (then
     /// [`Engine::touch`] it if it has new timed work).
     pub fn node_mut<T: Node<F> + Any>(&mut self, id: NodeId) -> Option<&mut T> {
-        let n: &mut dyn Any = self.nodes.get_mut(id.0 as usize)?.as_mut();
+        let h = *self.home.get(id.0 as usize)? as usize;
+        let n: &mut dyn Any = self.parts[h].nodes[id.0 as usize].as_mut();
         n.downcast_mut::<T>()
     }
 }

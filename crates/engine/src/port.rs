@@ -52,7 +52,12 @@ impl<F> Fifo<F> {
 
 impl<F: Send> Port<F> for Fifo<F> {
     #[inline]
-    fn enqueue(&mut self, frame: F, _now: Instant, on_line: usize) -> Result<(), (F, &'static str)> {
+    fn enqueue(
+        &mut self,
+        frame: F,
+        _now: Instant,
+        on_line: usize,
+    ) -> Result<(), (F, &'static str)> {
         if self.queue.len() + on_line >= self.buffer {
             return Err((frame, TAIL_DROP));
         }

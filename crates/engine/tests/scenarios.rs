@@ -1,9 +1,9 @@
 //! Scenarios in virtual time: two switches, a trunk, three hosts.
 
-use aurora_net::switch::{AtmSwitch, SwitchDrop};
-use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_engine::clock::Wall;
 use aurora_engine::{Engine, LinkSpec, NodeId};
+use aurora_net::switch::{AtmSwitch, SwitchDrop};
+use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 
@@ -252,4 +252,115 @@ fn bad_topologies_are_refused() {
     assert!(sim
         .connect((b, 1), (b, 1), LinkSpec { rate: 0.0, ..l })
         .is_err());
+}
+
+/// Everything a run's outcome is made of: the trace digest, events, every
+/// link direction's counters, what h3 and h1 received, and every drop
+/// (time, place, reason), sorted.
+type Outcome = (
+    u64,
+    u64,
+    Vec<aurora_engine::DirCounters>,
+    String,
+    Vec<String>,
+);
+
+/// The overloaded, damaged network split as `home` says (node order h1,
+/// h2, h3, sw1, sw2).
+fn split_run(home: &[u32]) -> Outcome {
+    let trunk = LinkSpec {
+        loss: 0.001,
+        bit_error: 0.001,
+        ..LinkSpec::clean(OC3, Duration::from_micros(50), 256)
+    };
+    let mut n = build(
+        11,
+        trunk,
+        [
+            flow(9180, 60, 600),
+            flow(1500, 200, 300),
+            flow(9180, 60, 600),
+        ],
+    );
+    n.sim.partition(home).unwrap();
+    assert_eq!(n.sim.workers(), *home.iter().max().unwrap() as usize + 1);
+    let drops = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let d = drops.clone();
+    n.sim.set_drop_tap(Box::new(move |t, at, why, _| {
+        d.lock().unwrap().push(format!("{t:?} {at:?} {why}"));
+    }));
+    // In steps, as a run with a live display does.
+    for ms in [100, 700, 2000] {
+        n.sim.run_until(Instant::from_millis(ms));
+    }
+    n.sim.clear_drop_tap();
+    let mut drops = std::mem::take(&mut *drops.lock().unwrap());
+    drops.sort();
+    let links = [
+        (n.h1, 0),
+        (n.h2, 0),
+        (n.h3, 0),
+        (n.sw1, 0),
+        (n.sw1, 1),
+        (n.sw1, 3),
+        (n.sw2, 0),
+        (n.sw2, 3),
+    ]
+    .iter()
+    .map(|&(node, port)| n.sim.link(node, port).unwrap())
+    .collect();
+    let rx = format!(
+        "{:?} {:?} {:?}",
+        host(&n, n.h3).received(H3_RX_FROM_H1),
+        host(&n, n.h3).received(H3_RX_FROM_H2),
+        host(&n, n.h1).received(H1_RX_FROM_H3)
+    );
+    (n.sim.trace_hash(), n.sim.events(), links, rx, drops)
+}
+
+#[test]
+fn the_same_run_on_one_two_or_four_workers() {
+    let one = split_run(&[0, 0, 0, 0, 0]);
+    assert!(
+        !one.4.is_empty(),
+        "the overload and the damage dropped cells"
+    );
+    // Cut at the trunk; then every host on its own worker.
+    let two = split_run(&[0, 0, 1, 0, 1]);
+    let four = split_run(&[1, 2, 3, 0, 3]);
+    assert_eq!(one, two, "two workers");
+    assert_eq!(one, four, "four workers");
+}
+
+#[test]
+fn a_plan_from_the_topology_cuts_the_long_trunk() {
+    let trunk = LinkSpec::clean(OC3, Duration::from_millis(2), 256);
+    let n = build(1, trunk, [None, None, None]);
+    let edges: Vec<aurora_engine::plan::Edge> =
+        [(n.h1, n.sw1), (n.h2, n.sw1), (n.h3, n.sw2), (n.sw1, n.sw2)]
+            .iter()
+            .zip([5, 5, 5, 2000])
+            .map(|(&(a, b), us)| aurora_engine::plan::Edge {
+                a: a.0,
+                b: b.0,
+                crossing: Duration::from_micros(us),
+            })
+            .collect();
+    let home = aurora_engine::plan::plan(5, &edges, 2, Duration::from_micros(100));
+    assert_eq!(home[n.h1.0 as usize], home[n.sw1.0 as usize]);
+    assert_eq!(home[n.h3.0 as usize], home[n.sw2.0 as usize]);
+    assert_ne!(home[n.sw1.0 as usize], home[n.sw2.0 as usize]);
+}
+
+#[test]
+fn splitting_after_the_run_began_is_refused() {
+    let trunk = LinkSpec::clean(OC3, Duration::from_micros(50), 256);
+    let mut n = build(1, trunk, [flow(1500, 5, 100), None, None]);
+    n.sim.run_until(Instant::from_millis(1));
+    assert!(n.sim.partition(&[0, 0, 1, 0, 1]).is_err());
+    let mut m = build(1, trunk, [None, None, None]);
+    assert!(
+        m.sim.partition(&[0, 1]).is_err(),
+        "a plan for the wrong number of nodes"
+    );
 }

@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 
+use aurora_time::Instant;
 use aurora_wire::cell::{Format, VcId};
 use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
@@ -90,7 +91,10 @@ fn is_user(c: &CellBytes) -> bool {
 /// The driver's record of dropped cells.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    first: FxHashMap<Tag, Loss>,
+    /// Per PDU, its first loss: the earliest, and at one instant the least
+    /// place and reason, so the charge does not depend on the order drops
+    /// were reported in (workers report concurrently).
+    first: FxHashMap<Tag, (Instant, Loss)>,
     /// Data cells dropped, per place and reason.
     cells: BTreeMap<Loss, u64>,
     /// Of those, cells with no readable tag (not test traffic, or a tag
@@ -115,8 +119,8 @@ impl Ledger {
         Self::default()
     }
 
-    /// `cell` was dropped at `place` for `reason`.
-    pub fn dropped(&mut self, place: Place, reason: &'static str, cell: &CellBytes) {
+    /// `cell` was dropped at `at`, at `place`, for `reason`.
+    pub fn dropped(&mut self, at: Instant, place: Place, reason: &'static str, cell: &CellBytes) {
         let c = repaired(cell);
         if !is_user(&c) {
             return;
@@ -132,7 +136,8 @@ impl Ledger {
                     self.overflow += 1;
                     return;
                 }
-                self.first.entry(t).or_insert(loss);
+                let e = self.first.entry(t).or_insert((at, loss));
+                *e = (*e).min((at, loss));
             }
             None => {
                 *self.untagged.entry(loss).or_default() += 1;
@@ -144,10 +149,11 @@ impl Ledger {
     }
 
     /// Takes another ledger's records (a worker's, say); where both charged
-    /// a PDU, this one's stands.
+    /// a PDU, the earlier loss stands.
     pub fn merge(&mut self, other: Ledger) {
         for (t, l) in other.first {
-            self.first.entry(t).or_insert(l);
+            let e = self.first.entry(t).or_insert(l);
+            *e = (*e).min(l);
         }
         for (l, n) in other.cells {
             *self.cells.entry(l).or_default() += n;
@@ -202,7 +208,7 @@ impl Ledger {
         self.first
             .iter()
             .filter(move |(t, _)| t.flow == flow)
-            .map(|(t, l)| (t.seq, *l))
+            .map(|(t, (_, l))| (t.seq, *l))
     }
 }
 
@@ -526,6 +532,7 @@ mod tests {
     use super::*;
     use crate::tag;
     use aurora_sar::{Aal5Tx, PduOptions};
+    use aurora_time::Instant;
     use aurora_wire::cell::{Format, VcId};
 
     const FLOW: u16 = 9;
@@ -562,9 +569,9 @@ mod tests {
     fn the_first_damage_is_charged_once() {
         let mut l = Ledger::new();
         let p = pdu(4);
-        l.dropped(at(1), "tail_drop", &p[0]);
-        l.dropped(at(2), "link_loss", &p[1]);
-        l.dropped(at(2), "link_loss", &p[2]);
+        l.dropped(Instant::from_nanos(1), at(1), "tail_drop", &p[0]);
+        l.dropped(Instant::from_nanos(2), at(2), "link_loss", &p[1]);
+        l.dropped(Instant::from_nanos(2), at(2), "link_loss", &p[2]);
         let a = reconcile(FLOW, 5, 0, &l, None, RX);
         assert_eq!(a.lost_total(), 1);
         assert_eq!(
@@ -584,7 +591,7 @@ mod tests {
         let mut l = Ledger::new();
         let mut rx = RxBook::default();
         let (p0, p1, p2) = (pdu(0), pdu(1), pdu(2));
-        l.dropped(at(3), "tail_drop", &p0[2]);
+        l.dropped(Instant::from_nanos(3), at(3), "tail_drop", &p0[2]);
         for c in p0[..2].iter().chain(&p1) {
             rx.cell(c);
         }
@@ -651,7 +658,7 @@ mod tests {
         let mut oam = pdu(0)[0];
         oam[3] |= 0x08;
         oam[4] = aurora_wire::crc::hec(&[oam[0], oam[1], oam[2], oam[3]]);
-        l.dropped(at(1), "tail_drop", &oam);
+        l.dropped(Instant::from_nanos(1), at(1), "tail_drop", &oam);
         assert!(l.is_empty());
         assert!(l.cells().is_empty());
     }

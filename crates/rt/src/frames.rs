@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration as StdDuration, Instant as WallClock};
 
+use aurora_engine::{frame_time, LinkSpec, NodeId};
 use aurora_link::frame_udp::{FrameUdp, FrameUdpCounters};
 use aurora_net::{Frame, Node, Outbox, PortId};
-use aurora_engine::{frame_time, LinkSpec, NodeId};
 use aurora_time::Instant;
 
 use crate::{DeviceCounters, PacketDevice, RtError};

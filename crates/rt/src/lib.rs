@@ -14,10 +14,10 @@ use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, Instant as WallClock};
 
+use aurora_engine::{DirCounters, LinkSpec, NodeId};
 use aurora_link::shape::{Shaped, Shaping};
 use aurora_link::{CellSink, CellSource, LinkDrop};
 use aurora_net::{Node, Outbox, PortId};
-use aurora_engine::{DirCounters, LinkSpec, NodeId};
 use aurora_time::Instant;
 use aurora_wire::CellBytes;
 
@@ -162,6 +162,8 @@ pub struct Worker {
     ledger: aurora_net::accounting::Ledger,
     id: u32,
     lateness: lateness::NodeLateness,
+    /// The time of the worker's current turn.
+    now: Instant,
 }
 
 /// Why a run could not start.
@@ -190,6 +192,7 @@ impl Worker {
             ledger: aurora_net::accounting::Ledger::new(),
             id: 0,
             lateness: lateness::NodeLateness::default(),
+            now: Instant::ZERO,
         }
     }
 
@@ -324,7 +327,8 @@ impl Worker {
         let node = self.id;
         for (port, cell, why) in out.drain_drops() {
             let side = Side::In;
-            self.ledger.dropped(Place { node, port, side }, why, &cell);
+            self.ledger
+                .dropped(self.now, Place { node, port, side }, why, &cell);
         }
         for (port, cell) in out.drain() {
             // An unconnected port has nothing on the other side.
@@ -334,7 +338,7 @@ impl Worker {
                 if let Err(c) = o.offer(cell) {
                     let side = Side::Out;
                     self.ledger
-                        .dropped(Place { node, port, side }, "tail_drop", &c);
+                        .dropped(self.now, Place { node, port, side }, "tail_drop", &c);
                 }
             }
         }
@@ -351,7 +355,7 @@ impl Worker {
             for c in o.link.take_lost() {
                 let (port, side) = (port as PortId, Side::Out);
                 self.ledger
-                    .dropped(Place { node, port, side }, "link_loss", &c);
+                    .dropped(self.now, Place { node, port, side }, "link_loss", &c);
             }
         }
     }
@@ -368,6 +372,7 @@ impl Worker {
         };
         while !stop.load(Ordering::Relaxed) {
             let (t, now) = since(start);
+            self.now = now;
             self.lateness.turn(t);
             if now >= next_sample {
                 if let Some(tap) = self.tap.as_mut() {
@@ -384,7 +389,7 @@ impl Worker {
                     use aurora_net::accounting::{Place, Side};
                     let (ledger, node, side) = (&mut self.ledger, self.id, Side::In);
                     self.inputs[i].1.take_discarded(&mut |c| {
-                        ledger.dropped(Place { node, port, side }, "hec_uncorrectable", c)
+                        ledger.dropped(now, Place { node, port, side }, "hec_uncorrectable", c)
                     });
                 }
                 if n > 0 {

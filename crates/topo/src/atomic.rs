@@ -689,7 +689,8 @@ impl AtomicNet {
             });
             cables.push(format!("{describe} @ {local_addr} -> {remote_addr}"));
         }
-        let mut devices: Vec<(aurora_engine::NodeId, Box<dyn aurora_rt::PacketDevice>)> = Vec::new();
+        let mut devices: Vec<(aurora_engine::NodeId, Box<dyn aurora_rt::PacketDevice>)> =
+            Vec::new();
         let mut tun_names = Vec::new();
         for (hname, _, i) in &hosts {
             if let Some((_, t)) = self.tuns.iter().find(|(n, _)| n == hname) {

@@ -53,12 +53,12 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::ops::Range;
 
+use aurora_engine::{Engine, LinkSpec, NodeId};
 use aurora_net::oam::Ping;
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::vunet::{VunetLink, VunetSwitch};
 use aurora_net::PortId;
-use aurora_engine::{LinkSpec, NodeId, Engine};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 use serde::Deserialize;

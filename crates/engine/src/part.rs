@@ -1,0 +1,409 @@
+//! One partition of an engine: the nodes it owns, the halves of the link
+//! directions that touch them, and its own event queue. An engine that is
+//! not split is one partition; a split engine runs one per worker and
+//! passes frames between them as mail ([`crate::Engine`]).
+
+use std::collections::VecDeque;
+
+use aurora_net::{Frame, Node, Outbox, PortId};
+use aurora_time::{Duration, Instant};
+
+use crate::port::{Fifo, Port};
+use crate::queue::EventQueue;
+use crate::{frame_time, DirCounters, DropTap, EngineNode, LinkSpec, NodeId, Tap};
+
+/// A frame on its way to another partition: when it arrives, on which
+/// direction, and the frame.
+pub(crate) type Mail<F> = (Instant, u32, F);
+
+/// The first value of every node's digest.
+pub(crate) const DIGEST_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Stands in a partition for a node another partition runs.
+pub(crate) struct Elsewhere(pub(crate) usize);
+
+impl<F: Frame> Node<F> for Elsewhere {
+    fn ports(&self) -> usize {
+        self.0
+    }
+    fn receive(&mut self, _: Instant, _: PortId, _: &[F], _: &mut Outbox<F>) {}
+    fn poll(&mut self, _: Instant, _: &mut Outbox<F>) {}
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+}
+
+pub(crate) struct Dir<F> {
+    from: (u32, PortId),
+    pub(crate) to: (u32, PortId),
+    pub(crate) spec: LinkSpec,
+    cell_time: Duration,
+    /// Every frame takes `cell_time` (no per-byte terms).
+    fixed: bool,
+    /// The sending port's queue; the line pulls from it.
+    pub(crate) port: Box<dyn Port<F>>,
+    /// When the line finishes sending its current frame.
+    busy_until: Instant,
+    /// A `TxDone` is in the queue: frames wait, and the line will pull the
+    /// next when it is free. (An idle port with nothing waiting needs no
+    /// event: a frame sent to it goes straight to the line.)
+    pulling: bool,
+    rng: u64,
+    pub(crate) counters: DirCounters,
+    /// Cells on the wire, in arrival order (a link is FIFO); only the head
+    /// has an event in the queue.
+    arrivals: VecDeque<(Instant, F)>,
+}
+
+impl<F: Frame> Dir<F> {
+    /// Direction `k` from `from` to `to`, its random stream seeded from
+    /// the run's `seed` and `k`.
+    pub(crate) fn new(
+        k: u32,
+        from: (u32, PortId),
+        to: (u32, PortId),
+        spec: LinkSpec,
+        seed: u64,
+    ) -> Self {
+        let mix = seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Dir {
+            from,
+            to,
+            spec,
+            cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
+            fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
+            port: Box::new(Fifo::new(spec.buffer)),
+            busy_until: Instant::ZERO,
+            pulling: false,
+            rng: mix | 1,
+            counters: DirCounters::default(),
+            arrivals: VecDeque::new(),
+        }
+    }
+
+    /// The least time a frame takes from the sending port to the far end:
+    /// the lookahead this direction gives when it joins two partitions.
+    pub(crate) fn least_crossing(&self) -> Duration {
+        let time = if self.fixed {
+            self.cell_time
+        } else {
+            frame_time(&self.spec, 0)
+        };
+        self.spec.delay + time
+    }
+
+    fn next(&mut self) -> u64 {
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
+    }
+}
+
+/// What happens at an event. Each link direction has at most one event of
+/// each kind in the queue (its line pulling the next waiting frame, the
+/// head of its arrivals), so the queue holds a few entries per link and
+/// node, not one per cell in flight; and (time, kind, number) orders events
+/// without a counter of when they were made. A line that frees at `t`
+/// pulls before anything else happens at `t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    TxDone { dir: u32 },
+    Deliver { dir: u32 },
+    Wake { node: u32 },
+}
+
+/// How the engine's loop meets its clock: nothing to wait for in virtual
+/// time; in wall time, wait for each event and measure its lateness.
+pub(crate) trait Pace {
+    /// Called before the event at `at` for `node` runs.
+    fn before(&mut self, at: Instant, node: u32);
+}
+
+pub(crate) struct Virtual;
+
+impl Pace for Virtual {
+    #[inline(always)]
+    fn before(&mut self, _at: Instant, _node: u32) {}
+}
+
+impl Pace for crate::clock::Pacer {
+    #[inline]
+    fn before(&mut self, at: Instant, node: u32) {
+        let late = self.wait_until(at);
+        self.record(node, late);
+    }
+}
+
+/// One partition.
+pub(crate) struct Part<F: Frame> {
+    /// Every node of the engine: the ones this partition runs, and
+    /// [`Elsewhere`] for the rest.
+    pub(crate) nodes: Vec<Box<dyn EngineNode<F>>>,
+    /// Per node, per port: the direction leaving it.
+    pub(crate) out: Vec<Vec<Option<u32>>>,
+    /// Every direction; this partition uses the sending half of those
+    /// leaving its nodes and the arriving half of those reaching them.
+    pub(crate) dirs: Vec<Dir<F>>,
+    /// Per direction: the partition its far end is in, when that is not
+    /// this one.
+    pub(crate) remote: Vec<Option<u32>>,
+    /// Frames for other partitions, by partition.
+    pub(crate) outgoing: Vec<Vec<Mail<F>>>,
+    queue: EventQueue<(Instant, Kind)>,
+    wake: Vec<Option<Instant>>,
+    pub(crate) now: Instant,
+    /// Per receiving node, a digest of what it received.
+    pub(crate) digests: Vec<u64>,
+    pub(crate) events: u64,
+    pub(crate) unconnected: u64,
+    pub(crate) in_flight: u64,
+    pub(crate) outbox: Outbox<F>,
+    pub(crate) tap: Option<Tap<F>>,
+    pub(crate) drop_tap: Option<DropTap<F>>,
+}
+
+impl<F: Frame> Part<F> {
+    pub(crate) fn new(parts: usize) -> Self {
+        Part {
+            nodes: Vec::new(),
+            out: Vec::new(),
+            dirs: Vec::new(),
+            remote: Vec::new(),
+            outgoing: (0..parts).map(|_| Vec::new()).collect(),
+            queue: EventQueue::new(),
+            wake: Vec::new(),
+            now: Instant::ZERO,
+            digests: Vec::new(),
+            events: 0,
+            unconnected: 0,
+            in_flight: 0,
+            outbox: Outbox::default(),
+            tap: None,
+            drop_tap: None,
+        }
+    }
+
+    /// Adds a node (this partition's, or a stand-in), and schedules its
+    /// first wake-up if it is this partition's.
+    pub(crate) fn push_node(&mut self, node: Box<dyn EngineNode<F>>, mine: bool) {
+        let id = self.nodes.len() as u32;
+        self.out.push(vec![None; node.ports()]);
+        self.nodes.push(node);
+        self.wake.push(None);
+        self.digests.push(DIGEST_START);
+        if mine {
+            self.schedule_wake(id);
+        }
+    }
+
+    /// Adds direction `k` (the next one), and says whether its far end is
+    /// in partition `far` rather than this one `me`.
+    pub(crate) fn push_dir(&mut self, dir: Dir<F>, me: u32, near: u32, far: u32) {
+        let k = self.dirs.len() as u32;
+        self.out[dir.from.0 as usize][usize::from(dir.from.1)] = Some(k);
+        self.remote.push((near == me && far != me).then_some(far));
+        self.dirs.push(dir);
+    }
+
+    /// The time of the next event, if any.
+    pub(crate) fn next_time(&self) -> Option<Instant> {
+        self.queue.peek().map(|(t, _)| t)
+    }
+
+    /// Takes frames other partitions sent to this one's nodes.
+    pub(crate) fn accept(&mut self, mail: Vec<Mail<F>>) {
+        for (t, k, f) in mail {
+            self.in_flight += 1;
+            let d = &mut self.dirs[k as usize];
+            let first = d.arrivals.is_empty();
+            d.arrivals.push_back((t, f));
+            if first {
+                self.queue.push((t, Kind::Deliver { dir: k }));
+            }
+        }
+    }
+
+    pub(crate) fn run_paced<P: Pace>(&mut self, end: Instant, pace: &mut P) {
+        while let Some((at, kind)) = self.queue.peek() {
+            if at > end {
+                break;
+            }
+            let node = match kind {
+                Kind::TxDone { dir } => self.dirs[dir as usize].from.0,
+                Kind::Deliver { dir } => self.dirs[dir as usize].to.0,
+                Kind::Wake { node } => node,
+            };
+            pace.before(at, node);
+            self.queue.pop();
+            self.now = at;
+            self.events += 1;
+            match kind {
+                Kind::TxDone { dir } => {
+                    let d = &mut self.dirs[dir as usize];
+                    d.pulling = false;
+                    if let Some(f) = d.port.dequeue(at) {
+                        self.transmit(dir, f);
+                    }
+                }
+                Kind::Deliver { dir } => {
+                    self.in_flight -= 1;
+                    let d = &mut self.dirs[dir as usize];
+                    let Some((_, cell)) = d.arrivals.pop_front() else {
+                        continue;
+                    };
+                    if let Some(&(t, _)) = d.arrivals.front() {
+                        self.queue.push((t, Kind::Deliver { dir }));
+                    }
+                    let d = &mut self.dirs[dir as usize];
+                    d.counters.delivered += 1;
+                    let (node, port) = d.to;
+                    self.digest(at, node, port, cell.bytes());
+                    if let Some(tap) = self.tap.as_mut() {
+                        tap(at, NodeId(node), port, &cell);
+                    }
+                    let mut out = std::mem::take(&mut self.outbox);
+                    self.nodes[node as usize].receive(at, port, &[cell], &mut out);
+                    self.route(node, &mut out);
+                    self.outbox = out;
+                    self.schedule_wake(node);
+                }
+                Kind::Wake { node } => {
+                    if self.wake[node as usize] != Some(at) {
+                        continue; // superseded
+                    }
+                    self.wake[node as usize] = None;
+                    let mut out = std::mem::take(&mut self.outbox);
+                    self.nodes[node as usize].poll(at, &mut out);
+                    self.route(node, &mut out);
+                    self.outbox = out;
+                    self.schedule_wake(node);
+                }
+            }
+        }
+        self.now = self.now.max(end);
+    }
+
+    pub(crate) fn schedule_wake(&mut self, node: u32) {
+        let Some(t) = self.nodes[node as usize].poll_at() else {
+            return;
+        };
+        let t = t.max(self.now);
+        if self.wake[node as usize].is_none_or(|w| t < w) {
+            self.wake[node as usize] = Some(t);
+            self.queue.push((t, Kind::Wake { node }));
+        }
+    }
+
+    /// Puts a node's sent frames in its output ports (starting the line of
+    /// an idle one), and shows the frames it dropped to the drop tap.
+    fn route(&mut self, node: u32, out: &mut Outbox<F>) {
+        use aurora_net::accounting::{Place, Side};
+        let now = self.now;
+        if let Some(t) = self.drop_tap.as_mut() {
+            for (port, cell, why) in out.drain_drops() {
+                let side = Side::In;
+                t(now, Place { node, port, side }, why, &cell);
+            }
+        }
+        for (port, cell) in out.drain() {
+            let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
+                self.unconnected += 1;
+                continue;
+            };
+            let d = &mut self.dirs[k as usize];
+            d.counters.offered += 1;
+            let on_line = usize::from(d.busy_until > now);
+            match d.port.enqueue(cell, now, on_line) {
+                Ok(()) => {
+                    if d.pulling {
+                        // The line pulls when it is free.
+                    } else if on_line == 0 {
+                        if let Some(f) = d.port.dequeue(now) {
+                            self.transmit(k, f);
+                        }
+                    } else {
+                        d.pulling = true;
+                        let t = d.busy_until;
+                        self.queue.push((t, Kind::TxDone { dir: k }));
+                    }
+                }
+                Err((cell, why)) => {
+                    d.counters.overflow += 1;
+                    if let Some(t) = self.drop_tap.as_mut() {
+                        let side = Side::Out;
+                        t(now, Place { node, port, side }, why, &cell);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Puts `cell` on direction `k`'s idle line now: it is sent, then
+    /// crosses the link (or is lost on the way, or damaged).
+    fn transmit(&mut self, k: u32, mut cell: F) {
+        use aurora_net::accounting::{Place, Side};
+        let now = self.now;
+        let d = &mut self.dirs[k as usize];
+        let time = if d.fixed {
+            d.cell_time
+        } else {
+            frame_time(&d.spec, cell.bytes().len())
+        };
+        let done = now + time;
+        d.busy_until = done;
+        if !d.port.is_empty() {
+            d.pulling = true;
+            self.queue.push((done, Kind::TxDone { dir: k }));
+        }
+        if d.chance(d.spec.loss) {
+            d.counters.lost += 1;
+            if let Some(t) = self.drop_tap.as_mut() {
+                let (node, port) = d.from;
+                let side = Side::Out;
+                t(now, Place { node, port, side }, "link_loss", &cell);
+            }
+            return;
+        }
+        let bits = cell.bytes().len() as u64 * 8;
+        if bits > 0 && d.chance(d.spec.bit_error) {
+            let bit = (d.next() % bits) as usize;
+            cell.bytes_mut()[bit / 8] ^= 0x80 >> (bit % 8);
+            d.counters.errored += 1;
+        }
+        let arrive = done + d.spec.delay;
+        if let Some(p) = self.remote[k as usize] {
+            // The far end runs elsewhere: the frame travels as mail, and
+            // is in flight there from when it is accepted.
+            self.outgoing[p as usize].push((arrive, k, cell));
+            return;
+        }
+        self.in_flight += 1;
+        let first = d.arrivals.is_empty();
+        d.arrivals.push_back((arrive, cell));
+        if first {
+            self.queue.push((arrive, Kind::Deliver { dir: k }));
+        }
+    }
+
+    /// Folds a delivery into the receiving node's digest, eight bytes at a
+    /// time.
+    #[inline(always)]
+    fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &[u8]) {
+        let h = &mut self.digests[node as usize];
+        let mut eat = |w: u64| {
+            *h = (*h ^ w).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
+        };
+        eat(at.as_nanos() as u64);
+        eat(u64::from(port));
+        for w in cell.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..w.len()].copy_from_slice(w);
+            eat(u64::from_le_bytes(b));
+        }
+    }
+}
