@@ -36,8 +36,14 @@ pub fn main(
     let handle = {
         let (topo, live) = (topo.clone(), (!quiet).then(|| live.clone()));
         std::thread::spawn(move || {
-            let clock = run::Clock::Wall { spin: false };
-            run::run(&topo, d, run::DEMO_DRAIN, 1, capture.as_ref(), clock, live)
+            let args = run::RunArgs {
+                duration: d,
+                drain: run::DEMO_DRAIN,
+                seed: 1,
+                clock: run::Clock::Wall { spin: false },
+                workers: 1,
+            };
+            run::run(&topo, args, capture.as_ref(), live)
         })
     };
     if !quiet {

@@ -60,6 +60,16 @@ enum Command {
         /// (lower lateness; one core fully used).
         #[arg(long, conflicts_with = "virtual")]
         spin: bool,
+        /// Worker threads, 1 to 256 (default: the machine's cores in
+        /// virtual time, 1 in real time). The nodes are split between them
+        /// by cutting the links with the longest delays; links under 20 us
+        /// are never cut, so a small or tightly coupled network may use
+        /// fewer. In virtual time results do not depend on it. In real time
+        /// workers do not wait for each other: more of them help only a
+        /// network one worker cannot keep up with, and frames between them
+        /// that arrive late are counted late.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+        workers: Option<u16>,
         /// How long to run, e.g. 200ms or 2s: more than 0 and at most 24 hours.
         #[arg(long, default_value = "1s", value_parser = run_duration)]
         duration: aurora_time::Duration,
@@ -333,6 +343,11 @@ fn ping_interval(s: &str) -> Result<aurora_time::Duration, String> {
     duration_up_to(s, 60)
 }
 
+/// The machine's cores (1 if it cannot say).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn main() -> ExitCode {
     // A report piped into `head` should end quietly when the pipe closes, as
     // other command-line tools do, not panic on the next write.
@@ -582,6 +597,7 @@ fn main() -> ExitCode {
             file,
             r#virtual,
             spin,
+            workers,
             duration,
             drain,
             seed,
@@ -615,7 +631,21 @@ fn main() -> ExitCode {
             } else {
                 run::Clock::Wall { spin }
             };
-            let result = run::run(&file, d, drain, seed, capture.as_ref(), clock, None);
+            // Virtual time: every core. Real time: one worker unless asked
+            // (see `--workers`).
+            let workers = match (workers, clock) {
+                (Some(w), _) => usize::from(w),
+                (None, run::Clock::Virtual) => cores(),
+                (None, run::Clock::Wall { .. }) => 1,
+            };
+            let args = run::RunArgs {
+                duration: d,
+                drain,
+                seed,
+                clock,
+                workers,
+            };
+            let result = run::run(&file, args, capture.as_ref(), None);
             // An unfaithful run still reports (exit 0), but says so on
             // stderr too, so a script reading only the JSON or the exit
             // status's neighbours sees it.

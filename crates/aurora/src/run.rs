@@ -235,6 +235,11 @@ pub struct Report {
     pub virtual_secs: f64,
     /// Events handled.
     pub events: u64,
+    /// Worker threads the network ran on.
+    pub workers: usize,
+    /// The least time a frame takes between two workers' nodes, in
+    /// microseconds: how far the workers may run apart (none with one).
+    pub lookahead_us: Option<f64>,
     /// Digest of every delivery: equal for equal topology and seed.
     pub trace: String,
     /// Per PVC.
@@ -343,20 +348,42 @@ pub enum Clock {
     },
 }
 
-/// Loads and runs `path` for `duration` (then `drain`) under `clock`,
-/// writing a pcap file per receiving port into `capture` if given and
-/// publishing figures to `live` as it goes.
+/// How a run goes: for how long, with what seed, under which clock, on
+/// how many workers.
+#[derive(Clone, Copy, Debug)]
+pub struct RunArgs {
+    /// Senders send for this long.
+    pub duration: Duration,
+    /// Then the network gets this long to deliver what is on its way.
+    pub drain: Duration,
+    /// Seed of every link's loss and bit errors.
+    pub seed: u64,
+    /// Virtual or wall-clock time.
+    pub clock: Clock,
+    /// At most this many worker threads.
+    pub workers: usize,
+}
+
+/// Loads and runs `path` as `args` say, writing a pcap file per receiving
+/// port into `capture` if given and publishing figures to `live` as it
+/// goes.
 pub fn run(
     path: &Path,
-    duration: Duration,
-    drain: Duration,
-    seed: u64,
+    args: RunArgs,
     capture: Option<&CaptureArg>,
-    clock: Clock,
     live: Option<Arc<Mutex<Live>>>,
 ) -> Result<Report, String> {
+    let RunArgs {
+        duration,
+        drain,
+        seed,
+        clock,
+        workers,
+    } = args;
     let text = aurora_topo::read_topology(path)?;
-    let net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
+    let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
+    let home = net.sim.plan(workers, aurora_engine::plan::MIN_CUT);
+    net.sim.partition(&home).map_err(|e| e.to_string())?;
     let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
     match live {
         Some(live) => {
@@ -707,19 +734,21 @@ fn build_report(names: &Names, view: &aurora_engine::Engine, ledger: &Ledger) ->
                 .map(accounting::RxBook::overflow)
                 .sum::<u64>(),
         lateness: None,
+        workers: view.workers(),
+        lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
     }
 }
 
 /// The report as text.
 pub fn text(r: &Report) -> String {
-    let mut s = if r.events > 0 {
-        format!(
-            "{} {:.3} s, {} events, trace {}\n\n",
-            r.mode, r.virtual_secs, r.events, r.trace
-        )
-    } else {
-        format!("{} {:.3} s\n\n", r.mode, r.virtual_secs)
+    let workers = match r.lookahead_us {
+        Some(l) if r.workers > 1 => format!(", {} workers (lookahead {l:.0} us)", r.workers),
+        _ => String::new(),
     };
+    let mut s = format!(
+        "{} {:.3} s, {} events{workers}, trace {}\n\n",
+        r.mode, r.virtual_secs, r.events, r.trace
+    );
     if !r.pvcs.is_empty() {
         s += &format!(
             "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11} {:>9}\n",

@@ -125,7 +125,7 @@ impl Pacer {
 
     /// Wall time since the start, in the engine's nanoseconds.
     #[inline]
-    fn now(&self) -> Instant {
+    pub(crate) fn now(&self) -> Instant {
         Instant::from_nanos(i64::try_from(self.start.elapsed().as_nanos()).unwrap_or(i64::MAX))
     }
 

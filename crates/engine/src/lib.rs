@@ -26,8 +26,8 @@ pub mod plan;
 pub mod port;
 mod queue;
 
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use aurora_net::{Frame, Node, PortId};
 use aurora_time::{Duration, Instant};
@@ -385,6 +385,23 @@ impl<F: Frame> Engine<F> {
         Ok(())
     }
 
+    /// A plan splitting the nodes between at most `workers` workers,
+    /// cutting no link that frames cross in less than `min_cut` (see
+    /// [`plan`]).
+    pub fn plan(&self, workers: usize, min_cut: Duration) -> Vec<u32> {
+        let edges: Vec<plan::Edge> = self
+            .specs
+            .iter()
+            .zip(&self.parts[0].dirs)
+            .map(|(d, dir)| plan::Edge {
+                a: d.from.0,
+                b: d.to.0,
+                crossing: dir.least_crossing(),
+            })
+            .collect();
+        plan::plan(self.home.len(), &edges, workers, min_cut)
+    }
+
     /// Workers the engine runs on (its partitions).
     pub fn workers(&self) -> usize {
         self.parts.len()
@@ -435,11 +452,58 @@ impl<F: Frame> Engine<F> {
         if self.parts.len() == 1 {
             self.parts[0].run_paced(end, &mut pacers[0]);
         } else {
-            self.run_windows(end, Some(pacers));
+            self.run_against_the_clock(end, pacers);
         }
         if end < Instant::MAX {
             wall.for_workers(1)[0].wait_until(end);
         }
+    }
+
+    /// Runs the partitions on threads of their own, each against the wall
+    /// clock on its own: no worker waits for another, and frames between
+    /// them travel as mail that the receiver looks for at least every quarter
+    /// lookahead (so mail is on time while every worker keeps up; mail that
+    /// comes late is delivered when it comes, and counted late). Once the
+    /// wall clock passes `end`, whatever is left before `end` runs in
+    /// windows, late.
+    fn run_against_the_clock(&mut self, end: Instant, pacers: &mut [clock::Pacer]) {
+        let n = self.parts.len();
+        let boxes: Vec<Mutex<Vec<Mail<F>>>> = (0..n).map(|_| Mutex::new(Vec::new())).collect();
+        let flags: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
+        let slice = Duration::from_nanos((self.lookahead.as_nanos() / 4).clamp(1_000, 1_000_000));
+        std::thread::scope(|s| {
+            for ((i, part), pacer) in self.parts.iter_mut().enumerate().zip(pacers.iter_mut()) {
+                let (boxes, flags) = (&boxes, &flags);
+                s.spawn(move || loop {
+                    if flags[i].swap(false, Ordering::Acquire) {
+                        let mail = boxes[i]
+                            .lock()
+                            .map(|mut b| std::mem::take(&mut *b))
+                            .unwrap_or_default();
+                        part.accept_late(mail, pacer);
+                    }
+                    let wall = pacer.now();
+                    if wall >= end {
+                        break;
+                    }
+                    let horizon = (wall + slice).min(end);
+                    part.run_paced(horizon, pacer);
+                    for (to, out) in part.outgoing.iter_mut().enumerate() {
+                        if !out.is_empty() {
+                            if let Ok(mut b) = boxes[to].lock() {
+                                b.append(out);
+                            }
+                            flags[to].store(true, Ordering::Release);
+                        }
+                    }
+                    pacer.wait_until(horizon);
+                });
+            }
+        });
+        for ((part, b), pacer) in self.parts.iter_mut().zip(boxes).zip(pacers.iter_mut()) {
+            part.accept_late(b.into_inner().unwrap_or_default(), pacer);
+        }
+        self.run_windows(end, Some(pacers));
     }
 
     /// Runs the partitions on threads of their own, window by window.
@@ -447,7 +511,7 @@ impl<F: Frame> Engine<F> {
         let n = self.parts.len();
         let boxes: Vec<Mutex<Vec<Mail<F>>>> = (0..n).map(|_| Mutex::new(Vec::new())).collect();
         let next: Vec<AtomicI64> = (0..n).map(|_| AtomicI64::new(i64::MAX)).collect();
-        let barrier = Barrier::new(n);
+        let barrier = SpinBarrier::new(n);
         let look = self.lookahead.as_nanos().max(1);
         let end_ns = end.as_nanos();
         let mut pacers: Vec<Option<&mut clock::Pacer>> = match pacers {
@@ -627,5 +691,43 @@ impl<F: Frame> Engine<F> {
         let h = *self.home.get(id.0 as usize)? as usize;
         let n: &mut dyn Any = self.parts[h].nodes[id.0 as usize].as_mut();
         n.downcast_mut::<T>()
+    }
+}
+
+/// A barrier for the workers of a split engine: they meet twice per
+/// window, often every few microseconds of work, so a waiter spins a while
+/// before it yields its core (a kernel wait would cost more than the
+/// window).
+struct SpinBarrier {
+    n: usize,
+    count: AtomicUsize,
+    round: AtomicUsize,
+}
+
+impl SpinBarrier {
+    fn new(n: usize) -> Self {
+        SpinBarrier {
+            n,
+            count: AtomicUsize::new(0),
+            round: AtomicUsize::new(0),
+        }
+    }
+
+    fn wait(&self) {
+        let round = self.round.load(Ordering::Acquire);
+        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            self.count.store(0, Ordering::Relaxed);
+            self.round.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.round.load(Ordering::Acquire) == round {
+            if spins < 2_000 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
     }
 }

@@ -12,6 +12,10 @@
 
 use aurora_time::Duration;
 
+/// Links that frames cross faster than this are not cut by default: the
+/// workers would meet more often than they work.
+pub const MIN_CUT: Duration = Duration::from_micros(20);
+
 /// One link as the planner sees it: its two nodes and its delay.
 #[derive(Clone, Copy, Debug)]
 pub struct Edge {

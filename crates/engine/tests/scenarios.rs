@@ -364,3 +364,58 @@ fn splitting_after_the_run_began_is_refused() {
         "a plan for the wrong number of nodes"
     );
 }
+
+#[test]
+fn split_between_workers_against_the_wall_clock_every_cell_is_accounted() {
+    let trunk = LinkSpec {
+        loss: 0.001,
+        ..LinkSpec::clean(OC3, Duration::from_micros(200), 256)
+    };
+    let mut n = build(
+        5,
+        trunk,
+        [
+            flow(9180, 30, 600),
+            flow(1500, 100, 300),
+            flow(9180, 30, 600),
+        ],
+    );
+    n.sim.partition(&[0, 0, 1, 0, 1]).unwrap();
+    let mut wall = Wall::new(std::time::Instant::now(), false);
+    n.sim.run_wall(Instant::from_millis(60), &mut wall);
+    // The senders are done by 30 ms; drain the rest in virtual time.
+    n.sim.run_until(Instant::from_millis(2000));
+    assert_eq!(n.sim.in_flight(), 0);
+    for (node, port) in [
+        (n.h1, 0),
+        (n.h2, 0),
+        (n.h3, 0),
+        (n.sw1, 0),
+        (n.sw1, 1),
+        (n.sw1, 3),
+        (n.sw2, 0),
+        (n.sw2, 3),
+    ] {
+        let c = n.sim.link(node, port).unwrap();
+        assert_eq!(
+            c.offered,
+            c.delivered + c.overflow + c.lost,
+            "{node:?}:{port} {c:?}"
+        );
+    }
+    let sent = host(&n, n.h1).cells_sent() + host(&n, n.h2).cells_sent();
+    let sw1 = n.sim.link(n.sw1, 3).unwrap();
+    assert_eq!(
+        sent,
+        n.sim.link(n.h1, 0).unwrap().offered + n.sim.link(n.h2, 0).unwrap().offered
+    );
+    assert!(sw1.delivered > 0);
+    let l = wall.lateness(
+        n.sim.node_count(),
+        std::time::Duration::from_millis(60),
+        wall.elapsed(),
+    );
+    assert_eq!(l.workers, 2);
+    let events: u64 = l.nodes.iter().map(|x| x.events.count()).sum();
+    assert!(events > 0);
+}
