@@ -9,6 +9,7 @@ mod bench_atomic;
 mod bench_compile;
 mod bench_ip;
 mod bench_net;
+mod bench_rt;
 mod bench_sar;
 mod bench_soak;
 mod demo;
@@ -199,6 +200,10 @@ enum Bench {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..=10_000))]
         samples: u32,
     },
+    /// The same topologies in virtual and wall-clock time: round trips,
+    /// PDUs missing, lateness, goodput against line rate, start-up time,
+    /// memory per node, and what more workers give.
+    Rt,
     /// Virtual-time engine events per second against a bare event queue.
     Sim {
         /// Seconds per figure, more than 0 and at most 60.
@@ -578,6 +583,13 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Bench { what: Bench::Rt } => match bench_rt::main() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("aurora bench rt: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Bench {
             what: Bench::Sim { secs },
         } => {
