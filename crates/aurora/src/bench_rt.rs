@@ -49,7 +49,11 @@ fn chain(n: usize, rate: &str, every_ns: Option<u64>, count: u64) -> String {
         .chain(std::iter::once("b".to_string()))
         .map(|x| format!("\"{x}\""))
         .collect();
-    let _ = write!(s, "[[pvc]]\nname = \"a-b\"\npath = [{}]\n\n", path.join(", "));
+    let _ = write!(
+        s,
+        "[[pvc]]\nname = \"a-b\"\npath = [{}]\n\n",
+        path.join(", ")
+    );
     if let Some(ns) = every_ns {
         let _ = write!(
             s,
@@ -82,7 +86,12 @@ fn clusters(k: usize, hosts: usize, every_us: u64, trunk: &str) -> String {
             if k == 2 && c == 1 {
                 break;
             }
-            s += &link(&format!("s{c}:{}", hosts), &format!("s{n}:{}", hosts + 1), "oc12", trunk);
+            s += &link(
+                &format!("s{c}:{}", hosts),
+                &format!("s{n}:{}", hosts + 1),
+                "oc12",
+                trunk,
+            );
         }
     }
     for c in 0..k {
@@ -167,7 +176,10 @@ fn rtt_mean(r: &Report) -> f64 {
 }
 
 fn lost(r: &Report) -> u64 {
-    r.pvcs.iter().map(|p| p.lost + p.unaccounted.unsigned_abs()).sum()
+    r.pvcs
+        .iter()
+        .map(|p| p.lost + p.unaccounted.unsigned_abs())
+        .sum()
 }
 
 fn delivered(r: &Report) -> u64 {
@@ -176,11 +188,7 @@ fn delivered(r: &Report) -> u64 {
 
 fn late(r: &Report) -> (f64, bool) {
     r.lateness.as_ref().map_or((0.0, true), |l| {
-        let p99 = l
-            .nodes
-            .iter()
-            .map(|n| n.events_us[1])
-            .fold(0.0, f64::max);
+        let p99 = l.nodes.iter().map(|n| n.events_us[1]).fold(0.0, f64::max);
         (p99, l.faithful)
     })
 }
@@ -201,7 +209,11 @@ pub fn main() -> Result<(), String> {
     println!("22-switch OC-12c chain, OAM ping every ms:");
     for (name, every, ms) in [
         ("light (2 %)", Some(1_000_000), 200),
-        ("80 % load", Some((CELLS_9180 / (0.8 * OC12) * 1e9) as u64), 50),
+        (
+            "80 % load",
+            Some((CELLS_9180 / (0.8 * OC12) * 1e9) as u64),
+            50,
+        ),
     ] {
         let text = chain(22, "oc12", every, 1_000_000);
         let (v, vs, _) = go(&text, ms, Clock::Virtual, 1)?;
