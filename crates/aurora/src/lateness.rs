@@ -93,6 +93,23 @@ pub fn names<'a>(n: usize, named: impl Iterator<Item = (&'a String, NodeId)>) ->
     v
 }
 
+/// Node names by id for the `n` nodes of `net`.
+pub fn names_in(net: &aurora_topo::Network, n: usize) -> Vec<String> {
+    names(
+        n,
+        (net.hosts
+            .iter()
+            .chain(&net.ip_nodes)
+            .map(|(n, id)| (n, *id)))
+        .chain(
+            net.switches
+                .iter()
+                .chain(&net.routers)
+                .map(|(n, id, _)| (n, *id)),
+        ),
+    )
+}
+
 /// Nodes shown in the text: the worst ones.
 const SHOWN: usize = 5;
 

@@ -69,11 +69,22 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
         .into_sim(a.seed)
         .map_err(|p| crate::run::problems(a.file, &p))?;
     let end = Instant::ZERO + run_for;
+    let mut unfaithful = None;
     if a.virtual_time {
         net.sim.run_until(end);
     } else {
         let mut wall = aurora_engine::clock::Wall::new(std::time::Instant::now(), false);
         net.sim.run_wall(end, &mut wall);
+        let asked = std::time::Duration::from_nanos(run_for.as_nanos().max(0) as u64);
+        let l = wall.lateness(net.sim.node_count(), asked, wall.elapsed());
+        let names = crate::lateness::names_in(&net, l.nodes.len());
+        let v = l.verdict(
+            &|i| names[i].clone(),
+            "rerun with --virtual for exact round trips",
+        );
+        if !v.faithful {
+            unfaithful = Some(v.sentence);
+        }
     }
     let stats = net
         .sim
@@ -106,6 +117,10 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
             )
         }
         None => s += "\nno answer: is there a PVC from this host on that VC?\n",
+    }
+    if let Some(why) = unfaithful {
+        s += &why;
+        s.push('\n');
     }
     Ok((stats, s))
 }

@@ -512,19 +512,7 @@ pub(crate) fn run_network(
             let asked =
                 std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
             let l = w.lateness(net.sim.node_count(), asked, w.elapsed());
-            let names = crate::lateness::names(
-                l.nodes.len(),
-                (net.hosts
-                    .iter()
-                    .chain(&net.ip_nodes)
-                    .map(|(n, id)| (n, *id)))
-                .chain(
-                    net.switches
-                        .iter()
-                        .chain(&net.routers)
-                        .map(|(n, id, _)| (n, *id)),
-                ),
-            );
+            let names = crate::lateness::names_in(&net, l.nodes.len());
             let name = |i: usize| names[i].clone();
             r.lateness = Some(crate::lateness::report(
                 &l,

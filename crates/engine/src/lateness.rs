@@ -1,21 +1,20 @@
-//! How far behind its schedule each node of a real-time run ran, and
+//! How far behind its schedule each node of a wall-clock run ran, and
 //! whether the run as a whole can be trusted.
 //!
-//! A real-time run is only as good as its threads are punctual. With more
-//! busy threads than cores, a node handles its timers late, notices cells
-//! late, and the run ends long after it should: the results are then not
-//! what the network would have done, and nothing else in the report says
-//! so. Each worker therefore measures, per node:
+//! A wall-clock run is only as good as it is punctual. An engine that
+//! cannot keep up runs its events late; the results are then not what the
+//! network would have done next to the things outside it (a TUN device,
+//! another process, a person watching), and nothing else in the report says
+//! so. So lateness is measured, per node:
 //!
-//! - **events**: every timer it handles (lateness = wall time when handled −
-//!   the node's `poll_at` instant), and in the frame driver every frame it
-//!   takes from a link and every frame it sends on a UDP cable
-//!   (lateness = when taken − when the link's model says it was due). The
-//!   cell driver's rings carry bare cells with no due time, so for cell
-//!   networks events are timers only.
-//! - **wake-ups**: every time the idle worker slept, how much longer than
-//!   it asked it slept. This bounds how late it noticed cells that arrived
-//!   while it slept, and covers nodes with no timers (switches).
+//! - **events**: under the engine ([`crate::clock`]), every event (a frame
+//!   delivered, a timer, a line pulling its next frame): lateness = wall
+//!   time when it ran − its time. In the old thread-per-node driver that
+//!   still runs `aurora node` and real-time ATOMIC runs: every timer handled,
+//!   and in the frame driver every frame taken from a link or sent on a UDP
+//!   cable.
+//! - **wake-ups** (thread-per-node driver only): every time an idle worker
+//!   slept, how much longer than it asked it slept.
 //! - when it first ran and when it stopped, for the run's start lag and
 //!   overrun.
 //!
