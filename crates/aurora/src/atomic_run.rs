@@ -9,7 +9,6 @@ use std::net::Ipv4Addr;
 use aurora_atomic::host::AtomicHost;
 use aurora_atomic::mosaic::{Drop, MosaicNode};
 use aurora_engine::NodeId;
-use aurora_rt::frames::{run_frames, FrameNode, OneWay};
 use aurora_time::{Duration, Instant};
 use serde::Serialize;
 
@@ -91,8 +90,8 @@ pub struct AtomicReport {
     pub lateness: Option<crate::lateness::LatenessReport>,
 }
 
-/// Runs an ATOMIC file for `duration`: in virtual time, or in real time
-/// (a thread per node).
+/// Runs an ATOMIC file for `duration` on the engine: in virtual time, or
+/// against the wall clock.
 pub fn run(
     path: &Path,
     text: &str,
@@ -102,56 +101,34 @@ pub fn run(
 ) -> Result<AtomicReport, String> {
     let net = aurora_topo::compile_atomic(text).map_err(|p| crate::run::problems(path, &p))?;
     let plan = net.plan(seed);
-    if virtual_time {
-        let mut b = plan.into_sim(seed).map_err(|e| e.to_string())?;
-        b.sim.run_until(Instant::ZERO + duration);
-        let hosts: Vec<(Ipv4Addr, &AtomicHost)> = b
-            .hosts
-            .iter()
-            .filter_map(|(a, _, _)| b.host(*a).map(|h| (*a, h)))
-            .collect();
-        let mosaics: Vec<&MosaicNode> = b.mosaic.iter().filter_map(|id| b.sim.node(*id)).collect();
-        let mut r = report(&net, &hosts, &mosaics, duration);
-        r.mode = "virtual time".into();
-        r.events = b.sim.events();
-        return Ok(r);
-    }
-    let m = plan.mosaic.len();
-    let addrs: Vec<Ipv4Addr> = plan.hosts.iter().map(|h| h.0).collect();
-    let mut nodes: Vec<Box<dyn FrameNode<Vec<u8>>>> = Vec::new();
-    for n in plan.mosaic {
-        nodes.push(Box::new(n));
-    }
-    for (_, h, _) in plan.hosts {
-        nodes.push(Box::new(h));
-    }
-    let links: Vec<OneWay> = plan
-        .links
+    let mut b = plan.into_sim(seed).map_err(|e| e.to_string())?;
+    let end = Instant::ZERO + duration;
+    let wall = if virtual_time {
+        b.sim.run_until(end);
+        None
+    } else {
+        let mut wall = aurora_engine::clock::Wall::new(std::time::Instant::now(), false);
+        b.sim.run_wall(end, &mut wall);
+        Some(wall)
+    };
+    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = b
+        .hosts
         .iter()
-        .map(|&(from, to, spec)| OneWay {
-            from: (NodeId(from.0 as u32), from.1),
-            to: (NodeId(to.0 as u32), to.1),
-            spec,
-        })
+        .filter_map(|(a, _, _)| b.host(*a).map(|h| (*a, h)))
         .collect();
-    let wall = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
-    let done = run_frames(nodes, &links, wall).map_err(|e| e.to_string())?;
-    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = addrs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, a)| {
-            done.node::<AtomicHost>(NodeId((m + k) as u32))
-                .map(|h| (*a, h))
-        })
-        .collect();
-    let mosaics: Vec<&MosaicNode> = (0..m)
-        .filter_map(|i| done.node::<MosaicNode>(NodeId(i as u32)))
-        .collect();
+    let mosaics: Vec<&MosaicNode> = b.mosaic.iter().filter_map(|id| b.sim.node(*id)).collect();
     let mut r = report(&net, &hosts, &mosaics, duration);
+    r.events = b.sim.events();
+    r.overflow = b.sim.links().iter().map(|(_, c)| c.overflow).sum();
+    let Some(wall) = wall else {
+        r.mode = "virtual time".into();
+        return Ok(r);
+    };
     r.mode = "real time".into();
-    r.overflow = done.links.iter().map(|l| l.overflow).sum();
-    let name = |i: usize| match i.checked_sub(m).and_then(|k| addrs.get(k)) {
-        Some(a) => net
+    let asked = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
+    let l = wall.lateness(b.sim.node_count(), asked, wall.elapsed());
+    let name = |i: usize| match b.hosts.iter().find(|(_, id, _)| id.0 as usize == i) {
+        Some((a, _, _)) => net
             .hosts
             .iter()
             .find(|h| h.1.addr == *a)
@@ -159,7 +136,7 @@ pub fn run(
         None => format!("mosaic {i}"),
     };
     r.lateness = Some(crate::lateness::report(
-        &done.lateness,
+        &l,
         &name,
         "rerun with --virtual for exact results",
     ));

@@ -660,6 +660,17 @@ impl<F: Frame> Engine<F> {
         Some(c)
     }
 
+    /// Every link direction's counters, by its sending node and port.
+    pub fn links(&self) -> Vec<((NodeId, PortId), DirCounters)> {
+        self.specs
+            .iter()
+            .filter_map(|d| {
+                let from = (NodeId(d.from.0), d.from.1);
+                Some((from, self.link(from.0, from.1)?))
+            })
+            .collect()
+    }
+
     /// The partition that runs node `id`, if it exists.
     fn part_of(&self, id: NodeId) -> Option<&Part<F>> {
         Some(&self.parts[*self.home.get(id.0 as usize)? as usize])
