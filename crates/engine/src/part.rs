@@ -333,14 +333,24 @@ impl<F: Frame> Part<F> {
             let d = &mut self.dirs[k as usize];
             d.counters.offered += 1;
             let on_line = usize::from(d.busy_until > now);
-            match d.port.enqueue(cell, now, on_line) {
+            let accepted = if on_line == 0 && !d.pulling {
+                // An idle line and nothing waiting: the discipline says at
+                // once whether the frame goes (most frames, at light load).
+                match d.port.pass(cell, now) {
+                    Ok(Some(f)) => {
+                        self.transmit(k, f);
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    Err(e) => Err(e),
+                }
+            } else {
+                d.port.enqueue(cell, now, on_line)
+            };
+            match accepted {
                 Ok(()) => {
                     if d.pulling {
                         // The line pulls when it is free.
-                    } else if on_line == 0 {
-                        if let Some(f) = d.port.dequeue(now) {
-                            self.transmit(k, f);
-                        }
                     } else {
                         d.pulling = true;
                         let t = d.busy_until;
@@ -409,16 +419,25 @@ impl<F: Frame> Part<F> {
     /// time.
     #[inline(always)]
     fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &[u8]) {
-        let h = &mut self.digests[node as usize];
-        let mut eat = |w: u64| {
-            *h = (*h ^ w).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
-        };
-        eat(at.as_nanos() as u64);
-        eat(u64::from(port));
-        for w in cell.chunks(8) {
+        // Each word is multiplied by its own odd constant (independent
+        // multiplies, so they overlap), the products summed, and the sum
+        // folded into the node's digest once.
+        const K: [u64; 4] = [
+            0x9E37_79B9_7F4A_7C15,
+            0xC2B2_AE3D_27D4_EB4F,
+            0x1656_67B1_9E37_79F9,
+            0xD6E8_FEB8_6659_FD93,
+        ];
+        let mut acc = (at.as_nanos() as u64).wrapping_mul(K[0]) ^ u64::from(port);
+        for (i, w) in cell.chunks(8).enumerate() {
             let mut b = [0u8; 8];
             b[..w.len()].copy_from_slice(w);
-            eat(u64::from_le_bytes(b));
+            let x = u64::from_le_bytes(b) ^ (i as u64);
+            acc = acc.wrapping_add(x.wrapping_mul(K[i % 4]).rotate_left(i as u32 * 7 + 1));
         }
+        let h = &mut self.digests[node as usize];
+        *h = (*h ^ acc)
+            .wrapping_mul(0x0000_0100_0000_01B3)
+            .rotate_left(29);
     }
 }

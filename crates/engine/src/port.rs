@@ -22,6 +22,13 @@ pub trait Port<F>: Send {
     /// Takes `frame`, sent at `now` while `on_line` frames (0 or 1) are
     /// being sent, or hands it back with the reason it was dropped.
     fn enqueue(&mut self, frame: F, now: Instant, on_line: usize) -> Result<(), (F, &'static str)>;
+    /// Offered `frame` at `now` while the line is idle and nothing waits:
+    /// the frame to put on the line now (`Some`), or `None` if the
+    /// discipline keeps it waiting, or the frame dropped with its reason.
+    fn pass(&mut self, frame: F, now: Instant) -> Result<Option<F>, (F, &'static str)> {
+        self.enqueue(frame, now, 0)?;
+        Ok(self.dequeue(now))
+    }
     /// The frame to send next, if any waits.
     fn dequeue(&mut self, now: Instant) -> Option<F>;
     /// Frames waiting (not counting one on the line).
@@ -68,6 +75,13 @@ impl<F: Send> Port<F> for Fifo<F> {
     #[inline]
     fn dequeue(&mut self, _now: Instant) -> Option<F> {
         self.queue.pop_front()
+    }
+
+    #[inline]
+    fn pass(&mut self, frame: F, _now: Instant) -> Result<Option<F>, (F, &'static str)> {
+        // An idle line and an empty FIFO: the frame goes straight on.
+        debug_assert!(self.queue.is_empty());
+        Ok(Some(frame))
     }
 
     fn len(&self) -> usize {
