@@ -34,6 +34,7 @@ use aurora_time::{Duration, Instant};
 use aurora_wire::CellBytes;
 
 use part::{Dir, Elsewhere, Mail, Part, Virtual, DIGEST_START};
+use port::Port;
 
 /// A node the engine can run (on any worker) and hand back by its
 /// concrete type.

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 
-use crate::port::{Fifo, Port};
+use crate::port::{AnyPort, Fifo, Port};
 use crate::queue::EventQueue;
 use crate::{frame_time, DirCounters, DropTap, EngineNode, LinkSpec, NodeId, Tap};
 
@@ -41,7 +41,7 @@ pub(crate) struct Dir<F> {
     /// Every frame takes `cell_time` (no per-byte terms).
     fixed: bool,
     /// The sending port's queue; the line pulls from it.
-    pub(crate) port: Box<dyn Port<F>>,
+    pub(crate) port: AnyPort<F>,
     /// When the line finishes sending its current frame.
     busy_until: Instant,
     /// A `TxDone` is in the queue: frames wait, and the line will pull the
@@ -72,7 +72,7 @@ impl<F: Frame> Dir<F> {
             spec,
             cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
             fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
-            port: Box::new(Fifo::new(spec.buffer)),
+            port: AnyPort::Fifo(Fifo::new(spec.buffer)),
             busy_until: Instant::ZERO,
             pulling: false,
             rng: mix | 1,

@@ -89,6 +89,49 @@ impl<F: Send> Port<F> for Fifo<F> {
     }
 }
 
+/// A port's discipline as a link direction holds it: FIFO (the common
+/// case, called without a virtual call so the compiler can inline it), or
+/// any other.
+pub enum AnyPort<F> {
+    /// First in, first out.
+    Fifo(Fifo<F>),
+    /// Any other discipline.
+    Other(Box<dyn Port<F>>),
+}
+
+impl<F: Send> Port<F> for AnyPort<F> {
+    #[inline]
+    fn enqueue(&mut self, frame: F, now: Instant, on_line: usize) -> Result<(), (F, &'static str)> {
+        match self {
+            AnyPort::Fifo(p) => p.enqueue(frame, now, on_line),
+            AnyPort::Other(p) => p.enqueue(frame, now, on_line),
+        }
+    }
+
+    #[inline]
+    fn pass(&mut self, frame: F, now: Instant) -> Result<Option<F>, (F, &'static str)> {
+        match self {
+            AnyPort::Fifo(p) => p.pass(frame, now),
+            AnyPort::Other(p) => p.pass(frame, now),
+        }
+    }
+
+    #[inline]
+    fn dequeue(&mut self, now: Instant) -> Option<F> {
+        match self {
+            AnyPort::Fifo(p) => p.dequeue(now),
+            AnyPort::Other(p) => p.dequeue(now),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            AnyPort::Fifo(p) => p.len(),
+            AnyPort::Other(p) => p.len(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
