@@ -356,3 +356,37 @@ fn a_lossy_link_shows_as_host_reassembly_drops() {
         assert_eq!(p["corrupted"], 0, "{p}");
     }
 }
+
+#[test]
+fn virtual_time_gives_the_same_report_on_one_or_two_workers() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
+    let run = |workers: &str| -> serde_json::Value {
+        let out = aurora()
+            .args([
+                "run",
+                file,
+                "--virtual",
+                "--duration",
+                "100ms",
+                "--json",
+                "--workers",
+                workers,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (one, two) = (run("1"), run("2"));
+    assert_eq!(one["workers"], 1);
+    // dan.toml's 50 us trunk is long enough to cut.
+    assert_eq!(two["workers"], 2, "{}", two["lookahead_us"]);
+    assert_eq!(two["lookahead_us"].as_f64().unwrap().round(), 51.0);
+    for k in ["trace", "events", "pvcs", "pings", "links"] {
+        assert_eq!(one[k], two[k], "{k}");
+    }
+}
