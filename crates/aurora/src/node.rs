@@ -156,9 +156,16 @@ pub fn main(
     // Model time runs with the wall clock, a slice at a time, the stop
     // flag checked between slices.
     let slice = aurora_time::Duration::from_millis(10);
+    // With a duration, the last slice ends on it.
+    let limit = duration
+        .map(|d| aurora_time::Instant::from_nanos(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)));
     let mut end = aurora_time::Instant::ZERO;
     while !stop.load(Ordering::Relaxed) {
-        end += slice;
+        let next = limit.map_or(end + slice, |l| (end + slice).min(l));
+        if next <= end {
+            break;
+        }
+        end = next;
         engine.run_wall(end, &mut wall);
     }
     let ended = start.elapsed();
