@@ -442,6 +442,31 @@ impl<F: Frame> Engine<F> {
         Ok(())
     }
 
+    /// Makes the link direction leaving `port` of `node` draw its loss and
+    /// bit errors from the random stream of direction number `stream`
+    /// (directions are numbered in the order they were connected, the two
+    /// of [`Engine::connect`] `2i` and `2i + 1`): an engine holding part of
+    /// a network (one node process's) then impairs each link as an engine
+    /// holding all of it would. Only before the first event.
+    pub fn set_stream(
+        &mut self,
+        node: NodeId,
+        port: PortId,
+        stream: u32,
+    ) -> Result<(), EngineError> {
+        if self.events() > 0 || self.in_flight() > 0 {
+            return Err(EngineError::Started);
+        }
+        let k = self
+            .dir_of(node, port)
+            .ok_or(EngineError::NoSuchPort(node, port))?;
+        let seed = self.seed;
+        for p in &mut self.parts {
+            p.dirs[k].reseed(stream, seed);
+        }
+        Ok(())
+    }
+
     /// The counters of `node`'s packet device, if it has one.
     pub fn device_counters(&self, node: NodeId) -> Option<io::DeviceCounters> {
         self.parts

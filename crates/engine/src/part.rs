@@ -86,6 +86,12 @@ impl<F: Frame> Dir<F> {
         }
     }
 
+    /// Draws from the stream of direction number `k` instead.
+    pub(crate) fn reseed(&mut self, k: u32, seed: u64) {
+        let mix = seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.rng = mix | 1;
+    }
+
     /// The least time a frame takes from the sending port to the far end:
     /// the lookahead this direction gives when it joins two partitions.
     pub(crate) fn least_crossing(&self) -> Duration {

@@ -117,3 +117,31 @@ fn a_full_sink_drops_are_counted_and_shown() {
         .iter()
         .all(|&(n, p, why)| n == 0 && p == 0 && why == "peer_full"));
 }
+
+#[test]
+fn an_external_link_can_draw_the_stream_it_has_in_the_whole_network() {
+    let spec = LinkSpec {
+        loss: 0.2,
+        bit_error: 0.01,
+        ..LinkSpec::clean(OC3, Duration::from_micros(20), 4096)
+    };
+    // The whole network: h1's output is direction 1 (h2's is 0).
+    let mut whole = Engine::new(7);
+    let h1 = whole.add_node(sender(100, 50));
+    let h2 = whole.add_node(receiver());
+    whole.connect((h2, 0), (h1, 0), spec).unwrap();
+    // h1 alone, its output external, drawing direction 1's stream.
+    let (tx, rx) = in_process(1 << 14);
+    let mut part = Engine::new(7);
+    let p1 = part.add_node(sender(100, 50));
+    part.connect_external((p1, 0), spec, Box::new(tx)).unwrap();
+    part.set_stream(p1, 0, 1).unwrap();
+    let end = Instant::from_millis(20);
+    whole.run_until(end);
+    part.run_until(end);
+    let (a, b) = (whole.link(h1, 0).unwrap(), part.link(p1, 0).unwrap());
+    assert!(a.lost > 0 && a.errored > 0, "{a:?}");
+    assert_eq!(a, b);
+    drop(rx);
+    assert!(part.set_stream(p1, 0, 1).is_err(), "only before the run");
+}

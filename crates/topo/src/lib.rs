@@ -1804,8 +1804,14 @@ impl Blueprint {
         // outputs (a writer waits for its peer's ring), so processes started
         // in any order meet.
         let mut outputs = Vec::new();
-        for ((a, b, spec), t) in self.links.iter().zip(&self.link_transport) {
-            for (me, other, me_is_a) in [(a, b, true), (b, a, false)] {
+        // Each direction draws its loss and bit errors from the stream it
+        // has in the whole network's engine (`into_sim`): link i's a-to-b
+        // direction is number 2i, its reverse 2i + 1.
+        let mut streams = Vec::new();
+        for (i, ((a, b, spec), t)) in self.links.iter().zip(&self.link_transport).enumerate() {
+            for (stream, me, other, me_is_a) in
+                [(2 * i as u32, a, b, true), (2 * i as u32 + 1, b, a, false)]
+            {
                 if me.1 != id {
                     continue;
                 }
@@ -1829,6 +1835,7 @@ impl Blueprint {
                         engine
                             .connect_external((here, me.2), *spec, Box::new(tx))
                             .map_err(engine_err)?;
+                        streams.push((me.2, stream));
                         engine
                             .add_external_input((here, me.2), Box::new(rx))
                             .map_err(engine_err)?;
@@ -1863,6 +1870,7 @@ impl Blueprint {
                             remote: outp.display().to_string(),
                         });
                         outputs.push((me.2, outp, *spec));
+                        streams.push((me.2, stream));
                     }
                 }
             }
@@ -1877,6 +1885,9 @@ impl Blueprint {
             engine
                 .connect_external((here, port), spec, Box::new(tx))
                 .map_err(engine_err)?;
+        }
+        for (port, stream) in streams {
+            engine.set_stream(here, port, stream).map_err(engine_err)?;
         }
         let info = BlueprintInfo {
             hosts: self.hosts,
