@@ -5,7 +5,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use aurora_link::LinkDrop;
 use aurora_net::traffic::TrafficHost;
@@ -78,8 +78,12 @@ pub struct PortRow {
     pub peer: String,
     /// Cells the node sent on the port.
     pub cells_out: u64,
-    /// Of those, dropped at the full output buffer.
+    /// Of those, dropped at the full output buffer, or refused by a full
+    /// link to the far end.
     pub overflow: u64,
+    /// Of those, refused by the link to the far end because it was full
+    /// (a shared-memory ring the far end does not read fast enough).
+    pub peer_full: u64,
     /// Of those, sent while nothing listened at the far end.
     pub peer_unreachable: u64,
     /// Cells that arrived and went up to the node.
@@ -115,10 +119,15 @@ pub fn main(
         None => None,
     };
     let (mut proc_, info) = bp.node_process(name, seed)?;
-    if let Some(dir) = names {
-        proc_.worker.set_tap(Box::new(NodeTap {
-            node: proc_.id.0,
-            dir: dir.in_background(),
+    let captures_dir: Option<Arc<Mutex<aurora_capture::CaptureDir>>> =
+        names.map(|dir| Arc::new(Mutex::new(dir.in_background())));
+    if let Some(c) = &captures_dir {
+        let (c, node) = (c.clone(), proc_.id.0);
+        proc_.engine.set_tap(Box::new(move |t, _, port, cell| {
+            // Poisoned only if a tap panicked, which ends the run anyway.
+            if let Ok(mut d) = c.lock() {
+                d.record(t, node, port, std::slice::from_ref(cell));
+            }
         }));
     }
     if let Some(t) = &proc_.tun {
@@ -142,29 +151,54 @@ pub fn main(
     }
     let stop = stop_flag(duration);
     let start = std::time::Instant::now();
-    let mut worker = proc_.worker.run(start, &stop);
-    let secs = start.elapsed().as_secs_f64();
-    let lateness = aurora_rt::lateness::Lateness {
-        nodes: vec![worker.lateness().clone()],
-        asked: duration,
-        stop_at: None,
-        workers: 1,
-    };
+    let mut wall = aurora_engine::clock::Wall::new(start, false);
+    let mut engine = proc_.engine;
+    // Model time runs with the wall clock, a slice at a time, the stop
+    // flag checked between slices.
+    let slice = aurora_time::Duration::from_millis(10);
+    // With a duration, the last slice ends on it.
+    let limit = duration
+        .map(|d| aurora_time::Instant::from_nanos(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)));
+    let mut end = aurora_time::Instant::ZERO;
+    while !stop.load(Ordering::Relaxed) {
+        let next = limit.map_or(end + slice, |l| (end + slice).min(l));
+        if next <= end {
+            break;
+        }
+        end = next;
+        engine.run_wall(end, &mut wall);
+    }
+    let ended = start.elapsed();
+    let secs = ended.as_secs_f64();
+    let mut lateness = wall.lateness(1, duration.unwrap_or(ended), ended);
+    lateness.asked = duration;
+    lateness.stop_at = None;
     let lateness = crate::lateness::report(
         &lateness,
         &|_| name.to_string(),
         "give each node process a core of its own, or run the file with aurora run --virtual",
     );
-    let mut captures = Vec::new();
-    if let Some(tap) = worker.take_tap() {
-        let any: Box<dyn std::any::Any> = tap;
-        if let Some(dir) = any.downcast::<NodeTap>().ok().map(|t| t.dir) {
-            captures = dir.finish()?;
-        }
-    }
+    engine.clear_tap();
+    let captures = match captures_dir {
+        Some(c) => Arc::try_unwrap(c)
+            .map_err(|_| "the capture is still in use".to_string())?
+            .into_inner()
+            .map_err(|_| "the capture was left half-written".to_string())?
+            .finish()?,
+        None => Vec::new(),
+    };
 
-    let dyn_node: &dyn aurora_net::Node = worker.node();
-    let node: &dyn std::any::Any = worker.node();
+    let local = proc_.local;
+    let Some(dyn_node) = engine.node_dyn(local) else {
+        return Err(format!("node {name} is missing from its engine"));
+    };
+    let node: &dyn std::any::Any = match engine.node::<TrafficHost>(local) {
+        Some(h) => h,
+        None => match engine.node::<aurora_ip::node::IpNode>(local) {
+            Some(n) => n,
+            None => &(),
+        },
+    };
     let host = node.downcast_ref::<TrafficHost>();
     let mut sent = Vec::new();
     let mut received = Vec::new();
@@ -189,15 +223,16 @@ pub fn main(
         .ports
         .iter()
         .map(|p| {
-            let out = worker.output(p.port);
-            let tx = out.map(|o| o.link_counters()).unwrap_or_default();
-            let dir = out.map(|o| o.counters()).unwrap_or_default();
-            let rx = worker.input_counters(p.port).unwrap_or_default();
+            let ext = engine.external_output(local, p.port).unwrap_or_default();
+            let tx = ext.link;
+            let dir = engine.link(local, p.port).unwrap_or_default();
+            let rx = engine.external_input(local, p.port).unwrap_or_default();
             PortRow {
                 port: p.port,
                 peer: format!("{} @ {}", p.peer, p.remote),
                 cells_out: dir.offered,
-                overflow: dir.overflow,
+                overflow: dir.overflow + ext.refused,
+                peer_full: ext.refused,
                 peer_unreachable: tx.drops.get(LinkDrop::PeerUnreachable),
                 cells_in: rx.cells_delivered,
                 lost_in_transit: rx.drops.get(LinkDrop::LostInTransit),
@@ -210,7 +245,7 @@ pub fn main(
     let ip = node
         .downcast_ref::<aurora_ip::node::IpNode>()
         .map(|n| crate::run::ip_row(name, n));
-    let tun = match (&proc_.tun, worker.device_counters()) {
+    let tun = match (&proc_.tun, engine.device_counters(local)) {
         (Some(t), Some(c)) => Some(TunRow {
             name: format!("{} {}/{}", t.name, t.addr, t.prefix),
             read: c.from_device,
@@ -338,16 +373,4 @@ pub fn text(r: &NodeReport) -> String {
     }
     s += &crate::lateness::text(&r.lateness);
     s
-}
-
-/// A node process's capture.
-struct NodeTap {
-    node: u32,
-    dir: aurora_capture::CaptureDir,
-}
-
-impl aurora_rt::Tap for NodeTap {
-    fn cells(&mut self, t: aurora_time::Instant, port: u16, cells: &[aurora_wire::CellBytes]) {
-        self.dir.record(t, self.node, port, cells);
-    }
 }

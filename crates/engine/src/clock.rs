@@ -160,6 +160,30 @@ impl Pacer {
         }
     }
 
+    /// Waits (once: spinning for a short gap, sleeping for a longer one)
+    /// until the wall clock reads `at` or a little later; returns at once
+    /// if it already does. For a loop that polls between waits.
+    pub(crate) fn sleep_until(&mut self, at: Instant) {
+        loop {
+            let gap = (at - self.now()).as_nanos();
+            if gap <= 0 {
+                return;
+            }
+            if self.spin || gap < SPIN_BELOW_NS {
+                std::hint::spin_loop();
+                continue;
+            }
+            if !self.slack_set {
+                self.slack_set = true;
+                // As in `wait_until`.
+                let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1_000));
+            }
+            self.sleeps += 1;
+            std::thread::sleep(StdDuration::from_nanos(gap as u64));
+            return;
+        }
+    }
+
     /// Notes that `node`'s event ran `late` ns after it was due.
     #[inline]
     pub(crate) fn record(&mut self, node: u32, late: u64) {

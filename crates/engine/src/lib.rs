@@ -20,6 +20,7 @@ use std::any::Any;
 use std::fmt;
 
 pub mod clock;
+pub mod io;
 pub mod lateness;
 mod part;
 pub mod plan;
@@ -125,6 +126,9 @@ pub enum EngineError {
     Started,
     /// A partition plan that does not name one worker per node.
     BadPlan(String),
+    /// External I/O (links leaving the engine, packet devices) needs an
+    /// engine that is not split between workers.
+    ExternalSplit,
 }
 
 impl fmt::Display for EngineError {
@@ -142,6 +146,9 @@ impl fmt::Display for EngineError {
                 "the network has already run, so its nodes can no longer be split between workers",
             ),
             EngineError::BadPlan(why) => write!(f, "the partition plan is wrong: {why}"),
+            EngineError::ExternalSplit => f.write_str(
+                "external links and packet devices need an engine that is not split between workers",
+            ),
         }
     }
 }
@@ -192,6 +199,37 @@ impl Engine {
     pub fn new(seed: u64) -> Self {
         Self::with_frames(seed)
     }
+
+    /// A link from port `from`'s output to a cell link outside the engine
+    /// (see [`io`]): the port, rate, delay, loss and bit errors are the
+    /// engine's; delivered cells go to `sink`.
+    pub fn connect_external(
+        &mut self,
+        from: (NodeId, PortId),
+        spec: LinkSpec,
+        sink: Box<dyn aurora_link::CellSink>,
+    ) -> Result<(), EngineError> {
+        self.connect_external_frames(from, spec, Box::new(sink))
+    }
+
+    /// Cells arriving on `source` (a link from outside the engine) go to
+    /// port `to` (see [`io`]).
+    pub fn add_external_input(
+        &mut self,
+        to: (NodeId, PortId),
+        source: Box<dyn aurora_link::CellSource>,
+    ) -> Result<(), EngineError> {
+        self.add_external_source(to, Box::new(io::Cells::new(source)))
+    }
+}
+
+/// What an external output did besides its direction's [`DirCounters`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExternalCounters {
+    /// Frames the sink refused (dropped, [`io::PEER_FULL`]).
+    pub refused: u64,
+    /// The sink's link counters.
+    pub link: aurora_link::LinkCounters,
 }
 
 impl<F: Frame> Engine<F> {
@@ -324,11 +362,165 @@ impl<F: Frame> Engine<F> {
         }
     }
 
+    /// A link from port `from`'s output to `sink`, outside the engine (see
+    /// [`io`]).
+    pub fn connect_external_frames(
+        &mut self,
+        from: (NodeId, PortId),
+        spec: LinkSpec,
+        sink: Box<dyn io::ExternalSink<F>>,
+    ) -> Result<(), EngineError> {
+        if self.parts.len() > 1 {
+            return Err(EngineError::ExternalSplit);
+        }
+        if !(spec.rate > 0.0 && spec.rate.is_finite()) {
+            return Err(EngineError::BadRate(spec.rate));
+        }
+        self.free_port(from.0, from.1)?;
+        let k = self.specs.len();
+        // The far end is the port itself: the direction stays in this
+        // partition, and its deliveries go to the sink.
+        self.add_dir(from, from, spec);
+        let p = &mut self.parts[0];
+        p.dirs[k].external = Some(p.io.outs.len() as u32);
+        p.io.outs.push(io::ExtOut {
+            node: from.0 .0,
+            port: from.1,
+            sink,
+            staged: Vec::new(),
+            refused: 0,
+        });
+        Ok(())
+    }
+
+    /// Frames arriving on `source`, from outside the engine, go to port
+    /// `to` (see [`io`]).
+    pub fn add_external_source(
+        &mut self,
+        to: (NodeId, PortId),
+        source: Box<dyn io::ExternalSource<F>>,
+    ) -> Result<(), EngineError> {
+        if self.parts.len() > 1 {
+            return Err(EngineError::ExternalSplit);
+        }
+        if self.parts[0]
+            .out
+            .get(to.0 .0 as usize)
+            .is_none_or(|v| usize::from(to.1) >= v.len())
+        {
+            return Err(EngineError::NoSuchPort(to.0, to.1));
+        }
+        self.parts[0].io.ins.push(io::ExtIn {
+            node: to.0 .0,
+            port: to.1,
+            src: source,
+        });
+        Ok(())
+    }
+
+    /// Joins `node`'s [`aurora_net::PacketPort`] to `dev` (see [`io`]):
+    /// packets the device gives go to the node, packets the node has for
+    /// its host go to the device.
+    pub fn set_packet_device(
+        &mut self,
+        node: NodeId,
+        dev: Box<dyn io::PacketDevice>,
+    ) -> Result<(), EngineError> {
+        if self.parts.len() > 1 {
+            return Err(EngineError::ExternalSplit);
+        }
+        if node.0 as usize >= self.home.len() {
+            return Err(EngineError::NoSuchPort(node, 0));
+        }
+        let devs = &mut self.parts[0].io.devs;
+        devs.retain(|d| d.node != node.0);
+        devs.push(io::ExtDev {
+            node: node.0,
+            dev,
+            buf: vec![0; 65536],
+            counters: io::DeviceCounters::default(),
+        });
+        Ok(())
+    }
+
+    /// Makes the link direction leaving `port` of `node` draw its loss and
+    /// bit errors from the random stream of direction number `stream`
+    /// (directions are numbered in the order they were connected, the two
+    /// of [`Engine::connect`] `2i` and `2i + 1`): an engine holding part of
+    /// a network (one node process's) then impairs each link as an engine
+    /// holding all of it would. Only before the first event.
+    pub fn set_stream(
+        &mut self,
+        node: NodeId,
+        port: PortId,
+        stream: u32,
+    ) -> Result<(), EngineError> {
+        if self.events() > 0 || self.in_flight() > 0 {
+            return Err(EngineError::Started);
+        }
+        let k = self
+            .dir_of(node, port)
+            .ok_or(EngineError::NoSuchPort(node, port))?;
+        let seed = self.seed;
+        for p in &mut self.parts {
+            p.dirs[k].reseed(stream, seed);
+        }
+        Ok(())
+    }
+
+    /// The counters of `node`'s packet device, if it has one.
+    pub fn device_counters(&self, node: NodeId) -> Option<io::DeviceCounters> {
+        self.parts
+            .iter()
+            .flat_map(|p| &p.io.devs)
+            .find(|d| d.node == node.0)
+            .map(|d| d.counters)
+    }
+
+    /// The counters of the external output leaving `port` of `node`.
+    pub fn external_output(&self, node: NodeId, port: PortId) -> Option<ExternalCounters> {
+        self.parts
+            .iter()
+            .flat_map(|p| &p.io.outs)
+            .find(|o| o.node == node.0 && o.port == port)
+            .map(|o| ExternalCounters {
+                refused: o.refused,
+                link: o.sink.counters(),
+            })
+    }
+
+    /// The link counters of the external inputs reaching `port` of `node`
+    /// (the first, if there are several).
+    pub fn external_input(&self, node: NodeId, port: PortId) -> Option<aurora_link::LinkCounters> {
+        self.parts
+            .iter()
+            .flat_map(|p| &p.io.ins)
+            .find(|i| i.node == node.0 && i.port == port)
+            .map(|i| i.src.counters())
+    }
+
+    /// Reads the external inputs and devices now (at the engine's clock),
+    /// and hands delivered frames to the external outputs: for runs in
+    /// virtual time, which do not poll them.
+    pub fn poll_external(&mut self) {
+        for p in &mut self.parts {
+            let now = p.now;
+            p.poll_io(now);
+            p.flush_outputs();
+        }
+    }
+
     /// Splits the nodes between workers: node `i` runs on worker
     /// `home[i]`. Only before the first event runs.
     pub fn partition(&mut self, home: &[u32]) -> Result<(), EngineError> {
         if self.events() > 0 || self.in_flight() > 0 {
             return Err(EngineError::Started);
+        }
+        if self.parts.iter().any(|p| p.io.any()) {
+            if home.len() == self.home.len() && home.iter().all(|&h| h == 0) {
+                return Ok(()); // one partition, as it is
+            }
+            return Err(EngineError::ExternalSplit);
         }
         if home.len() != self.home.len() {
             return Err(EngineError::BadPlan(format!(
@@ -450,6 +642,10 @@ impl<F: Frame> Engine<F> {
     /// its time (see [`clock`]), and waits for `wall` to reach `end`.
     pub fn run_wall(&mut self, end: Instant, wall: &mut clock::Wall) {
         let pacers = wall.for_workers(self.parts.len());
+        if self.parts.len() == 1 && self.parts[0].io.any() {
+            self.parts[0].run_wall_io(end, &mut pacers[0]);
+            return;
+        }
         if self.parts.len() == 1 {
             self.parts[0].run_paced(end, &mut pacers[0]);
         } else {

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 
+use crate::io::{Io, DEVICE_BATCH, HEC_UNCORRECTABLE, INPUT_BATCH, PEER_FULL, POLL_SLICE};
 use crate::port::{AnyPort, Fifo, Port};
 use crate::queue::EventQueue;
 use crate::{frame_time, DirCounters, DropTap, EngineNode, LinkSpec, NodeId, Tap};
@@ -53,6 +54,9 @@ pub(crate) struct Dir<F> {
     /// Cells on the wire, in arrival order (a link is FIFO); only the head
     /// has an event in the queue.
     arrivals: VecDeque<(Instant, F)>,
+    /// The far end is outside the engine: delivered frames go to external
+    /// output number this (of the partition's [`Io`]).
+    pub(crate) external: Option<u32>,
 }
 
 impl<F: Frame> Dir<F> {
@@ -78,7 +82,14 @@ impl<F: Frame> Dir<F> {
             rng: mix | 1,
             counters: DirCounters::default(),
             arrivals: VecDeque::new(),
+            external: None,
         }
+    }
+
+    /// Draws from the stream of direction number `k` instead.
+    pub(crate) fn reseed(&mut self, k: u32, seed: u64) {
+        let mix = seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.rng = mix | 1;
     }
 
     /// The least time a frame takes from the sending port to the far end:
@@ -165,6 +176,8 @@ pub(crate) struct Part<F: Frame> {
     pub(crate) outbox: Outbox<F>,
     pub(crate) tap: Option<Tap<F>>,
     pub(crate) drop_tap: Option<DropTap<F>>,
+    /// External link ends and packet devices.
+    pub(crate) io: Io<F>,
 }
 
 impl<F: Frame> Part<F> {
@@ -185,6 +198,7 @@ impl<F: Frame> Part<F> {
             outbox: Outbox::default(),
             tap: None,
             drop_tap: None,
+            io: Io::default(),
         }
     }
 
@@ -248,13 +262,191 @@ impl<F: Frame> Part<F> {
             if at > end {
                 break;
             }
-            let node = match kind {
-                Kind::TxDone { dir } => self.dirs[dir as usize].from.0,
-                Kind::Deliver { dir } => self.dirs[dir as usize].to.0,
-                Kind::Wake { node } => node,
-            };
-            pace.before(at, node);
+            pace.before(at, self.node_of(kind));
             self.queue.pop();
+            self.step(at, kind);
+        }
+        self.now = self.now.max(end);
+        if !self.io.outs.is_empty() {
+            self.flush_outputs();
+        }
+    }
+
+    /// The node an event belongs to (whose lateness it counts in).
+    #[inline]
+    fn node_of(&self, kind: Kind) -> u32 {
+        match kind {
+            Kind::TxDone { dir } => self.dirs[dir as usize].from.0,
+            Kind::Deliver { dir } => self.dirs[dir as usize].to.0,
+            Kind::Wake { node } => node,
+        }
+    }
+
+    /// Runs until `end` against the wall clock, polling the external
+    /// inputs and devices between events and at least every
+    /// [`POLL_SLICE`] while waiting, and handing delivered frames to the
+    /// external outputs after every batch of events. Returns once the wall
+    /// clock has reached `end`.
+    pub(crate) fn run_wall_io(&mut self, end: Instant, pacer: &mut crate::clock::Pacer) {
+        /// Events run between two polls when behind.
+        const EVENTS_PER_POLL: u32 = 64;
+        loop {
+            let wall = pacer.now();
+            let mut ran = 0;
+            while let Some((at, kind)) = self.queue.peek() {
+                if at > end || at > wall || ran == EVENTS_PER_POLL {
+                    break;
+                }
+                pacer.record(self.node_of(kind), (wall - at).as_nanos().unsigned_abs());
+                self.queue.pop();
+                self.step(at, kind);
+                ran += 1;
+            }
+            // Input arrives now: not before the last event, not after the
+            // next one (time never runs backwards for a node) or the end.
+            let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
+            let t = wall.min(next).max(self.now);
+            self.poll_io(t);
+            self.flush_outputs();
+            if ran == EVENTS_PER_POLL {
+                continue;
+            }
+            let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
+            if wall >= end && next >= end {
+                break;
+            }
+            if next > wall {
+                pacer.sleep_until(next.min(wall + POLL_SLICE));
+            }
+        }
+        // Events due exactly at `end`.
+        while let Some((at, kind)) = self.queue.peek() {
+            if at > end {
+                break;
+            }
+            let late = (pacer.now() - at).as_nanos().max(0).unsigned_abs();
+            pacer.record(self.node_of(kind), late);
+            self.queue.pop();
+            self.step(at, kind);
+        }
+        self.now = self.now.max(end);
+        self.flush_outputs();
+    }
+
+    /// Reads what waits on the external inputs and devices, and hands it
+    /// to the nodes at `t`.
+    pub(crate) fn poll_io(&mut self, t: Instant) {
+        use aurora_net::accounting::{Place, Side};
+        let t = t.max(self.now);
+        self.now = t;
+        let mut batch = std::mem::take(&mut self.io.batch);
+        for i in 0..self.io.ins.len() {
+            let (node, port) = (self.io.ins[i].node, self.io.ins[i].port);
+            batch.clear();
+            // A broken or closed link stays quiet; its counters say why.
+            let n = self.io.ins[i]
+                .src
+                .recv(&mut batch, INPUT_BATCH)
+                .unwrap_or(0);
+            if let Some(tap) = self.drop_tap.as_mut() {
+                let side = Side::In;
+                self.io.ins[i].src.take_discarded(&mut |c| {
+                    tap(t, Place { node, port, side }, HEC_UNCORRECTABLE, c)
+                });
+            } else {
+                self.io.ins[i].src.take_discarded(&mut |_| {});
+            }
+            if n == 0 || batch.is_empty() {
+                continue;
+            }
+            self.events += 1;
+            for c in &batch {
+                self.digest(t, node, port, c.bytes());
+            }
+            if let Some(tap) = self.tap.as_mut() {
+                for c in &batch {
+                    tap(t, NodeId(node), port, c);
+                }
+            }
+            let mut out = std::mem::take(&mut self.outbox);
+            self.nodes[node as usize].receive(t, port, &batch, &mut out);
+            self.route(node, &mut out);
+            self.outbox = out;
+            self.schedule_wake(node);
+        }
+        batch.clear();
+        self.io.batch = batch;
+        for i in 0..self.io.devs.len() {
+            self.device_turn(i, t);
+        }
+    }
+
+    /// Moves packets between device `i` and its node's packet port.
+    fn device_turn(&mut self, i: usize, t: Instant) {
+        let node = self.io.devs[i].node;
+        let mut out = std::mem::take(&mut self.outbox);
+        let mut sent = false;
+        {
+            let d = &mut self.io.devs[i];
+            let Some(port) = self.nodes[node as usize].packet_port() else {
+                self.outbox = out;
+                return;
+            };
+            for _ in 0..DEVICE_BATCH {
+                match d.dev.recv(&mut d.buf) {
+                    Ok(Some(n)) => {
+                        d.counters.from_device += 1;
+                        port.host_sent(t, &d.buf[..n.min(d.buf.len())], &mut out);
+                        sent = true;
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        d.counters.errors += 1;
+                        break;
+                    }
+                }
+            }
+            if port.to_host_len() > 0 {
+                let (dev, c) = (&mut d.dev, &mut d.counters);
+                port.drain_to_host(&mut |p| match dev.send(p) {
+                    Ok(true) => c.to_device += 1,
+                    Ok(false) => c.device_full += 1,
+                    Err(_) => c.errors += 1,
+                });
+            }
+        }
+        if sent {
+            self.events += 1;
+            self.route(node, &mut out);
+        }
+        self.outbox = out;
+        self.schedule_wake(node);
+    }
+
+    /// Hands the frames delivered to external outputs to their sinks;
+    /// what a sink refuses is dropped ([`PEER_FULL`]).
+    pub(crate) fn flush_outputs(&mut self) {
+        use aurora_net::accounting::{Place, Side};
+        let now = self.now;
+        for o in &mut self.io.outs {
+            if !o.staged.is_empty() {
+                let took = o.sink.send(&o.staged).unwrap_or(0).min(o.staged.len());
+                let (node, port, side) = (o.node, o.port, Side::Out);
+                for f in o.staged.drain(..).skip(took) {
+                    o.refused += 1;
+                    if let Some(t) = self.drop_tap.as_mut() {
+                        t(now, Place { node, port, side }, PEER_FULL, &f);
+                    }
+                }
+            }
+            let _ = o.sink.flush();
+        }
+    }
+
+    /// Runs one event.
+    #[inline]
+    fn step(&mut self, at: Instant, kind: Kind) {
+        {
             self.now = at;
             self.events += 1;
             match kind {
@@ -269,13 +461,17 @@ impl<F: Frame> Part<F> {
                     self.in_flight -= 1;
                     let d = &mut self.dirs[dir as usize];
                     let Some((_, cell)) = d.arrivals.pop_front() else {
-                        continue;
+                        return;
                     };
                     if let Some(&(t, _)) = d.arrivals.front() {
                         self.queue.push((t, Kind::Deliver { dir }));
                     }
                     let d = &mut self.dirs[dir as usize];
                     d.counters.delivered += 1;
+                    if let Some(x) = d.external {
+                        self.io.outs[x as usize].staged.push(cell);
+                        return;
+                    }
                     let (node, port) = d.to;
                     self.digest(at, node, port, cell.bytes());
                     if let Some(tap) = self.tap.as_mut() {
@@ -289,7 +485,7 @@ impl<F: Frame> Part<F> {
                 }
                 Kind::Wake { node } => {
                     if self.wake[node as usize] != Some(at) {
-                        continue; // superseded
+                        return; // superseded
                     }
                     self.wake[node as usize] = None;
                     let mut out = std::mem::take(&mut self.outbox);
@@ -300,7 +496,6 @@ impl<F: Frame> Part<F> {
                 }
             }
         }
-        self.now = self.now.max(end);
     }
 
     pub(crate) fn schedule_wake(&mut self, node: u32) {

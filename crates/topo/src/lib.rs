@@ -721,8 +721,8 @@ pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
 }
 
 /// A node a blueprint holds: runs in either driver.
-pub trait BuiltNode: aurora_engine::EngineNode + aurora_rt::RtNode {}
-impl<T: aurora_engine::EngineNode + aurora_rt::RtNode> BuiltNode for T {}
+pub trait BuiltNode: aurora_engine::EngineNode {}
+impl<T: aurora_engine::EngineNode> BuiltNode for T {}
 
 /// A checked, compiled network not yet given to a driver.
 pub struct Blueprint {
@@ -754,8 +754,12 @@ pub struct NodeProcess {
     pub name: String,
     /// Its id in the topology.
     pub id: NodeId,
-    /// The node with its UDP links, ready to run.
-    pub worker: aurora_rt::Worker,
+    /// An engine holding only this node, its links external link ends
+    /// (UDP or shared-memory rings) and its TUN interface a packet device,
+    /// ready to run on the wall clock.
+    pub engine: Engine,
+    /// The node's id in [`NodeProcess::engine`].
+    pub local: NodeId,
     /// Its linked ports.
     pub ports: Vec<NodePort>,
     /// Its TUN interface, made and configured, if it is an IP host.
@@ -1782,25 +1786,32 @@ impl Blueprint {
             &mut self.nodes[id.0 as usize],
             Box::new(TrafficHost::new(Format::Uni)),
         );
-        let mut worker = aurora_rt::Worker::new(node as Box<dyn aurora_rt::RtNode>);
+        let mut engine = Engine::new(seed);
+        let here = engine.add_boxed(node as Box<dyn aurora_engine::EngineNode>);
+        let engine_err = |e: aurora_engine::EngineError| e.to_string();
         let tun = self
             .tuns
             .iter()
             .find(|(n, _)| *n == id)
             .map(|(_, t)| t.clone());
         if let Some(t) = &tun {
-            worker.set_packet_device(Box::new(open_tun(t)?));
+            engine
+                .set_packet_device(here, Box::new(open_tun(t)?))
+                .map_err(engine_err)?;
         }
         let mut ports = Vec::new();
         // Inputs first (a shared-memory ring is created by its reader), then
         // outputs (a writer waits for its peer's ring), so processes started
         // in any order meet.
         let mut outputs = Vec::new();
+        // Each direction draws its loss and bit errors from the stream it
+        // has in the whole network's engine (`into_sim`): link i's a-to-b
+        // direction is number 2i, its reverse 2i + 1.
+        let mut streams = Vec::new();
         for (i, ((a, b, spec), t)) in self.links.iter().zip(&self.link_transport).enumerate() {
-            for (k, me, other, me_is_a) in [
-                (2 * i as u64 + 1, a, b, true),
-                (2 * i as u64 + 2, b, a, false),
-            ] {
+            for (stream, me, other, me_is_a) in
+                [(2 * i as u32, a, b, true), (2 * i as u32 + 1, b, a, false)]
+            {
                 if me.1 != id {
                     continue;
                 }
@@ -1811,7 +1822,6 @@ impl Blueprint {
                         a.0, a.2, b.0, b.2
                     )
                 })?;
-                let shaping = aurora_rt::shaping(spec, aurora_rt::direction_seed(seed, k));
                 let peer = format!("{}:{}", other.0, other.2);
                 match t {
                     Transport::Udp(x, y) => {
@@ -1822,8 +1832,13 @@ impl Blueprint {
                             aurora_link::udp::DEFAULT_CELLS_PER_DATAGRAM,
                         )
                         .map_err(|e| e.to_string())?;
-                        worker.set_output(me.2, aurora_rt::Out::new(Box::new(tx), shaping));
-                        worker.add_input(me.2, Box::new(rx));
+                        engine
+                            .connect_external((here, me.2), *spec, Box::new(tx))
+                            .map_err(engine_err)?;
+                        streams.push((me.2, stream));
+                        engine
+                            .add_external_input((here, me.2), Box::new(rx))
+                            .map_err(engine_err)?;
                         ports.push(NodePort {
                             port: me.2,
                             peer,
@@ -1845,26 +1860,34 @@ impl Blueprint {
                         let cap = (spec.buffer * 2).clamp(64, 1 << 20);
                         let rx = aurora_link::shm::create_consumer(&inp, cap)
                             .map_err(|e| e.to_string())?;
-                        worker.add_input(me.2, Box::new(rx));
+                        engine
+                            .add_external_input((here, me.2), Box::new(rx))
+                            .map_err(engine_err)?;
                         ports.push(NodePort {
                             port: me.2,
                             peer,
                             local: inp.display().to_string(),
                             remote: outp.display().to_string(),
                         });
-                        outputs.push((me.2, outp, shaping));
+                        outputs.push((me.2, outp, *spec));
+                        streams.push((me.2, stream));
                     }
                 }
             }
         }
-        for (port, path, shaping) in outputs {
+        for (port, path, spec) in outputs {
             let tx = aurora_link::shm::attach_producer(&path, SHM_WAIT).map_err(|e| {
                 format!(
                     "{e} (waited {} s for the process at the far end to create it)",
                     SHM_WAIT.as_secs()
                 )
             })?;
-            worker.set_output(port, aurora_rt::Out::new(Box::new(tx), shaping));
+            engine
+                .connect_external((here, port), spec, Box::new(tx))
+                .map_err(engine_err)?;
+        }
+        for (port, stream) in streams {
+            engine.set_stream(here, port, stream).map_err(engine_err)?;
         }
         let info = BlueprintInfo {
             hosts: self.hosts,
@@ -1878,7 +1901,8 @@ impl Blueprint {
             NodeProcess {
                 name: name.to_string(),
                 id,
-                worker,
+                engine,
+                local: here,
                 ports,
                 tun,
             },

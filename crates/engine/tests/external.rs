@@ -1,0 +1,147 @@
+//! External link ends: a node's output leaves the engine through a sink,
+//! comes back through the paired source, and its PDUs arrive intact.
+
+use std::sync::{Arc, Mutex};
+
+use aurora_engine::clock::Wall;
+use aurora_engine::{Engine, LinkSpec};
+use aurora_link::ring::in_process;
+use aurora_net::traffic::{Flow, TrafficHost};
+use aurora_time::{Duration, Instant};
+use aurora_wire::cell::{Format, VcId};
+
+const OC3: f64 = 353_207.5;
+const VC: VcId = VcId::new(0, 100);
+
+fn sender(count: u64, every_us: i64) -> TrafficHost {
+    let mut h = TrafficHost::new(Format::Uni);
+    h.add_flow(Flow {
+        id: 1,
+        vc: VC,
+        sdu_len: 1000,
+        count,
+        start: Instant::from_micros(10),
+        interval: Duration::from_micros(every_us),
+    })
+    .unwrap();
+    h
+}
+
+fn receiver() -> TrafficHost {
+    let mut h = TrafficHost::new(Format::Uni);
+    h.expect(VC);
+    h
+}
+
+#[test]
+fn pdus_cross_from_one_engine_to_another_through_a_ring() {
+    let (tx, rx) = in_process(1 << 14);
+    let mut a = Engine::new(1);
+    let h1 = a.add_node(sender(200, 50));
+    let spec = LinkSpec::clean(OC3, Duration::from_micros(20), 4096);
+    a.connect_external((h1, 0), spec, Box::new(tx)).unwrap();
+    let mut b = Engine::new(2);
+    let h2 = b.add_node(receiver());
+    b.add_external_input((h2, 0), Box::new(rx)).unwrap();
+    let seen = Arc::new(Mutex::new(0u64));
+    let s = seen.clone();
+    b.set_tap(Box::new(move |_, _, port, _| {
+        assert_eq!(port, 0);
+        *s.lock().unwrap() += 1;
+    }));
+    let mut t = Instant::ZERO;
+    while t < Instant::from_millis(30) {
+        t += Duration::from_micros(100);
+        a.run_until(t);
+        b.run_until(t);
+        b.poll_external();
+    }
+    let r = b.node::<TrafficHost>(h2).unwrap().received(VC);
+    assert_eq!(r.delivered, 200, "{r:?}");
+    assert_eq!((r.missing, r.corrupted), (0, 0));
+    let out = a.link(h1, 0).unwrap();
+    assert_eq!(out.delivered, out.offered);
+    assert_eq!(a.external_output(h1, 0).unwrap().refused, 0);
+    let cells = b.external_input(h2, 0).unwrap().cells_delivered;
+    assert_eq!(cells, out.offered);
+    assert_eq!(*seen.lock().unwrap(), cells);
+}
+
+#[test]
+fn a_wall_clock_run_polls_its_external_input() {
+    // One engine whose sender's output comes back to its receiver through
+    // a ring outside the engine.
+    let (tx, rx) = in_process(1 << 12);
+    let mut e = Engine::new(3);
+    let h1 = e.add_node(sender(100, 200));
+    let h2 = e.add_node(receiver());
+    let spec = LinkSpec::clean(OC3, Duration::from_micros(20), 4096);
+    e.connect_external((h1, 0), spec, Box::new(tx)).unwrap();
+    e.add_external_input((h2, 0), Box::new(rx)).unwrap();
+    assert!(
+        e.partition(&[0, 1]).is_err(),
+        "external I/O cannot be split"
+    );
+    let mut wall = Wall::new(std::time::Instant::now(), false);
+    let mut t = Instant::ZERO;
+    while t < Instant::from_millis(40) {
+        t += Duration::from_millis(10);
+        e.run_wall(t, &mut wall);
+    }
+    let r = e.node::<TrafficHost>(h2).unwrap().received(VC);
+    assert_eq!(r.delivered, 100, "{r:?}");
+    assert_eq!((r.missing, r.corrupted), (0, 0));
+}
+
+#[test]
+fn a_full_sink_drops_are_counted_and_shown() {
+    // A ring nobody reads: what does not fit is refused, never lost quietly.
+    let (tx, _rx) = in_process(64);
+    let mut e = Engine::new(4);
+    let h1 = e.add_node(sender(10, 10));
+    let spec = LinkSpec::clean(OC3, Duration::ZERO, 4096);
+    e.connect_external((h1, 0), spec, Box::new(tx)).unwrap();
+    let drops = Arc::new(Mutex::new(Vec::new()));
+    let d = drops.clone();
+    e.set_drop_tap(Box::new(move |_, place, why, _| {
+        d.lock().unwrap().push((place.node, place.port, why));
+    }));
+    e.run_until(Instant::from_millis(5));
+    let out = e.link(h1, 0).unwrap();
+    let ext = e.external_output(h1, 0).unwrap();
+    assert!(ext.refused > 0);
+    assert_eq!(ext.refused + ext.link.cells_out, out.delivered);
+    let drops = drops.lock().unwrap();
+    assert_eq!(drops.len() as u64, ext.refused);
+    assert!(drops
+        .iter()
+        .all(|&(n, p, why)| n == 0 && p == 0 && why == "peer_full"));
+}
+
+#[test]
+fn an_external_link_can_draw_the_stream_it_has_in_the_whole_network() {
+    let spec = LinkSpec {
+        loss: 0.2,
+        bit_error: 0.01,
+        ..LinkSpec::clean(OC3, Duration::from_micros(20), 4096)
+    };
+    // The whole network: h1's output is direction 1 (h2's is 0).
+    let mut whole = Engine::new(7);
+    let h1 = whole.add_node(sender(100, 50));
+    let h2 = whole.add_node(receiver());
+    whole.connect((h2, 0), (h1, 0), spec).unwrap();
+    // h1 alone, its output external, drawing direction 1's stream.
+    let (tx, rx) = in_process(1 << 14);
+    let mut part = Engine::new(7);
+    let p1 = part.add_node(sender(100, 50));
+    part.connect_external((p1, 0), spec, Box::new(tx)).unwrap();
+    part.set_stream(p1, 0, 1).unwrap();
+    let end = Instant::from_millis(20);
+    whole.run_until(end);
+    part.run_until(end);
+    let (a, b) = (whole.link(h1, 0).unwrap(), part.link(p1, 0).unwrap());
+    assert!(a.lost > 0 && a.errored > 0, "{a:?}");
+    assert_eq!(a, b);
+    drop(rx);
+    assert!(part.set_stream(p1, 0, 1).is_err(), "only before the run");
+}
