@@ -121,24 +121,29 @@ pub fn text(r: &LatenessReport) -> String {
         let (ka, kb) = (key(a), key(b));
         kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
     });
+    // Engine runs have no idle sleeps to measure (their waits are the
+    // events' lateness); show wake-ups only where there are some.
+    let wakes = r.nodes.iter().any(|n| n.wakeups > 0);
     let mut s = format!(
-        "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>9} {:>6} {:>8} {:>9}\n",
-        "late (us)", "events", "late", "p50", "p99", "max", "wake-ups", "late", "p99", "max"
+        "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9}",
+        "late (us)", "events", "late", "p50", "p99", "max"
     );
+    if wakes {
+        s += &format!(" {:>9} {:>6} {:>8} {:>9}", "wake-ups", "late", "p99", "max");
+    }
+    s.push('\n');
     for n in rows.iter().take(SHOWN) {
         s += &format!(
-            "{:<12} {:>8} {:>6} {:>8.0} {:>8.0} {:>9.0} {:>9} {:>6} {:>8.0} {:>9.0}\n",
-            n.node,
-            n.events,
-            n.late,
-            n.events_us[0],
-            n.events_us[1],
-            n.events_us[2],
-            n.wakeups,
-            n.late_wakeups,
-            n.wakeups_us[1],
-            n.wakeups_us[2]
+            "{:<12} {:>8} {:>6} {:>8.0} {:>8.0} {:>9.0}",
+            n.node, n.events, n.late, n.events_us[0], n.events_us[1], n.events_us[2],
         );
+        if wakes {
+            s += &format!(
+                " {:>9} {:>6} {:>8.0} {:>9.0}",
+                n.wakeups, n.late_wakeups, n.wakeups_us[1], n.wakeups_us[2]
+            );
+        }
+        s.push('\n');
     }
     if rows.len() > SHOWN {
         s += &format!("({} more nodes, less late)\n", rows.len() - SHOWN);

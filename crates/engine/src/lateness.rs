@@ -364,11 +364,18 @@ impl Lateness {
             return Verdict {
                 faithful: true,
                 sentence: format!(
-                    "Real time kept up: events p99 {:.0} us late (worst {:.0} us), wake-ups p99 {:.0} us late (worst {:.0} us), the run ended {:.1} ms late.",
+                    "Real time kept up: events p99 {:.0} us late (worst {:.0} us){}, the run ended {:.1} ms late.",
                     e.quantile(0.99) as f64 / 1e3,
                     e.max() as f64 / 1e3,
-                    w.quantile(0.99) as f64 / 1e3,
-                    w.max() as f64 / 1e3,
+                    if w.count() > 0 {
+                        format!(
+                            ", wake-ups p99 {:.0} us late (worst {:.0} us)",
+                            w.quantile(0.99) as f64 / 1e3,
+                            w.max() as f64 / 1e3
+                        )
+                    } else {
+                        String::new()
+                    },
                     ms(self.overrun())
                 ),
             };
