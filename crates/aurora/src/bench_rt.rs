@@ -151,8 +151,7 @@ fn fan_in(every_ns: u64, both: bool) -> String {
 fn go(text: &str, ms: i64, clock: Clock, workers: usize) -> Result<(Report, f64, f64), String> {
     let t0 = Wall::now();
     let mut net = aurora_topo::load(text, 1).map_err(|p| p.to_string())?;
-    let home = net.sim.plan(workers, aurora_engine::plan::MIN_CUT);
-    net.sim.partition(&home).map_err(|e| e.to_string())?;
+    net.split(workers, aurora_engine::plan::MIN_CUT)?;
     let load = t0.elapsed().as_secs_f64();
     let t1 = Wall::now();
     let r = run_network(

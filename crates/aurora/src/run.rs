@@ -382,8 +382,7 @@ pub fn run(
     } = args;
     let text = aurora_topo::read_topology(path)?;
     let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
-    let home = net.sim.plan(workers, aurora_engine::plan::MIN_CUT);
-    net.sim.partition(&home).map_err(|e| e.to_string())?;
+    net.split(workers, aurora_engine::plan::MIN_CUT)?;
     let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
     match live {
         Some(live) => {

@@ -390,3 +390,46 @@ fn virtual_time_gives_the_same_report_on_one_or_two_workers() {
         assert_eq!(one[k], two[k], "{k}");
     }
 }
+
+#[test]
+fn a_pinned_node_runs_on_its_worker_with_the_same_results() {
+    let dan = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/dan.toml"
+    ))
+    .unwrap();
+    // A trunk too short to cut by default, and the switches pinned apart.
+    let text = dan
+        .replace("delay = \"50us\"", "delay = \"5us\"")
+        .replace("name = \"sw1\"", "name = \"sw1\"\nworker = 0")
+        .replace("name = \"sw2\"", "name = \"sw2\"\nworker = 1");
+    assert_ne!(text, dan);
+    let file = std::env::temp_dir().join(format!("aurora-pinned-{}.toml", std::process::id()));
+    std::fs::write(&file, text).unwrap();
+    let run = |workers: &str| -> serde_json::Value {
+        let out = aurora()
+            .arg("run")
+            .arg(&file)
+            .args([
+                "--virtual",
+                "--duration",
+                "50ms",
+                "--json",
+                "--workers",
+                workers,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (one, two) = (run("1"), run("2"));
+    assert_eq!(two["workers"], 2);
+    assert_eq!(one["trace"], two["trace"]);
+    assert_eq!(one["pvcs"], two["pvcs"]);
+    let _ = std::fs::remove_file(&file);
+}

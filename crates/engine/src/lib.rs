@@ -582,6 +582,12 @@ impl<F: Frame> Engine<F> {
     /// cutting no link that frames cross in less than `min_cut` (see
     /// [`plan`]).
     pub fn plan(&self, workers: usize, min_cut: Duration) -> Vec<u32> {
+        self.plan_pinned(workers, min_cut, &[])
+    }
+
+    /// [`Engine::plan`], with the nodes of `pins` (node, worker) kept on
+    /// their workers.
+    pub fn plan_pinned(&self, workers: usize, min_cut: Duration, pins: &[(u32, u32)]) -> Vec<u32> {
         let edges: Vec<plan::Edge> = self
             .specs
             .iter()
@@ -592,7 +598,7 @@ impl<F: Frame> Engine<F> {
                 crossing: dir.least_crossing(),
             })
             .collect();
-        plan::plan(self.home.len(), &edges, workers, min_cut)
+        plan::plan(self.home.len(), &edges, workers, min_cut, pins)
     }
 
     /// Workers the engine runs on (its partitions).

@@ -38,14 +38,29 @@ fn find(up: &mut [u32], mut x: u32) -> u32 {
 
 /// A worker for each of `nodes` nodes, at most `workers` of them, joined
 /// by `edges`; links crossing in less than `min_cut` stay inside a
-/// partition. Workers are numbered from 0 with no gaps.
-pub fn plan(nodes: usize, edges: &[Edge], workers: usize, min_cut: Duration) -> Vec<u32> {
+/// partition, except between nodes `pins` puts on different workers
+/// (node, worker; the worker taken modulo `workers`). Workers are numbered
+/// from 0 with no gaps.
+pub fn plan(
+    nodes: usize,
+    edges: &[Edge],
+    workers: usize,
+    min_cut: Duration,
+    pins: &[(u32, u32)],
+) -> Vec<u32> {
     let workers = workers.clamp(1, nodes.max(1));
     if workers == 1 {
         return vec![0; nodes];
     }
     let mut up: Vec<u32> = (0..nodes as u32).collect();
     let mut size = vec![1usize; nodes];
+    // Per group root: the worker its pinned nodes are on, if any.
+    let mut pin: Vec<Option<u32>> = vec![None; nodes];
+    for &(n, w) in pins {
+        if let Some(p) = pin.get_mut(n as usize) {
+            *p = Some(w % workers as u32);
+        }
+    }
     let share = nodes.div_ceil(workers);
     let mut order: Vec<&Edge> = edges
         .iter()
@@ -57,22 +72,31 @@ pub fn plan(nodes: usize, edges: &[Edge], workers: usize, min_cut: Duration) -> 
         if a == b {
             continue;
         }
+        let (pa, pb) = (pin[a as usize], pin[b as usize]);
+        if pa.is_some() && pb.is_some() && pa != pb {
+            continue;
+        }
         if e.crossing < min_cut || size[a as usize] + size[b as usize] <= share {
             let (keep, gone) = (a.min(b), a.max(b));
             up[gone as usize] = keep;
             size[keep as usize] += size[gone as usize];
+            pin[keep as usize] = pa.or(pb);
         }
     }
-    // Groups, largest first, onto the emptiest worker.
+    // Pinned groups onto their workers; the rest, largest first, onto the
+    // emptiest worker.
     let mut groups: Vec<(usize, u32)> = (0..nodes as u32)
         .filter(|&i| find(&mut up, i) == i)
         .map(|i| (size[i as usize], i))
         .collect();
-    groups.sort_by_key(|&(n, root)| (std::cmp::Reverse(n), root));
+    groups.sort_by_key(|&(n, root)| (pin[root as usize].is_none(), std::cmp::Reverse(n), root));
     let mut load = vec![0usize; workers];
     let mut worker_of_root = vec![u32::MAX; nodes];
     for (n, root) in groups {
-        let w = (0..workers).min_by_key(|&w| (load[w], w)).unwrap_or(0);
+        let w = match pin[root as usize] {
+            Some(w) => w as usize,
+            None => (0..workers).min_by_key(|&w| (load[w], w)).unwrap_or(0),
+        };
         load[w] += n;
         worker_of_root[root as usize] = w as u32;
     }
@@ -111,18 +135,35 @@ mod tests {
             })
             .collect();
         edges[3].crossing = us(1000);
-        let home = plan(8, &edges, 2, Duration::ZERO);
+        let home = plan(8, &edges, 2, Duration::ZERO, &[]);
         assert_eq!(home, vec![0, 0, 0, 0, 1, 1, 1, 1]);
         // Links shorter than min_cut are never cut: one worker.
-        assert_eq!(plan(8, &edges, 2, us(2000)), vec![0; 8]);
+        assert_eq!(plan(8, &edges, 2, us(2000), &[]), vec![0; 8]);
         // One worker, or more workers than nodes.
-        assert_eq!(plan(8, &edges, 1, Duration::ZERO), vec![0; 8]);
-        assert_eq!(plan(2, &edges[..1], 8, Duration::ZERO), vec![0, 1]);
+        assert_eq!(plan(8, &edges, 1, Duration::ZERO, &[]), vec![0; 8]);
+        assert_eq!(plan(2, &edges[..1], 8, Duration::ZERO, &[]), vec![0, 1]);
+    }
+
+    #[test]
+    fn pins_are_kept_and_split_what_they_must() {
+        let edges: Vec<Edge> = (0..7)
+            .map(|i| Edge {
+                a: i,
+                b: i + 1,
+                crossing: us(5),
+            })
+            .collect();
+        // Pinned apart across short links that would never be cut.
+        let home = plan(8, &edges, 2, us(100), &[(0, 0), (7, 1)]);
+        assert_ne!(home[0], home[7]);
+        // Worker numbers are taken modulo the workers.
+        let home = plan(8, &edges, 2, Duration::ZERO, &[(0, 3), (7, 2)]);
+        assert_ne!(home[0], home[7]);
     }
 
     #[test]
     fn unconnected_nodes_spread_evenly() {
-        let home = plan(6, &[], 3, Duration::ZERO);
+        let home = plan(6, &[], 3, Duration::ZERO, &[]);
         for w in 0..3 {
             assert_eq!(home.iter().filter(|&&h| h == w).count(), 2);
         }

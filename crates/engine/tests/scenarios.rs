@@ -346,7 +346,7 @@ fn a_plan_from_the_topology_cuts_the_long_trunk() {
                 crossing: Duration::from_micros(us),
             })
             .collect();
-    let home = aurora_engine::plan::plan(5, &edges, 2, Duration::from_micros(100));
+    let home = aurora_engine::plan::plan(5, &edges, 2, Duration::from_micros(100), &[]);
     assert_eq!(home[n.h1.0 as usize], home[n.sw1.0 as usize]);
     assert_eq!(home[n.h3.0 as usize], home[n.sw2.0 as usize]);
     assert_ne!(home[n.sw1.0 as usize], home[n.sw2.0 as usize]);

@@ -7,6 +7,7 @@
 //! name = "sw1"
 //! ports = 4
 //! # kind = "vunet"          # a VuNet switch: routes on the GFC bits (at most 16 ports)
+//! # worker = 1              # any node: run it on this worker (aurora run --workers)
 //!
 //! [[relay]]                 # a VuNet relaying link: two ports, "r1:0" and "r1:1";
 //! name = "r1"               # remaps VCIs and writes the next VuNet switch's bits
@@ -119,6 +120,10 @@ pub struct File {
 pub struct SwitchDef {
     /// Its name.
     pub name: String,
+    /// The worker this node runs on (numbered from 0, taken modulo the
+    /// number of workers); unpinned nodes go where the planner puts them.
+    #[serde(default)]
+    pub worker: Option<u16>,
     /// Number of ports.
     pub ports: u16,
     /// `"atm"` (translation tables; the default) or `"vunet"` (routes on
@@ -134,6 +139,10 @@ pub struct SwitchDef {
 pub struct RelayDef {
     /// Its name.
     pub name: String,
+    /// The worker this node runs on (numbered from 0, taken modulo the
+    /// number of workers); unpinned nodes go where the planner puts them.
+    #[serde(default)]
+    pub worker: Option<u16>,
     /// Ports (0 or 1) whose control cells are trusted.
     #[serde(default)]
     pub mgmt_ports: Vec<u16>,
@@ -150,6 +159,10 @@ pub struct RelayDef {
 pub struct HostDef {
     /// Its name.
     pub name: String,
+    /// The worker this node runs on (numbered from 0, taken modulo the
+    /// number of workers); unpinned nodes go where the planner puts them.
+    #[serde(default)]
+    pub worker: Option<u16>,
     /// Its address and subnet, as `10.1.0.1/24`.
     #[serde(default)]
     pub ip: Option<String>,
@@ -188,6 +201,10 @@ pub struct HostDef {
 pub struct RouterDef {
     /// Its name.
     pub name: String,
+    /// The worker this node runs on (numbered from 0, taken modulo the
+    /// number of workers); unpinned nodes go where the planner puts them.
+    #[serde(default)]
+    pub worker: Option<u16>,
     /// Number of ports.
     pub ports: u16,
     /// Each port's address and subnet, in port order.
@@ -394,6 +411,23 @@ pub struct Network {
     pub links: Vec<(LinkEnd, LinkEnd)>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
+    /// Nodes the file pins to a worker, with the worker.
+    pub pins: Vec<(NodeId, u16)>,
+}
+
+impl Network {
+    /// Splits the network between at most `workers` workers: the file's
+    /// pins kept, the rest planned by the engine (cutting no link under
+    /// `min_cut`).
+    pub fn split(&mut self, workers: usize, min_cut: Duration) -> Result<(), String> {
+        let pins: Vec<(u32, u32)> = self
+            .pins
+            .iter()
+            .map(|&(n, w)| (n.0, u32::from(w)))
+            .collect();
+        let home = self.sim.plan_pinned(workers, min_cut, &pins);
+        self.sim.partition(&home).map_err(|e| e.to_string())
+    }
 }
 
 /// A link from a node to the next one on a path: the port at the node, the
@@ -746,6 +780,8 @@ pub struct Blueprint {
     pub tuns: Vec<(NodeId, TunSpec)>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
+    /// Nodes the file pins to a worker, with the worker.
+    pub pins: Vec<(NodeId, u16)>,
 }
 
 /// One node set up to run as its own process ([`Blueprint::node_process`]).
@@ -1701,6 +1737,27 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         links_out.push(((a.0, ai, a.1), (b.0, bi, b.1), spec));
         link_transport.push(udp);
     }
+    let pins = file
+        .switch
+        .iter()
+        .map(|d| (&d.get_ref().name, d.get_ref().worker))
+        .chain(
+            file.relay
+                .iter()
+                .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+        )
+        .chain(
+            file.host
+                .iter()
+                .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+        )
+        .chain(
+            file.router
+                .iter()
+                .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+        )
+        .filter_map(|(name, w)| Some((*ids.get(name)?, w?)))
+        .collect();
     Ok(Blueprint {
         nodes,
         hosts: hosts_out,
@@ -1711,6 +1768,7 @@ pub fn compile(text: &str) -> Result<Blueprint, Problems> {
         links: links_out,
         link_transport,
         pvcs,
+        pins,
     })
 }
 
@@ -1936,6 +1994,7 @@ impl Blueprint {
             ip_nodes: self.ip_nodes,
             links,
             pvcs: self.pvcs,
+            pins: self.pins,
         })
     }
 }
