@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
             let fwd: Vec<_> = out.drain().map(|(_, c)| c).collect();
             for (port, c, why) in out.drain_drops() {
                 let side = Side::In;
-                ledger.dropped(Place { node: 1, port, side }, why, &c);
+                ledger.dropped(now, Place { node: 1, port, side }, why, &c);
             }
             h.receive(now, 0, &fwd, &mut out);
         } else {
@@ -41,7 +41,7 @@ fuzz_target!(|data: &[u8]| {
         }
         for (port, c, why) in out.drain_drops() {
             let side = Side::In;
-            ledger.dropped(Place { node: 0, port, side }, why, &c);
+            ledger.dropped(now, Place { node: 0, port, side }, why, &c);
         }
         out.drain().for_each(drop);
     }
