@@ -361,7 +361,7 @@ impl<F: Frame> Part<F> {
             }
             self.events += 1;
             for c in &batch {
-                self.digest(t, node, port, c.bytes());
+                digest(&mut self.digests[node as usize], t, port, c.bytes());
             }
             if let Some(tap) = self.tap.as_mut() {
                 for c in &batch {
@@ -443,6 +443,14 @@ impl<F: Frame> Part<F> {
         }
     }
 
+    /// Queues the delivery of the next frame on direction `dir`, if any.
+    #[inline]
+    fn next_delivery(&mut self, dir: u32) {
+        if let Some(&(t, _)) = self.dirs[dir as usize].arrivals.front() {
+            self.queue.push((t, Kind::Deliver { dir }));
+        }
+    }
+
     /// Runs one event.
     #[inline]
     fn step(&mut self, at: Instant, kind: Kind) {
@@ -459,29 +467,41 @@ impl<F: Frame> Part<F> {
                 }
                 Kind::Deliver { dir } => {
                     self.in_flight -= 1;
-                    let d = &mut self.dirs[dir as usize];
-                    let Some((_, cell)) = d.arrivals.pop_front() else {
-                        return;
-                    };
-                    if let Some(&(t, _)) = d.arrivals.front() {
-                        self.queue.push((t, Kind::Deliver { dir }));
-                    }
-                    let d = &mut self.dirs[dir as usize];
-                    d.counters.delivered += 1;
-                    if let Some(x) = d.external {
-                        self.io.outs[x as usize].staged.push(cell);
+                    let k = dir as usize;
+                    if self.dirs[k].arrivals.is_empty() {
                         return;
                     }
-                    let (node, port) = d.to;
-                    self.digest(at, node, port, cell.bytes());
-                    if let Some(tap) = self.tap.as_mut() {
-                        tap(at, NodeId(node), port, &cell);
+                    self.dirs[k].counters.delivered += 1;
+                    if let Some(x) = self.dirs[k].external {
+                        if let Some((_, cell)) = self.dirs[k].arrivals.pop_front() {
+                            self.io.outs[x as usize].staged.push(cell);
+                        }
+                        self.next_delivery(dir);
+                    } else {
+                        let (node, port) = self.dirs[k].to;
+                        let mut out = std::mem::take(&mut self.outbox);
+                        // The node reads the cell where it lies in the
+                        // link's arrivals: no copy on the way in.
+                        if let Some((_, cell)) = self.dirs[k].arrivals.front() {
+                            digest(&mut self.digests[node as usize], at, port, cell.bytes());
+                            if let Some(tap) = self.tap.as_mut() {
+                                tap(at, NodeId(node), port, cell);
+                            }
+                            self.nodes[node as usize].receive(
+                                at,
+                                port,
+                                std::slice::from_ref(cell),
+                                &mut out,
+                            );
+                        }
+                        self.dirs[k].arrivals.pop_front();
+                        // Before the node's frames go out: one of them may
+                        // come back on this same link.
+                        self.next_delivery(dir);
+                        self.route(node, &mut out);
+                        self.outbox = out;
+                        self.schedule_wake(node);
                     }
-                    let mut out = std::mem::take(&mut self.outbox);
-                    self.nodes[node as usize].receive(at, port, &[cell], &mut out);
-                    self.route(node, &mut out);
-                    self.outbox = out;
-                    self.schedule_wake(node);
                 }
                 Kind::Wake { node } => {
                     if self.wake[node as usize] != Some(at) {
@@ -609,30 +629,29 @@ impl<F: Frame> Part<F> {
             self.queue.push((arrive, Kind::Deliver { dir: k }));
         }
     }
+}
 
-    /// Folds a delivery into the receiving node's digest, eight bytes at a
-    /// time.
-    #[inline(always)]
-    fn digest(&mut self, at: Instant, node: u32, port: PortId, cell: &[u8]) {
-        // Each word is multiplied by its own odd constant (independent
-        // multiplies, so they overlap), the products summed, and the sum
-        // folded into the node's digest once.
-        const K: [u64; 4] = [
-            0x9E37_79B9_7F4A_7C15,
-            0xC2B2_AE3D_27D4_EB4F,
-            0x1656_67B1_9E37_79F9,
-            0xD6E8_FEB8_6659_FD93,
-        ];
-        let mut acc = (at.as_nanos() as u64).wrapping_mul(K[0]) ^ u64::from(port);
-        for (i, w) in cell.chunks(8).enumerate() {
-            let mut b = [0u8; 8];
-            b[..w.len()].copy_from_slice(w);
-            let x = u64::from_le_bytes(b) ^ (i as u64);
-            acc = acc.wrapping_add(x.wrapping_mul(K[i % 4]).rotate_left(i as u32 * 7 + 1));
-        }
-        let h = &mut self.digests[node as usize];
-        *h = (*h ^ acc)
-            .wrapping_mul(0x0000_0100_0000_01B3)
-            .rotate_left(29);
+/// Folds a delivery into the receiving node's digest, eight bytes at a
+/// time.
+#[inline(always)]
+fn digest(h: &mut u64, at: Instant, port: PortId, cell: &[u8]) {
+    // Each word is multiplied by its own odd constant (independent
+    // multiplies, so they overlap), the products summed, and the sum
+    // folded into the node's digest once.
+    const K: [u64; 4] = [
+        0x9E37_79B9_7F4A_7C15,
+        0xC2B2_AE3D_27D4_EB4F,
+        0x1656_67B1_9E37_79F9,
+        0xD6E8_FEB8_6659_FD93,
+    ];
+    let mut acc = (at.as_nanos() as u64).wrapping_mul(K[0]) ^ u64::from(port);
+    for (i, w) in cell.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..w.len()].copy_from_slice(w);
+        let x = u64::from_le_bytes(b) ^ (i as u64);
+        acc = acc.wrapping_add(x.wrapping_mul(K[i % 4]).rotate_left(i as u32 * 7 + 1));
     }
+    *h = (*h ^ acc)
+        .wrapping_mul(0x0000_0100_0000_01B3)
+        .rotate_left(29);
 }
