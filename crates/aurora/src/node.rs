@@ -179,14 +179,7 @@ pub fn main(
         "give each node process a core of its own, or run the file with aurora run --virtual",
     );
     engine.clear_tap();
-    let captures = match captures_dir {
-        Some(c) => Arc::try_unwrap(c)
-            .map_err(|_| "the capture is still in use".to_string())?
-            .into_inner()
-            .map_err(|_| "the capture was left half-written".to_string())?
-            .finish()?,
-        None => Vec::new(),
-    };
+    let captures = crate::run::finish_captures(captures_dir)?;
 
     let local = proc_.local;
     let Some(dyn_node) = engine.node_dyn(local) else {

@@ -480,14 +480,7 @@ pub(crate) fn run_network(
         .map_err(|_| "the ledger is still in use".to_string())?
         .into_inner()
         .map_err(|_| "the ledger was left half-written".to_string())?;
-    let written = match captures {
-        Some(c) => Arc::try_unwrap(c)
-            .map_err(|_| "the capture is still in use".to_string())?
-            .into_inner()
-            .map_err(|_| "the capture was left half-written".to_string())?
-            .finish()?,
-        None => Vec::new(),
-    };
+    let written = finish_captures(captures)?;
     let mut r = build_report(
         &Names {
             pvcs: &net.pvcs,
@@ -531,6 +524,21 @@ pub struct Live {
     pub rx_bytes: BTreeMap<(u32, aurora_wire::cell::VcId), u64>,
     /// Per sending host: its pings so far.
     pub pings: BTreeMap<u32, Vec<aurora_net::oam::PingStats>>,
+}
+
+/// Closes a run's captures (once the engine's tap, which shares them, is
+/// cleared) and says what was written.
+pub(crate) fn finish_captures(
+    c: Option<Arc<Mutex<CaptureDir>>>,
+) -> Result<Vec<aurora_capture::Written>, String> {
+    match c {
+        Some(c) => Arc::try_unwrap(c)
+            .map_err(|_| "the capture is still in use".to_string())?
+            .into_inner()
+            .map_err(|_| "the capture was left half-written".to_string())?
+            .finish(),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// Publishes the traffic hosts' figures so far to `live`.

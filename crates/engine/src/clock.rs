@@ -145,18 +145,7 @@ impl Pacer {
             if gap <= 0 {
                 return gap.unsigned_abs();
             }
-            if self.spin || gap < SPIN_BELOW_NS {
-                std::hint::spin_loop();
-                continue;
-            }
-            if !self.slack_set {
-                self.slack_set = true;
-                // Without it a sleep may end 50 µs late; failing to set it
-                // only makes sleeps coarser, which the lateness shows.
-                let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1_000));
-            }
-            self.sleeps += 1;
-            std::thread::sleep(StdDuration::from_nanos(gap as u64));
+            self.sleep_until(at);
         }
     }
 
@@ -175,7 +164,8 @@ impl Pacer {
             }
             if !self.slack_set {
                 self.slack_set = true;
-                // As in `wait_until`.
+                // Without it a sleep may end 50 µs late; failing to set it
+                // only makes sleeps coarser, which the lateness shows.
                 let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1_000));
             }
             self.sleeps += 1;
