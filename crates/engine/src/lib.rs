@@ -19,6 +19,7 @@
 use std::any::Any;
 use std::fmt;
 
+pub mod carry;
 pub mod clock;
 pub mod io;
 pub mod lateness;
@@ -886,9 +887,11 @@ impl<F: Frame> Engine<F> {
     }
 
     /// A node, by its concrete type.
-    pub fn node<T: Node<F> + Any>(&self, id: NodeId) -> Option<&T> {
-        let n: &dyn Any = self.part_of(id)?.nodes[id.0 as usize].as_ref();
-        n.downcast_ref::<T>()
+    pub fn node<T: Any>(&self, id: NodeId) -> Option<&T> {
+        let n: &dyn EngineNode<F> = self.part_of(id)?.nodes[id.0 as usize].as_ref();
+        let any: &dyn Any = n;
+        any.downcast_ref::<T>()
+            .or_else(|| n.inner()?.downcast_ref::<T>())
     }
 
     /// Reads node `id`'s next wake-up time again (after changing it with
@@ -901,10 +904,13 @@ impl<F: Frame> Engine<F> {
 
     /// A node, by its concrete type, to change it between runs (then
     /// [`Engine::touch`] it if it has new timed work).
-    pub fn node_mut<T: Node<F> + Any>(&mut self, id: NodeId) -> Option<&mut T> {
+    pub fn node_mut<T: Any>(&mut self, id: NodeId) -> Option<&mut T> {
         let h = *self.home.get(id.0 as usize)? as usize;
-        let n: &mut dyn Any = self.parts[h].nodes[id.0 as usize].as_mut();
-        n.downcast_mut::<T>()
+        let n: &mut dyn EngineNode<F> = self.parts[h].nodes[id.0 as usize].as_mut();
+        if (n as &dyn Any).is::<T>() {
+            return (n as &mut dyn Any).downcast_mut::<T>();
+        }
+        n.inner_mut()?.downcast_mut::<T>()
     }
 }
 

@@ -144,6 +144,15 @@ pub trait Node<F: Frame = CellBytes> {
     fn packet_port(&mut self) -> Option<&mut dyn PacketPort<F>> {
         None
     }
+    /// The node inside, for a node that adapts another to a different
+    /// frame type (so a report can find a node by its own type).
+    fn inner(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
+    /// The node inside, to change it (see [`Node::inner`]).
+    fn inner_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 }
 
 /// Where a node meets a local host's IP stack: packets, not cells. The

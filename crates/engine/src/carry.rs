@@ -1,0 +1,336 @@
+//! Networks that carry ATM cells and variable-length frames at once.
+//!
+//! Every node speaks one frame type: cell nodes (switches, VuNet links,
+//! ATM hosts) exchange [`CellBytes`], ATOMIC nodes exchange frames
+//! (`Vec<u8>`). A network holding both runs on an engine whose frame type
+//! is [`Unit`], either one; each node is adopted into it through
+//! [`Carries::adopt`], which wraps it in [`Carried`] (a node that unwraps
+//! what arrives and wraps what leaves) unless the engine already speaks
+//! the node's type, so a network of one kind pays nothing for the other.
+//! A node that speaks both (an IP router with an ATM side and an ATOMIC
+//! side) implements `Node<Unit>` itself.
+
+use std::any::Any;
+
+use aurora_net::{Frame, Node, Outbox, PacketPort, PortId, PortSummary};
+use aurora_time::Instant;
+use aurora_wire::CellBytes;
+
+use crate::EngineNode;
+
+/// What crosses a link of a network that carries cells and frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// An ATM cell.
+    Cell(CellBytes),
+    /// A variable-length frame (ATOMIC).
+    Frame(Vec<u8>),
+}
+
+impl Frame for Unit {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Unit::Cell(c) => c,
+            Unit::Frame(f) => f,
+        }
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            Unit::Cell(c) => c,
+            Unit::Frame(f) => f,
+        }
+    }
+    /// From a link that carries bytes: 53 bytes make a cell, anything else
+    /// a frame (a cell node also takes a 53-byte frame as a cell, see
+    /// [`Carries::peek`], so the guess cannot lose a cell).
+    fn from_bytes(b: &[u8]) -> Option<Self> {
+        Some(match CellBytes::try_from(b) {
+            Ok(c) => Unit::Cell(c),
+            Err(_) => Unit::Frame(b.to_vec()),
+        })
+    }
+}
+
+/// An engine frame type that can carry frames of type `T`.
+pub trait Carries<T: Frame>: Frame {
+    /// `t`, as this frame type.
+    fn wrap(t: T) -> Self;
+    /// This frame as a `T`, if it is one.
+    fn peek(&self) -> Option<&T>;
+    /// A node speaking `T`, made to run on an engine of this frame type.
+    fn adopt(node: Box<dyn EngineNode<T>>) -> Box<dyn EngineNode<Self>>;
+}
+
+impl Carries<CellBytes> for CellBytes {
+    fn wrap(t: CellBytes) -> Self {
+        t
+    }
+    fn peek(&self) -> Option<&CellBytes> {
+        Some(self)
+    }
+    fn adopt(node: Box<dyn EngineNode<CellBytes>>) -> Box<dyn EngineNode<CellBytes>> {
+        node
+    }
+}
+
+impl Carries<Vec<u8>> for Vec<u8> {
+    fn wrap(t: Vec<u8>) -> Self {
+        t
+    }
+    fn peek(&self) -> Option<&Vec<u8>> {
+        Some(self)
+    }
+    fn adopt(node: Box<dyn EngineNode<Vec<u8>>>) -> Box<dyn EngineNode<Vec<u8>>> {
+        node
+    }
+}
+
+impl Carries<CellBytes> for Unit {
+    fn wrap(t: CellBytes) -> Self {
+        Unit::Cell(t)
+    }
+    fn peek(&self) -> Option<&CellBytes> {
+        match self {
+            Unit::Cell(c) => Some(c),
+            Unit::Frame(f) => f.as_slice().try_into().ok(),
+        }
+    }
+    fn adopt(node: Box<dyn EngineNode<CellBytes>>) -> Box<dyn EngineNode<Unit>> {
+        Box::new(Carried::new(node))
+    }
+}
+
+impl Carries<Vec<u8>> for Unit {
+    fn wrap(t: Vec<u8>) -> Self {
+        Unit::Frame(t)
+    }
+    fn peek(&self) -> Option<&Vec<u8>> {
+        match self {
+            Unit::Frame(f) => Some(f),
+            Unit::Cell(_) => None,
+        }
+    }
+    fn adopt(node: Box<dyn EngineNode<Vec<u8>>>) -> Box<dyn EngineNode<Unit>> {
+        Box::new(Carried::new(node))
+    }
+}
+
+/// Why [`Carried`] drops a frame: it is of the other kind (a cell on an
+/// ATOMIC node's port). A checked topology never links the two kinds, so
+/// this counts a peer that sent the wrong thing over an external link.
+pub const WRONG_KIND: &str = "wrong_kind";
+
+/// A node speaking `T`, running on an engine of a wider frame type.
+pub struct Carried<T: Frame> {
+    inner: Box<dyn EngineNode<T>>,
+    batch: Vec<T>,
+    out: Outbox<T>,
+    to_host: usize,
+    wrong_kind: u64,
+}
+
+impl<T: Frame> Carried<T> {
+    /// `inner`, adapted.
+    pub fn new(inner: Box<dyn EngineNode<T>>) -> Self {
+        Carried {
+            inner,
+            batch: Vec::new(),
+            out: Outbox::default(),
+            to_host: 0,
+            wrong_kind: 0,
+        }
+    }
+
+    /// Frames of the other kind that arrived, and were dropped.
+    pub fn wrong_kind(&self) -> u64 {
+        self.wrong_kind
+    }
+
+    /// Hands what the inner node sent (and dropped) on, wrapped.
+    fn flush<F: Carries<T>>(&mut self, out: &mut Outbox<F>) {
+        for (p, t) in self.out.drain() {
+            out.push(p, F::wrap(t));
+        }
+        for (p, t, why) in self.out.drain_drops() {
+            out.dropped(p, &F::wrap(t), why);
+        }
+        self.to_host = self.inner.packet_port().map_or(0, |p| p.to_host_len());
+    }
+}
+
+impl<T: Frame, F: Carries<T>> Node<F> for Carried<T> {
+    fn ports(&self) -> usize {
+        self.inner.ports()
+    }
+
+    fn receive(&mut self, now: Instant, port: PortId, frames: &[F], out: &mut Outbox<F>) {
+        self.batch.clear();
+        for f in frames {
+            match f.peek() {
+                Some(t) => self.batch.push(t.clone()),
+                None => {
+                    self.wrong_kind += 1;
+                    out.dropped(port, f, WRONG_KIND);
+                }
+            }
+        }
+        self.out.track_drops(out.tracking_drops());
+        if !self.batch.is_empty() {
+            self.inner.receive(now, port, &self.batch, &mut self.out);
+        }
+        self.flush(out);
+    }
+
+    fn poll(&mut self, now: Instant, out: &mut Outbox<F>) {
+        self.out.track_drops(out.tracking_drops());
+        self.inner.poll(now, &mut self.out);
+        self.flush(out);
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        self.inner.poll_at()
+    }
+
+    fn port_summary(&self, port: PortId) -> Option<PortSummary> {
+        self.inner.port_summary(port)
+    }
+
+    fn packet_port(&mut self) -> Option<&mut dyn PacketPort<F>> {
+        self.inner.packet_port()?;
+        Some(self)
+    }
+
+    fn inner(&self) -> Option<&dyn Any> {
+        let n: &dyn EngineNode<T> = self.inner.as_ref();
+        Some(n)
+    }
+
+    fn inner_mut(&mut self) -> Option<&mut dyn Any> {
+        let n: &mut dyn EngineNode<T> = self.inner.as_mut();
+        Some(n)
+    }
+}
+
+impl<T: Frame, F: Carries<T>> PacketPort<F> for Carried<T> {
+    fn host_sent(&mut self, now: Instant, pkt: &[u8], out: &mut Outbox<F>) {
+        if let Some(p) = self.inner.packet_port() {
+            p.host_sent(now, pkt, &mut self.out);
+        }
+        self.flush(out);
+    }
+
+    fn drain_to_host(&mut self, f: &mut dyn FnMut(&[u8])) {
+        if let Some(p) = self.inner.packet_port() {
+            p.drain_to_host(f);
+        }
+        self.to_host = 0;
+    }
+
+    fn to_host_len(&self) -> usize {
+        self.to_host
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Engine, LinkSpec};
+    use aurora_time::Duration;
+
+    /// Echoes every frame back out of the port it came in on.
+    struct Echo;
+    impl<F: Frame> Node<F> for Echo {
+        fn ports(&self) -> usize {
+            1
+        }
+        fn receive(&mut self, _: Instant, port: PortId, frames: &[F], out: &mut Outbox<F>) {
+            for f in frames {
+                out.push(port, f.clone());
+            }
+        }
+        fn poll(&mut self, _: Instant, _: &mut Outbox<F>) {}
+        fn poll_at(&self) -> Option<Instant> {
+            None
+        }
+    }
+
+    /// Sends one frame at time zero, counts what comes back.
+    struct Once<T> {
+        send: Option<T>,
+        got: Vec<T>,
+    }
+    impl<T: Frame> Node<T> for Once<T> {
+        fn ports(&self) -> usize {
+            1
+        }
+        fn receive(&mut self, _: Instant, _: PortId, frames: &[T], _: &mut Outbox<T>) {
+            self.got.extend_from_slice(frames);
+        }
+        fn poll(&mut self, _: Instant, out: &mut Outbox<T>) {
+            if let Some(t) = self.send.take() {
+                out.push(0, t);
+            }
+        }
+        fn poll_at(&self) -> Option<Instant> {
+            self.send.as_ref().map(|_| Instant::ZERO)
+        }
+    }
+
+    fn adopt<T: Frame>(n: impl EngineNode<T>) -> Box<dyn EngineNode<Unit>>
+    where
+        Unit: Carries<T>,
+    {
+        <Unit as Carries<T>>::adopt(Box::new(n))
+    }
+
+    #[test]
+    fn cells_and_frames_cross_one_engine_and_nodes_are_found_by_their_own_type() {
+        let mut e: Engine<Unit> = Engine::with_frames(1);
+        let cell = [7u8; 53];
+        let frame = vec![1u8, 2, 3];
+        let a = e.add_boxed(adopt(Once {
+            send: Some(cell),
+            got: Vec::new(),
+        }));
+        let b = e.add_boxed(adopt::<CellBytes>(Echo));
+        let c = e.add_boxed(adopt(Once {
+            send: Some(frame.clone()),
+            got: Vec::new(),
+        }));
+        let d = e.add_boxed(adopt::<Vec<u8>>(Echo));
+        let spec = LinkSpec::clean(1e6, Duration::from_micros(5), 16);
+        e.connect((a, 0), (b, 0), spec).unwrap();
+        e.connect((c, 0), (d, 0), spec).unwrap();
+        e.run_until(Instant::ZERO + Duration::from_millis(1));
+        assert_eq!(e.node::<Once<CellBytes>>(a).unwrap().got, vec![cell]);
+        assert_eq!(e.node::<Once<Vec<u8>>>(c).unwrap().got, vec![frame]);
+        e.node_mut::<Once<CellBytes>>(a).unwrap().got.clear();
+        assert!(e.node::<Once<CellBytes>>(a).unwrap().got.is_empty());
+    }
+
+    #[test]
+    fn a_frame_node_drops_a_cell_and_counts_it() {
+        let mut n = Carried::new(Box::new(Once::<Vec<u8>> {
+            send: None,
+            got: Vec::new(),
+        }) as Box<dyn EngineNode<Vec<u8>>>);
+        let mut out: Outbox<Unit> = Outbox::default();
+        out.track_drops(true);
+        Node::<Unit>::receive(
+            &mut n,
+            Instant::ZERO,
+            0,
+            &[Unit::Cell([0; 53]), Unit::Frame(vec![9])],
+            &mut out,
+        );
+        assert_eq!(n.wrong_kind(), 1);
+        let drops: Vec<_> = out.drain_drops().collect();
+        assert_eq!(drops.len(), 1);
+        assert_eq!(drops[0].2, WRONG_KIND);
+        // A 53-byte frame from a byte link is a cell to a cell node.
+        assert_eq!(
+            <Unit as Carries<CellBytes>>::peek(&Unit::Frame(vec![5; 53])),
+            Some(&[5u8; 53])
+        );
+    }
+}
