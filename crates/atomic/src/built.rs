@@ -4,12 +4,15 @@
 
 use std::net::Ipv4Addr;
 
-use aurora_engine::LinkSpec;
+use aurora_engine::carry::Carries;
+use aurora_engine::{Engine, LinkSpec, NodeId};
 use aurora_time::Instant;
 
 use crate::host::{AtomicHost, HostConfig};
-use crate::layout::{channel_spec, interface_spec, Layout, Rng};
-use crate::mosaic::{MosaicNode, HOST_PORT};
+pub use crate::layout::interface_spec;
+use crate::layout::{channel_spec, Layout, Rng};
+use crate::mosaic::MosaicNode;
+pub use crate::mosaic::HOST_PORT;
 
 /// A layout built in the virtual-time driver.
 pub struct Built {
@@ -125,16 +128,53 @@ impl Plan {
     /// The plan in the virtual-time driver.
     pub fn into_sim(self, seed: u64) -> Result<Built, aurora_engine::EngineError> {
         let mut sim = aurora_engine::Engine::<Vec<u8>>::with_frames(seed);
-        let mosaic: Vec<aurora_engine::NodeId> =
-            self.mosaic.into_iter().map(|m| sim.add_node(m)).collect();
+        let (mosaic, hosts) = self.add_to(&mut sim)?;
+        Ok(Built { sim, mosaic, hosts })
+    }
+
+    /// Adds the plan's nodes and links to `e`, an engine of any frame type
+    /// that carries ATOMIC frames (one that carries cells too, for a
+    /// network of both): the Mosaic nodes' ids, in layout order, and each
+    /// host's address, id and layout node.
+    #[allow(clippy::type_complexity)]
+    pub fn add_to<F: Carries<Vec<u8>>>(
+        self,
+        e: &mut Engine<F>,
+    ) -> Result<(Vec<NodeId>, Vec<(Ipv4Addr, NodeId, usize)>), aurora_engine::EngineError> {
+        let mut ids: Vec<NodeId> = Vec::with_capacity(self.mosaic.len() + self.hosts.len());
+        for m in self.mosaic {
+            ids.push(e.add_boxed(F::adopt(Box::new(m))));
+        }
+        let mosaic = ids.clone();
         let mut hosts = Vec::new();
         for (addr, h, node) in self.hosts {
-            hosts.push((addr, sim.add_node(h), node));
+            let id = e.add_boxed(F::adopt(Box::new(h)));
+            ids.push(id);
+            hosts.push((addr, id, node));
         }
         for (from, to, spec) in self.links {
-            let id = |n: usize| aurora_engine::NodeId(n as u32);
-            sim.connect_oneway((id(from.0), from.1), (id(to.0), to.1), spec)?;
+            e.connect_oneway((ids[from.0], from.1), (ids[to.0], to.1), spec)?;
         }
-        Ok(Built { sim, mosaic, hosts })
+        Ok((mosaic, hosts))
+    }
+
+    /// Takes the host at `addr` out of the plan, to run inside another node
+    /// (a router's side on this LAN): the host and the layout node it hangs
+    /// on, whose port [`HOST_PORT`] the taker links to with
+    /// [`interface_spec`] both ways. Later hosts move down one.
+    pub fn take_host(&mut self, addr: Ipv4Addr) -> Option<(AtomicHost, usize)> {
+        let k = self.hosts.iter().position(|h| h.0 == addr)?;
+        let (_, host, node) = self.hosts.remove(k);
+        let me = self.mosaic.len() + k;
+        self.links
+            .retain(|(from, to, _)| from.0 != me && to.0 != me);
+        for (from, to, _) in &mut self.links {
+            for end in [from, to] {
+                if end.0 > me {
+                    end.0 -= 1;
+                }
+            }
+        }
+        Some((host, node))
     }
 }

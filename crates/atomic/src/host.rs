@@ -55,6 +55,12 @@ pub struct HostConfig {
     pub ac_wait: Duration,
     /// How long a packet waits for a route.
     pub route_timeout: Duration,
+    /// The LAN's prefix length: destinations outside `addr/prefix` go to
+    /// [`HostConfig::gateway`] (0, the default: every address is on the
+    /// LAN).
+    pub prefix: u8,
+    /// The IP router for destinations off the LAN, if there is one.
+    pub gateway: Option<Ipv4Addr>,
 }
 
 impl HostConfig {
@@ -67,6 +73,8 @@ impl HostConfig {
             ac: AcConfig::default(),
             ac_wait: Duration::from_millis(1500),
             route_timeout: Duration::from_millis(100),
+            prefix: 0,
+            gateway: None,
         }
     }
 }
@@ -140,6 +148,7 @@ struct KnownAc {
 
 #[derive(Debug)]
 struct Pending {
+    /// The next hop: the destination, or the gateway to it.
     dst: Ipv4Addr,
     since: Instant,
     kbps: u32,
@@ -388,7 +397,7 @@ impl AtomicHost {
         let (go, stay): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|p| p.dst == dst);
         self.pending = stay.into();
         for p in go {
-            self.send_ip(now, p.pkt, p.kbps, out);
+            self.send_via(now, p.dst, p.pkt, p.kbps, out);
         }
     }
 
@@ -407,17 +416,43 @@ impl AtomicHost {
         }
     }
 
-    /// Sends an IPv4 packet to its destination, or holds it for a route.
+    /// Where a packet for `dst` goes first: `dst` itself on the LAN, the
+    /// gateway beyond it.
+    fn next_hop(&self, dst: Ipv4Addr) -> Ipv4Addr {
+        let mask = u32::MAX
+            .checked_shl(32 - u32::from(self.cfg.prefix.min(32)))
+            .unwrap_or(0);
+        match self.cfg.gateway {
+            Some(g) if (u32::from(dst) ^ u32::from(self.cfg.addr)) & mask != 0 => g,
+            _ => dst,
+        }
+    }
+
+    /// Sends an IPv4 packet to its destination (through the gateway if it
+    /// is off the LAN), or holds it for a route.
     fn send_ip(&mut self, now: Instant, pkt: Vec<u8>, kbps: u32, out: &mut Outbox<Vec<u8>>) {
         let Ok(h) = ipv4::check(&pkt) else {
             self.counters.bad_packets += 1;
             return;
         };
-        if h.dst == self.cfg.addr {
+        let hop = self.next_hop(h.dst);
+        self.send_via(now, hop, pkt, kbps, out);
+    }
+
+    /// Sends an IPv4 packet to the LAN host `hop`, or holds it for a route.
+    fn send_via(
+        &mut self,
+        now: Instant,
+        hop: Ipv4Addr,
+        pkt: Vec<u8>,
+        kbps: u32,
+        out: &mut Outbox<Vec<u8>>,
+    ) {
+        if hop == self.cfg.addr {
             self.deliver_local(pkt);
             return;
         }
-        if let Some((route, _)) = self.routes.get(&h.dst) {
+        if let Some((route, _)) = self.routes.get(&hop) {
             self.counters.ip_sent += 1;
             out.push(0, Msg::Ip(pkt).packet(route));
             return;
@@ -427,12 +462,24 @@ impl AtomicHost {
             return;
         }
         self.pending.push_back(Pending {
-            dst: h.dst,
+            dst: hop,
             since: now,
             kbps,
             pkt,
         });
-        self.ask(now, h.dst, kbps, out);
+        self.ask(now, hop, kbps, out);
+    }
+
+    /// Sends an IPv4 packet a router forwards onto the LAN, to the LAN host
+    /// `hop` (its destination, or another router).
+    pub fn forward(
+        &mut self,
+        now: Instant,
+        hop: Ipv4Addr,
+        pkt: Vec<u8>,
+        out: &mut Outbox<Vec<u8>>,
+    ) {
+        self.send_via(now, hop, pkt, 0, out);
     }
 
     fn ip_in(&mut self, pkt: Vec<u8>) {

@@ -50,11 +50,14 @@ pub enum DropReason {
     /// A local packet that is neither for a local address nor an ICMP echo
     /// request this node answers.
     LocalUnhandled,
+    /// The queue toward a packet interface (a router's side on a network
+    /// that is not ATM) was full.
+    InterfaceQueueFull,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 16] = [
+    pub const ALL: [DropReason; 17] = [
         DropReason::Truncated,
         DropReason::BadVersion,
         DropReason::BadHeaderLength,
@@ -71,6 +74,7 @@ impl DropReason {
         DropReason::Bridged,
         DropReason::BadAtmarp,
         DropReason::LocalUnhandled,
+        DropReason::InterfaceQueueFull,
     ];
 
     /// The counter's name.
@@ -92,6 +96,7 @@ impl DropReason {
             DropReason::Bridged => "bridged",
             DropReason::BadAtmarp => "bad-atmarp",
             DropReason::LocalUnhandled => "local-unhandled",
+            DropReason::InterfaceQueueFull => "interface-queue-full",
         }
     }
 }

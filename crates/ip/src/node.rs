@@ -67,6 +67,12 @@ pub struct StaticRoute {
 pub struct IpConfig {
     /// Per port: its address, or `None` for a port without IP.
     pub interfaces: Vec<Option<Interface>>,
+    /// Interfaces on networks that carry whole packets (a router's side on
+    /// an ATOMIC LAN), numbered after the ATM ports: the first is
+    /// interface `interfaces.len()`. What the node sends there waits in
+    /// [`IpNode::take_packet`]; what arrives there comes in through
+    /// [`IpNode::packet_in`].
+    pub packet_interfaces: Vec<Interface>,
     /// Static routes.
     pub routes: Vec<StaticRoute>,
     /// Forward between ports (a router) rather than deliver everything to
@@ -100,6 +106,7 @@ impl Default for IpConfig {
     fn default() -> Self {
         IpConfig {
             interfaces: vec![None],
+            packet_interfaces: Vec::new(),
             routes: Vec::new(),
             forwarding: false,
             mtu: DEFAULT_MTU,
@@ -190,6 +197,8 @@ struct Core {
     by_vc: FxHashMap<(PortId, VcId), usize>,
     pending: VecDeque<Pending>,
     host_q: VecDeque<Vec<u8>>,
+    /// Packets for the packet interfaces: (interface, next hop, packet).
+    packet_q: VecDeque<(usize, Ipv4Addr, Vec<u8>)>,
     counters: IpCounters,
     cells: Vec<CellBytes>,
     scratch: Vec<u8>,
@@ -220,7 +229,12 @@ impl IpNode {
         } else {
             Forwarder::new()
         };
-        for (p, i) in cfg.interfaces.iter().enumerate() {
+        let all = cfg
+            .interfaces
+            .iter()
+            .copied()
+            .chain(cfg.packet_interfaces.iter().copied().map(Some));
+        for (p, i) in all.enumerate() {
             let Some(i) = i else { continue };
             if i.prefix > 32 {
                 return Err(ConfigError(format!(
@@ -242,6 +256,8 @@ impl IpNode {
             let port = cfg
                 .interfaces
                 .iter()
+                .copied()
+                .chain(cfg.packet_interfaces.iter().copied().map(Some))
                 .position(|i| i.as_ref().is_some_and(|i| in_subnet(r.gateway, i)))
                 .ok_or_else(|| {
                     ConfigError(format!(
@@ -275,6 +291,7 @@ impl IpNode {
                 by_vc: FxHashMap::default(),
                 pending: VecDeque::new(),
                 host_q: VecDeque::new(),
+                packet_q: VecDeque::new(),
                 counters: IpCounters::default(),
                 cells: Vec::new(),
                 scratch: Vec::new(),
@@ -321,6 +338,24 @@ impl IpNode {
         Ok(())
     }
 
+    /// The next packet for a packet interface: (its number among the
+    /// packet interfaces, the next hop, the packet).
+    pub fn take_packet(&mut self) -> Option<(usize, Ipv4Addr, Vec<u8>)> {
+        self.core.packet_q.pop_front()
+    }
+
+    /// A packet that arrived on packet interface `k` (a router forwards
+    /// it, or answers it if it is for the router).
+    pub fn packet_in(&mut self, now: Instant, k: usize, pkt: &mut [u8], out: &mut Outbox) {
+        let c = &mut self.core;
+        if k >= c.cfg.packet_interfaces.len() {
+            return;
+        }
+        let port = (c.cfg.interfaces.len() + k) as PortId;
+        c.counters.packets_in += 1;
+        c.ipv4_in(now, port, pkt, out);
+    }
+
     /// The counters.
     pub fn counters(&self) -> IpCounters {
         let mut c = self.core.counters;
@@ -364,11 +399,11 @@ impl IpNode {
 
 impl Core {
     fn iface(&self, port: PortId) -> Option<Interface> {
-        self.cfg
-            .interfaces
-            .get(usize::from(port))
-            .copied()
-            .flatten()
+        let p = usize::from(port);
+        match p.checked_sub(self.cfg.interfaces.len()) {
+            None => self.cfg.interfaces[p],
+            Some(k) => self.cfg.packet_interfaces.get(k).copied(),
+        }
     }
 
     /// Sends one packet of `protocol` on VC number `i`.
@@ -408,6 +443,15 @@ impl Core {
         if pkt.len() > self.cfg.mtu {
             self.counters.drops.add(DropReason::TooBig);
             self.icmp_error(now, port, pkt, ipv4::ICMP_UNREACHABLE, 4, out);
+            return;
+        }
+        if let Some(k) = usize::from(port).checked_sub(self.cfg.interfaces.len()) {
+            if self.packet_q.len() >= self.cfg.host_queue {
+                self.counters.drops.add(DropReason::InterfaceQueueFull);
+            } else {
+                self.counters.packets_out += 1;
+                self.packet_q.push_back((k, next_hop, pkt.to_vec()));
+            }
             return;
         }
         if let Some(e) = self
