@@ -14,6 +14,7 @@
 //! many cells were taken) or drops with a count, never grows.
 
 pub mod frame_udp;
+pub mod netns;
 pub mod ring;
 pub mod shape;
 pub mod shm;
