@@ -94,7 +94,7 @@ pub fn names<'a>(n: usize, named: impl Iterator<Item = (&'a String, NodeId)>) ->
 }
 
 /// Node names by id for the `n` nodes of `net`.
-pub fn names_in(net: &aurora_topo::Network, n: usize) -> Vec<String> {
+pub fn names_in<F: aurora_net::Frame>(net: &aurora_topo::Network<F>, n: usize) -> Vec<String> {
     names(
         n,
         (net.hosts

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use aurora_capture::CaptureDir;
-use aurora_engine::NodeId;
+use aurora_engine::carry::Carries;
+use aurora_engine::{Engine, NodeId};
+use aurora_net::Frame;
+use aurora_wire::CellBytes;
 use aurora_net::accounting::{self, Ledger, Place, Side};
 use aurora_net::traffic::TrafficHost;
 use aurora_time::{Duration, Instant};
@@ -405,17 +408,17 @@ const LIVE_EVERY: Duration = Duration::from_millis(100);
 
 /// Something shown the engine every so often while it runs: the period,
 /// and what to call.
-pub(crate) type Watch<'a> = (Duration, &'a mut dyn FnMut(&aurora_engine::Engine));
+pub(crate) type Watch<'a, F = CellBytes> = (Duration, &'a mut dyn FnMut(&Engine<F>));
 
 /// Runs a loaded network for `duration` (senders then stop) and `drain`
 /// under `clock`, showing it to `watch` every period, and reports.
-pub(crate) fn run_network(
-    mut net: aurora_topo::Network,
+pub(crate) fn run_network<F: Carries<CellBytes>>(
+    mut net: aurora_topo::Network<F>,
     duration: Duration,
     drain: Duration,
     capture: Option<&CaptureArg>,
     clock: Clock,
-    watch: Option<Watch<'_>>,
+    watch: Option<Watch<'_, F>>,
 ) -> Result<Report, String> {
     let end = Instant::ZERO + duration;
     for (_, id) in &net.hosts {
@@ -425,9 +428,9 @@ pub(crate) fn run_network(
     }
     let ledger = Arc::new(Mutex::new(Ledger::new()));
     let book = ledger.clone();
-    net.sim.set_drop_tap(Box::new(move |t, at, why, cell| {
+    net.sim.set_drop_tap(Box::new(move |t, at, why, f: &F| {
         // Poisoned only if a tap panicked, which ends the run anyway.
-        if let Ok(mut b) = book.lock() {
+        if let (Some(cell), Ok(mut b)) = (f.peek(), book.lock()) {
             b.dropped(t, at, why, cell)
         }
     }));
@@ -442,8 +445,8 @@ pub(crate) fn run_network(
             }
             let c = Arc::new(Mutex::new(dir));
             let tap = c.clone();
-            net.sim.set_tap(Box::new(move |t, node, port, cell| {
-                if let Ok(mut d) = tap.lock() {
+            net.sim.set_tap(Box::new(move |t, node, port, f: &F| {
+                if let (Some(cell), Ok(mut d)) = (f.peek(), tap.lock()) {
                     d.record(t, node.0, port, std::slice::from_ref(cell));
                 }
             }));
@@ -458,7 +461,7 @@ pub(crate) fn run_network(
             spin,
         )),
     };
-    let mut step = |sim: &mut aurora_engine::Engine, t: Instant| match wall.as_mut() {
+    let mut step = |sim: &mut Engine<F>, t: Instant| match wall.as_mut() {
         Some(w) => sim.run_wall(t, w),
         None => sim.run_until(t),
     };
@@ -542,7 +545,7 @@ pub(crate) fn finish_captures(
 }
 
 /// Publishes the traffic hosts' figures so far to `live`.
-fn publish(live: &Mutex<Live>, e: &aurora_engine::Engine, hosts: &[NodeId]) {
+fn publish<F: Frame>(live: &Mutex<Live>, e: &Engine<F>, hosts: &[NodeId]) {
     // A poisoned lock means the display thread died; nothing to show.
     let Ok(mut l) = live.lock() else {
         return;
@@ -611,7 +614,7 @@ fn loss_rows<'a>(
     .collect()
 }
 
-fn build_report(names: &Names, view: &aurora_engine::Engine, ledger: &Ledger) -> Report {
+fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> Report {
     let node_names: BTreeMap<u32, &str> = names
         .hosts
         .iter()

@@ -394,10 +394,12 @@ pub struct PvcInfo {
 /// One end of a link: node name, node, port.
 pub type LinkEnd = (String, NodeId, PortId);
 
-/// A network ready to run.
-pub struct Network {
-    /// The simulator holding every node and link.
-    pub sim: Engine,
+/// A network ready to run, on an engine of frame type `F`: cells, or
+/// [`aurora_engine::carry::Unit`] for a network that holds ATOMIC frames
+/// too.
+pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
+    /// The engine holding every node and link.
+    pub sim: Engine<F>,
     /// Host names and ids.
     pub hosts: Vec<(String, NodeId)>,
     /// Switching nodes (ATM and VuNet switches, relaying links): names,
@@ -415,7 +417,7 @@ pub struct Network {
     pub pins: Vec<(NodeId, u16)>,
 }
 
-impl Network {
+impl<F: aurora_net::Frame> Network<F> {
     /// Splits the network between at most `workers` workers: the file's
     /// pins kept, the rest planned by the engine (cutting no link under
     /// `min_cut`).
