@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use aurora_atomic::host::AtomicHost;
 use aurora_atomic::mosaic::{Drop, MosaicNode};
 use aurora_engine::NodeId;
-use aurora_time::{Duration, Instant};
+use aurora_time::Duration;
 use serde::Serialize;
 
 /// One mapping by one AC.
@@ -90,57 +90,25 @@ pub struct AtomicReport {
     pub lateness: Option<crate::lateness::LatenessReport>,
 }
 
-/// Runs an ATOMIC file for `duration` on the engine: in virtual time, or
-/// against the wall clock.
-pub fn run(
-    path: &Path,
-    text: &str,
+/// The ATOMIC part of a network after a run on `e`: every AC's mappings,
+/// every flow, every host (those inside routers too) and the Mosaic
+/// nodes' drops.
+pub(crate) fn report_on<F: aurora_net::Frame>(
+    a: &aurora_topo::AtomicPart,
+    e: &aurora_engine::Engine<F>,
     duration: Duration,
-    seed: u64,
-    virtual_time: bool,
-) -> Result<AtomicReport, String> {
-    let net = aurora_topo::compile_atomic(text).map_err(|p| crate::run::problems(path, &p))?;
-    let plan = net.plan(seed);
-    let mut b = plan.into_sim(seed).map_err(|e| e.to_string())?;
-    let end = Instant::ZERO + duration;
-    let wall = if virtual_time {
-        b.sim.run_until(end);
-        None
-    } else {
-        let mut wall = aurora_engine::clock::Wall::new(std::time::Instant::now(), false);
-        b.sim.run_wall(end, &mut wall);
-        Some(wall)
-    };
-    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = b
+) -> AtomicReport {
+    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = a
         .hosts
         .iter()
-        .filter_map(|(a, _, _)| b.host(*a).map(|h| (*a, h)))
+        .filter_map(|(_, addr, id)| e.node::<AtomicHost>(*id).map(|h| (*addr, h)))
+        .chain(a.gateways.iter().filter_map(|(_, addr, id)| {
+            let g = e.node::<aurora_atomic::gateway::Gateway>(*id)?;
+            g.lans().iter().find(|h| h.addr() == *addr).map(|h| (*addr, h))
+        }))
         .collect();
-    let mosaics: Vec<&MosaicNode> = b.mosaic.iter().filter_map(|id| b.sim.node(*id)).collect();
-    let mut r = report(&net, &hosts, &mosaics, duration);
-    r.events = b.sim.events();
-    r.overflow = b.sim.links().iter().map(|(_, c)| c.overflow).sum();
-    let Some(wall) = wall else {
-        r.mode = "virtual time".into();
-        return Ok(r);
-    };
-    r.mode = "real time".into();
-    let asked = std::time::Duration::from_nanos(duration.as_nanos().max(0) as u64);
-    let l = wall.lateness(b.sim.node_count(), asked, wall.elapsed());
-    let name = |i: usize| match b.hosts.iter().find(|(_, id, _)| id.0 as usize == i) {
-        Some((a, _, _)) => net
-            .hosts
-            .iter()
-            .find(|h| h.1.addr == *a)
-            .map_or_else(|| a.to_string(), |h| h.0.clone()),
-        None => format!("mosaic {i}"),
-    };
-    r.lateness = Some(crate::lateness::report(
-        &l,
-        &name,
-        "rerun with --virtual for exact results",
-    ));
-    Ok(r)
+    let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|id| e.node(*id)).collect();
+    report(&a.net, &hosts, &mosaics, duration)
 }
 
 fn report(

@@ -93,8 +93,16 @@ pub fn names<'a>(n: usize, named: impl Iterator<Item = (&'a String, NodeId)>) ->
     v
 }
 
-/// Node names by id for the `n` nodes of `net`.
+/// Node names by id for the `n` nodes of `net` (an ATOMIC LAN's Mosaic
+/// nodes by their layout names, its hosts by theirs).
 pub fn names_in<F: aurora_net::Frame>(net: &aurora_topo::Network<F>, n: usize) -> Vec<String> {
+    let atomic = net.atomic.iter().flat_map(|a| {
+        a.mosaic
+            .iter()
+            .zip(&a.net.names)
+            .map(|(id, name)| (name, *id))
+            .chain(a.hosts.iter().map(|(name, _, id)| (name, *id)))
+    });
     names(
         n,
         (net.hosts
@@ -106,7 +114,8 @@ pub fn names_in<F: aurora_net::Frame>(net: &aurora_topo::Network<F>, n: usize) -
                 .iter()
                 .chain(&net.routers)
                 .map(|(n, id, _)| (n, *id)),
-        ),
+        )
+        .chain(atomic),
     )
 }
 

@@ -618,26 +618,6 @@ fn main() -> ExitCode {
         } => {
             let capture = capture.arg();
             let d = duration;
-            let text = match aurora_topo::read_topology(&file) {
-                Ok(text) => text,
-                Err(e) => {
-                    eprintln!("aurora run: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            if aurora_topo::is_atomic_text(&text) {
-                if capture.is_some() {
-                    eprintln!("aurora run: --capture is for cell networks; ATOMIC runs are not captured yet");
-                    return ExitCode::FAILURE;
-                }
-                let r = atomic_run::run(&file, &text, d, seed, r#virtual);
-                if let Some(l) = r.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
-                    if !l.faithful {
-                        eprintln!("aurora run: {}", l.sentence);
-                    }
-                }
-                return report("aurora run", r, json, atomic_run::text);
-            }
             let clock = if r#virtual {
                 run::Clock::Virtual
             } else {

@@ -275,6 +275,10 @@ pub struct Report {
     /// Real time only: how late each node ran, and whether to trust the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lateness: Option<crate::lateness::LatenessReport>,
+    /// The ATOMIC LAN, if the network holds one: its mappings, flows,
+    /// hosts and Mosaic nodes' drops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub atomic: Option<crate::atomic_run::AtomicReport>,
 }
 
 impl Report {
@@ -384,22 +388,39 @@ pub fn run(
         workers,
     } = args;
     let text = aurora_topo::read_topology(path)?;
-    let mut net = aurora_topo::load(&text, seed).map_err(|p| problems(path, &p))?;
-    net.split(workers, aurora_engine::plan::MIN_CUT)?;
-    let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
-    match live {
-        Some(live) => {
-            let mut show = |e: &aurora_engine::Engine| publish(&live, e, &hosts);
-            run_network(
-                net,
-                duration,
-                drain,
-                capture,
-                clock,
-                Some((LIVE_EVERY, &mut show)),
-            )
+    let (bp, atomic) = if aurora_topo::is_atomic_text(&text) {
+        let a = aurora_topo::compile_atomic(&text).map_err(|p| problems(path, &p))?;
+        let none = aurora_topo::compile("").map_err(|p| problems(path, &p))?;
+        (none, Some(a))
+    } else {
+        let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
+        (bp, None)
+    };
+    match atomic {
+        None => {
+            let mut net = bp.into_sim(seed).map_err(|p| problems(path, &p))?;
+            net.split(workers, aurora_engine::plan::MIN_CUT)?;
+            match live {
+                Some(live) => {
+                    let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
+                    let mut show = |e: &Engine| publish(&live, e, &hosts);
+                    run_network(
+                        net,
+                        duration,
+                        drain,
+                        capture,
+                        clock,
+                        Some((LIVE_EVERY, &mut show)),
+                    )
+                }
+                None => run_network(net, duration, drain, capture, clock, None),
+            }
         }
-        None => run_network(net, duration, drain, capture, clock, None),
+        Some(a) => {
+            let mut net = bp.into_mixed(a, seed).map_err(|p| problems(path, &p))?;
+            net.split(workers, aurora_engine::plan::MIN_CUT)?;
+            run_network(net, duration, drain, capture, clock, None)
+        }
     }
 }
 
@@ -500,6 +521,14 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     r.events = net.sim.events();
     r.trace = format!("{:016x}", net.sim.trace_hash());
     r.captures = written;
+    if let Some(a) = &net.atomic {
+        let cell_overflow: u64 = r.links.iter().map(|l| l.overflow).sum();
+        let all_overflow: u64 = net.sim.links().iter().map(|(_, c)| c.overflow).sum();
+        let mut ar = crate::atomic_run::report_on(a, &net.sim, duration);
+        ar.events = r.events;
+        ar.overflow = all_overflow.saturating_sub(cell_overflow);
+        r.atomic = Some(ar);
+    }
     match wall {
         None => r.mode = "virtual time".into(),
         Some(w) => {
@@ -515,6 +544,9 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
                 "rerun with --virtual for exact results",
             ));
         }
+    }
+    if let Some(a) = r.atomic.as_mut() {
+        a.mode = r.mode.clone();
     }
     rates(&mut r);
     Ok(r)
@@ -732,6 +764,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                 .map(accounting::RxBook::overflow)
                 .sum::<u64>(),
         lateness: None,
+        atomic: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
     }
@@ -785,20 +818,24 @@ pub fn text(r: &Report) -> String {
         }
     }
     s += &ping_text(&r.pings);
-    s += &format!(
-        "\n{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
-        "link (cells)", "offered", "delivered", "overflow", "lost", "errored"
-    );
+    if !r.links.is_empty() {
+        s += &format!(
+            "\n{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
+            "link (cells)", "offered", "delivered", "overflow", "lost", "errored"
+        );
+    }
     for l in &r.links {
         s += &format!(
             "{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
             l.dir, l.offered, l.delivered, l.overflow, l.lost, l.errored
         );
     }
-    s += &format!(
-        "\n{:<12} {:>5} {:>10} {:>10} {:>8}\n",
-        "node", "port", "cells in", "cells out", "dropped"
-    );
+    if r.switch_ports.iter().any(|(_, _, i, o, d)| i + o + d > 0) {
+        s += &format!(
+            "\n{:<12} {:>5} {:>10} {:>10} {:>8}\n",
+            "node", "port", "cells in", "cells out", "dropped"
+        );
+    }
     for (n, p, i, o, d) in &r.switch_ports {
         if i + o + d > 0 {
             s += &format!("{n:<12} {p:>5} {i:>10} {o:>10} {d:>8}\n");
@@ -818,6 +855,10 @@ pub fn text(r: &Report) -> String {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
         );
+    }
+    if let Some(a) = &r.atomic {
+        s += "\n";
+        s += &crate::atomic_run::text(a);
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

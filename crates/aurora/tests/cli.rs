@@ -195,15 +195,15 @@ fn an_atomic_file_runs_in_either_driver_and_reports_probes_per_node() {
         String::from_utf8_lossy(&out.stderr)
     );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let m = &r["mappings"][0];
+    let m = &r["atomic"]["mappings"][0];
     assert_eq!(m["nodes"], 22);
     assert_eq!(m["hosts"], 4);
     assert!(m["per_node"].as_f64().unwrap() <= 10.0, "{m}");
-    for f in r["flows"].as_array().unwrap() {
+    for f in r["atomic"]["flows"].as_array().unwrap() {
         assert_eq!(f["delivered"], f["sent"], "{f}");
         assert_eq!(f["corrupted"], 0);
     }
-    // The same network in real time, a thread per node.
+    // The same network against the wall clock.
     let rt = aurora()
         .args(["run", file, "--duration", "1500ms", "--json"])
         .output()
@@ -215,8 +215,8 @@ fn an_atomic_file_runs_in_either_driver_and_reports_probes_per_node() {
     );
     let r: serde_json::Value = serde_json::from_slice(&rt.stdout).unwrap();
     assert_eq!(r["mode"], "real time");
-    assert_eq!(r["mappings"][0]["nodes"], 22);
-    for f in r["flows"].as_array().unwrap() {
+    assert_eq!(r["atomic"]["mappings"][0]["nodes"], 22);
+    for f in r["atomic"]["flows"].as_array().unwrap() {
         assert!(f["delivered"].as_u64().unwrap() > 0, "{f}");
         assert_eq!(f["corrupted"], 0);
     }

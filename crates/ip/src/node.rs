@@ -338,6 +338,32 @@ impl IpNode {
         Ok(())
     }
 
+    /// Adds a packet interface (see [`IpConfig::packet_interfaces`]) and
+    /// returns its number among them.
+    pub fn add_packet_interface(&mut self, i: Interface) -> Result<usize, ConfigError> {
+        if i.prefix > 32 {
+            return Err(ConfigError(format!(
+                "prefix /{} of {} is longer than 32",
+                i.prefix, i.addr
+            )));
+        }
+        let c = &mut self.core;
+        let k = c.cfg.packet_interfaces.len();
+        let port = PortId::try_from(c.cfg.interfaces.len() + k)
+            .map_err(|_| ConfigError("too many interfaces".into()))?;
+        c.cfg.packet_interfaces.push(i);
+        c.fwd.add_local(i.addr);
+        c.fwd.add_route(
+            i.addr,
+            i.prefix,
+            Route {
+                port,
+                gateway: None,
+            },
+        );
+        Ok(k)
+    }
+
     /// The next packet for a packet interface: (its number among the
     /// packet interfaces, the next hop, the packet).
     pub fn take_packet(&mut self) -> Option<(usize, Ipv4Addr, Vec<u8>)> {

@@ -73,6 +73,15 @@ pub struct AtomicHostDef {
     /// The TUN interface's MTU (default 9000).
     #[serde(default)]
     pub mtu: Option<usize>,
+    /// The IP router for addresses off the LAN (outside `ip`'s prefix):
+    /// an ATOMIC host that is a `router`'s interface.
+    #[serde(default)]
+    pub gateway: Option<String>,
+    /// This host is the named IP router's interface on the LAN: the
+    /// router forwards what arrives here, and sends here what it routes
+    /// to the LAN.
+    #[serde(default)]
+    pub router: Option<String>,
 }
 
 /// A cable.
@@ -150,6 +159,9 @@ pub struct AtomicNet {
     pub groups: Vec<String>,
     /// Hosts with TUN interfaces: host name, interface.
     pub tuns: Vec<(String, crate::TunSpec)>,
+    /// Hosts that are IP routers' interfaces on the LAN: host name, the
+    /// router's name, the LAN's prefix length.
+    pub routers: Vec<(String, String, u8)>,
 }
 
 fn fnv(s: &str) -> u64 {
@@ -169,6 +181,14 @@ fn dir(s: &str) -> Option<Dir> {
         "south" | "s" => Some(Dir::South),
         _ => None,
     }
+}
+
+/// True if `a` and `b` share their first `prefix` bits.
+fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, prefix: u8) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(prefix.min(32)))
+        .unwrap_or(0);
+    (u32::from(a) ^ u32::from(b)) & mask == 0
 }
 
 /// True if the file describes an ATOMIC network.
@@ -269,6 +289,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
     }
     let mut hosts = Vec::new();
     let mut tuns = Vec::new();
+    let mut routers = Vec::new();
     let mut addrs: BTreeMap<Ipv4Addr, String> = BTreeMap::new();
     for h in &f.atomic_host {
         let d = h.get_ref();
@@ -296,6 +317,34 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                 ),
             );
         }
+        let gateway = match (&d.gateway, addr, prefix) {
+            (Some(g), Some(a), Some(p)) => match g.parse::<Ipv4Addr>() {
+                Ok(g) if same_subnet(a, g, p) && g != a => Some(g),
+                _ => {
+                    c.at(
+                        h.span(),
+                        format!(
+                            "gateway \"{g}\" of host \"{}\" is not another address on its LAN {a}/{p}",
+                            d.name
+                        ),
+                    );
+                    None
+                }
+            },
+            _ => None,
+        };
+        if let Some(r) = &d.router {
+            if d.tun.is_some() || d.gateway.is_some() {
+                c.at(
+                    h.span(),
+                    format!(
+                        "host \"{}\" is router \"{r}\"'s interface, so it has no tun or gateway of its own",
+                        d.name
+                    ),
+                );
+            }
+            routers.push((d.name.clone(), r.clone(), prefix.unwrap_or(24)));
+        }
         if let (Some(a), Some(p)) = (addr, prefix) {
             if let Some(t) = &d.tun {
                 let mtu = d.mtu.unwrap_or(9000);
@@ -315,7 +364,14 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                         addr: a,
                         prefix: p,
                         mtu,
-                        routes: Vec::new(),
+                        routes: gateway
+                            .map(|g| aurora_ip::node::StaticRoute {
+                                dst: Ipv4Addr::UNSPECIFIED,
+                                prefix: 0,
+                                gateway: g,
+                            })
+                            .into_iter()
+                            .collect(),
                     },
                 ));
             }
@@ -361,6 +417,12 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                 method,
                 ..AcConfig::default()
             },
+            prefix: if gateway.is_some() {
+                prefix.unwrap_or(24)
+            } else {
+                0
+            },
+            gateway,
             ..HostConfig::new(addr, 0)
         };
         hosts.push((d.name.clone(), cfg, node));
@@ -517,6 +579,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
         cables,
         groups,
         tuns,
+        routers,
     })
 }
 

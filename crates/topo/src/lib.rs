@@ -66,8 +66,10 @@ use serde::Deserialize;
 
 pub mod atomic;
 mod ip;
+mod mixed;
 mod pvc;
 pub use atomic::{compile_atomic, is_atomic_text, AtomicNet};
+pub use mixed::AtomicPart;
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 use pvc::{Entries, Hop, Kind};
 use toml::Spanned;
@@ -415,6 +417,8 @@ pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
     pub pvcs: Vec<PvcInfo>,
     /// Nodes the file pins to a worker, with the worker.
     pub pins: Vec<(NodeId, u16)>,
+    /// The ATOMIC LAN, if the network holds one.
+    pub atomic: Option<mixed::AtomicPart>,
 }
 
 impl<F: aurora_net::Frame> Network<F> {
@@ -1997,6 +2001,7 @@ impl Blueprint {
             links,
             pvcs: self.pvcs,
             pins: self.pins,
+            atomic: None,
         })
     }
 }
