@@ -275,6 +275,10 @@ pub struct Report {
     /// Real time only: how late each node ran, and whether to trust the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lateness: Option<crate::lateness::LatenessReport>,
+    /// TUN interfaces the run made (hosts given a `netns`, against the
+    /// wall clock) and what crossed them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tuns: Vec<crate::node::TunRow>,
     /// The ATOMIC LAN, if the network holds one: its mappings, flows,
     /// hosts and Mosaic nodes' drops.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -399,7 +403,7 @@ pub fn run(
     match atomic {
         None => {
             let mut net = bp.into_sim(seed).map_err(|p| problems(path, &p))?;
-            net.split(workers, aurora_engine::plan::MIN_CUT)?;
+            net.split(tun_workers(&net, clock, workers), aurora_engine::plan::MIN_CUT)?;
             match live {
                 Some(live) => {
                     let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
@@ -418,9 +422,20 @@ pub fn run(
         }
         Some(a) => {
             let mut net = bp.into_mixed(a, seed).map_err(|p| problems(path, &p))?;
-            net.split(workers, aurora_engine::plan::MIN_CUT)?;
+            net.split(tun_workers(&net, clock, workers), aurora_engine::plan::MIN_CUT)?;
             run_network(net, duration, drain, capture, clock, None)
         }
+    }
+}
+
+/// Workers for a run: one when it makes TUN interfaces (the engine's
+/// external I/O runs on one worker), else `workers`.
+fn tun_workers<F: Frame>(net: &aurora_topo::Network<F>, clock: Clock, workers: usize) -> usize {
+    let tuns = net.tuns.iter().any(|(_, t)| t.netns.is_some());
+    if tuns && clock != Clock::Virtual {
+        1
+    } else {
+        workers
     }
 }
 
@@ -475,6 +490,19 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         }
         None => None,
     };
+    // Hosts given a network namespace get their TUN interface there, so
+    // tools in that namespace (ping, iperf3) talk through the network.
+    let mut tuns = Vec::new();
+    if clock != Clock::Virtual {
+        for (id, t) in net.tuns.iter().filter(|(_, t)| t.netns.is_some()) {
+            let dev = aurora_topo::open_tun(t)
+                .map_err(|e| format!("TUN interface {} of node {}: {e}", t.name, id.0))?;
+            net.sim
+                .set_packet_device(*id, Box::new(dev))
+                .map_err(|e| format!("TUN interface {}: {e}", t.name))?;
+            tuns.push((*id, t.clone()));
+        }
+    }
     let mut wall = match clock {
         Clock::Virtual => None,
         Clock::Wall { spin } => Some(aurora_engine::clock::Wall::new(
@@ -521,6 +549,25 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     r.events = net.sim.events();
     r.trace = format!("{:016x}", net.sim.trace_hash());
     r.captures = written;
+    r.tuns = tuns
+        .iter()
+        .filter_map(|(id, t)| {
+            let c = net.sim.device_counters(*id)?;
+            Some(crate::node::TunRow {
+                name: format!(
+                    "{} {}/{} in {}",
+                    t.name,
+                    t.addr,
+                    t.prefix,
+                    t.netns.as_deref().unwrap_or("-")
+                ),
+                read: c.from_device,
+                written: c.to_device,
+                refused: c.device_full,
+                errors: c.errors,
+            })
+        })
+        .collect();
     if let Some(a) = &net.atomic {
         let cell_overflow: u64 = r.links.iter().map(|l| l.overflow).sum();
         let all_overflow: u64 = net.sim.links().iter().map(|(_, c)| c.overflow).sum();
@@ -764,6 +811,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                 .map(accounting::RxBook::overflow)
                 .sum::<u64>(),
         lateness: None,
+        tuns: Vec::new(),
         atomic: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
@@ -854,6 +902,12 @@ pub fn text(r: &Report) -> String {
     for (f, cells, pdus, dropped) in &r.captures {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
+        );
+    }
+    for t in &r.tuns {
+        s += &format!(
+            "TUN {}: {} packets read, {} written, {} refused, {} errors\n",
+            t.name, t.read, t.written, t.refused, t.errors
         );
     }
     if let Some(a) = &r.atomic {

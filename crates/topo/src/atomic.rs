@@ -73,6 +73,10 @@ pub struct AtomicHostDef {
     /// The TUN interface's MTU (default 9000).
     #[serde(default)]
     pub mtu: Option<usize>,
+    /// The network namespace to make the TUN interface in (see
+    /// [`crate::TunSpec::netns`]).
+    #[serde(default)]
+    pub netns: Option<String>,
     /// The IP router for addresses off the LAN (outside `ip`'s prefix):
     /// an ATOMIC host that is a `router`'s interface.
     #[serde(default)]
@@ -333,12 +337,21 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
             },
             _ => None,
         };
+        if d.netns.is_some() && d.tun.is_none() {
+            c.at(
+                h.span(),
+                format!(
+                    "host \"{}\" has a netns but no tun to make in it",
+                    d.name
+                ),
+            );
+        }
         if let Some(r) = &d.router {
-            if d.tun.is_some() || d.gateway.is_some() {
+            if d.tun.is_some() || d.gateway.is_some() || d.netns.is_some() {
                 c.at(
                     h.span(),
                     format!(
-                        "host \"{}\" is router \"{r}\"'s interface, so it has no tun or gateway of its own",
+                        "host \"{}\" is router \"{r}\"'s interface, so it has no tun, netns or gateway of its own",
                         d.name
                     ),
                 );
@@ -372,6 +385,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
                             })
                             .into_iter()
                             .collect(),
+                        netns: d.netns.clone(),
                     },
                 ));
             }

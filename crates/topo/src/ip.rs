@@ -22,6 +22,9 @@ pub struct TunSpec {
     pub mtu: usize,
     /// Routes through it.
     pub routes: Vec<StaticRoute>,
+    /// The network namespace (made by `ip netns add`) to make it in; then
+    /// `aurora run` opens it too, not only `aurora node`.
+    pub netns: Option<String>,
 }
 
 /// Reads `a.b.c.d/len`.
@@ -162,9 +165,10 @@ pub(crate) fn host(d: &HostDef) -> Result<Option<(IpConfig, TunSpec)>, Vec<Strin
             || d.atmarp.is_some()
             || d.atmarp_server
             || d.inarp.is_some()
+            || d.netns.is_some()
         {
             errs.push(format!(
-                "host \"{}\" has IP settings (routes, tun, mtu, encap, atm, atmarp...) but no ip",
+                "host \"{}\" has IP settings (routes, tun, netns, mtu, encap, atm, atmarp...) but no ip",
                 d.name
             ));
             return Err(errs);
@@ -214,6 +218,7 @@ pub(crate) fn host(d: &HostDef) -> Result<Option<(IpConfig, TunSpec)>, Vec<Strin
         prefix,
         mtu: cfg.mtu,
         routes: cfg.routes.clone(),
+        netns: d.netns.clone(),
     };
     Ok(Some((cfg, tun)))
 }

@@ -175,6 +175,10 @@ pub struct HostDef {
     /// The TUN interface's name (default `aur-NAME`, cut to 15 characters).
     #[serde(default)]
     pub tun: Option<String>,
+    /// The network namespace to make the TUN interface in (see
+    /// [`TunSpec::netns`]).
+    #[serde(default)]
+    pub netns: Option<String>,
     /// MTU (default 9180).
     #[serde(default)]
     pub mtu: Option<usize>,
@@ -419,6 +423,10 @@ pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
     pub pins: Vec<(NodeId, u16)>,
     /// The ATOMIC LAN, if the network holds one.
     pub atomic: Option<mixed::AtomicPart>,
+    /// IP hosts' TUN interfaces (cell and ATOMIC hosts), by node: made by
+    /// `aurora node`, and by `aurora run` for those given a network
+    /// namespace.
+    pub tuns: Vec<(NodeId, TunSpec)>,
 }
 
 impl<F: aurora_net::Frame> Network<F> {
@@ -1788,16 +1796,24 @@ pub fn open_tun(t: &TunSpec) -> Result<aurora_link::tun::Tun, String> {
         }
         m
     };
-    let tun = aurora_link::tun::Tun::create(&t.name).map_err(hint)?;
-    // Aurora's IP nodes carry IPv4; without IPv6 on the interface the
-    // kernel sends none. A kernel without IPv6 has nothing to turn off.
-    let _ = tun.disable_ipv6();
-    tun.configure(t.addr, t.prefix, t.mtu as u32)
-        .map_err(hint)?;
-    for r in &t.routes {
-        tun.add_route(r.dst, r.prefix, r.gateway).map_err(hint)?;
+    let make = || -> Result<aurora_link::tun::Tun, String> {
+        let tun = aurora_link::tun::Tun::create(&t.name).map_err(hint)?;
+        // Aurora's IP nodes carry IPv4; without IPv6 on the interface the
+        // kernel sends none. A kernel without IPv6 has nothing to turn off.
+        let _ = tun.disable_ipv6();
+        tun.configure(t.addr, t.prefix, t.mtu as u32)
+            .map_err(hint)?;
+        for r in &t.routes {
+            tun.add_route(r.dst, r.prefix, r.gateway).map_err(hint)?;
+        }
+        Ok(tun)
+    };
+    match &t.netns {
+        // Made, configured and routed inside the namespace; used from
+        // anywhere afterwards.
+        Some(ns) => aurora_link::netns::in_netns(ns, make).map_err(|e| e.to_string())?,
+        None => make(),
     }
-    Ok(tun)
 }
 
 impl Blueprint {
@@ -2002,6 +2018,7 @@ impl Blueprint {
             pvcs: self.pvcs,
             pins: self.pins,
             atomic: None,
+            tuns: self.tuns,
         })
     }
 }

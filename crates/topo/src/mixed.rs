@@ -130,10 +130,16 @@ impl Blueprint {
                 .find(|h| h.1.addr == a)
                 .map_or_else(|| a.to_string(), |h| h.0.clone())
         };
-        let hosts = hosts
+        let hosts: Vec<(String, Ipv4Addr, NodeId)> = hosts
             .into_iter()
             .map(|(a, id, _)| (name_of(a), a, id))
             .collect();
+        let mut tuns = self.tuns;
+        for (name, t) in &atomic.tuns {
+            if let Some(h) = hosts.iter().find(|h| &h.0 == name) {
+                tuns.push((h.2, t.clone()));
+            }
+        }
         let gateways = gateways
             .into_iter()
             .map(|(h, a, id, ..)| (h, a, id))
@@ -147,6 +153,7 @@ impl Blueprint {
             links,
             pvcs: self.pvcs,
             pins: self.pins,
+            tuns,
             atomic: Some(AtomicPart {
                 net: atomic,
                 mosaic,
