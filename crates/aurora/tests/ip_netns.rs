@@ -462,3 +462,98 @@ fn ping_crosses_an_atomic_lan_between_namespaces() {
     }
     let _ = std::fs::remove_file(&topo);
 }
+
+/// iperf3 TCP for `secs` from `client` to the server it starts in
+/// `server` at `addr`: bits per second received.
+fn iperf3(client: &Netns, server: &Netns, addr: &str, port: u32, secs: u32) -> f64 {
+    let s = server
+        .cmd("iperf3")
+        .args(["-s", "-1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("iperf3 server");
+    let _server = Proc(Some(s));
+    std::thread::sleep(Duration::from_millis(500));
+    let out = client.run(
+        "iperf3",
+        &[
+            "-c",
+            addr,
+            "-p",
+            &port.to_string(),
+            "-t",
+            &secs.to_string(),
+            "-J",
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "iperf3 gave no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    j["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_in_one_run() {
+    if !common::ready(
+        "ip_netns::ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_in_one_run",
+        &["root", "ip", "ping", "iperf3"],
+    ) {
+        return;
+    }
+    let tag = format!("w{}", std::process::id());
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/interwork.toml"),
+    )
+    .unwrap()
+    .replace("netns = \"aur-", &format!("netns = \"{tag}-"))
+    .replace("shm = \"aurora-", &format!("shm = \"aurora-{tag}-"));
+    let topo = std::env::temp_dir().join(format!("aurora-{tag}-interwork.toml"));
+    std::fs::write(&topo, text).unwrap();
+    let atm = Netns::new(format!("{tag}-atm"));
+    let lan = Netns::new(format!("{tag}-lan"));
+    let run = Command::new(aurora())
+        .args(["run"])
+        .arg(&topo)
+        .args(["--duration", "25s", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start aurora run");
+    let mut run = Proc(Some(run));
+    wait_for_ping(&atm, "10.5.0.2", &mut [&mut run]);
+    // One router between: TTL 63 on arrival, both ways, nothing lost.
+    assert!(ping_clean(&atm, "10.5.0.2").contains("ttl=63"));
+    assert!(ping_clean(&lan, "10.1.0.1").contains("ttl=63"));
+    let port = 20000 + (std::process::id() % 20000);
+    let up = iperf3(&atm, &lan, "10.5.0.2", port, 2);
+    let down = iperf3(&lan, &atm, "10.1.0.1", port + 1, 2);
+    assert!(up > 0.0 && down > 0.0, "iperf3: {up} and {down} b/s");
+    eprintln!(
+        "iperf3 TCP ATM -> ATOMIC {:.0} Mb/s, ATOMIC -> ATM {:.0} Mb/s",
+        up / 1e6,
+        down / 1e6
+    );
+    let out = run.0.take().unwrap().wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Both TUN interfaces carried the traffic; the ATOMIC side mapped.
+    let tuns = r["tuns"].as_array().unwrap();
+    assert_eq!(tuns.len(), 2, "{r}");
+    for t in tuns {
+        assert!(t["read"].as_u64().unwrap() > 100, "{t}");
+        assert_eq!(t["errors"], 0, "{t}");
+    }
+    assert_eq!(r["atomic"]["mappings"][0]["hosts"], 3, "{r}");
+    assert_eq!(r["unaccounted"], 0);
+    let _ = std::fs::remove_file(&topo);
+}
