@@ -104,7 +104,10 @@ pub(crate) fn report_on<F: aurora_net::Frame>(
         .filter_map(|(_, addr, id)| e.node::<AtomicHost>(*id).map(|h| (*addr, h)))
         .chain(a.gateways.iter().filter_map(|(_, addr, id)| {
             let g = e.node::<aurora_atomic::gateway::Gateway>(*id)?;
-            g.lans().iter().find(|h| h.addr() == *addr).map(|h| (*addr, h))
+            g.lans()
+                .iter()
+                .find(|h| h.addr() == *addr)
+                .map(|h| (*addr, h))
         }))
         .collect();
     let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|id| e.node(*id)).collect();
@@ -227,11 +230,46 @@ pub fn text(r: &AtomicReport) -> String {
         "\n{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9} {:>8}\n",
         "AC", "epoch", "nodes", "channels", "hosts", "probes", "per node", "ms"
     );
-    for m in &r.mappings {
+    // An AC remaps every so often; a run of mappings that found the same
+    // network is one row with a count (the JSON keeps every one).
+    let same = |a: &MapRow, b: &MapRow| {
+        (
+            a.ac.as_str(),
+            a.epoch,
+            a.nodes,
+            a.channels,
+            a.hosts,
+            a.probes,
+        ) == (
+            b.ac.as_str(),
+            b.epoch,
+            b.nodes,
+            b.channels,
+            b.hosts,
+            b.probes,
+        )
+    };
+    let mut i = 0;
+    while i < r.mappings.len() {
+        let m = &r.mappings[i];
+        let n = r.mappings[i..].iter().take_while(|x| same(m, x)).count();
         s += &format!(
-            "{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9.2} {:>8.3}\n",
-            m.ac, m.epoch, m.nodes, m.channels, m.hosts, m.probes, m.per_node, m.ms
+            "{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9.2} {:>8.3}{}\n",
+            m.ac,
+            m.epoch,
+            m.nodes,
+            m.channels,
+            m.hosts,
+            m.probes,
+            m.per_node,
+            m.ms,
+            if n > 1 {
+                format!("  (x{n})")
+            } else {
+                String::new()
+            }
         );
+        i += n;
     }
     if !r.flows.is_empty() {
         s += &format!(

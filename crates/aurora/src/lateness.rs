@@ -96,13 +96,28 @@ pub fn names<'a>(n: usize, named: impl Iterator<Item = (&'a String, NodeId)>) ->
 /// Node names by id for the `n` nodes of `net` (an ATOMIC LAN's Mosaic
 /// nodes by their layout names, its hosts by theirs).
 pub fn names_in<F: aurora_net::Frame>(net: &aurora_topo::Network<F>, n: usize) -> Vec<String> {
-    let atomic = net.atomic.iter().flat_map(|a| {
-        a.mosaic
+    // A host's interface node has the host's name; it is shown as
+    // "NAME/if" so the two are told apart.
+    let interfaces: Vec<(String, NodeId)> = net
+        .atomic
+        .iter()
+        .flat_map(|a| {
+            a.mosaic.iter().zip(&a.net.names).map(|(id, name)| {
+                let host = a.net.hosts.iter().any(|h| &h.0 == name);
+                let shown = if host {
+                    format!("{name}/if")
+                } else {
+                    name.clone()
+                };
+                (shown, *id)
+            })
+        })
+        .collect();
+    let atomic = interfaces.iter().map(|(n, id)| (n, *id)).chain(
+        net.atomic
             .iter()
-            .zip(&a.net.names)
-            .map(|(id, name)| (name, *id))
-            .chain(a.hosts.iter().map(|(name, _, id)| (name, *id)))
-    });
+            .flat_map(|a| a.hosts.iter().map(|(name, _, id)| (name, *id))),
+    );
     names(
         n,
         (net.hosts
