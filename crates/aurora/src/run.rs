@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use aurora_capture::CaptureDir;
 use aurora_engine::carry::Carries;
 use aurora_engine::{Engine, NodeId};
-use aurora_net::Frame;
-use aurora_wire::CellBytes;
 use aurora_net::accounting::{self, Ledger, Place, Side};
 use aurora_net::traffic::TrafficHost;
+use aurora_net::Frame;
 use aurora_time::{Duration, Instant};
+use aurora_wire::CellBytes;
 use serde::Serialize;
 
 /// One PVC's outcome: `sent = delivered + corrupted + lost + in_flight +
@@ -403,7 +403,10 @@ pub fn run(
     match atomic {
         None => {
             let mut net = bp.into_sim(seed).map_err(|p| problems(path, &p))?;
-            net.split(tun_workers(&net, clock, workers), aurora_engine::plan::MIN_CUT)?;
+            net.split(
+                tun_workers(&net, clock, workers),
+                aurora_engine::plan::MIN_CUT,
+            )?;
             match live {
                 Some(live) => {
                     let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
@@ -422,7 +425,10 @@ pub fn run(
         }
         Some(a) => {
             let mut net = bp.into_mixed(a, seed).map_err(|p| problems(path, &p))?;
-            net.split(tun_workers(&net, clock, workers), aurora_engine::plan::MIN_CUT)?;
+            net.split(
+                tun_workers(&net, clock, workers),
+                aurora_engine::plan::MIN_CUT,
+            )?;
             run_network(net, duration, drain, capture, clock, None)
         }
     }

@@ -340,10 +340,7 @@ pub(crate) fn compile(f: &crate::File, c: &mut Ctx) -> Option<AtomicNet> {
         if d.netns.is_some() && d.tun.is_none() {
             c.at(
                 h.span(),
-                format!(
-                    "host \"{}\" has a netns but no tun to make in it",
-                    d.name
-                ),
+                format!("host \"{}\" has a netns but no tun to make in it", d.name),
             );
         }
         if let Some(r) = &d.router {

@@ -69,8 +69,8 @@ mod ip;
 mod mixed;
 mod pvc;
 pub use atomic::{compile_atomic, is_atomic_text, AtomicNet};
-pub use mixed::AtomicPart;
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
+pub use mixed::AtomicPart;
 use pvc::{Entries, Hop, Kind};
 use toml::Spanned;
 

@@ -53,13 +53,7 @@ impl Blueprint {
     /// streams seeded from `seed`.
     pub fn into_mixed(self, atomic: AtomicNet, seed: u64) -> Result<Network<Unit>, Problems> {
         let mut plan = atomic.plan(seed);
-        let addr_of = |name: &str| {
-            atomic
-                .hosts
-                .iter()
-                .find(|h| h.0 == name)
-                .map(|h| h.1.addr)
-        };
+        let addr_of = |name: &str| atomic.hosts.iter().find(|h| h.0 == name).map(|h| h.1.addr);
         // Each router's host on the LAN, taken out to run inside it.
         let mut lan_sides: Vec<LanSide> = Vec::new();
         for (host, router, prefix) in &atomic.routers {
@@ -99,9 +93,9 @@ impl Blueprint {
             };
             let s = lan_sides.swap_remove(k);
             let any: Box<dyn Any> = node;
-            let mut ip = any.downcast::<IpNode>().map_err(|_| {
-                problem(format!("router \"{}\" is not an IP node", s.host))
-            })?;
+            let mut ip = any
+                .downcast::<IpNode>()
+                .map_err(|_| problem(format!("router \"{}\" is not an IP node", s.host)))?;
             ip.add_packet_interface(s.iface)
                 .map_err(|err| problem(err.to_string()))?;
             let gw = Gateway::new(*ip, vec![s.side]).map_err(problem)?;
