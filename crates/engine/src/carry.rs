@@ -16,6 +16,9 @@ use aurora_net::{Frame, Node, Outbox, PacketPort, PortId, PortSummary};
 use aurora_time::Instant;
 use aurora_wire::CellBytes;
 
+use aurora_link::{LinkCounters, LinkError};
+
+use crate::io::{ExternalSink, ExternalSource};
 use crate::EngineNode;
 
 /// What crosses a link of a network that carries cells and frames.
@@ -231,6 +234,70 @@ impl<T: Frame, F: Carries<T>> PacketPort<F> for Carried<T> {
     }
 }
 
+/// An external sink of `T`s (a cell link to another process, say) on an
+/// engine of a wider frame type: frames of the other kind are not taken,
+/// so the engine counts them refused.
+pub struct SinkOf<T> {
+    inner: Box<dyn ExternalSink<T>>,
+    buf: Vec<T>,
+}
+
+impl<T> SinkOf<T> {
+    /// `inner`, taking the engine's frames.
+    pub fn new(inner: Box<dyn ExternalSink<T>>) -> Self {
+        SinkOf {
+            inner,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl<T: Frame, F: Carries<T>> ExternalSink<F> for SinkOf<T> {
+    fn send(&mut self, frames: &[F]) -> Result<usize, LinkError> {
+        self.buf.clear();
+        self.buf
+            .extend(frames.iter().filter_map(|f| f.peek()).cloned());
+        self.inner.send(&self.buf)
+    }
+    fn flush(&mut self) -> Result<bool, LinkError> {
+        self.inner.flush()
+    }
+    fn counters(&self) -> LinkCounters {
+        self.inner.counters()
+    }
+}
+
+/// An external source of `T`s on an engine of a wider frame type.
+pub struct SourceOf<T> {
+    inner: Box<dyn ExternalSource<T>>,
+    buf: Vec<T>,
+}
+
+impl<T> SourceOf<T> {
+    /// `inner`, giving the engine's frames.
+    pub fn new(inner: Box<dyn ExternalSource<T>>) -> Self {
+        SourceOf {
+            inner,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl<T: Frame, F: Carries<T>> ExternalSource<F> for SourceOf<T> {
+    fn recv(&mut self, out: &mut Vec<F>, max: usize) -> Result<usize, LinkError> {
+        self.buf.clear();
+        let n = self.inner.recv(&mut self.buf, max)?;
+        out.extend(self.buf.drain(..).map(F::wrap));
+        Ok(n)
+    }
+    fn take_discarded(&mut self, f: &mut dyn FnMut(&F)) {
+        self.inner.take_discarded(&mut |t| f(&F::wrap(t.clone())));
+    }
+    fn counters(&self) -> LinkCounters {
+        self.inner.counters()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +399,39 @@ mod tests {
             <Unit as Carries<CellBytes>>::peek(&Unit::Frame(vec![5; 53])),
             Some(&[5u8; 53])
         );
+    }
+
+    /// Keeps what it is sent; gives back what it is given.
+    #[derive(Default)]
+    struct Pipe(Vec<CellBytes>);
+    impl ExternalSink<CellBytes> for Pipe {
+        fn send(&mut self, frames: &[CellBytes]) -> Result<usize, LinkError> {
+            self.0.extend_from_slice(frames);
+            Ok(frames.len())
+        }
+    }
+    impl ExternalSource<CellBytes> for Pipe {
+        fn recv(&mut self, out: &mut Vec<CellBytes>, max: usize) -> Result<usize, LinkError> {
+            let n = self.0.len().min(max);
+            out.extend(self.0.drain(..n));
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn external_cell_links_carry_units_and_refuse_frames() {
+        let mut sink = SinkOf::new(Box::new(Pipe::default()) as Box<dyn ExternalSink<CellBytes>>);
+        let sent = [
+            Unit::Cell([1; 53]),
+            Unit::Frame(vec![2; 9]),
+            Unit::Cell([3; 53]),
+        ];
+        assert_eq!(ExternalSink::<Unit>::send(&mut sink, &sent).unwrap(), 2);
+        let mut src = SourceOf::new(
+            Box::new(Pipe(vec![[4; 53], [5; 53]])) as Box<dyn ExternalSource<CellBytes>>
+        );
+        let mut out: Vec<Unit> = Vec::new();
+        assert_eq!(src.recv(&mut out, 8).unwrap(), 2);
+        assert_eq!(out, vec![Unit::Cell([4; 53]), Unit::Cell([5; 53])]);
     }
 }
