@@ -150,7 +150,9 @@ pub struct AtomicNet {
     pub tuns: Vec<(String, crate::TunSpec)>,
 }
 
-/// Reads, checks and compiles an ATOMIC topology file.
+/// Reads, checks and compiles an ATOMIC topology file: one with ATOMIC
+/// parts only (a file with cell parts as well is refused; [`crate::compile()`]
+/// reads any file).
 pub fn compile_atomic(text: &str) -> Result<AtomicNet, Problems> {
     let file = crate::compile::parse(text)?;
     let mut r = crate::compile::Reader::new(text, &file);

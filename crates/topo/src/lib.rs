@@ -620,10 +620,11 @@ pub fn parse_vc(s: &str) -> Result<VcId, String> {
     Ok(VcId::new(vpi, vci))
 }
 
-/// Reads, checks and compiles a topology file and builds it in the
-/// virtual-time driver; `seed` seeds every link's random stream.
+/// Reads, checks and compiles a cell topology file ([`compile_cells`]) and
+/// builds it in the virtual-time driver; `seed` seeds every link's random
+/// stream.
 pub fn load(text: &str, seed: u64) -> Result<Network, Problems> {
-    compile(text)?.into_sim(seed)
+    compile_cells(text)?.into_sim(seed)
 }
 
 /// A node a blueprint holds: runs in either driver.
@@ -654,6 +655,9 @@ pub struct Blueprint {
     pub pvcs: Vec<PvcInfo>,
     /// Nodes the file pins to a worker, with the worker.
     pub pins: Vec<(NodeId, u16)>,
+    /// The file's ATOMIC part, if it has one. The drivers do not build it
+    /// yet: ATOMIC files run through [`compile_atomic`].
+    pub atomic: Option<AtomicNet>,
 }
 
 /// One node set up to run as its own process ([`Blueprint::node_process`]).
@@ -706,16 +710,29 @@ pub struct BlueprintInfo {
     pub pvcs: Vec<PvcInfo>,
 }
 
-/// Reads and checks a topology file and compiles it, ready for a driver;
-/// every problem in it is reported at once, in file order. Each step of
-/// the reading checks and compiles one concern (see the `compile` module).
+/// Reads and checks a topology file and compiles it, ready for a driver.
+/// The file may hold cell parts, ATOMIC parts, or both; every problem in
+/// it is reported at once, in file order. Each step of the reading checks
+/// and compiles one concern (see the `compile` module).
 pub fn compile(text: &str) -> Result<Blueprint, Problems> {
+    let file = compile::parse(text)?;
+    let mut r = compile::Reader::new(text, &file);
+    // Nodes, IP settings, names, links, PVCs, flows, pings, ATMARP.
+    r.cells();
+    if file.has_atomic_parts() {
+        r.atomic();
+    }
+    r.blueprint()
+}
+
+/// [`compile()`] for the drivers that run cell networks only: a file with
+/// ATOMIC parts is refused.
+pub fn compile_cells(text: &str) -> Result<Blueprint, Problems> {
     let file = compile::parse(text)?;
     let mut r = compile::Reader::new(text, &file);
     if file.has_atomic_parts() {
         r.refuse("this file describes an ATOMIC network (mesh, atomic_host, cable, atomic_flow); a file describes one kind of network, and ATOMIC ones run with `aurora run FILE --virtual`");
     }
-    // Nodes, IP settings, names, links, PVCs, flows, pings, ATMARP.
     r.cells();
     r.blueprint()
 }

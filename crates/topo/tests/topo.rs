@@ -252,7 +252,14 @@ ip = ["10.0.0.254/24"]
 fn the_atomic_example_compiles_maps_and_carries_its_flows() {
     let text = include_str!("../../../examples/atomic.toml");
     assert!(aurora_topo::is_atomic_text(text));
-    assert!(aurora_topo::compile(text).is_err(), "not a cell network");
+    // The reader takes it whole: an ATOMIC part and no cell nodes. The
+    // drivers of cell networks refuse it.
+    let bp = aurora_topo::compile(text).unwrap();
+    assert!(bp.nodes.is_empty() && bp.atomic.is_some());
+    assert!(
+        aurora_topo::compile_cells(text).is_err(),
+        "not a cell network"
+    );
     let net = aurora_topo::compile_atomic(text).unwrap();
     assert_eq!(net.layout.nodes.len(), 18 + 4);
     let mut b = net.build(1).unwrap();
@@ -304,4 +311,35 @@ interval = "1ms"
     ] {
         assert!(p.contains(want), "missing {want:?} in:\n{p}");
     }
+}
+
+#[test]
+fn a_file_with_cell_and_atomic_parts_compiles_into_one_blueprint() {
+    let cells = GOOD;
+    let atomic = include_str!("../../../examples/atomic.toml");
+    let both = format!("{cells}\n{atomic}");
+    let bp = aurora_topo::compile(&both).unwrap();
+    let alone = aurora_topo::compile(cells).unwrap();
+    assert!(alone.atomic.is_none());
+    assert_eq!(bp.nodes.len(), alone.nodes.len());
+    assert_eq!(bp.hosts, alone.hosts);
+    assert_eq!(bp.switches, alone.switches);
+    assert_eq!(bp.links, alone.links);
+    assert_eq!(bp.pvcs.len(), alone.pvcs.len());
+    let net = bp.atomic.expect("the ATOMIC part");
+    let only = aurora_topo::compile_atomic(atomic).unwrap();
+    assert_eq!(net.layout, only.layout);
+    assert_eq!(net.names, only.names);
+    assert_eq!(net.flows, only.flows);
+    // What runs a file of one kind still refuses the other.
+    let cells_only = aurora_topo::compile_cells(&both).err().unwrap().to_string();
+    assert!(
+        cells_only.contains("describes an ATOMIC network"),
+        "{cells_only}"
+    );
+    let atomic_only = aurora_topo::compile_atomic(&both)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(atomic_only.contains("not both"), "{atomic_only}");
 }

@@ -30,6 +30,7 @@ impl Reader<'_> {
             by_name,
             flows,
             pings,
+            atomic,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -190,6 +191,7 @@ impl Reader<'_> {
             link_transport,
             pvcs,
             pins,
+            atomic,
         })
     }
 }
