@@ -343,3 +343,55 @@ fn a_file_with_cell_and_atomic_parts_compiles_into_one_blueprint() {
         .to_string();
     assert!(atomic_only.contains("not both"), "{atomic_only}");
 }
+
+#[test]
+fn a_name_shared_by_the_cell_and_atomic_parts_is_refused() {
+    let cells = r#"[[switch]]
+name = "a"
+ports = 2
+
+[[host]]
+name = "m.1.0"
+
+[[host]]
+name = "m"
+"#;
+    let atomic = r#"
+[[mesh]]
+name = "m"
+size = 2
+
+[[atomic_host]]
+name = "a"
+ip = "10.0.0.1"
+"#;
+    // Each part alone is fine.
+    assert!(aurora_topo::compile(cells).is_ok());
+    assert!(aurora_topo::compile(atomic).is_ok());
+    let p = aurora_topo::compile(&format!("{cells}{atomic}"))
+        .err()
+        .expect("problems");
+    let at = |line: usize| {
+        p.0.iter()
+            .filter(|x| x.line == line)
+            .map(|x| x.msg.as_str())
+            .collect::<Vec<_>>()
+    };
+    let shared = "the cell and ATOMIC parts of a file share one set of names, so give each its own";
+    assert_eq!(
+        at(11),
+        [
+            format!("mesh \"m\" has the name of host \"m\" (line 8); {shared}"),
+            format!("mesh node \"m.1.0\" has the name of host \"m.1.0\" (line 5); {shared}"),
+        ],
+        "{p}"
+    );
+    assert_eq!(
+        at(15),
+        [format!(
+            "ATOMIC host \"a\" has the name of switch \"a\" (line 1); {shared}"
+        )],
+        "{p}"
+    );
+    assert_eq!(p.0.len(), 3, "{p}");
+}

@@ -1,6 +1,7 @@
 //! The ATOMIC step: Mosaic mesh boards, ATOMIC hosts (each on its own
 //! host-interface node), cables between node channels, and IP flows
-//! between the hosts, compiled into an [`AtomicNet`].
+//! between the hosts, compiled into an [`AtomicNet`]. ATOMIC names share
+//! one set with the cell nodes' names.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -88,19 +89,38 @@ impl Reader<'_> {
         });
     }
 
-    /// Adds a layout node called `name` (declared at `span`), in `group`;
-    /// a host's address or its mesh's number.
+    /// Reports `what` called `name`, declared at `span`, if a cell node
+    /// has that name: a node (or mesh) of either kind is named by its name
+    /// alone, as in `aurora node NAME`.
+    fn not_a_cell_name(&mut self, span: Range<usize>, what: &str, name: &str) {
+        if let Some((owner, at)) = self.node_names.owner(name) {
+            let (line, _) = self.c.place(at);
+            self.c.at(
+                span,
+                format!(
+                    "{what} \"{name}\" has the name of {owner} \"{name}\" (line {line}); the \
+                     cell and ATOMIC parts of a file share one set of names, so give each its own"
+                ),
+            );
+        }
+    }
+
+    /// Adds a layout node: `what` called `name` (declared at `span`), in
+    /// `group`; a host's address or its mesh's number.
+    #[allow(clippy::too_many_arguments)]
     fn atomic_node(
         &mut self,
         a: &mut Atomic,
         span: Range<usize>,
+        what: &'static str,
         name: String,
         group: &str,
         host: Option<Ipv4Addr>,
         mesh: Option<usize>,
     ) -> usize {
         a.groups.push(group.to_string());
-        a.taken.take(&mut self.c, span, &name);
+        a.taken.take(&mut self.c, span.clone(), &name, what);
+        self.not_a_cell_name(span, what, &name);
         let i = a.layout.nodes.len();
         a.layout.nodes.push(LayoutNode {
             id: fnv(&name),
@@ -127,6 +147,7 @@ impl Reader<'_> {
                     ),
                 );
             }
+            self.not_a_cell_name(d.span(), "mesh", &def.name);
             if def.size == 0 || def.size > 64 {
                 self.c.at(
                     d.span(),
@@ -144,6 +165,7 @@ impl Reader<'_> {
                     ids.push(self.atomic_node(
                         a,
                         d.span(),
+                        "mesh node",
                         format!("{}.{x}.{y}", def.name),
                         &def.name,
                         None,
@@ -260,7 +282,15 @@ impl Reader<'_> {
                 }
             };
             let addr = addr.unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let node = self.atomic_node(a, h.span(), d.name.clone(), &d.name, Some(addr), None);
+            let node = self.atomic_node(
+                a,
+                h.span(),
+                "ATOMIC host",
+                d.name.clone(),
+                &d.name,
+                Some(addr),
+                None,
+            );
             let cfg = HostConfig {
                 role,
                 ac: AcConfig {

@@ -1,7 +1,7 @@
 //! Checks both halves of a file use: names, durations and counts, and the
 //! UDP addresses of links and cables.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::ops::Range;
 
@@ -21,35 +21,48 @@ pub(crate) fn plain_name(name: &str) -> bool {
 }
 
 /// The names one set of things in a file has taken (its nodes, or its
-/// PVCs): where a name given twice is found.
+/// PVCs): where a name given twice is found. Each name keeps what took
+/// it and where.
 pub(super) struct Names {
     /// What the names are, in problems: "name", "PVC name".
     label: &'static str,
-    taken: BTreeSet<String>,
+    /// Each name: what took it (as "switch") and the byte where.
+    taken: BTreeMap<String, (&'static str, usize)>,
 }
 
 impl Names {
     pub(super) fn new(label: &'static str) -> Self {
         Names {
             label,
-            taken: BTreeSet::new(),
+            taken: BTreeMap::new(),
         }
     }
 
-    /// Takes `name` for the item declared at `span`. If it is taken
-    /// already, says so there and returns false.
-    pub(super) fn take(&mut self, c: &mut Ctx, span: Range<usize>, name: &str) -> bool {
-        if self.taken.contains(name) {
+    /// Takes `name` for a `what` declared at `span`. If it is taken
+    /// already, says so there and returns false (the first keeps it).
+    pub(super) fn take(
+        &mut self,
+        c: &mut Ctx,
+        span: Range<usize>,
+        name: &str,
+        what: &'static str,
+    ) -> bool {
+        if self.taken.contains_key(name) {
             c.at(span, format!("the {} \"{name}\" is used twice", self.label));
             return false;
         }
-        self.taken.insert(name.to_string());
+        self.taken.insert(name.to_string(), (what, span.start));
         true
     }
 
     /// True if some item has taken `name`.
     pub(super) fn contains(&self, name: &str) -> bool {
-        self.taken.contains(name)
+        self.taken.contains_key(name)
+    }
+
+    /// What took `name`, and the byte where it did.
+    pub(super) fn owner(&self, name: &str) -> Option<(&'static str, usize)> {
+        self.taken.get(name).copied()
     }
 }
 

@@ -110,7 +110,8 @@ impl Reader<'_> {
                     ),
                 );
             }
-            self.node_names.take(&mut self.c, span, name);
+            self.node_names
+                .take(&mut self.c, span, name, kind.describe());
             self.kinds.insert(name.to_string(), kind);
         }
     }

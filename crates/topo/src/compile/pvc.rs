@@ -91,7 +91,7 @@ impl<'f> Reader<'f> {
                 ),
             );
         }
-        self.pvc_names.take(c, span.clone(), &d.name);
+        self.pvc_names.take(c, span.clone(), &d.name, "PVC");
         if d.path.len() < 2 {
             c.at(
                 span.clone(),
