@@ -51,7 +51,7 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
         return Err(format!("--count {} is not between 1 and 1000000", a.count));
     }
     let text = aurora_topo::read_topology(a.file)?;
-    let mut bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(a.file, &p))?;
+    let mut bp = aurora_topo::compile_cells(&text).map_err(|p| crate::run::problems(a.file, &p))?;
     let (id, i) = bp.add_ping(
         a.from,
         Ping {

@@ -392,15 +392,8 @@ pub fn run(
         workers,
     } = args;
     let text = aurora_topo::read_topology(path)?;
-    let (bp, atomic) = if aurora_topo::is_atomic_text(&text) {
-        let a = aurora_topo::compile_atomic(&text).map_err(|p| problems(path, &p))?;
-        let none = aurora_topo::compile("").map_err(|p| problems(path, &p))?;
-        (none, Some(a))
-    } else {
-        let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
-        (bp, None)
-    };
-    match atomic {
+    let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
+    match bp.atomic {
         None => {
             let mut net = bp.into_sim(seed).map_err(|p| problems(path, &p))?;
             net.split(
@@ -423,8 +416,8 @@ pub fn run(
                 None => run_network(net, duration, drain, capture, clock, None),
             }
         }
-        Some(a) => {
-            let mut net = bp.into_mixed(a, seed).map_err(|p| problems(path, &p))?;
+        Some(_) => {
+            let mut net = bp.into_mixed(seed).map_err(|p| problems(path, &p))?;
             net.split(
                 tun_workers(&net, clock, workers),
                 aurora_engine::plan::MIN_CUT,

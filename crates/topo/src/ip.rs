@@ -68,10 +68,25 @@ fn encap(s: Option<&str>) -> Result<Encapsulation, String> {
 }
 
 fn mtu(m: Option<usize>) -> Result<usize, String> {
-    match m.unwrap_or(DEFAULT_MTU) {
-        m @ 68..=65_000 => Ok(m),
+    mtu_in_range(m.unwrap_or(DEFAULT_MTU))
+}
+
+/// Checks an MTU of an IP node or a TUN interface: 68 to 65000.
+pub(crate) fn mtu_in_range(m: usize) -> Result<usize, String> {
+    match m {
+        68..=65_000 => Ok(m),
         m => Err(format!("MTU {m} is outside 68 to 65000")),
     }
+}
+
+/// True for a TUN interface name Aurora gives: 1 to 15 letters, digits,
+/// '-', '_' or '.'.
+pub(crate) fn tun_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 15
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 /// Reads an NSAP address written in hex (dots and spaces allowed), 1 to
@@ -198,12 +213,7 @@ pub(crate) fn host(d: &HostDef) -> Result<Option<(IpConfig, TunSpec)>, Vec<Strin
         n.truncate(15);
         n
     });
-    if name.is_empty()
-        || name.len() > 15
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-    {
+    if !tun_name_ok(&name) {
         errs.push(format!(
             "tun \"{name}\" of host \"{}\" must be 1 to 15 letters, digits, '-', '_' or '.'",
             d.name

@@ -49,9 +49,13 @@ fn problem(msg: String) -> Problems {
 }
 
 impl Blueprint {
-    /// The network, cells and ATOMIC frames in one engine, its random
-    /// streams seeded from `seed`.
-    pub fn into_mixed(self, atomic: AtomicNet, seed: u64) -> Result<Network<Unit>, Problems> {
+    /// The network, cells and its ATOMIC part's frames in one engine, its
+    /// random streams seeded from `seed`.
+    pub fn into_mixed(mut self, seed: u64) -> Result<Network<Unit>, Problems> {
+        let atomic = self
+            .atomic
+            .take()
+            .ok_or_else(|| problem("the network has no ATOMIC part".into()))?;
         let mut plan = atomic.plan(seed);
         let addr_of = |name: &str| atomic.hosts.iter().find(|h| h.0 == name).map(|h| h.1.addr);
         // Each router's host on the LAN, taken out to run inside it.
@@ -62,11 +66,6 @@ impl Blueprint {
                     "ATOMIC host \"{host}\" is the interface of router \"{router}\", which is not a [[router]]"
                 )));
             };
-            if lan_sides.iter().any(|s| s.router == id) {
-                return Err(problem(format!(
-                    "router \"{router}\" has more than one interface on the ATOMIC LAN"
-                )));
-            }
             let addr = addr_of(host).expect("a checked host has an address");
             let (side, lan_node) = plan
                 .take_host(addr)

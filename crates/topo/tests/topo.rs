@@ -252,7 +252,14 @@ ip = ["10.0.0.254/24"]
 fn the_atomic_example_compiles_maps_and_carries_its_flows() {
     let text = include_str!("../../../examples/atomic.toml");
     assert!(aurora_topo::is_atomic_text(text));
-    assert!(aurora_topo::compile(text).is_err(), "not a cell network");
+    // The reader takes it whole: an ATOMIC part and no cell nodes. The
+    // drivers of cell networks refuse it.
+    let bp = aurora_topo::compile(text).unwrap();
+    assert!(bp.nodes.is_empty() && bp.atomic.is_some());
+    assert!(
+        aurora_topo::compile_cells(text).is_err(),
+        "not a cell network"
+    );
     let net = aurora_topo::compile_atomic(text).unwrap();
     assert_eq!(net.layout.nodes.len(), 18 + 4);
     let mut b = net.build(1).unwrap();
@@ -304,4 +311,143 @@ interval = "1ms"
     ] {
         assert!(p.contains(want), "missing {want:?} in:\n{p}");
     }
+}
+
+#[test]
+fn a_file_with_cell_and_atomic_parts_compiles_into_one_blueprint() {
+    let cells = GOOD;
+    let atomic = include_str!("../../../examples/atomic.toml");
+    let both = format!("{cells}\n{atomic}");
+    let bp = aurora_topo::compile(&both).unwrap();
+    let alone = aurora_topo::compile(cells).unwrap();
+    assert!(alone.atomic.is_none());
+    assert_eq!(bp.nodes.len(), alone.nodes.len());
+    assert_eq!(bp.hosts, alone.hosts);
+    assert_eq!(bp.switches, alone.switches);
+    assert_eq!(bp.links, alone.links);
+    assert_eq!(bp.pvcs.len(), alone.pvcs.len());
+    let net = bp.atomic.expect("the ATOMIC part");
+    let only = aurora_topo::compile_atomic(atomic).unwrap();
+    assert_eq!(net.layout, only.layout);
+    assert_eq!(net.names, only.names);
+    assert_eq!(net.flows, only.flows);
+    // What runs a file of one kind still refuses the other.
+    let cells_only = aurora_topo::compile_cells(&both).err().unwrap().to_string();
+    assert!(
+        cells_only.contains("describes an ATOMIC network"),
+        "{cells_only}"
+    );
+    let atomic_only = aurora_topo::compile_atomic(&both)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(atomic_only.contains("not both"), "{atomic_only}");
+}
+
+#[test]
+fn a_name_shared_by_the_cell_and_atomic_parts_is_refused() {
+    let cells = r#"[[switch]]
+name = "a"
+ports = 2
+
+[[host]]
+name = "m.1.0"
+
+[[host]]
+name = "m"
+"#;
+    let atomic = r#"
+[[mesh]]
+name = "m"
+size = 2
+
+[[atomic_host]]
+name = "a"
+ip = "10.0.0.1"
+"#;
+    // Each part alone is fine.
+    assert!(aurora_topo::compile(cells).is_ok());
+    assert!(aurora_topo::compile(atomic).is_ok());
+    let p = aurora_topo::compile(&format!("{cells}{atomic}"))
+        .err()
+        .expect("problems");
+    let at = |line: usize| {
+        p.0.iter()
+            .filter(|x| x.line == line)
+            .map(|x| x.msg.as_str())
+            .collect::<Vec<_>>()
+    };
+    let shared = "the cell and ATOMIC parts of a file share one set of names, so give each its own";
+    assert_eq!(
+        at(11),
+        [
+            format!("mesh \"m\" has the name of host \"m\" (line 8); {shared}"),
+            format!("mesh node \"m.1.0\" has the name of host \"m.1.0\" (line 5); {shared}"),
+        ],
+        "{p}"
+    );
+    assert_eq!(
+        at(15),
+        [format!(
+            "ATOMIC host \"a\" has the name of switch \"a\" (line 1); {shared}"
+        )],
+        "{p}"
+    );
+    assert_eq!(p.0.len(), 3, "{p}");
+}
+
+#[test]
+fn a_router_joins_the_atomic_lan_and_its_mistakes_are_named() {
+    let text = include_str!("../../../examples/interwork.toml");
+    let bp = aurora_topo::compile(text).unwrap();
+    let lan = bp.atomic.as_ref().expect("an ATOMIC part");
+    assert_eq!(lan.routers, vec![("r-lan".into(), "r".into(), 24)]);
+    // The LAN host's TUN routes everything off the LAN through the router.
+    let (_, tun) = lan.tuns.iter().find(|t| t.0 == "b").unwrap();
+    assert_eq!(tun.netns.as_deref(), Some("aur-lan"));
+    assert_eq!(tun.routes.len(), 1);
+    assert_eq!(
+        tun.routes[0].gateway,
+        "10.5.0.254".parse::<std::net::Ipv4Addr>().unwrap()
+    );
+    let net = bp.into_mixed(1).unwrap();
+    let part = net.atomic.as_ref().unwrap();
+    assert_eq!(part.gateways.len(), 1);
+    assert_eq!(part.hosts.len(), 2);
+    assert_eq!(net.tuns.len(), 2);
+
+    let problems = |from: &str, to: &str| {
+        aurora_topo::compile(&text.replace(from, to))
+            .err()
+            .map(|p| p.to_string())
+            .unwrap_or_default()
+    };
+    let p = problems("router = \"r\"", "router = \"sw\"");
+    assert!(
+        p.contains("router \"sw\", which is not a [[router]]"),
+        "{p}"
+    );
+    let p = problems(
+        "gateway = \"10.5.0.254\"\ntun",
+        "gateway = \"10.6.0.254\"\ntun",
+    );
+    assert!(
+        p.contains("is not another address on its LAN 10.5.0.2/24"),
+        "{p}"
+    );
+    let p = problems("router = \"r\"", "router = \"r\"\ntun = \"x\"");
+    assert!(p.contains("has no tun, netns or gateway of its own"), "{p}");
+    let p = problems(
+        "tun = \"aur-b\"\nnetns = \"aur-lan\"",
+        "netns = \"aur-lan\"",
+    );
+    assert!(p.contains("has a netns but no tun"), "{p}");
+    let twice = format!(
+        "{text}\n[[atomic_host]]\nname = \"r-lan2\"\nip = \"10.5.0.253/24\"\nrouter = \"r\"\n"
+    );
+    let p = aurora_topo::compile(&twice).err().unwrap().to_string();
+    assert!(
+        p.contains("more than one interface on the ATOMIC LAN"),
+        "{p}"
+    );
 }

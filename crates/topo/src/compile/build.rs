@@ -1,0 +1,197 @@
+//! The last step: if no step found a problem, the nodes (switches, relays,
+//! routers, hosts, in that order: a node's id is its place), links and
+//! circuits, built into a [`Blueprint`].
+
+use std::collections::BTreeMap;
+
+use aurora_engine::NodeId;
+use aurora_net::oam::Ping;
+use aurora_net::traffic::{Flow, TrafficHost};
+use aurora_net::vunet::VunetSwitch;
+use aurora_wire::cell::Format;
+
+use super::ip::ip_node;
+use super::nodes::{atm_switch, relay};
+use super::Reader;
+use crate::pvc::Kind;
+use crate::{Blueprint, BuiltNode, Problems, PvcInfo};
+
+impl Reader<'_> {
+    /// The problems found, in file order, or the network built.
+    pub(crate) fn blueprint(mut self) -> Result<Blueprint, Problems> {
+        self.problems()?;
+        let Reader {
+            file,
+            kinds,
+            mut ipcfg,
+            links,
+            entries,
+            pvcs: routed,
+            by_name,
+            flows,
+            pings,
+            atomic,
+            ..
+        } = self;
+        // Node ids are positions in `nodes`, in the order added.
+        let mut nodes: Vec<Box<dyn BuiltNode>> = Vec::new();
+        let mut ids: BTreeMap<String, NodeId> = BTreeMap::new();
+        let mut switches = Vec::new();
+        for s in &file.switch {
+            let d = s.get_ref();
+            let node: Box<dyn BuiltNode> = match kinds[&d.name] {
+                Kind::VuSwitch(_) => Box::new(VunetSwitch::new(usize::from(d.ports))),
+                _ => Box::new(atm_switch(&d.name, d.ports, &entries)?),
+            };
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(node);
+            ids.insert(d.name.clone(), id);
+            switches.push((d.name.clone(), id, d.ports));
+        }
+        for r in &file.relay {
+            let d = r.get_ref();
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(Box::new(relay(d, &entries)));
+            ids.insert(d.name.clone(), id);
+            switches.push((d.name.clone(), id, 2));
+        }
+        // IP hosts and routers: each end of each PVC they terminate.
+        let mut ip_nodes = Vec::new();
+        let mut tuns = Vec::new();
+        let atm_of: BTreeMap<String, aurora_wire::atmarp::AtmAddr> = ipcfg
+            .iter()
+            .map(|(n, (cfg, _))| (n.clone(), cfg.atm))
+            .collect();
+        // The PVCs starting or ending at each node, in file order.
+        let mut ends_at: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, p) in routed.iter().enumerate() {
+            ends_at.entry(p.from).or_default().push(i);
+            if p.to != p.from {
+                ends_at.entry(p.to).or_default().push(i);
+            }
+        }
+        let mut add_ip_node = |name: &str, id: NodeId| -> Result<Box<dyn BuiltNode>, Problems> {
+            let (cfg, tun) = ipcfg.remove(name).expect("IP nodes have settings");
+            let here = ends_at.get(name).into_iter().flatten().map(|&i| &routed[i]);
+            let n = ip_node(name, cfg, here, &atm_of)?;
+            ip_nodes.push((name.to_string(), id));
+            if let Some(t) = tun {
+                tuns.push((id, t));
+            }
+            Ok(Box::new(n))
+        };
+        let mut routers = Vec::new();
+        for r in &file.router {
+            let d = r.get_ref();
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(add_ip_node(&d.name, id)?);
+            ids.insert(d.name.clone(), id);
+            routers.push((d.name.clone(), id, d.ports));
+        }
+        // Each traffic host's flows and pings, in file order, and what index
+        // each gets in its host.
+        let mut flows_of: BTreeMap<&str, Vec<(usize, Flow)>> = BTreeMap::new();
+        for (pvc, f) in &flows {
+            let i = by_name[pvc];
+            flows_of.entry(routed[i].from).or_default().push((i, *f));
+        }
+        let mut pings_of: BTreeMap<&str, Vec<(usize, Ping)>> = BTreeMap::new();
+        for (pvc, g) in &pings {
+            let i = by_name[pvc];
+            pings_of.entry(routed[i].from).or_default().push((i, *g));
+        }
+        let mut pvc_flows: Vec<Vec<usize>> = vec![Vec::new(); routed.len()];
+        let mut pvc_pings: Vec<Vec<(usize, bool)>> = vec![Vec::new(); routed.len()];
+        let mut hosts_out = Vec::new();
+        for h in &file.host {
+            let name = &h.get_ref().name;
+            if h.get_ref().ip.is_some() {
+                let id = NodeId(nodes.len() as u32);
+                nodes.push(add_ip_node(name, id)?);
+                ids.insert(name.clone(), id);
+                hosts_out.push((name.clone(), id));
+                continue;
+            }
+            let mut host = TrafficHost::new(Format::Uni);
+            for &(vc, bits) in entries.host_bits.get(name).into_iter().flatten() {
+                host.set_route_bits(vc, bits);
+            }
+            for (n, &(i, f)) in flows_of
+                .get(name.as_str())
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                host.add_flow(f).expect("flow checked");
+                pvc_flows[i].push(n);
+            }
+            for &i in ends_at.get(name.as_str()).into_iter().flatten() {
+                if routed[i].to == name {
+                    host.expect(routed[i].to_vc);
+                }
+            }
+            for &(i, g) in pings_of.get(name.as_str()).into_iter().flatten() {
+                let k = host.add_ping(g);
+                pvc_pings[i].push((k, g.end_to_end));
+            }
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(Box::new(host));
+            ids.insert(name.clone(), id);
+            hosts_out.push((name.clone(), id));
+        }
+        let pvcs = routed
+            .iter()
+            .zip(pvc_flows.into_iter().zip(pvc_pings))
+            .map(|(p, (flows, pings))| PvcInfo {
+                name: p.name.to_string(),
+                from: ids[p.from],
+                from_vc: p.from_vc,
+                to: ids[p.to],
+                to_vc: p.to_vc,
+                flows,
+                pings,
+            })
+            .collect();
+        let mut links_out = Vec::new();
+        let mut link_transport = Vec::new();
+        for (a, b, spec, udp) in links {
+            let (ai, bi) = (ids[&a.0], ids[&b.0]);
+            links_out.push(((a.0, ai, a.1), (b.0, bi, b.1), spec));
+            link_transport.push(udp);
+        }
+        let pins = file
+            .switch
+            .iter()
+            .map(|d| (&d.get_ref().name, d.get_ref().worker))
+            .chain(
+                file.relay
+                    .iter()
+                    .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+            )
+            .chain(
+                file.host
+                    .iter()
+                    .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+            )
+            .chain(
+                file.router
+                    .iter()
+                    .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+            )
+            .filter_map(|(name, w)| Some((*ids.get(name)?, w?)))
+            .collect();
+        Ok(Blueprint {
+            nodes,
+            hosts: hosts_out,
+            switches,
+            routers,
+            ip_nodes,
+            tuns,
+            links: links_out,
+            link_transport,
+            pvcs,
+            pins,
+            atomic,
+        })
+    }
+}
