@@ -75,6 +75,10 @@ struct Net {
 /// ATM host 10.1.0.1 - router (10.1.0.254 | 10.0.0.2) - a 3 x 3 ATOMIC
 /// mesh with the AC on 10.0.0.1 and the pinged host on 10.0.0.3.
 fn build(seed: u64) -> Net {
+    build_with(seed, true)
+}
+
+fn build_with(seed: u64, devices: bool) -> Net {
     let layout = Layout::grid(3, 3, &[(0, 0), (2, 2), (2, 0)], seed);
     let mut plan = layout.plan(seed, &|addr, id| HostConfig {
         role: if addr == ip("10.0.0.1") {
@@ -136,10 +140,25 @@ fn build(seed: u64) -> Net {
     let pinged = hosts.iter().find(|h| h.0 == ip("10.0.0.3")).unwrap().1;
     let atm_stack = Stack::default();
     let lan_stack = Stack::default();
-    e.set_packet_device(atm, Box::new(atm_stack.clone()))
-        .unwrap();
-    e.set_packet_device(pinged, Box::new(lan_stack.clone()))
-        .unwrap();
+    if devices {
+        e.set_packet_device(atm, Box::new(atm_stack.clone()))
+            .unwrap();
+        e.set_packet_device(pinged, Box::new(lan_stack.clone()))
+            .unwrap();
+    } else {
+        // A flow from the ATOMIC host to the ATM host instead.
+        e.node_mut::<AtomicHost>(pinged)
+            .unwrap()
+            .add_flow(aurora_atomic::host::IpFlow {
+                dst: ip("10.1.0.1"),
+                size: 1000,
+                count: 300,
+                start: aurora_time::Instant::ZERO + Duration::from_millis(100),
+                interval: Duration::from_micros(200),
+                kbps: 0,
+            });
+        e.touch(pinged);
+    }
     Net {
         e,
         atm,
@@ -230,4 +249,25 @@ fn the_same_seed_gives_the_same_trace() {
         n.e.trace_hash()
     };
     assert_eq!(digest(3), digest(3));
+}
+
+#[test]
+fn a_mixed_network_gives_the_same_trace_on_1_2_and_4_workers() {
+    let run = |workers: usize| {
+        let mut n = build_with(5, false);
+        if workers > 1 {
+            let home = n.e.plan(workers, Duration::from_nanos(1));
+            n.e.partition(&home).unwrap();
+        }
+        n.e.run_until(aurora_time::Instant::ZERO + Duration::from_millis(450));
+        let h = n.e.node::<IpNode>(n.atm).unwrap().counters();
+        (n.e.trace_hash(), n.e.events(), h.to_host, n.e.workers())
+    };
+    let one = run(1);
+    assert_eq!(one.2, 300, "every flow packet reached the ATM host");
+    for w in [2, 4] {
+        let r = run(w);
+        assert!(r.3 > 1, "the network split into {} parts", r.3);
+        assert_eq!((r.0, r.1, r.2), (one.0, one.1, one.2), "{w} workers");
+    }
 }
