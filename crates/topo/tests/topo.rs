@@ -172,11 +172,14 @@ shm = "/dev/shm/x"
 
     // The example has no UDP addresses: it cannot be split into processes.
     let bp = aurora_topo::compile(GOOD).unwrap();
-    let e = bp.node_process("sw1", 1).err().expect("no addresses");
+    let e = bp
+        .node_process(&["sw1".into()], 1)
+        .err()
+        .expect("no addresses");
     assert!(e.contains("has neither udp_a and udp_b nor shm"), "{e}");
     let e = aurora_topo::compile(GOOD)
         .unwrap()
-        .node_process("nobody", 1)
+        .node_process(&["nobody".into()], 1)
         .err()
         .expect("no such node");
     assert!(e.contains("no node called \"nobody\""), "{e}");
