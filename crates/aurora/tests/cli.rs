@@ -203,7 +203,7 @@ fn an_atomic_file_runs_in_either_driver_and_reports_probes_per_node() {
         assert_eq!(f["delivered"], f["sent"], "{f}");
         assert_eq!(f["corrupted"], 0);
     }
-    // The same network in real time, a thread per node.
+    // The same network in real time, on the engine against the wall clock.
     let rt = aurora()
         .args(["run", file, "--duration", "1500ms", "--json"])
         .output()
