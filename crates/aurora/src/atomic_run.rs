@@ -8,7 +8,6 @@ use std::net::Ipv4Addr;
 
 use aurora_atomic::host::AtomicHost;
 use aurora_atomic::mosaic::{Drop, MosaicNode};
-use aurora_engine::NodeId;
 use aurora_time::Duration;
 use serde::Serialize;
 
@@ -314,47 +313,56 @@ pub fn text(r: &AtomicReport) -> String {
 /// What one ATOMIC process did.
 #[derive(Debug, Serialize)]
 pub struct AtomicNodeReport {
-    /// The group run (mesh or host).
+    /// The groups run (meshes and hosts), comma-separated as on the
+    /// command line.
     pub name: String,
     /// Wall-clock seconds.
     pub secs: f64,
-    /// Its hosts' figures, mappings and flows, as in a whole run.
+    /// Its hosts' figures, mappings and flows, as in a whole run, with how
+    /// late each node ran.
     pub report: AtomicReport,
     /// Each cable to another process: description, frames sent, received,
     /// lost on the way, dropped at the sender, peer restarts.
     pub cables: Vec<(String, [u64; 5])>,
+    /// The same cables' ends in full (frames), as a cell process's ports.
+    pub ports: Vec<crate::node::PortRow>,
+    /// The hosts' TUN interfaces.
+    pub tun: Vec<crate::node::TunRow>,
 }
 
-/// Runs one group of an ATOMIC file (a mesh, or a host with its interface
-/// node) as this process, its cables to other groups over UDP, until
-/// `duration` passes or SIGINT or SIGTERM arrives.
+impl AtomicNodeReport {
+    /// `None` when every cable end balances; otherwise one sentence naming
+    /// those that do not.
+    pub fn imbalance(&self) -> Option<String> {
+        crate::node::imbalance(&self.ports)
+    }
+}
+
+/// Runs groups of an ATOMIC file (meshes, and hosts with their interface
+/// nodes) as this process, on one engine against the wall clock, its
+/// cables to other groups over UDP, until `duration` passes or SIGINT or
+/// SIGTERM arrives.
 pub fn node(
     path: &Path,
     text: &str,
-    name: &str,
+    names: &[String],
     duration: Option<std::time::Duration>,
     seed: u64,
 ) -> Result<AtomicNodeReport, String> {
     let net = aurora_topo::compile_atomic(text).map_err(|p| crate::run::problems(path, &p))?;
-    let p = net.process(name, seed)?;
-    for c in &p.cables {
-        eprintln!("{name}: {c}");
-    }
-    for t in &p.tun_names {
-        eprintln!("{name}: TUN {t}");
-    }
-    let stop = crate::node::stop_flag(duration);
-    let start = std::time::Instant::now();
-    let done = aurora_rt::frames::run_frames_until(p.nodes, &p.links, p.udp, p.devices, &stop)
-        .map_err(|e| e.to_string())?;
-    let secs = start.elapsed().as_secs_f64();
-    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = p
+    let mut a = net.process(names, seed)?;
+    crate::node::announce(&a.process);
+    let (secs, lateness) = crate::node::run_wall(&mut a.process, duration);
+    let p = &a.process;
+    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = a
         .hosts
         .iter()
-        .filter_map(|(_, a, i)| done.node::<AtomicHost>(NodeId(*i as u32)).map(|h| (*a, h)))
+        .filter_map(|(_, addr, id)| p.engine.node::<AtomicHost>(*id).map(|h| (*addr, h)))
         .collect();
-    let mosaics: Vec<&MosaicNode> = (0..p.names.len())
-        .filter_map(|i| done.node::<MosaicNode>(NodeId(i as u32)))
+    let mosaics: Vec<&MosaicNode> = a
+        .mosaics
+        .iter()
+        .filter_map(|id| p.engine.node::<MosaicNode>(*id))
         .collect();
     let mut report = report(
         &net,
@@ -363,35 +371,45 @@ pub fn node(
         Duration::from_nanos((secs * 1e9) as i64),
     );
     report.mode = "real time, one process".into();
-    report.overflow = done.links.iter().map(|l| l.overflow).sum::<u64>()
-        + done.udp.iter().map(|u| u.1).sum::<u64>();
+    report.events = p.engine.events();
+    let ports = crate::node::port_rows(p);
+    report.overflow = p
+        .engine
+        .links()
+        .iter()
+        .map(|(_, c)| c.overflow)
+        .sum::<u64>()
+        + ports.iter().map(|r| r.peer_full).sum::<u64>();
+    report.lateness = Some(lateness);
     // Flows this process neither sends nor receives are not its business.
-    let mine: Vec<&str> = p.hosts.iter().map(|h| h.0.as_str()).collect();
+    let mine: Vec<&str> = a.hosts.iter().map(|h| h.0.as_str()).collect();
     report
         .flows
         .retain(|f| mine.contains(&f.from.as_str()) || mine.contains(&f.to.as_str()));
     let cables = p
-        .cables
-        .into_iter()
-        .zip(&done.udp)
-        .map(|(c, (u, overflow))| {
+        .ports
+        .iter()
+        .zip(&ports)
+        .map(|(end, r)| {
             (
-                c,
+                format!("{} @ {} -> {}", r.link, end.local, end.remote),
                 [
-                    u.sent,
-                    u.received,
-                    u.lost,
-                    u.send_dropped + overflow,
-                    u.restarts,
+                    r.sent,
+                    r.cells_in,
+                    r.lost_in_transit,
+                    r.overflow + r.lost_on_line + r.peer_unreachable + r.too_long,
+                    r.peer_restarts,
                 ],
             )
         })
         .collect();
     Ok(AtomicNodeReport {
-        name: name.to_string(),
+        name: p.names.join(","),
         secs,
         report,
         cables,
+        ports,
+        tun: crate::node::tun_rows(p),
     })
 }
 
@@ -410,6 +428,10 @@ pub fn node_text(r: &AtomicNodeReport) -> String {
                 n[0], n[1], n[2], n[3], n[4]
             );
         }
+    }
+    s += &crate::node::tun_text(&r.tun);
+    if let Some(why) = r.imbalance() {
+        s += &format!("{why}\n");
     }
     s
 }

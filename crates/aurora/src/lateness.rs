@@ -1,6 +1,6 @@
 //! The lateness part of real-time reports: per node, how far behind its
 //! schedule it ran, and the run's verdict on itself (see
-//! `aurora_rt::lateness` for what is measured and the thresholds).
+//! `aurora_engine::lateness` for what is measured and the thresholds).
 
 use aurora_engine::NodeId;
 use serde::Serialize;
@@ -45,14 +45,14 @@ pub struct LatenessReport {
     pub sentence: String,
 }
 
-fn us3(h: &aurora_rt::lateness::Histogram) -> [f64; 3] {
+fn us3(h: &aurora_engine::lateness::Histogram) -> [f64; 3] {
     [h.quantile(0.5), h.quantile(0.99), h.max()].map(|v| v as f64 / 1e3)
 }
 
 /// The report of `l`, nodes named by `name`; `advice` ends the sentence of
 /// an unfaithful run.
 pub fn report(
-    l: &aurora_rt::lateness::Lateness,
+    l: &aurora_engine::lateness::Lateness,
     name: &dyn Fn(usize) -> String,
     advice: &str,
 ) -> LatenessReport {

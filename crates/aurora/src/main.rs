@@ -88,15 +88,21 @@ enum Command {
         #[command(flatten)]
         capture: CaptureOpts,
     },
-    /// Run one host or switch of a topology file as its own process, its
-    /// links UDP or shared memory to the processes running the other nodes
-    /// (each link needs udp_a and udp_b addresses, or shm).
+    /// Run some nodes of a topology file together as one process (a
+    /// partition: one node, or several), on one engine against the wall
+    /// clock. Links among them are the engine's own; links to nodes outside
+    /// are UDP or shared memory to the processes running those (each such
+    /// link needs udp_a and udp_b addresses, or shm; an ATOMIC cable,
+    /// udp_a and udp_b).
     Node {
         /// The topology file.
         file: std::path::PathBuf,
-        /// The node to run.
-        #[arg(long)]
-        name: String,
+        /// The nodes to run: hosts, switches and routers of a cell file;
+        /// meshes and hosts (each with its interface node) of an ATOMIC
+        /// file. Repeat it (--name h1 --name sw) or give a comma list
+        /// (--name h1,sw).
+        #[arg(long, required = true, value_delimiter = ',')]
+        name: Vec<String>,
         /// How long to run, e.g. 10s: more than 0 and at most 24 hours
         /// (default: until Ctrl-C or SIGTERM; either ends the run with its
         /// report).
@@ -272,6 +278,18 @@ fn report<R: serde::Serialize>(
             eprintln!("{cmd}: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A node process's exit status: failure, with the sentence on stderr,
+/// when its report does not balance.
+fn unbalanced(code: ExitCode, imbalance: Option<String>) -> ExitCode {
+    match imbalance {
+        Some(why) => {
+            eprintln!("aurora node: {why}");
+            ExitCode::FAILURE
+        }
+        None => code,
     }
 }
 
@@ -679,7 +697,19 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
                 let r = atomic_run::node(&file, &text, &name, d, seed);
-                return report("aurora node", r, json, atomic_run::node_text);
+                if let Some(l) = r.as_ref().ok().and_then(|r| r.report.lateness.as_ref()) {
+                    if !l.faithful {
+                        eprintln!("aurora node: {}", l.sentence);
+                    }
+                }
+                let imbalance = r
+                    .as_ref()
+                    .ok()
+                    .and_then(atomic_run::AtomicNodeReport::imbalance);
+                return unbalanced(
+                    report("aurora node", r, json, atomic_run::node_text),
+                    imbalance,
+                );
             }
             let result = node::main(&file, &name, d, seed, capture.as_ref());
             if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {
@@ -687,7 +717,8 @@ fn main() -> ExitCode {
                     eprintln!("aurora node: {}", l.sentence);
                 }
             }
-            report("aurora node", result, json, node::text)
+            let imbalance = result.as_ref().ok().and_then(node::NodeReport::imbalance);
+            unbalanced(report("aurora node", result, json, node::text), imbalance)
         }
         Command::Ping {
             file,

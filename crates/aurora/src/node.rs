@@ -1,19 +1,27 @@
-//! `aurora node`: one host or switch of a topology file as its own process,
-//! every link of it a UDP link to the process running the node at the far
-//! end. Start one process per node (on one machine or several); stop and
-//! start any of them while the others run.
+//! `aurora node`: some nodes of a topology file (a partition: one node, or
+//! several) run together as one process, on one engine against the wall
+//! clock. Links among them are the engine's own; every link to a node
+//! outside is a UDP link (or a pair of shared-memory rings) to the process
+//! running that node. Start one process per partition, on one machine or
+//! several; stop and start any of them while the others run. Cell files and
+//! ATOMIC files (`crate::atomic_run::node`) share the process's build
+//! (`aurora_topo::NodeProcess`), its run and its port and link accounting,
+//! here.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use aurora_engine::NodeId;
 use aurora_link::LinkDrop;
 use aurora_net::traffic::TrafficHost;
+use aurora_net::Frame;
+use aurora_topo::NodeProcess;
 use serde::Serialize;
 
-/// What arrived on one PVC at this node (a process sees only its own end,
-/// so it cannot tell where the rest went: the sender's and the switches'
-/// reports say what they dropped).
+/// What arrived on one PVC at a node of the process (a process sees only
+/// its own end, so it cannot tell where the rest went: the sender's and the
+/// switches' reports say what they dropped).
 #[derive(Debug, serde::Serialize)]
 pub struct ReceivedRow {
     /// PVC name.
@@ -31,26 +39,30 @@ pub struct ReceivedRow {
 /// What a node process did.
 #[derive(Debug, Serialize)]
 pub struct NodeReport {
-    /// The node's name.
+    /// The nodes run, comma-separated as on the command line.
     pub name: String,
+    /// The nodes run.
+    pub nodes: Vec<String>,
     /// Wall-clock seconds run.
     pub secs: f64,
-    /// PVCs this node sends on: (name, PDUs sent).
+    /// PVCs the process's hosts send on: (name, PDUs sent).
     pub sent: Vec<(String, u64)>,
-    /// PVCs this node receives on.
+    /// PVCs the process's hosts receive on.
     pub received: Vec<ReceivedRow>,
-    /// Pings this node sent.
+    /// Pings the process's hosts sent.
     pub pings: Vec<crate::run::PingRow>,
-    /// Per linked port.
+    /// Per port linked to a node outside the process.
     pub ports: Vec<PortRow>,
+    /// Per link direction between two nodes of the process.
+    pub links: Vec<crate::run::LinkRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records, cells
     /// dropped by the capture).
     pub captures: Vec<aurora_capture::Written>,
-    /// An IP host's or router's counters.
-    pub ip: Option<crate::run::IpRow>,
-    /// An IP host's TUN interface: its name and what crossed it.
-    pub tun: Option<TunRow>,
-    /// How late the node ran, and whether to trust its figures.
+    /// The IP hosts' and routers' counters.
+    pub ip: Vec<crate::run::IpRow>,
+    /// The IP hosts' TUN interfaces: names and what crossed them.
+    pub tun: Vec<TunRow>,
+    /// How late each node ran, and whether to trust the figures.
     pub lateness: crate::lateness::LatenessReport,
 }
 
@@ -69,11 +81,20 @@ pub struct TunRow {
     pub errors: u64,
 }
 
-/// One linked port's counters.
+/// One port linked to a node outside the process: what the node sent on
+/// it and what became of that, and what arrived. Cells, or for ATOMIC,
+/// frames. The sending side balances, `cells_out = overflow +
+/// lost_on_line + in_flight + sent + peer_unreachable + too_long`, and
+/// `unaccounted` is what does not (anything but 0 is a fault of the
+/// testbed).
 #[derive(Debug, Serialize)]
 pub struct PortRow {
+    /// The node.
+    pub node: String,
     /// The port.
     pub port: u16,
+    /// The link: `node:port <-> node:port`.
+    pub link: String,
     /// The far end, `node:port @ address`.
     pub peer: String,
     /// Cells the node sent on the port.
@@ -82,10 +103,22 @@ pub struct PortRow {
     /// link to the far end.
     pub overflow: u64,
     /// Of those, refused by the link to the far end because it was full
-    /// (a shared-memory ring the far end does not read fast enough).
+    /// (a shared-memory ring the far end does not read fast enough, a full
+    /// socket buffer).
     pub peer_full: u64,
-    /// Of those, sent while nothing listened at the far end.
+    /// Of those, lost on the line by the link's model (`loss`).
+    pub lost_on_line: u64,
+    /// Of those, still waiting or on the line when the run ended.
+    pub in_flight: u64,
+    /// Of those, handed to the link to the far end.
+    pub sent: u64,
+    /// Of those, sent while nothing listened at the far end (or the
+    /// network had no route to it).
     pub peer_unreachable: u64,
+    /// Of those, frames too long for a datagram (ATOMIC only).
+    pub too_long: u64,
+    /// Cells the link took that it did not count (or counted twice); 0.
+    pub unaccounted: i64,
     /// Cells that arrived and went up to the node.
     pub cells_in: u64,
     /// Cells the far end sent that never arrived.
@@ -98,41 +131,38 @@ pub struct PortRow {
     pub switch_dropped: u64,
 }
 
-/// Runs node `name` of the topology in `path` until `duration` passes, or
-/// SIGINT or SIGTERM arrives, and reports what it did.
-pub fn main(
-    path: &Path,
-    name: &str,
-    duration: Option<std::time::Duration>,
-    seed: u64,
-    capture: Option<&crate::run::CaptureArg>,
-) -> Result<NodeReport, String> {
-    let text = aurora_topo::read_topology(path)?;
-    let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
-    let names = match capture {
-        Some(cap) => Some(crate::run::open_captures(
-            cap,
-            &bp.hosts,
-            &bp.switches,
-            &bp.routers,
-        )?),
-        None => None,
-    };
-    let (mut proc_, info) = bp.node_process(name, seed)?;
-    let captures_dir: Option<Arc<Mutex<aurora_capture::CaptureDir>>> =
-        names.map(|dir| Arc::new(Mutex::new(dir.in_background())));
-    if let Some(c) = &captures_dir {
-        let (c, node) = (c.clone(), proc_.id.0);
-        proc_.engine.set_tap(Box::new(move |t, _, port, cell| {
-            // Poisoned only if a tap panicked, which ends the run anyway.
-            if let Ok(mut d) = c.lock() {
-                d.record(t, node, port, std::slice::from_ref(cell));
-            }
-        }));
+impl NodeReport {
+    /// `None` when every port balances; otherwise one sentence naming the
+    /// ports that do not.
+    pub fn imbalance(&self) -> Option<String> {
+        imbalance(&self.ports)
     }
-    if let Some(t) = &proc_.tun {
+}
+
+/// `None` when every port of `ports` balances; otherwise one sentence
+/// naming those that do not.
+pub(crate) fn imbalance(ports: &[PortRow]) -> Option<String> {
+    let bad: Vec<String> = ports
+        .iter()
+        .filter(|p| p.unaccounted != 0)
+        .map(|p| format!("{}:{} ({})", p.node, p.port, p.unaccounted))
+        .collect();
+    (!bad.is_empty()).then(|| {
+        format!(
+            "the report does not balance: what the link took and what it counted differ on port {}; \
+             this is a fault of the testbed",
+            bad.join(", ")
+        )
+    })
+}
+
+/// Says on stderr what the process opened: its TUN interfaces and the
+/// addresses (or rings) of its links to other processes.
+pub(crate) fn announce<F: Frame>(p: &NodeProcess<F>) {
+    let who = p.names.join(",");
+    for (_, t) in &p.tuns {
         eprintln!(
-            "{name}: TUN {} is {}/{}, MTU {}{}",
+            "{who}: TUN {} is {}/{}, MTU {}{}",
             t.name,
             t.addr,
             t.prefix,
@@ -143,16 +173,24 @@ pub fn main(
                 .collect::<String>()
         );
     }
-    for p in &proc_.ports {
+    for port in &p.ports {
         eprintln!(
-            "{name}:{} bound {} -> {} at {}",
-            p.port, p.local, p.peer, p.remote
+            "{who}: {} bound {} -> {} at {}",
+            port.here, port.local, port.peer, port.remote
         );
     }
+}
+
+/// Runs the process's engine against the wall clock until `duration`
+/// passes, or SIGINT or SIGTERM arrives; returns the seconds run and how
+/// late each node ran.
+pub(crate) fn run_wall<F: Frame>(
+    p: &mut NodeProcess<F>,
+    duration: Option<std::time::Duration>,
+) -> (f64, crate::lateness::LatenessReport) {
     let stop = stop_flag(duration);
     let start = std::time::Instant::now();
     let mut wall = aurora_engine::clock::Wall::new(start, false);
-    let mut engine = proc_.engine;
     // Model time runs with the wall clock, a slice at a time, the stop
     // flag checked between slices.
     let slice = aurora_time::Duration::from_millis(10);
@@ -166,45 +204,168 @@ pub fn main(
             break;
         }
         end = next;
-        engine.run_wall(end, &mut wall);
+        p.engine.run_wall(end, &mut wall);
     }
     let ended = start.elapsed();
-    let secs = ended.as_secs_f64();
-    let mut lateness = wall.lateness(1, duration.unwrap_or(ended), ended);
+    let mut lateness = wall.lateness(p.engine.node_count(), duration.unwrap_or(ended), ended);
     lateness.asked = duration;
     lateness.stop_at = None;
-    let lateness = crate::lateness::report(
+    let name = |i: usize| {
+        p.members
+            .get(i)
+            .map_or_else(|| format!("node {i}"), |m| m.name.clone())
+    };
+    let report = crate::lateness::report(
         &lateness,
-        &|_| name.to_string(),
+        &name,
         "give each node process a core of its own, or run the file with aurora run --virtual",
     );
-    engine.clear_tap();
+    (ended.as_secs_f64(), report)
+}
+
+/// The rows of the process's ports linked to nodes outside.
+pub(crate) fn port_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<PortRow> {
+    let e = &p.engine;
+    p.ports
+        .iter()
+        .map(|port| {
+            let (node, n) = (port.node, port.port);
+            let ext = e.external_output(node, n).unwrap_or_default();
+            let tx = ext.link;
+            let dir = e.link(node, n).unwrap_or_default();
+            let rx = e.external_input(node, n).unwrap_or_default();
+            let unreachable = tx.drops.get(LinkDrop::PeerUnreachable);
+            let too_long = tx.drops.get(LinkDrop::BadFrame);
+            // What the line delivered went to the link: refused, sent, or
+            // dropped by it with a reason.
+            let taken = ext.refused + tx.cells_out + unreachable + too_long;
+            PortRow {
+                node: member_name(p, node),
+                port: n,
+                link: format!("{} <-> {}", port.here, port.peer),
+                peer: format!("{} @ {}", port.peer, port.remote),
+                cells_out: dir.offered,
+                overflow: dir.overflow + ext.refused,
+                peer_full: ext.refused,
+                lost_on_line: dir.lost,
+                in_flight: dir
+                    .offered
+                    .saturating_sub(dir.overflow + dir.lost + dir.delivered),
+                sent: tx.cells_out,
+                peer_unreachable: unreachable,
+                too_long,
+                unaccounted: dir.delivered as i64 - taken as i64,
+                cells_in: rx.cells_delivered,
+                lost_in_transit: rx.drops.get(LinkDrop::LostInTransit),
+                hec_discarded: rx.drops.get(LinkDrop::HecDiscarded),
+                peer_restarts: rx.peer_restarts,
+                switch_dropped: e
+                    .node_dyn(node)
+                    .and_then(|x| x.port_summary(n))
+                    .map_or(0, |c| c.dropped),
+            }
+        })
+        .collect()
+}
+
+/// The rows of the link directions between the process's own nodes.
+pub(crate) fn link_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<crate::run::LinkRow> {
+    p.links
+        .iter()
+        .filter_map(|l| {
+            let c = p.engine.link(l.from.0, l.from.1)?;
+            Some(crate::run::LinkRow {
+                dir: l.name.clone(),
+                offered: c.offered,
+                delivered: c.delivered,
+                overflow: c.overflow,
+                lost: c.lost,
+                errored: c.errored,
+            })
+        })
+        .collect()
+}
+
+/// The rows of the process's TUN interfaces.
+pub(crate) fn tun_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<TunRow> {
+    p.tuns
+        .iter()
+        .filter_map(|(node, t)| {
+            let c = p.engine.device_counters(*node)?;
+            Some(TunRow {
+                name: format!("{} {}/{}", t.name, t.addr, t.prefix),
+                read: c.from_device,
+                written: c.to_device,
+                refused: c.device_full,
+                errors: c.errors,
+            })
+        })
+        .collect()
+}
+
+fn member_name<F: Frame>(p: &NodeProcess<F>, local: NodeId) -> String {
+    p.members
+        .get(local.0 as usize)
+        .map_or_else(|| format!("node {}", local.0), |m| m.name.clone())
+}
+
+/// Runs the nodes `names` of the topology in `path` as one process until
+/// `duration` passes, or SIGINT or SIGTERM arrives, and reports what they
+/// did.
+pub fn main(
+    path: &Path,
+    names: &[String],
+    duration: Option<std::time::Duration>,
+    seed: u64,
+    capture: Option<&crate::run::CaptureArg>,
+) -> Result<NodeReport, String> {
+    let text = aurora_topo::read_topology(path)?;
+    let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
+    let dir = match capture {
+        Some(cap) => Some(crate::run::open_captures(
+            cap,
+            &bp.hosts,
+            &bp.switches,
+            &bp.routers,
+        )?),
+        None => None,
+    };
+    let (mut p, info) = bp.node_process(names, seed)?;
+    let captures_dir: Option<Arc<Mutex<aurora_capture::CaptureDir>>> =
+        dir.map(|dir| Arc::new(Mutex::new(dir.in_background())));
+    if let Some(c) = &captures_dir {
+        // Captures name nodes by their ids in the whole network.
+        let (c, ids) = (
+            c.clone(),
+            p.members.iter().map(|m| m.id.0).collect::<Vec<u32>>(),
+        );
+        p.engine.set_tap(Box::new(move |t, node, port, cell| {
+            let id = ids.get(node.0 as usize).copied().unwrap_or(node.0);
+            // Poisoned only if a tap panicked, which ends the run anyway.
+            if let Ok(mut d) = c.lock() {
+                d.record(t, id, port, std::slice::from_ref(cell));
+            }
+        }));
+    }
+    announce(&p);
+    let (secs, lateness) = run_wall(&mut p, duration);
+    p.engine.clear_tap();
     let captures = crate::run::finish_captures(captures_dir)?;
 
-    let local = proc_.local;
-    let Some(dyn_node) = engine.node_dyn(local) else {
-        return Err(format!("node {name} is missing from its engine"));
-    };
-    let node: &dyn std::any::Any = match engine.node::<TrafficHost>(local) {
-        Some(h) => h,
-        None => match engine.node::<aurora_ip::node::IpNode>(local) {
-            Some(n) => n,
-            None => &(),
-        },
-    };
-    let host = node.downcast_ref::<TrafficHost>();
+    let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
+    let host = |id: NodeId| local(id).and_then(|l| p.engine.node::<TrafficHost>(l));
     let mut sent = Vec::new();
     let mut received = Vec::new();
     let mut pings = Vec::new();
-    for p in &info.pvcs {
-        if let (true, Some(h)) = (p.from == proc_.id, host) {
-            sent.push((p.name.clone(), p.flows.iter().map(|&i| h.sent(i)).sum()));
-            pings.extend(crate::run::ping_rows(p, h));
+    for pvc in &info.pvcs {
+        if let Some(h) = host(pvc.from) {
+            sent.push((pvc.name.clone(), pvc.flows.iter().map(|&i| h.sent(i)).sum()));
+            pings.extend(crate::run::ping_rows(pvc, h));
         }
-        if let (true, Some(h)) = (p.to == proc_.id, host) {
-            let r = h.received(p.to_vc);
+        if let Some(h) = host(pvc.to) {
+            let r = h.received(pvc.to_vc);
             received.push(ReceivedRow {
-                name: p.name.clone(),
+                name: pvc.name.clone(),
                 delivered: r.delivered,
                 missing: r.missing,
                 corrupted: r.corrupted + r.out_of_order,
@@ -212,52 +373,26 @@ pub fn main(
             });
         }
     }
-    let ports = proc_
-        .ports
+    let ip = p
+        .members
         .iter()
-        .map(|p| {
-            let ext = engine.external_output(local, p.port).unwrap_or_default();
-            let tx = ext.link;
-            let dir = engine.link(local, p.port).unwrap_or_default();
-            let rx = engine.external_input(local, p.port).unwrap_or_default();
-            PortRow {
-                port: p.port,
-                peer: format!("{} @ {}", p.peer, p.remote),
-                cells_out: dir.offered,
-                overflow: dir.overflow + ext.refused,
-                peer_full: ext.refused,
-                peer_unreachable: tx.drops.get(LinkDrop::PeerUnreachable),
-                cells_in: rx.cells_delivered,
-                lost_in_transit: rx.drops.get(LinkDrop::LostInTransit),
-                hec_discarded: rx.drops.get(LinkDrop::HecDiscarded),
-                peer_restarts: rx.peer_restarts,
-                switch_dropped: dyn_node.port_summary(p.port).map_or(0, |c| c.dropped),
-            }
+        .filter_map(|m| {
+            let n = p.engine.node::<aurora_ip::node::IpNode>(m.local)?;
+            Some(crate::run::ip_row(&m.name, n))
         })
         .collect();
-    let ip = node
-        .downcast_ref::<aurora_ip::node::IpNode>()
-        .map(|n| crate::run::ip_row(name, n));
-    let tun = match (&proc_.tun, engine.device_counters(local)) {
-        (Some(t), Some(c)) => Some(TunRow {
-            name: format!("{} {}/{}", t.name, t.addr, t.prefix),
-            read: c.from_device,
-            written: c.to_device,
-            refused: c.device_full,
-            errors: c.errors,
-        }),
-        _ => None,
-    };
     Ok(NodeReport {
-        name: name.to_string(),
+        name: p.names.join(","),
+        nodes: p.members.iter().map(|m| m.name.clone()).collect(),
         secs,
         sent,
         received,
         pings,
-        ports,
+        ports: port_rows(&p),
+        links: link_rows(&p),
         captures,
         ip,
-        tun,
+        tun: tun_rows(&p),
         lateness,
     })
 }
@@ -305,9 +440,85 @@ fn install_stop_signals() {
     }
 }
 
+/// The ports table as text (`unit`: "cells" or "frames").
+pub(crate) fn ports_text(ports: &[PortRow], unit: &str) -> String {
+    if ports.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n{:<36} {:>9} {:>8} {:>7} {:>9} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
+        format!("link ({unit})"),
+        "out",
+        "overflow",
+        "lost",
+        "in flight",
+        "unreachable",
+        "in",
+        "lost in",
+        "restarts",
+        "sw drop"
+    );
+    for p in ports {
+        s += &format!(
+            "{:<36} {:>9} {:>8} {:>7} {:>9} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
+            p.link,
+            p.cells_out,
+            p.overflow,
+            p.lost_on_line,
+            p.in_flight,
+            p.peer_unreachable + p.too_long,
+            p.cells_in,
+            p.lost_in_transit,
+            p.peer_restarts,
+            p.switch_dropped
+        );
+    }
+    s
+}
+
+/// The inside links' table as text.
+pub(crate) fn links_text(links: &[crate::run::LinkRow], unit: &str) -> String {
+    if links.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n{:<36} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
+        format!("inside ({unit})"),
+        "offered",
+        "delivered",
+        "overflow",
+        "lost",
+        "errored"
+    );
+    for l in links {
+        s += &format!(
+            "{:<36} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
+            l.dir, l.offered, l.delivered, l.overflow, l.lost, l.errored
+        );
+    }
+    s
+}
+
+/// The TUN rows as text.
+pub(crate) fn tun_text(rows: &[TunRow]) -> String {
+    rows.iter()
+        .map(|t| {
+            format!(
+                "TUN {}: {} packets read, {} written, {} refused, {} errors\n",
+                t.name, t.read, t.written, t.refused, t.errors
+            )
+        })
+        .collect()
+}
+
 /// The report as text.
 pub fn text(r: &NodeReport) -> String {
-    let mut s = format!("node {} ran {:.3} s\n", r.name, r.secs);
+    let mut s = format!(
+        "{} {} ran {:.3} s\n",
+        if r.nodes.len() == 1 { "node" } else { "nodes" },
+        r.nodes.join(", "),
+        r.secs
+    );
     for (name, n) in &r.sent {
         s += &format!("sent on {name}: {n} PDUs\n");
     }
@@ -324,45 +535,17 @@ pub fn text(r: &NodeReport) -> String {
         }
     }
     s += &crate::run::ping_text(&r.pings);
-    s += &format!(
-        "\n{:>4} {:<34} {:>9} {:>8} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
-        "port",
-        "peer",
-        "cells out",
-        "overflow",
-        "unreachable",
-        "cells in",
-        "lost",
-        "restarts",
-        "sw drop"
-    );
-    for p in &r.ports {
-        s += &format!(
-            "{:>4} {:<34} {:>9} {:>8} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
-            p.port,
-            p.peer,
-            p.cells_out,
-            p.overflow,
-            p.peer_unreachable,
-            p.cells_in,
-            p.lost_in_transit,
-            p.peer_restarts,
-            p.switch_dropped
-        );
-    }
-    if let Some(ip) = &r.ip {
-        s += &crate::run::ip_text(std::slice::from_ref(ip));
-    }
-    if let Some(t) = &r.tun {
-        s += &format!(
-            "TUN {}: {} packets read, {} written, {} refused, {} errors\n",
-            t.name, t.read, t.written, t.refused, t.errors
-        );
-    }
+    s += &ports_text(&r.ports, "cells");
+    s += &links_text(&r.links, "cells");
+    s += &crate::run::ip_text(&r.ip);
+    s += &tun_text(&r.tun);
     for (f, cells, pdus, dropped) in &r.captures {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
         );
+    }
+    if let Some(why) = r.imbalance() {
+        s += &format!("{why}\n");
     }
     s += &crate::lateness::text(&r.lateness);
     s

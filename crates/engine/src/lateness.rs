@@ -9,12 +9,11 @@
 //!
 //! - **events**: under the engine ([`crate::clock`]), every event (a frame
 //!   delivered, a timer, a line pulling its next frame): lateness = wall
-//!   time when it ran − its time. In the old thread-per-node driver that
-//!   still runs `aurora node` and real-time ATOMIC runs: every timer handled,
-//!   and in the frame driver every frame taken from a link or sent on a UDP
-//!   cable.
-//! - **wake-ups** (thread-per-node driver only): every time an idle worker
-//!   slept, how much longer than it asked it slept.
+//!   time when it ran − its time. Every real-time run, `aurora node`'s
+//!   processes included, is measured this way.
+//! - **wake-ups**: every time an idle worker slept, how much longer than it
+//!   asked it slept, for a driver that records them ([`NodeLateness::woke`]);
+//!   the engine's waits show in its events' lateness instead.
 //! - when it first ran and when it stopped, for the run's start lag and
 //!   overrun.
 //!
@@ -150,7 +149,7 @@ fn ns(d: StdDuration) -> u64 {
 /// One node's lateness over a run.
 #[derive(Clone, Debug, Default)]
 pub struct NodeLateness {
-    /// Lateness of timers (and, in the frame driver, frames) handled, ns.
+    /// Lateness of the events handled (timers, frames delivered), ns.
     pub events: Histogram,
     /// Events later than [`LATE`].
     pub late_events: u64,

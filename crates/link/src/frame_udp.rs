@@ -12,9 +12,13 @@
 //! As with cells over UDP ([`crate::udp`]), only the configured peer is
 //! heard; strangers and malformed datagrams are counted drops; gaps in the
 //! sequence count frames lost on the way; a new session is a peer restart.
+//! [`open`] gives the two halves of one socket, a sender and a receiver,
+//! each with its own [`LinkCounters`] (whose "cells" are frames here).
 
 use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
+
+use crate::{LinkCounters, LinkDrop, LinkError};
 
 /// Bytes before the frame.
 pub const HEADER_LEN: usize = 8;
@@ -23,122 +27,179 @@ pub const MAX_FRAME: usize = 65_507 - HEADER_LEN;
 const MAGIC: [u8; 2] = *b"AF";
 const VERSION: u8 = 1;
 
-/// What a frame link counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FrameUdpCounters {
-    /// Frames sent.
-    pub sent: u64,
-    /// Frames too long to send, or refused by the socket (dropped).
-    pub send_dropped: u64,
-    /// Frames received from the peer.
-    pub received: u64,
-    /// Frames the peer sent that never arrived (sequence gaps).
-    pub lost: u64,
-    /// Datagrams from anyone but the peer.
-    pub strangers: u64,
-    /// Datagrams too short or with a wrong magic or version.
-    pub malformed: u64,
-    /// Datagrams older than one already received (reordered or
-    /// duplicated): dropped, their frames already counted as lost.
-    pub late: u64,
-    /// Times the peer started afresh (a new session).
-    pub restarts: u64,
-}
-
-/// One end of a frame link.
+/// The sending half of a frame link.
 #[derive(Debug)]
-pub struct FrameUdp {
+pub struct FrameTx {
     sock: UdpSocket,
     peer: SocketAddr,
     session: u8,
     seq: u32,
-    rx: Option<(u8, u32)>,
     buf: Vec<u8>,
-    counters: FrameUdpCounters,
+    counters: LinkCounters,
 }
 
-impl FrameUdp {
-    /// Binds `local` (non-blocking) to talk with `peer`.
-    pub fn open(local: SocketAddr, peer: SocketAddr) -> std::io::Result<FrameUdp> {
-        let sock = UdpSocket::bind(local)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind UDP {local}: {e}")))?;
-        sock.set_nonblocking(true)?;
-        let session = (std::process::id() as u8)
-            ^ (std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos() as u8));
-        Ok(FrameUdp {
+/// The receiving half of a frame link.
+#[derive(Debug)]
+pub struct FrameRx {
+    sock: UdpSocket,
+    peer: SocketAddr,
+    /// The peer's session and the sequence number expected next.
+    expect: Option<(u8, u32)>,
+    buf: Vec<u8>,
+    counters: LinkCounters,
+}
+
+fn io(what: &str, e: std::io::Error) -> LinkError {
+    LinkError::Io(format!("{what}: {e}"))
+}
+
+/// Binds `local` (non-blocking) to talk with `peer`: the sending and the
+/// receiving half.
+pub fn open(local: SocketAddr, peer: SocketAddr) -> Result<(FrameTx, FrameRx), LinkError> {
+    let sock = UdpSocket::bind(local).map_err(|e| io(&format!("cannot bind UDP {local}"), e))?;
+    sock.set_nonblocking(true)
+        .map_err(|e| io("cannot make the UDP socket non-blocking", e))?;
+    // Best effort: the kernel caps this at net.core.rmem_max.
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&sock, 4 << 20);
+    let rx = sock
+        .try_clone()
+        .map_err(|e| io("cannot clone the UDP socket", e))?;
+    let session = (std::process::id() as u8)
+        ^ (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as u8));
+    Ok((
+        FrameTx {
             sock,
             peer,
             session,
             seq: 0,
-            rx: None,
+            buf: Vec::with_capacity(HEADER_LEN + 2048),
+            counters: LinkCounters::default(),
+        },
+        FrameRx {
+            sock: rx,
+            peer,
+            expect: None,
             buf: vec![0; 65_536],
-            counters: FrameUdpCounters::default(),
-        })
+            counters: LinkCounters::default(),
+        },
+    ))
+}
+
+impl FrameTx {
+    /// Sends `frames` in order, one datagram each; returns how many the
+    /// link took. A full socket buffer stops it (the rest are the
+    /// caller's); a frame too long for a datagram (`bad_frame`) or one the
+    /// network refuses (`peer_unreachable`) is taken and counted as
+    /// dropped.
+    pub fn send<B: AsRef<[u8]>>(&mut self, frames: &[B]) -> usize {
+        let mut done = 0;
+        for f in frames {
+            let f = f.as_ref();
+            if f.len() > MAX_FRAME {
+                self.counters.drops.add(LinkDrop::BadFrame, 1);
+                done += 1;
+                continue;
+            }
+            self.buf.clear();
+            self.buf.extend_from_slice(&MAGIC);
+            self.buf.push(VERSION);
+            self.buf.push(self.session);
+            self.buf.extend_from_slice(&self.seq.to_be_bytes());
+            self.buf.extend_from_slice(f);
+            match self.sock.send_to(&self.buf, self.peer) {
+                Ok(_) => {
+                    self.counters.cells_out += 1;
+                    self.counters.datagrams_out += 1;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // Nobody there, or no route: lost on the way, as on a cut
+                // cable; the far end counts the gap if it hears later ones.
+                Err(_) => self.counters.drops.add(LinkDrop::PeerUnreachable, 1),
+            }
+            self.seq = self.seq.wrapping_add(1);
+            done += 1;
+        }
+        done
     }
 
-    /// The counters.
-    pub fn counters(&self) -> FrameUdpCounters {
+    /// The counters: `cells_out` counts frames sent.
+    pub fn counters(&self) -> LinkCounters {
         self.counters
     }
 
-    /// Sends one frame (dropped and counted if too long or refused).
-    pub fn send(&mut self, frame: &[u8]) {
-        if frame.len() > MAX_FRAME {
-            self.counters.send_dropped += 1;
-            return;
-        }
-        let mut d = Vec::with_capacity(HEADER_LEN + frame.len());
-        d.extend_from_slice(&MAGIC);
-        d.push(VERSION);
-        d.push(self.session);
-        d.extend_from_slice(&self.seq.to_be_bytes());
-        d.extend_from_slice(frame);
-        self.seq = self.seq.wrapping_add(1);
-        match self.sock.send_to(&d, self.peer) {
-            Ok(_) => self.counters.sent += 1,
-            // Nobody there yet, or the socket buffer is full: lost, and the
-            // far end counts the gap.
-            Err(_) => self.counters.send_dropped += 1,
-        }
+    /// The local address (useful after binding port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
     }
+}
 
-    /// The next frame from the peer, if one is waiting.
-    pub fn recv(&mut self) -> Option<Vec<u8>> {
-        loop {
-            let (n, from) = match self.sock.recv_from(&mut self.buf) {
+impl FrameRx {
+    /// Appends up to `max` frames waiting from the peer to `out`; returns
+    /// how many.
+    pub fn recv(&mut self, out: &mut Vec<Vec<u8>>, max: usize) -> Result<usize, LinkError> {
+        let mut n = 0;
+        while n < max {
+            let (len, from) = match self.sock.recv_from(&mut self.buf) {
                 Ok(x) => x,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return None,
-                // ICMP port unreachable from an earlier send, and the like.
-                Err(_) => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // An ICMP error from an earlier send.
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(io("UDP receive failed", e)),
             };
+            self.counters.datagrams_in += 1;
             if from != self.peer {
-                self.counters.strangers += 1;
+                self.counters.drops.add(LinkDrop::Stranger, 1);
                 continue;
             }
-            let d = &self.buf[..n];
-            if n < HEADER_LEN || d[..2] != MAGIC || d[2] != VERSION {
-                self.counters.malformed += 1;
+            let d = &self.buf[..len];
+            if len < HEADER_LEN || d[..2] != MAGIC || d[2] != VERSION {
+                self.counters.drops.add(LinkDrop::BadFrame, 1);
                 continue;
             }
             let session = d[3];
             let seq = u32::from_be_bytes([d[4], d[5], d[6], d[7]]);
-            match self.rx {
+            match self.expect {
                 Some((s, next)) if s == session => {
-                    if seq < next {
-                        self.counters.late += 1;
+                    let gap = seq.wrapping_sub(next);
+                    if gap >= 1 << 31 {
+                        // Older than one already taken: its frame was
+                        // counted lost then, and stays so.
+                        self.counters.datagrams_late += 1;
                         continue;
                     }
-                    self.counters.lost += u64::from(seq - next);
+                    self.counters
+                        .drops
+                        .add(LinkDrop::LostInTransit, u64::from(gap));
                 }
-                Some(_) => self.counters.restarts += 1,
+                Some(_) => {
+                    // The sender restarted: the new one's frames before
+                    // this one were lost on the way.
+                    self.counters.peer_restarts += 1;
+                    self.counters
+                        .drops
+                        .add(LinkDrop::LostInTransit, u64::from(seq));
+                }
                 None => {}
             }
-            self.rx = Some((session, seq.wrapping_add(1)));
-            self.counters.received += 1;
-            return Some(d[HEADER_LEN..].to_vec());
+            self.expect = Some((session, seq.wrapping_add(1)));
+            self.counters.cells_in += 1;
+            self.counters.cells_delivered += 1;
+            out.push(d[HEADER_LEN..].to_vec());
+            n += 1;
         }
+        Ok(n)
+    }
+
+    /// The counters: `cells_in` and `cells_delivered` count frames.
+    pub fn counters(&self) -> LinkCounters {
+        self.counters
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.sock.local_addr().ok()
     }
 }
 
@@ -146,48 +207,81 @@ impl FrameUdp {
 mod tests {
     use super::*;
 
-    #[test]
-    fn frames_cross_and_gaps_are_counted() {
-        let a: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let mut x = FrameUdp::open(a, a).unwrap();
-        let xa = x.sock.local_addr().unwrap();
-        let mut y = FrameUdp::open(a, xa).unwrap();
-        x.peer = y.sock.local_addr().unwrap();
-        x.send(b"one");
-        x.seq += 2; // two frames "lost"
-        x.send(b"");
-        x.send(&[9; 3000]);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        assert_eq!(y.recv().as_deref(), Some(&b"one"[..]));
-        assert_eq!(y.recv().as_deref(), Some(&b""[..]));
-        assert_eq!(y.recv().map(|v| v.len()), Some(3000));
-        assert_eq!(y.recv(), None);
-        let c = y.counters();
-        assert_eq!((c.received, c.lost), (3, 2));
-        // The same sequence number again is late.
-        x.seq -= 1;
-        x.send(b"again");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        assert_eq!(y.recv(), None);
-        assert_eq!(y.counters().late, 1);
-        // A stranger and a malformed datagram are counted, not delivered.
-        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-        s.send_to(
-            b"AF\x01\x00\x00\x00\x00\x00hi",
-            y.sock.local_addr().unwrap(),
-        )
-        .unwrap();
-        x.sock.send_to(b"XY", y.sock.local_addr().unwrap()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        assert_eq!(y.recv(), None);
-        assert_eq!((y.counters().strangers, y.counters().malformed), (1, 1));
-        assert!(x.send_dropped_too_long());
+    fn pair() -> ((FrameTx, FrameRx), (FrameTx, FrameRx)) {
+        let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let mut x = open(any, any).unwrap();
+        let mut y = open(any, x.1.local_addr().unwrap()).unwrap();
+        x.0.peer = y.1.local_addr().unwrap();
+        x.1.peer = x.0.peer;
+        y.1.peer = x.1.local_addr().unwrap();
+        (x, y)
     }
 
-    impl FrameUdp {
-        fn send_dropped_too_long(&mut self) -> bool {
-            self.send(&vec![0; MAX_FRAME + 1]);
-            self.counters.send_dropped == 1
-        }
+    fn wait() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    #[test]
+    fn frames_cross_and_gaps_are_counted() {
+        let ((mut tx, _), (_, mut rx)) = pair();
+        let mut got = Vec::new();
+        assert_eq!(tx.send(&[b"one".to_vec()]), 1);
+        tx.seq += 2; // two frames "lost"
+        assert_eq!(tx.send(&[Vec::new(), vec![9; 3000]]), 2);
+        wait();
+        assert_eq!(rx.recv(&mut got, 10).unwrap(), 3);
+        assert_eq!(got[0], b"one");
+        assert!(got[1].is_empty());
+        assert_eq!(got[2].len(), 3000);
+        assert_eq!(rx.recv(&mut got, 10).unwrap(), 0);
+        let c = rx.counters();
+        assert_eq!(
+            (c.cells_delivered, c.drops.get(LinkDrop::LostInTransit)),
+            (3, 2)
+        );
+        // The same sequence number again is late, and dropped.
+        tx.seq -= 1;
+        tx.send(&[b"again"]);
+        wait();
+        assert_eq!(rx.recv(&mut got, 10).unwrap(), 0);
+        assert_eq!(rx.counters().datagrams_late, 1);
+        // A stranger and a malformed datagram are counted, not delivered.
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = rx.local_addr().unwrap();
+        s.send_to(b"AF\x01\x00\x00\x00\x00\x00hi", to).unwrap();
+        tx.sock.send_to(b"XY", to).unwrap();
+        wait();
+        assert_eq!(rx.recv(&mut got, 10).unwrap(), 0);
+        let c = rx.counters();
+        assert_eq!(
+            (
+                c.drops.get(LinkDrop::Stranger),
+                c.drops.get(LinkDrop::BadFrame)
+            ),
+            (1, 1)
+        );
+        // A frame too long for a datagram is taken and counted dropped.
+        assert_eq!(tx.send(&[vec![0; MAX_FRAME + 1]]), 1);
+        assert_eq!(tx.counters().drops.get(LinkDrop::BadFrame), 1);
+        assert_eq!(tx.counters().cells_out, 4);
+    }
+
+    #[test]
+    fn a_restarted_sender_is_counted_with_what_it_sent_unheard() {
+        let ((mut tx, _), (_, mut rx)) = pair();
+        let mut got = Vec::new();
+        tx.send(&[b"a", b"b"]);
+        wait();
+        assert_eq!(rx.recv(&mut got, 10).unwrap(), 2);
+        tx.session = tx.session.wrapping_add(1);
+        tx.seq = 3; // three frames of the new session went unheard
+        tx.send(&[b"c"]);
+        wait();
+        assert_eq!(rx.recv(&mut got, 10).unwrap(), 1);
+        let c = rx.counters();
+        assert_eq!(
+            (c.peer_restarts, c.drops.get(LinkDrop::LostInTransit)),
+            (1, 3)
+        );
     }
 }

@@ -101,7 +101,8 @@ pub enum LinkDrop {
     HecDiscarded,
     /// A datagram from an address other than the configured peer (datagrams).
     Stranger,
-    /// A datagram too short, ragged, or with a wrong magic or version (datagrams).
+    /// A datagram too short, ragged, or with a wrong magic or version
+    /// (datagrams); on a frame sender, a frame too long for a datagram.
     BadFrame,
     /// Cells missing from a UDP link's sequence: lost on the way (cells).
     LostInTransit,

@@ -216,131 +216,202 @@ impl AtomicNet {
     }
 }
 
-/// One group of an ATOMIC network (a mesh board, or a host with its
-/// interface node) set up to run as its own process: its nodes, the links
-/// among them, and its cables to other groups over UDP.
+/// Groups of an ATOMIC network (mesh boards, hosts with their interface
+/// nodes) set up to run together as one process.
 pub struct AtomicProcess {
-    /// The group's nodes (Mosaic nodes, then hosts).
-    pub nodes: Vec<Box<dyn aurora_rt::frames::FrameNode<Vec<u8>>>>,
-    /// Each node's name (a host's is "host NAME").
-    pub names: Vec<String>,
-    /// Hosts: name, address, index in `nodes`.
-    pub hosts: Vec<(String, Ipv4Addr, usize)>,
-    /// Links inside the group.
-    pub links: Vec<aurora_rt::frames::OneWay>,
-    /// Cables to other groups.
-    pub udp: Vec<aurora_rt::frames::UdpEnd>,
-    /// Each UDP end described: "m1.2.0:East <-> m2.0.0:West @ addr".
-    pub cables: Vec<String>,
-    /// TUN interfaces joined to hosts here (by index in `nodes`).
-    pub devices: Vec<(aurora_engine::NodeId, Box<dyn aurora_rt::PacketDevice>)>,
-    /// Those interfaces, described.
-    pub tun_names: Vec<String>,
+    /// The process: its Mosaic nodes, then its hosts.
+    pub process: crate::NodeProcess<Vec<u8>>,
+    /// Its hosts: name, address, id in the process's engine.
+    pub hosts: Vec<(String, Ipv4Addr, aurora_engine::NodeId)>,
+    /// Its Mosaic nodes, by id in the process's engine.
+    pub mosaics: Vec<aurora_engine::NodeId>,
 }
 
 impl AtomicNet {
-    /// The group called `name` (a mesh or a host) as its own process.
-    pub fn process(&self, name: &str, seed: u64) -> Result<AtomicProcess, String> {
-        if !self.groups.iter().any(|g| g == name) {
-            return Err(format!(
-                "the network has no mesh or ATOMIC host called \"{name}\""
-            ));
-        }
+    /// The groups called `names` (meshes and hosts) as one process: the
+    /// wires and cables among them are the engine's own links, every cable
+    /// to another group a UDP link between the addresses the cable gives,
+    /// and a host's TUN interface, if it has one, its packet device.
+    pub fn process(&self, names: &[String], seed: u64) -> Result<AtomicProcess, String> {
         let plan = self.plan(seed);
         let m = plan.mosaic.len();
-        let mut local: Vec<Option<usize>> = vec![None; m + plan.hosts.len()];
-        let mut nodes: Vec<Box<dyn aurora_rt::frames::FrameNode<Vec<u8>>>> = Vec::new();
-        let mut names = Vec::new();
-        for (i, node) in plan.mosaic.into_iter().enumerate() {
-            if self.groups[i] == name {
-                local[i] = Some(nodes.len());
-                nodes.push(Box::new(node));
-                names.push(self.names[i].clone());
-            }
-        }
-        let mut hosts = Vec::new();
-        for (k, (addr, host, node)) in plan.hosts.into_iter().enumerate() {
-            if self.groups[node] == name {
-                local[m + k] = Some(nodes.len());
-                let hname = self
-                    .hosts
+        // Every node of the plan: Mosaic nodes, then hosts; each in the
+        // group of its layout node.
+        let group_of = |i: usize| -> &str {
+            let layout = if i < m { i } else { plan.hosts[i - m].2 };
+            &self.groups[layout]
+        };
+        let known: Vec<(&str, usize)> = (0..m + plan.hosts.len())
+            .map(|i| (group_of(i), i))
+            .collect();
+        let ids = crate::process::members_named(names, &known, "mesh or ATOMIC host")?;
+        let host_name = |layout: usize, addr: Ipv4Addr| {
+            self.hosts
+                .iter()
+                .find(|h| h.2 == layout)
+                .map_or_else(|| addr.to_string(), |h| h.0.clone())
+        };
+        let node_names: Vec<String> = self
+            .names
+            .iter()
+            .cloned()
+            .chain(
+                plan.hosts
                     .iter()
-                    .find(|h| h.2 == node)
-                    .map_or_else(|| addr.to_string(), |h| h.0.clone());
-                hosts.push((hname.clone(), addr, nodes.len()));
-                names.push(format!("host {hname}"));
-                nodes.push(Box::new(host));
+                    .map(|(a, _, layout)| format!("host {}", host_name(*layout, *a))),
+            )
+            .collect();
+        let dirs: Vec<crate::process::WholeDir> = plan
+            .links
+            .iter()
+            .map(|&(from, to, spec)| crate::process::WholeDir { from, to, spec })
+            .collect();
+        let mut hosts = Vec::new();
+        let mut mosaics = Vec::new();
+        let mut tuns = Vec::new();
+        let mut members: crate::process::Members<Vec<u8>> = Vec::new();
+        let mut wanted = ids.iter().copied().peekable();
+        let local = |k: usize| aurora_engine::NodeId(k as u32);
+        for (i, node) in plan.mosaic.into_iter().enumerate() {
+            if wanted.next_if_eq(&i).is_some() {
+                mosaics.push(local(members.len()));
+                members.push((i, node_names[i].clone(), Box::new(node)));
             }
         }
-        let id = |i: usize| aurora_engine::NodeId(i as u32);
-        let mut links = Vec::new();
-        let mut spec_of = BTreeMap::new();
-        for &(from, to, spec) in &plan.links {
-            spec_of.insert(from, spec);
-            if let (Some(a), Some(b)) = (local[from.0], local[to.0]) {
-                links.push(aurora_rt::frames::OneWay {
-                    from: (id(a), from.1),
-                    to: (id(b), to.1),
-                    spec,
-                });
-            }
-        }
-        let mut udp = Vec::new();
-        let mut cables = Vec::new();
-        for c in &self.cables {
-            let (la, lb) = (local[c.a.0], local[c.b.0]);
-            if la.is_some() == lb.is_some() {
-                continue; // inside the group (done above) or elsewhere
-            }
-            let describe = format!(
-                "{}:{:?} <-> {}:{:?}",
-                self.names[c.a.0], c.a.1, self.names[c.b.0], c.b.1
-            );
-            let (here, local_addr, remote_addr, is_a) = match (la, c.udp) {
-                (_, None) => {
-                    return Err(format!(
-                        "the cable {describe} has no udp_a and udp_b, so \"{name}\" cannot run as its own process"
-                    ))
+        for (k, (addr, host, layout)) in plan.hosts.into_iter().enumerate() {
+            if wanted.next_if_eq(&(m + k)).is_some() {
+                let name = host_name(layout, addr);
+                if let Some((_, t)) = self.tuns.iter().find(|(n, _)| *n == name) {
+                    tuns.push((m + k, t.clone()));
                 }
-                (Some(i), Some((x, y))) => (i, x, y, true),
-                (None, Some((x, y))) => (lb.expect("one end is here"), y, x, false),
-            };
-            let end = if is_a { c.a } else { c.b };
-            let sends = is_a || !c.oneway;
-            let hears = !is_a || !c.oneway;
-            let link = aurora_link::frame_udp::FrameUdp::open(local_addr, remote_addr)
-                .map_err(|e| e.to_string())?;
-            let spec = spec_of
-                .get(&(end.0, end.1 as u16))
-                .copied()
-                .unwrap_or_else(|| aurora_atomic::layout::channel_spec(0.0));
-            udp.push(aurora_rt::frames::UdpEnd {
-                node: id(here),
-                out_port: sends.then_some(end.1 as u16),
-                in_port: hears.then_some(end.1 as u16),
-                link,
-                spec,
-            });
-            cables.push(format!("{describe} @ {local_addr} -> {remote_addr}"));
-        }
-        let mut devices: Vec<(aurora_engine::NodeId, Box<dyn aurora_rt::PacketDevice>)> =
-            Vec::new();
-        let mut tun_names = Vec::new();
-        for (hname, _, i) in &hosts {
-            if let Some((_, t)) = self.tuns.iter().find(|(n, _)| n == hname) {
-                devices.push((id(*i), Box::new(crate::open_tun(t)?)));
-                tun_names.push(format!("{} {}/{} mtu {}", t.name, t.addr, t.prefix, t.mtu));
+                hosts.push((name, addr, local(members.len())));
+                members.push((m + k, node_names[m + k].clone(), Box::new(host)));
             }
         }
+        let name_of = |n: usize, p: aurora_net::PortId| {
+            let node = node_names.get(n).map_or("?", String::as_str);
+            match (n < m).then(|| Dir::from_port(p as u8)).flatten() {
+                Some(d) => format!("{node}:{d:?}"),
+                None => format!("{node}:{p}"),
+            }
+        };
+        let mut outside = CableOutside {
+            net: self,
+            dirs: &dirs,
+            tx: BTreeMap::new(),
+        };
+        let process = crate::process::build(
+            names.to_vec(),
+            seed,
+            members,
+            &dirs,
+            &name_of,
+            &mut outside,
+            &tuns,
+        )?;
         Ok(AtomicProcess {
-            nodes,
-            names,
+            process,
             hosts,
-            links,
-            udp,
-            cables,
-            devices,
-            tun_names,
+            mosaics,
         })
+    }
+}
+
+/// The far ends of an ATOMIC network's cables: frames over UDP, one socket
+/// per cable end for both its directions.
+struct CableOutside<'a> {
+    net: &'a AtomicNet,
+    dirs: &'a [crate::process::WholeDir],
+    /// A cable end's sender, opened with its receiver.
+    tx: BTreeMap<usize, aurora_link::frame_udp::FrameTx>,
+}
+
+impl CableOutside<'_> {
+    /// The cable carrying direction `k`, and whether this end is its end
+    /// `a`.
+    fn cable(&self, k: usize, from_end: bool) -> Result<(usize, &Cable, bool), String> {
+        let d = &self.dirs[k];
+        let end = |(n, p): (usize, u16)| Some((n, Dir::from_port(u8::try_from(p).ok()?)?));
+        let (from, to) = (end(d.from), end(d.to));
+        let found = self.net.cables.iter().enumerate().find(|(_, c)| {
+            (from == Some(c.a) && to == Some(c.b))
+                || (!c.oneway && from == Some(c.b) && to == Some(c.a))
+        });
+        let Some((i, c)) = found else {
+            return Err(format!(
+                "the channel from {} to {} joins two processes but is no cable",
+                self.net.names.get(d.from.0).map_or("?", String::as_str),
+                self.net.names.get(d.to.0).map_or("?", String::as_str)
+            ));
+        };
+        let mine = if from_end { from } else { to };
+        Ok((i, c, mine == Some(c.a)))
+    }
+
+    fn describe(&self, c: &Cable) -> String {
+        format!(
+            "{}:{:?} <-> {}:{:?}",
+            self.net.names[c.a.0], c.a.1, self.net.names[c.b.0], c.b.1
+        )
+    }
+
+    /// (this end's address, the far end's)
+    fn addrs(
+        &self,
+        c: &Cable,
+        is_a: bool,
+        member: &str,
+    ) -> Result<(std::net::SocketAddr, std::net::SocketAddr), String> {
+        match c.udp {
+            Some((x, y)) if is_a => Ok((x, y)),
+            Some((x, y)) => Ok((y, x)),
+            None => Err(format!(
+                "the cable {} has no udp_a and udp_b, so \"{}\" cannot run as its own process",
+                self.describe(c),
+                crate::escape(member)
+            )),
+        }
+    }
+
+    fn open(
+        &mut self,
+        k: usize,
+        from_end: bool,
+    ) -> Result<aurora_link::frame_udp::FrameRx, String> {
+        let (i, c, is_a) = self.cable(k, from_end)?;
+        let (local, remote) = self.addrs(c, is_a, "")?;
+        let (tx, rx) = aurora_link::frame_udp::open(local, remote).map_err(|e| e.to_string())?;
+        self.tx.insert(i, tx);
+        Ok(rx)
+    }
+}
+
+impl crate::process::Outside<Vec<u8>> for CableOutside<'_> {
+    fn about(&self, k: usize, from_end: bool, member: &str) -> Result<(String, String), String> {
+        let (_, c, is_a) = self.cable(k, from_end)?;
+        let (local, remote) = self.addrs(c, is_a, member)?;
+        Ok((local.to_string(), remote.to_string()))
+    }
+
+    fn input(
+        &mut self,
+        k: usize,
+    ) -> Result<Box<dyn aurora_engine::io::ExternalSource<Vec<u8>>>, String> {
+        Ok(Box::new(crate::process::FrameSource(self.open(k, false)?)))
+    }
+
+    fn output(
+        &mut self,
+        k: usize,
+    ) -> Result<Box<dyn aurora_engine::io::ExternalSink<Vec<u8>>>, String> {
+        let (i, _, _) = self.cable(k, true)?;
+        if !self.tx.contains_key(&i) {
+            // A one-way cable this end only sends on.
+            self.open(k, true)?;
+        }
+        match self.tx.remove(&i) {
+            Some(tx) => Ok(Box::new(crate::process::FrameSink(tx))),
+            None => Err("the cable's UDP socket is gone".into()),
+        }
     }
 }

@@ -57,17 +57,19 @@ use aurora_net::oam::Ping;
 use aurora_net::traffic::TrafficHost;
 use aurora_net::PortId;
 use aurora_time::{Duration, Instant};
-use aurora_wire::cell::{Format, VcId};
+use aurora_wire::cell::VcId;
 use serde::Deserialize;
 
 pub mod atomic;
 mod compile;
 mod ip;
 mod mixed;
+mod process;
 mod pvc;
 pub use atomic::{compile_atomic, is_atomic_text, AtomicNet};
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 pub use mixed::AtomicPart;
+pub use process::{InnerLink, Member, NodePort, NodeProcess, SHM_WAIT};
 use toml::Spanned;
 
 /// The file as written.
@@ -674,39 +676,6 @@ pub struct Blueprint {
     pub atomic: Option<AtomicNet>,
 }
 
-/// One node set up to run as its own process ([`Blueprint::node_process`]).
-pub struct NodeProcess {
-    /// Its name.
-    pub name: String,
-    /// Its id in the topology.
-    pub id: NodeId,
-    /// An engine holding only this node, its links external link ends
-    /// (UDP or shared-memory rings) and its TUN interface a packet device,
-    /// ready to run on the wall clock.
-    pub engine: Engine,
-    /// The node's id in [`NodeProcess::engine`].
-    pub local: NodeId,
-    /// Its linked ports.
-    pub ports: Vec<NodePort>,
-    /// Its TUN interface, made and configured, if it is an IP host.
-    pub tun: Option<TunSpec>,
-}
-
-/// One linked port of a [`NodeProcess`].
-pub struct NodePort {
-    /// The port.
-    pub port: PortId,
-    /// The far end, as `node:port`.
-    pub peer: String,
-    /// What this end reads from: its UDP address, or its ring's file.
-    pub local: String,
-    /// What it writes to: the far end's address, or the far end's ring.
-    pub remote: String,
-}
-
-/// How long a node process waits for a peer's shared-memory ring.
-pub const SHM_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// A blueprint's names and circuits, kept for reporting after a run.
 pub struct BlueprintInfo {
     /// Host names and ids.
@@ -807,152 +776,6 @@ impl Blueprint {
             .downcast_mut::<TrafficHost>()
             .ok_or_else(|| format!("\"{}\" is not a traffic host", escape(host)))?;
         Ok((id, h.add_ping(ping)))
-    }
-
-    /// Sets up the node called `name` to run as its own process: every link
-    /// it has is a UDP link between the addresses the topology gives, its
-    /// sending side shaped as in the other drivers. The other nodes are
-    /// other processes started with their own names.
-    pub fn node_process(
-        mut self,
-        name: &str,
-        seed: u64,
-    ) -> Result<(NodeProcess, BlueprintInfo), String> {
-        let id = self
-            .hosts
-            .iter()
-            .map(|(n, id)| (n, *id))
-            .chain(self.switches.iter().map(|(n, id, _)| (n, *id)))
-            .chain(self.routers.iter().map(|(n, id, _)| (n, *id)))
-            .find(|(n, _)| *n == name)
-            .map(|(_, id)| id)
-            .ok_or_else(|| format!("the topology has no node called \"{}\"", escape(name)))?;
-        let node = std::mem::replace(
-            &mut self.nodes[id.0 as usize],
-            Box::new(TrafficHost::new(Format::Uni)),
-        );
-        let mut engine = Engine::new(seed);
-        let here = engine.add_boxed(node as Box<dyn aurora_engine::EngineNode>);
-        let engine_err = |e: aurora_engine::EngineError| e.to_string();
-        let tun = self
-            .tuns
-            .iter()
-            .find(|(n, _)| *n == id)
-            .map(|(_, t)| t.clone());
-        if let Some(t) = &tun {
-            engine
-                .set_packet_device(here, Box::new(open_tun(t)?))
-                .map_err(engine_err)?;
-        }
-        let mut ports = Vec::new();
-        // Inputs first (a shared-memory ring is created by its reader), then
-        // outputs (a writer waits for its peer's ring), so processes started
-        // in any order meet.
-        let mut outputs = Vec::new();
-        // Each direction draws its loss and bit errors from the stream it
-        // has in the whole network's engine (`into_sim`): link i's a-to-b
-        // direction is number 2i, its reverse 2i + 1.
-        let mut streams = Vec::new();
-        for (i, ((a, b, spec), t)) in self.links.iter().zip(&self.link_transport).enumerate() {
-            for (stream, me, other, me_is_a) in
-                [(2 * i as u32, a, b, true), (2 * i as u32 + 1, b, a, false)]
-            {
-                if me.1 != id {
-                    continue;
-                }
-                let t = t.as_ref().ok_or_else(|| {
-                    format!(
-                        "the link from {}:{} to {}:{} has neither udp_a and udp_b nor shm, \
-                         so \"{name}\" cannot run as its own process",
-                        a.0, a.2, b.0, b.2
-                    )
-                })?;
-                let peer = format!("{}:{}", other.0, other.2);
-                match t {
-                    Transport::Udp(x, y) => {
-                        let (local, remote) = if me_is_a { (*x, *y) } else { (*y, *x) };
-                        let (tx, rx) = aurora_link::udp::open(
-                            local,
-                            remote,
-                            aurora_link::udp::DEFAULT_CELLS_PER_DATAGRAM,
-                        )
-                        .map_err(|e| e.to_string())?;
-                        engine
-                            .connect_external((here, me.2), *spec, Box::new(tx))
-                            .map_err(engine_err)?;
-                        streams.push((me.2, stream));
-                        engine
-                            .add_external_input((here, me.2), Box::new(rx))
-                            .map_err(engine_err)?;
-                        ports.push(NodePort {
-                            port: me.2,
-                            peer,
-                            local: local.to_string(),
-                            remote: remote.to_string(),
-                        });
-                    }
-                    Transport::Shm(path) => {
-                        let ring = |dir: &str| {
-                            let mut p = path.clone().into_os_string();
-                            p.push(dir);
-                            std::path::PathBuf::from(p)
-                        };
-                        let (inp, outp) = if me_is_a {
-                            (ring("-ba"), ring("-ab"))
-                        } else {
-                            (ring("-ab"), ring("-ba"))
-                        };
-                        let cap = (spec.buffer * 2).clamp(64, 1 << 20);
-                        let rx = aurora_link::shm::create_consumer(&inp, cap)
-                            .map_err(|e| e.to_string())?;
-                        engine
-                            .add_external_input((here, me.2), Box::new(rx))
-                            .map_err(engine_err)?;
-                        ports.push(NodePort {
-                            port: me.2,
-                            peer,
-                            local: inp.display().to_string(),
-                            remote: outp.display().to_string(),
-                        });
-                        outputs.push((me.2, outp, *spec));
-                        streams.push((me.2, stream));
-                    }
-                }
-            }
-        }
-        for (port, path, spec) in outputs {
-            let tx = aurora_link::shm::attach_producer(&path, SHM_WAIT).map_err(|e| {
-                format!(
-                    "{e} (waited {} s for the process at the far end to create it)",
-                    SHM_WAIT.as_secs()
-                )
-            })?;
-            engine
-                .connect_external((here, port), spec, Box::new(tx))
-                .map_err(engine_err)?;
-        }
-        for (port, stream) in streams {
-            engine.set_stream(here, port, stream).map_err(engine_err)?;
-        }
-        let info = BlueprintInfo {
-            hosts: self.hosts,
-            switches: self.switches,
-            routers: self.routers,
-            ip_nodes: self.ip_nodes,
-            links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
-            pvcs: self.pvcs,
-        };
-        Ok((
-            NodeProcess {
-                name: name.to_string(),
-                id,
-                engine,
-                local: here,
-                ports,
-                tun,
-            },
-            info,
-        ))
     }
 
     /// The network in the virtual-time driver, its random streams seeded

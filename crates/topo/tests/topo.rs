@@ -172,11 +172,14 @@ shm = "/dev/shm/x"
 
     // The example has no UDP addresses: it cannot be split into processes.
     let bp = aurora_topo::compile(GOOD).unwrap();
-    let e = bp.node_process("sw1", 1).err().expect("no addresses");
+    let e = bp
+        .node_process(&["sw1".into()], 1)
+        .err()
+        .expect("no addresses");
     assert!(e.contains("has neither udp_a and udp_b nor shm"), "{e}");
     let e = aurora_topo::compile(GOOD)
         .unwrap()
-        .node_process("nobody", 1)
+        .node_process(&["nobody".into()], 1)
         .err()
         .expect("no such node");
     assert!(e.contains("no node called \"nobody\""), "{e}");
@@ -450,4 +453,70 @@ fn a_router_joins_the_atomic_lan_and_its_mistakes_are_named() {
         p.contains("more than one interface on the ATOMIC LAN"),
         "{p}"
     );
+}
+
+/// `text` with every `127.0.0.1:PORT` made `127.0.0.1:0` (any free port),
+/// so these tests never meet a run of the examples on the machine.
+fn any_ports(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("127.0.0.1:") {
+        let (head, tail) = rest.split_at(i + "127.0.0.1:".len());
+        out += head;
+        out.push('0');
+        rest = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out + rest
+}
+
+#[test]
+fn a_partition_keeps_its_inner_links_and_opens_the_rest() {
+    let text = any_ports(include_str!("../../../examples/processes.toml"));
+    let names = ["h1".to_string(), "sw".to_string()];
+    let (p, info) = aurora_topo::compile(&text)
+        .unwrap()
+        .node_process(&names, 1)
+        .unwrap();
+    assert_eq!(p.names, names);
+    assert_eq!(p.members.len(), 2);
+    assert_eq!(p.engine.node_count(), 2);
+    // h1 <-> sw is inside, one direction each way; sw:1 reaches h2.
+    let mut inner: Vec<&str> = p.links.iter().map(|l| l.name.as_str()).collect();
+    inner.sort_unstable();
+    assert_eq!(inner, ["h1:0 -> sw:0", "sw:0 -> h1:0"]);
+    assert_eq!(p.ports.len(), 1);
+    let port = &p.ports[0];
+    assert_eq!((port.here.as_str(), port.peer.as_str()), ("sw:1", "h2:0"));
+    assert!(port.sends && port.hears);
+    assert_eq!(info.pvcs.len(), 1);
+
+    // Names are checked: unknown, or given twice.
+    let e = aurora_topo::compile(&text)
+        .unwrap()
+        .node_process(&["h1".into(), "h1".into()], 1)
+        .err()
+        .unwrap();
+    assert!(e.contains("\"h1\" is named twice"), "{e}");
+}
+
+#[test]
+fn an_atomic_partition_keeps_its_cables_inside() {
+    let text = any_ports(include_str!("../../../examples/atomic-processes.toml"));
+    let net = aurora_topo::compile_atomic(&text).unwrap();
+    let a = net.process(&["m".into(), "b".into()], 1).unwrap();
+    // The mesh's 4 nodes, b's interface node, and b.
+    assert_eq!(a.mosaics.len(), 5);
+    assert_eq!(a.hosts.len(), 1);
+    assert_eq!(a.process.engine.node_count(), 6);
+    // 8 directions inside the mesh, 2 on the cable to b, 2 between b and
+    // its interface node; the cable to a leaves the process.
+    assert_eq!(a.process.links.len(), 12);
+    assert_eq!(a.process.ports.len(), 1);
+    let port = &a.process.ports[0];
+    assert_eq!(
+        (port.here.as_str(), port.peer.as_str()),
+        ("m.0.0:West", "a:East")
+    );
+    let e = net.process(&["m".into(), "zz".into()], 1).err().unwrap();
+    assert!(e.contains("no mesh or ATOMIC host called \"zz\""), "{e}");
 }
