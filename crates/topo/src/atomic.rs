@@ -295,11 +295,7 @@ impl AtomicNet {
                 None => format!("{node}:{p}"),
             }
         };
-        let mut outside = CableOutside {
-            net: self,
-            dirs: &dirs,
-            tx: BTreeMap::new(),
-        };
+        let mut outside = CableOutside::new(self, &dirs);
         let process = crate::process::build(
             names.to_vec(),
             seed,
@@ -319,14 +315,28 @@ impl AtomicNet {
 
 /// The far ends of an ATOMIC network's cables: frames over UDP, one socket
 /// per cable end for both its directions.
-struct CableOutside<'a> {
+pub(crate) struct CableOutside<'a> {
     net: &'a AtomicNet,
     dirs: &'a [crate::process::WholeDir],
     /// A cable end's sender, opened with its receiver.
     tx: BTreeMap<usize, aurora_link::frame_udp::FrameTx>,
 }
 
-impl CableOutside<'_> {
+impl<'a> CableOutside<'a> {
+    /// The far ends of `net`'s cables; `dirs` are its plan's channels.
+    pub(crate) fn new(net: &'a AtomicNet, dirs: &'a [crate::process::WholeDir]) -> Self {
+        CableOutside {
+            net,
+            dirs,
+            tx: BTreeMap::new(),
+        }
+    }
+
+    /// How many channels there are.
+    pub(crate) fn dirs(&self) -> usize {
+        self.dirs.len()
+    }
+
     /// The cable carrying direction `k`, and whether this end is its end
     /// `a`.
     fn cable(&self, k: usize, from_end: bool) -> Result<(usize, &Cable, bool), String> {

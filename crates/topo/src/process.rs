@@ -336,11 +336,7 @@ impl Blueprint {
             |n: usize, p: PortId| format!("{}:{p}", node_names.get(n).map_or("?", String::as_str));
         let tuns: Vec<(usize, TunSpec)> =
             tuns.into_iter().map(|(id, t)| (id.0 as usize, t)).collect();
-        let mut outside = CellOutside {
-            links: &links,
-            transport: &link_transport,
-            udp_tx: BTreeMap::new(),
-        };
+        let mut outside = CellOutside::new(&links, &link_transport);
         let process = build(
             names.to_vec(),
             seed,
@@ -364,14 +360,26 @@ impl Blueprint {
 
 /// The far ends of a cell network's links: cells over UDP (one socket
 /// for both directions of a link) or shared-memory rings.
-struct CellOutside<'a> {
+pub(crate) struct CellOutside<'a> {
     links: &'a [(crate::LinkEnd, crate::LinkEnd, LinkSpec)],
     transport: &'a [Option<crate::Transport>],
     /// A link's UDP sender, opened with its receiver.
     udp_tx: BTreeMap<usize, aurora_link::udp::UdpTx>,
 }
 
-impl CellOutside<'_> {
+impl<'a> CellOutside<'a> {
+    /// The far ends of `links`, reached by `transport`.
+    pub(crate) fn new(
+        links: &'a [(crate::LinkEnd, crate::LinkEnd, LinkSpec)],
+        transport: &'a [Option<crate::Transport>],
+    ) -> Self {
+        CellOutside {
+            links,
+            transport,
+            udp_tx: BTreeMap::new(),
+        }
+    }
+
     /// Link `k / 2`'s transport, and whether this end is its end `a`.
     fn end(
         &self,
