@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-mod atomic_run;
+mod atomic_report;
 mod bench_atomic;
 mod bench_compile;
 mod bench_ip;
@@ -684,33 +684,6 @@ fn main() -> ExitCode {
         } => {
             let capture = capture.arg();
             let d = duration.map(|d| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64));
-            let text = match aurora_topo::read_topology(&file) {
-                Ok(text) => text,
-                Err(e) => {
-                    eprintln!("aurora node: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            if aurora_topo::is_atomic_text(&text) {
-                if capture.is_some() {
-                    eprintln!("aurora node: --capture is for cell networks; ATOMIC runs are not captured yet");
-                    return ExitCode::FAILURE;
-                }
-                let r = atomic_run::node(&file, &text, &name, d, seed);
-                if let Some(l) = r.as_ref().ok().and_then(|r| r.report.lateness.as_ref()) {
-                    if !l.faithful {
-                        eprintln!("aurora node: {}", l.sentence);
-                    }
-                }
-                let imbalance = r
-                    .as_ref()
-                    .ok()
-                    .and_then(atomic_run::AtomicNodeReport::imbalance);
-                return unbalanced(
-                    report("aurora node", r, json, atomic_run::node_text),
-                    imbalance,
-                );
-            }
             let result = node::main(&file, &name, d, seed, capture.as_ref());
             if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {
                 if !l.faithful {

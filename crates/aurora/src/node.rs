@@ -4,7 +4,7 @@
 //! outside is a UDP link (or a pair of shared-memory rings) to the process
 //! running that node. Start one process per partition, on one machine or
 //! several; stop and start any of them while the others run. Cell files and
-//! ATOMIC files (`crate::atomic_run::node`) share the process's build
+//! ATOMIC files (`crate::atomic_report::node`) share the process's build
 //! (`aurora_topo::NodeProcess`), its run and its port and link accounting,
 //! here.
 
@@ -12,11 +12,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use aurora_engine::carry::Carries;
 use aurora_engine::NodeId;
 use aurora_link::LinkDrop;
 use aurora_net::traffic::TrafficHost;
 use aurora_net::Frame;
 use aurora_topo::NodeProcess;
+use aurora_wire::CellBytes;
 use serde::Serialize;
 
 /// What arrived on one PVC at a node of the process (a process sees only
@@ -64,6 +66,10 @@ pub struct NodeReport {
     pub tun: Vec<TunRow>,
     /// How late each node ran, and whether to trust the figures.
     pub lateness: crate::lateness::LatenessReport,
+    /// The ATOMIC nodes of the process, if it runs any: their mappings,
+    /// flows (those its hosts send or receive), hosts and drops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub atomic: Option<crate::atomic_report::AtomicReport>,
 }
 
 /// What crossed an IP host's TUN interface.
@@ -330,7 +336,52 @@ pub fn main(
         )?),
         None => None,
     };
-    let (mut p, info) = bp.node_process(names, seed)?;
+    if bp.atomic.is_some() {
+        let m = bp.mixed_process(names, seed)?;
+        let mut atomic = None;
+        let mut r = run_process(m.process, &m.info, dir, duration, &mut |p, secs| {
+            atomic = Some(atomic_section(&m.atomic, p, secs));
+        })?;
+        r.atomic = atomic;
+        return Ok(r);
+    }
+    let (p, info) = bp.node_process(names, seed)?;
+    run_process(p, &info, dir, duration, &mut |_, _| {})
+}
+
+/// The ATOMIC part of a process's report.
+fn atomic_section<F: Frame>(
+    a: &aurora_topo::AtomicPart,
+    p: &NodeProcess<F>,
+    secs: f64,
+) -> crate::atomic_report::AtomicReport {
+    let mut r = crate::atomic_report::report_on(
+        a,
+        &p.engine,
+        aurora_time::Duration::from_nanos((secs * 1e9) as i64),
+    );
+    r.mode = "real time, one process".into();
+    // Flows this process neither sends nor receives are not its business.
+    let mine: Vec<&str> = a
+        .hosts
+        .iter()
+        .chain(&a.gateways)
+        .map(|h| h.0.as_str())
+        .collect();
+    r.flows
+        .retain(|f| mine.contains(&f.from.as_str()) || mine.contains(&f.to.as_str()));
+    r
+}
+
+/// Runs a process's engine against the wall clock and reports; `after`
+/// sees the engine once the run is over.
+fn run_process<F: Carries<CellBytes>>(
+    mut p: NodeProcess<F>,
+    info: &aurora_topo::BlueprintInfo,
+    dir: Option<aurora_capture::CaptureDir>,
+    duration: Option<std::time::Duration>,
+    after: &mut dyn FnMut(&NodeProcess<F>, f64),
+) -> Result<NodeReport, String> {
     let captures_dir: Option<Arc<Mutex<aurora_capture::CaptureDir>>> =
         dir.map(|dir| Arc::new(Mutex::new(dir.in_background())));
     if let Some(c) = &captures_dir {
@@ -339,10 +390,10 @@ pub fn main(
             c.clone(),
             p.members.iter().map(|m| m.id.0).collect::<Vec<u32>>(),
         );
-        p.engine.set_tap(Box::new(move |t, node, port, cell| {
+        p.engine.set_tap(Box::new(move |t, node, port, f: &F| {
             let id = ids.get(node.0 as usize).copied().unwrap_or(node.0);
             // Poisoned only if a tap panicked, which ends the run anyway.
-            if let Ok(mut d) = c.lock() {
+            if let (Some(cell), Ok(mut d)) = (f.peek(), c.lock()) {
                 d.record(t, id, port, std::slice::from_ref(cell));
             }
         }));
@@ -350,6 +401,7 @@ pub fn main(
     announce(&p);
     let (secs, lateness) = run_wall(&mut p, duration);
     p.engine.clear_tap();
+    after(&p, secs);
     let captures = crate::run::finish_captures(captures_dir)?;
 
     let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
@@ -394,6 +446,7 @@ pub fn main(
         ip,
         tun: tun_rows(&p),
         lateness,
+        atomic: None,
     })
 }
 
@@ -543,6 +596,10 @@ pub fn text(r: &NodeReport) -> String {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
         );
+    }
+    if let Some(a) = &r.atomic {
+        s += "\n";
+        s += &crate::atomic_report::text(a);
     }
     if let Some(why) = r.imbalance() {
         s += &format!("{why}\n");

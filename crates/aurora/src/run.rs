@@ -282,7 +282,7 @@ pub struct Report {
     /// The ATOMIC LAN, if the network holds one: its mappings, flows,
     /// hosts and Mosaic nodes' drops.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub atomic: Option<crate::atomic_run::AtomicReport>,
+    pub atomic: Option<crate::atomic_report::AtomicReport>,
 }
 
 impl Report {
@@ -568,12 +568,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         })
         .collect();
     if let Some(a) = &net.atomic {
-        let cell_overflow: u64 = r.links.iter().map(|l| l.overflow).sum();
-        let all_overflow: u64 = net.sim.links().iter().map(|(_, c)| c.overflow).sum();
-        let mut ar = crate::atomic_run::report_on(a, &net.sim, duration);
-        ar.events = r.events;
-        ar.overflow = all_overflow.saturating_sub(cell_overflow);
-        r.atomic = Some(ar);
+        r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
     match wall {
         None => r.mode = "virtual time".into(),
@@ -911,7 +906,7 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(a) = &r.atomic {
         s += "\n";
-        s += &crate::atomic_run::text(a);
+        s += &crate::atomic_report::text(a);
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

@@ -77,6 +77,20 @@ struct Whole {
     atomic: AtomicNet,
 }
 
+impl Whole {
+    /// `node:port`, a Mosaic node's port by its direction.
+    fn port_name(&self, i: usize, p: PortId) -> String {
+        let node = self.names.get(i).map_or("?", String::as_str);
+        let dir = matches!(self.roles.get(i), Some(Role::Mosaic))
+            .then(|| aurora_atomic::wire::Dir::from_port(u8::try_from(p).ok()?))
+            .flatten();
+        match dir {
+            Some(d) => format!("{node}:{d:?}"),
+            None => format!("{node}:{p}"),
+        }
+    }
+}
+
 fn problem(msg: String) -> Problems {
     Problems(vec![Problem {
         line: 0,
@@ -290,12 +304,11 @@ impl Blueprint {
     /// random streams seeded from `seed`; a node's id is its index (see
     /// the module's introduction).
     pub fn into_mixed(mut self, seed: u64) -> Result<Network<Unit>, Problems> {
-        let w = self.whole(seed).map_err(problem)?;
+        let mut w = self.whole(seed).map_err(problem)?;
+        let members = std::mem::take(&mut w.members);
         let all: Vec<String> = Vec::new();
-        let name_of =
-            |i: usize, p: PortId| format!("{}:{p}", w.names.get(i).map_or("?", String::as_str));
-        let p =
-            build(all, seed, w.members, &w.dirs, &name_of, &mut Nowhere, &[]).map_err(problem)?;
+        let name_of = |i: usize, p: PortId| w.port_name(i, p);
+        let p = build(all, seed, members, &w.dirs, &name_of, &mut Nowhere, &[]).map_err(problem)?;
         let tuns = w
             .tuns
             .into_iter()
@@ -321,17 +334,15 @@ impl Blueprint {
     /// units: links among them the engine's own, cell links to other
     /// processes over UDP or shared memory, cables over UDP.
     pub fn mixed_process(mut self, names: &[String], seed: u64) -> Result<MixedProcess, String> {
-        let w = self.whole(seed)?;
+        let mut w = self.whole(seed)?;
         let known: Vec<(&str, usize)> = w.known.iter().map(|(s, i)| (s.as_str(), *i)).collect();
         let ids = members_named(names, &known, "node, mesh or ATOMIC host")?;
-        let members: Members<Unit> = w
-            .members
+        let members: Members<Unit> = std::mem::take(&mut w.members)
             .into_iter()
             .filter(|m| ids.binary_search(&m.0).is_ok())
             .collect();
         let local = |i: usize| ids.binary_search(&i).ok().map(|k| NodeId(k as u32));
-        let name_of =
-            |i: usize, p: PortId| format!("{}:{p}", w.names.get(i).map_or("?", String::as_str));
+        let name_of = |i: usize, p: PortId| w.port_name(i, p);
         let mut outside = MixedOutside {
             cells: crate::process::CellOutside::new(&self.links, &self.link_transport),
             cables: crate::atomic::CableOutside::new(&w.atomic, &w.plan_dirs),

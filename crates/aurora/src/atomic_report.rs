@@ -1,8 +1,6 @@
-//! `aurora run` for ATOMIC topology files (virtual or real time): the run, then a
-//! report of every AC's mappings (with probes per node), every flow, every
-//! host's route traffic, and the Mosaic nodes' drops by reason.
-
-use std::path::Path;
+//! The ATOMIC section of a report (`aurora run`, `aurora node`): every
+//! AC's mappings (with probes per node), every flow, every host's route
+//! traffic, and the Mosaic nodes' drops by reason.
 
 use std::net::Ipv4Addr;
 
@@ -84,9 +82,6 @@ pub struct AtomicReport {
     pub hosts: Vec<HostRow>,
     /// Mosaic node drops by reason (summed over nodes).
     pub node_drops: Vec<(String, u64)>,
-    /// Real time only: how late each node ran, and whether to trust the run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lateness: Option<crate::lateness::LatenessReport>,
 }
 
 /// The ATOMIC part of a network after a run on `e`: every AC's mappings,
@@ -110,7 +105,23 @@ pub(crate) fn report_on<F: aurora_net::Frame>(
         }))
         .collect();
     let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|id| e.node(*id)).collect();
-    report(&a.net, &hosts, &mosaics, duration)
+    let mut r = report(&a.net, &hosts, &mosaics, duration);
+    r.events = e.events();
+    // Frames dropped at full links: those leaving an ATOMIC node, or a
+    // router's port on the LAN.
+    let atomic_port = |id: aurora_engine::NodeId, port: u16| {
+        a.mosaic.contains(&id)
+            || a.hosts.iter().any(|h| h.2 == id)
+            || e.node::<aurora_atomic::gateway::Gateway>(id)
+                .is_some_and(|g| usize::from(port) >= aurora_net::Node::ports(g.ip()))
+    };
+    r.overflow = e
+        .links()
+        .iter()
+        .filter(|((id, port), _)| atomic_port(*id, *port))
+        .map(|(_, c)| c.overflow)
+        .sum();
+    r
 }
 
 fn report(
@@ -208,7 +219,6 @@ fn report(
             .filter(|(_, n)| *n > 0)
             .map(|(d, n)| (d.name().to_string(), n))
             .collect(),
-        lateness: None,
     }
 }
 
@@ -303,135 +313,6 @@ pub fn text(r: &AtomicReport) -> String {
         for (why, n) in &r.node_drops {
             s += &format!("  {why:<20} {n}\n");
         }
-    }
-    if let Some(l) = &r.lateness {
-        s += &crate::lateness::text(l);
-    }
-    s
-}
-
-/// What one ATOMIC process did.
-#[derive(Debug, Serialize)]
-pub struct AtomicNodeReport {
-    /// The groups run (meshes and hosts), comma-separated as on the
-    /// command line.
-    pub name: String,
-    /// Wall-clock seconds.
-    pub secs: f64,
-    /// Its hosts' figures, mappings and flows, as in a whole run, with how
-    /// late each node ran.
-    pub report: AtomicReport,
-    /// Each cable to another process: description, frames sent, received,
-    /// lost on the way, dropped at the sender, peer restarts.
-    pub cables: Vec<(String, [u64; 5])>,
-    /// The same cables' ends in full (frames), as a cell process's ports.
-    pub ports: Vec<crate::node::PortRow>,
-    /// The hosts' TUN interfaces.
-    pub tun: Vec<crate::node::TunRow>,
-}
-
-impl AtomicNodeReport {
-    /// `None` when every cable end balances; otherwise one sentence naming
-    /// those that do not.
-    pub fn imbalance(&self) -> Option<String> {
-        crate::node::imbalance(&self.ports)
-    }
-}
-
-/// Runs groups of an ATOMIC file (meshes, and hosts with their interface
-/// nodes) as this process, on one engine against the wall clock, its
-/// cables to other groups over UDP, until `duration` passes or SIGINT or
-/// SIGTERM arrives.
-pub fn node(
-    path: &Path,
-    text: &str,
-    names: &[String],
-    duration: Option<std::time::Duration>,
-    seed: u64,
-) -> Result<AtomicNodeReport, String> {
-    let net = aurora_topo::compile_atomic(text).map_err(|p| crate::run::problems(path, &p))?;
-    let mut a = net.process(names, seed)?;
-    crate::node::announce(&a.process);
-    let (secs, lateness) = crate::node::run_wall(&mut a.process, duration);
-    let p = &a.process;
-    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = a
-        .hosts
-        .iter()
-        .filter_map(|(_, addr, id)| p.engine.node::<AtomicHost>(*id).map(|h| (*addr, h)))
-        .collect();
-    let mosaics: Vec<&MosaicNode> = a
-        .mosaics
-        .iter()
-        .filter_map(|id| p.engine.node::<MosaicNode>(*id))
-        .collect();
-    let mut report = report(
-        &net,
-        &hosts,
-        &mosaics,
-        Duration::from_nanos((secs * 1e9) as i64),
-    );
-    report.mode = "real time, one process".into();
-    report.events = p.engine.events();
-    let ports = crate::node::port_rows(p);
-    report.overflow = p
-        .engine
-        .links()
-        .iter()
-        .map(|(_, c)| c.overflow)
-        .sum::<u64>()
-        + ports.iter().map(|r| r.peer_full).sum::<u64>();
-    report.lateness = Some(lateness);
-    // Flows this process neither sends nor receives are not its business.
-    let mine: Vec<&str> = a.hosts.iter().map(|h| h.0.as_str()).collect();
-    report
-        .flows
-        .retain(|f| mine.contains(&f.from.as_str()) || mine.contains(&f.to.as_str()));
-    let cables = p
-        .ports
-        .iter()
-        .zip(&ports)
-        .map(|(end, r)| {
-            (
-                format!("{} @ {} -> {}", r.link, end.local, end.remote),
-                [
-                    r.sent,
-                    r.cells_in,
-                    r.lost_in_transit,
-                    r.overflow + r.lost_on_line + r.peer_unreachable + r.too_long,
-                    r.peer_restarts,
-                ],
-            )
-        })
-        .collect();
-    Ok(AtomicNodeReport {
-        name: p.names.join(","),
-        secs,
-        report,
-        cables,
-        ports,
-        tun: crate::node::tun_rows(p),
-    })
-}
-
-/// A process's report as text.
-pub fn node_text(r: &AtomicNodeReport) -> String {
-    let mut s = format!("{} ran {:.3} s\n", r.name, r.secs);
-    s += &text(&r.report);
-    if !r.cables.is_empty() {
-        s += &format!(
-            "\n{:<56} {:>8} {:>8} {:>6} {:>8} {:>8}\n",
-            "cable", "sent", "received", "lost", "dropped", "restarts"
-        );
-        for (c, n) in &r.cables {
-            s += &format!(
-                "{c:<56} {:>8} {:>8} {:>6} {:>8} {:>8}\n",
-                n[0], n[1], n[2], n[3], n[4]
-            );
-        }
-    }
-    s += &crate::node::tun_text(&r.tun);
-    if let Some(why) = r.imbalance() {
-        s += &format!("{why}\n");
     }
     s
 }
