@@ -1,6 +1,6 @@
 //! Topology files from users: any text is either a network or a list of
 //! located problems; never a panic, and a network that loads also runs.
-//! Cell networks and ATOMIC ones alike.
+//! Cell networks, ATOMIC ones and both in one file alike.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -13,21 +13,22 @@ fn located(p: &aurora_topo::Problems) {
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    if aurora_topo::is_atomic_text(text) {
-        match aurora_topo::compile_atomic(text) {
-            // Keep runs small: big meshes are fine, but slow to fuzz.
-            Ok(net) if net.layout.nodes.len() <= 256 => {
-                if let Ok(mut b) = net.build(1) {
-                    b.sim.run_until(aurora_time::Instant::from_micros(200));
+    let end = aurora_time::Instant::from_micros(200);
+    match aurora_topo::compile(text) {
+        // Keep runs small: big meshes are fine, but slow to fuzz.
+        Ok(bp) => match &bp.atomic {
+            Some(a) if a.layout.nodes.len() > 256 => {}
+            Some(_) => {
+                if let Ok(mut net) = bp.into_mixed(1) {
+                    net.sim.run_until(end);
                 }
             }
-            Ok(_) => {}
-            Err(p) => located(&p),
-        }
-        return;
-    }
-    match aurora_topo::load(text, 1) {
-        Ok(mut net) => net.sim.run_until(aurora_time::Instant::from_micros(200)),
+            None => {
+                if let Ok(mut net) = bp.into_sim(1) {
+                    net.sim.run_until(end);
+                }
+            }
+        },
         Err(p) => located(&p),
     }
 });

@@ -32,13 +32,11 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use aurora_atomic::built::{Built, Plan};
+use aurora_atomic::built::Plan;
 use aurora_atomic::host::{HostConfig, IpFlow};
 use aurora_atomic::layout::Layout;
 use aurora_atomic::wire::Dir;
 use serde::Deserialize;
-
-use crate::Problems;
 
 /// A mesh board.
 #[derive(Debug, Deserialize)]
@@ -166,29 +164,6 @@ pub struct AtomicNet {
     pub routers: Vec<(String, String, u8)>,
 }
 
-/// Reads, checks and compiles an ATOMIC topology file: one with ATOMIC
-/// parts only (a file with cell parts as well is refused; [`crate::compile()`]
-/// reads any file).
-pub fn compile_atomic(text: &str) -> Result<AtomicNet, Problems> {
-    let file = crate::compile::parse(text)?;
-    let mut r = crate::compile::Reader::new(text, &file);
-    if !file.switch.is_empty()
-        || !file.host.is_empty()
-        || !file.link.is_empty()
-        || !file.pvc.is_empty()
-    {
-        r.refuse("a file describes one kind of network: ATOMIC (mesh, atomic_host, cable, atomic_flow) or cells (switch, host, link, pvc), not both");
-    }
-    r.atomic();
-    r.into_atomic()
-}
-
-/// True if `text` parses as a topology file with ATOMIC parts (false for
-/// anything else, including files that do not parse).
-pub fn is_atomic_text(text: &str) -> bool {
-    crate::compile::parse(text).is_ok_and(|f| f.has_atomic_parts())
-}
-
 impl AtomicNet {
     /// Its nodes (hosts with their flows) and links, for either driver.
     pub fn plan(&self, seed: u64) -> Plan {
@@ -208,108 +183,6 @@ impl AtomicNet {
             }
         }
         plan
-    }
-
-    /// Builds it in the virtual-time driver, with its flows.
-    pub fn build(&self, seed: u64) -> Result<Built, String> {
-        self.plan(seed).into_sim(seed).map_err(|e| e.to_string())
-    }
-}
-
-/// Groups of an ATOMIC network (mesh boards, hosts with their interface
-/// nodes) set up to run together as one process.
-pub struct AtomicProcess {
-    /// The process: its Mosaic nodes, then its hosts.
-    pub process: crate::NodeProcess<Vec<u8>>,
-    /// Its hosts: name, address, id in the process's engine.
-    pub hosts: Vec<(String, Ipv4Addr, aurora_engine::NodeId)>,
-    /// Its Mosaic nodes, by id in the process's engine.
-    pub mosaics: Vec<aurora_engine::NodeId>,
-}
-
-impl AtomicNet {
-    /// The groups called `names` (meshes and hosts) as one process: the
-    /// wires and cables among them are the engine's own links, every cable
-    /// to another group a UDP link between the addresses the cable gives,
-    /// and a host's TUN interface, if it has one, its packet device.
-    pub fn process(&self, names: &[String], seed: u64) -> Result<AtomicProcess, String> {
-        let plan = self.plan(seed);
-        let m = plan.mosaic.len();
-        // Every node of the plan: Mosaic nodes, then hosts; each in the
-        // group of its layout node.
-        let group_of = |i: usize| -> &str {
-            let layout = if i < m { i } else { plan.hosts[i - m].2 };
-            &self.groups[layout]
-        };
-        let known: Vec<(&str, usize)> = (0..m + plan.hosts.len())
-            .map(|i| (group_of(i), i))
-            .collect();
-        let ids = crate::process::members_named(names, &known, "mesh or ATOMIC host")?;
-        let host_name = |layout: usize, addr: Ipv4Addr| {
-            self.hosts
-                .iter()
-                .find(|h| h.2 == layout)
-                .map_or_else(|| addr.to_string(), |h| h.0.clone())
-        };
-        let node_names: Vec<String> = self
-            .names
-            .iter()
-            .cloned()
-            .chain(
-                plan.hosts
-                    .iter()
-                    .map(|(a, _, layout)| format!("host {}", host_name(*layout, *a))),
-            )
-            .collect();
-        let dirs: Vec<crate::process::WholeDir> = plan
-            .links
-            .iter()
-            .map(|&(from, to, spec)| crate::process::WholeDir { from, to, spec })
-            .collect();
-        let mut hosts = Vec::new();
-        let mut mosaics = Vec::new();
-        let mut tuns = Vec::new();
-        let mut members: crate::process::Members<Vec<u8>> = Vec::new();
-        let mut wanted = ids.iter().copied().peekable();
-        let local = |k: usize| aurora_engine::NodeId(k as u32);
-        for (i, node) in plan.mosaic.into_iter().enumerate() {
-            if wanted.next_if_eq(&i).is_some() {
-                mosaics.push(local(members.len()));
-                members.push((i, node_names[i].clone(), Box::new(node)));
-            }
-        }
-        for (k, (addr, host, layout)) in plan.hosts.into_iter().enumerate() {
-            if wanted.next_if_eq(&(m + k)).is_some() {
-                let name = host_name(layout, addr);
-                if let Some((_, t)) = self.tuns.iter().find(|(n, _)| *n == name) {
-                    tuns.push((m + k, t.clone()));
-                }
-                hosts.push((name, addr, local(members.len())));
-                members.push((m + k, node_names[m + k].clone(), Box::new(host)));
-            }
-        }
-        let name_of = |n: usize, p: aurora_net::PortId| {
-            let node = node_names.get(n).map_or("?", String::as_str);
-            match (n < m).then(|| Dir::from_port(p as u8)).flatten() {
-                Some(d) => format!("{node}:{d:?}"),
-                None => format!("{node}:{p}"),
-            }
-        };
-        let mut outside = CableOutside::new(self, &dirs);
-        let process = crate::process::build(
-            names.to_vec(),
-            seed,
-            members,
-            &dirs,
-            &name_of,
-            &mut outside,
-            &tuns,
-        )?;
-        Ok(AtomicProcess {
-            process,
-            hosts,
-            mosaics,
-        })
     }
 }
 

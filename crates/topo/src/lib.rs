@@ -66,7 +66,7 @@ mod ip;
 mod mixed;
 mod process;
 mod pvc;
-pub use atomic::{compile_atomic, is_atomic_text, AtomicNet};
+pub use atomic::AtomicNet;
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 pub use mixed::{AtomicPart, MixedProcess};
 pub use process::{InnerLink, Member, NodePort, NodeProcess, SHM_WAIT};

@@ -237,8 +237,8 @@ impl Blueprint {
             }
         }
         let router_hosts: Vec<&str> = atomic.routers.iter().map(|r| r.0.as_str()).collect();
-        for i in n..roles.len() {
-            let layout = match &roles[i] {
+        for (i, role) in roles.iter().enumerate().skip(n) {
+            let layout = match role {
                 Role::Mosaic => i - n,
                 Role::Host { name, .. } => atomic
                     .hosts

@@ -330,7 +330,7 @@ fn port_counts_have_ranges() {
 #[test]
 fn atomic_flow_numbers_have_ranges() {
     let text = include_str!("../../../examples/atomic.toml");
-    assert!(aurora_topo::compile_atomic(text).is_ok());
+    assert!(aurora_topo::compile(text).is_ok());
     let i = text.find("[[atomic_flow]]").unwrap();
     let at = text[..i].matches('\n').count() + 1;
     let bad = format!(
@@ -338,7 +338,7 @@ fn atomic_flow_numbers_have_ranges() {
         &text[..i],
         &text[i..]
     );
-    let t = aurora_topo::compile_atomic(&bad).err().unwrap().to_string();
+    let t = aurora_topo::compile(&bad).err().unwrap().to_string();
     assert!(
         t.contains(&format!("{at}:1: flow count 0 is outside")),
         "{t}"

@@ -254,7 +254,6 @@ ip = ["10.0.0.254/24"]
 #[test]
 fn the_atomic_example_compiles_maps_and_carries_its_flows() {
     let text = include_str!("../../../examples/atomic.toml");
-    assert!(aurora_topo::is_atomic_text(text));
     // The reader takes it whole: an ATOMIC part and no cell nodes. The
     // drivers of cell networks refuse it.
     let bp = aurora_topo::compile(text).unwrap();
@@ -263,9 +262,9 @@ fn the_atomic_example_compiles_maps_and_carries_its_flows() {
         aurora_topo::compile_cells(text).is_err(),
         "not a cell network"
     );
-    let net = aurora_topo::compile_atomic(text).unwrap();
+    let net = bp.atomic.unwrap();
     assert_eq!(net.layout.nodes.len(), 18 + 4);
-    let mut b = net.build(1).unwrap();
+    let mut b = net.plan(1).into_sim(1).unwrap();
     b.sim.run_until(Instant::from_millis(500));
     let a: std::net::Ipv4Addr = "10.5.0.1".parse().unwrap();
     let ac = b.host(a).unwrap().ac().unwrap();
@@ -299,7 +298,7 @@ size = 10
 count = 1
 interval = "1ms"
 "#;
-    let p = aurora_topo::compile_atomic(bad)
+    let p = aurora_topo::compile(bad)
         .err()
         .expect("problems")
         .to_string();
@@ -330,21 +329,16 @@ fn a_file_with_cell_and_atomic_parts_compiles_into_one_blueprint() {
     assert_eq!(bp.links, alone.links);
     assert_eq!(bp.pvcs.len(), alone.pvcs.len());
     let net = bp.atomic.expect("the ATOMIC part");
-    let only = aurora_topo::compile_atomic(atomic).unwrap();
+    let only = aurora_topo::compile(atomic).unwrap().atomic.unwrap();
     assert_eq!(net.layout, only.layout);
     assert_eq!(net.names, only.names);
     assert_eq!(net.flows, only.flows);
-    // What runs a file of one kind still refuses the other.
+    // What runs cell networks only refuses it.
     let cells_only = aurora_topo::compile_cells(&both).err().unwrap().to_string();
     assert!(
         cells_only.contains("describes an ATOMIC network"),
         "{cells_only}"
     );
-    let atomic_only = aurora_topo::compile_atomic(&both)
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(atomic_only.contains("not both"), "{atomic_only}");
 }
 
 #[test]
@@ -502,11 +496,11 @@ fn a_partition_keeps_its_inner_links_and_opens_the_rest() {
 #[test]
 fn an_atomic_partition_keeps_its_cables_inside() {
     let text = any_ports(include_str!("../../../examples/atomic-processes.toml"));
-    let net = aurora_topo::compile_atomic(&text).unwrap();
-    let a = net.process(&["m".into(), "b".into()], 1).unwrap();
+    let bp = || aurora_topo::compile(&text).unwrap();
+    let a = bp().mixed_process(&["m".into(), "b".into()], 1).unwrap();
     // The mesh's 4 nodes, b's interface node, and b.
-    assert_eq!(a.mosaics.len(), 5);
-    assert_eq!(a.hosts.len(), 1);
+    assert_eq!(a.atomic.mosaic.len(), 5);
+    assert_eq!(a.atomic.hosts.len(), 1);
     assert_eq!(a.process.engine.node_count(), 6);
     // 8 directions inside the mesh, 2 on the cable to b, 2 between b and
     // its interface node; the cable to a leaves the process.
@@ -517,6 +511,12 @@ fn an_atomic_partition_keeps_its_cables_inside() {
         (port.here.as_str(), port.peer.as_str()),
         ("m.0.0:West", "a:East")
     );
-    let e = net.process(&["m".into(), "zz".into()], 1).err().unwrap();
-    assert!(e.contains("no mesh or ATOMIC host called \"zz\""), "{e}");
+    let e = bp()
+        .mixed_process(&["m".into(), "zz".into()], 1)
+        .err()
+        .unwrap();
+    assert!(
+        e.contains("no node, mesh or ATOMIC host called \"zz\""),
+        "{e}"
+    );
 }

@@ -202,17 +202,4 @@ impl<'f> Reader<'f> {
         problems.sort_by_key(|p| (p.line, p.col));
         Err(Problems(problems))
     }
-
-    /// The problems found, or the ATOMIC part alone (for a reader that
-    /// ran the ATOMIC step and no other).
-    pub(crate) fn into_atomic(mut self) -> Result<AtomicNet, Problems> {
-        self.problems()?;
-        self.atomic.ok_or_else(|| {
-            Problems(vec![Problem {
-                line: 0,
-                col: 0,
-                msg: "no ATOMIC network".into(),
-            }])
-        })
-    }
 }
