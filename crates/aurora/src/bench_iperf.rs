@@ -40,9 +40,11 @@ pub struct Opts {
     pub buffer: usize,
     /// Rounds (each a veth measurement, then an Aurora one).
     pub rounds: u32,
-    /// Run the three nodes as `aurora node` processes rather than in
-    /// this process.
+    /// Run the nodes as `aurora node` processes rather than in this
+    /// process.
     pub processes: bool,
+    /// Join h1 and h2 by one link, without the switch.
+    pub direct: bool,
 }
 
 /// One iperf3 measurement.
@@ -185,8 +187,21 @@ fn preflight() -> Result<(), String> {
 }
 
 /// The topology: `examples/ip.toml` at `rate`, hosts at `mtu`, links with
-/// `buffer` cells, its ring names made unique to `tag`.
+/// `buffer` cells, its ring names made unique to `tag`; or, `direct`, its
+/// two hosts on one link with one PVC.
 pub fn topology(o: &Opts, tag: &str) -> String {
+    if o.direct {
+        return format!(
+            "[[host]]\nname = \"h1\"\nip = \"10.1.0.1/24\"\nmtu = {mtu}\n\n\
+             [[host]]\nname = \"h2\"\nip = \"10.1.0.2/24\"\nmtu = {mtu}\n\n\
+             [[link]]\na = \"h1\"\nb = \"h2\"\nrate = \"{rate}\"\nbuffer = {buffer}\n\
+             delay = \"10us\"\nshm = \"aurora-{tag}-ip-h1h2\"\n\n\
+             [[pvc]]\nname = \"h1-h2\"\npath = [\"h1\", \"h2\"]\n",
+            mtu = o.mtu,
+            rate = o.rate,
+            buffer = o.buffer,
+        );
+    }
     let mut t = IP_TOML
         .replace(
             "rate = \"oc12\"",
@@ -391,19 +406,25 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String> {
             .find(|(_, i)| *i == id)
             .map_or(format!("node {}", id.0), |(n, _)| n)
     };
-    let mut in_flight = 0;
+    // Every cell a port accepted is delivered, lost, or still on its
+    // way (waiting for its line or on the wire): the engine's count.
+    let mut on_way = 0u64;
     for ((node, port), c) in net.sim.links() {
         let q = net.sim.queued(node, port).unwrap_or(0);
         s += &dir_text(&format!("{}:{port}", name(node)), &c, q);
-        let settled = c.overflow + c.lost + c.delivered + q as u64;
-        in_flight += c.offered.saturating_sub(settled);
+        let settled = c.overflow + c.lost + c.delivered;
         balanced &= settled <= c.offered;
+        on_way += c.offered.saturating_sub(settled);
     }
-    balanced &= in_flight <= net.sim.in_flight();
+    balanced &= on_way == net.sim.in_flight();
     s += &format!(
-        "cells on the wire at the end: {} (the engine counts {})\n",
-        in_flight,
-        net.sim.in_flight()
+        "cells still on their way at the end: {on_way} (the engine counts {}); {}\n",
+        net.sim.in_flight(),
+        if balanced {
+            "every link's cells reconcile"
+        } else {
+            "THE LINKS' CELLS DO NOT RECONCILE"
+        }
     );
     let mut rows = Vec::new();
     for (n, id) in [("h1", h1), ("h2", h2)] {
@@ -462,11 +483,12 @@ fn aurora_processes(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String
             .stderr(Stdio::piped());
         Proc::spawn(&mut c)
     };
-    let mut procs = vec![
-        ("sw", node(None, "sw")?),
-        ("h1", node(Some(&a), "h1")?),
-        ("h2", node(Some(&b), "h2")?),
-    ];
+    let mut procs = Vec::new();
+    if !o.direct {
+        procs.push(("sw", node(None, "sw")?));
+    }
+    procs.push(("h1", node(Some(&a), "h1")?));
+    procs.push(("h2", node(Some(&b), "h2")?));
     wait_for_ping(&a, "10.1.0.2", &mut || {
         for (n, p) in procs.iter_mut() {
             if let Some(st) = p.stopped() {
@@ -519,9 +541,14 @@ pub fn run(o: &Opts) -> Result<Vec<Round>, String> {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "aurora bench iperf: iperf3 TCP for {} s, a veth pair then Aurora ({}: h1 -> sw -> h2, {} links, MTU {}, {} cells per buffer), {} round{}",
+        "aurora bench iperf: iperf3 TCP for {} s, a veth pair then Aurora ({}: {}, {} links, MTU {}, {} cells per buffer), {} round{}",
         o.secs,
-        if o.processes { "three aurora node processes, shared-memory rings" } else { "one process" },
+        if o.processes {
+            "aurora node processes, shared-memory rings"
+        } else {
+            "one process"
+        },
+        if o.direct { "h1 -> h2" } else { "h1 -> sw -> h2" },
         o.rate,
         o.mtu,
         o.buffer,
@@ -602,6 +629,7 @@ mod tests {
             buffer: 9000,
             rounds: 1,
             processes: false,
+            direct: false,
         };
         let t = topology(&o, "tg");
         assert!(!t.contains("oc12"));
@@ -613,5 +641,14 @@ mod tests {
             .unwrap();
         assert_eq!(bp.tuns.len(), 2);
         assert!(bp.tuns.iter().all(|(_, t)| t.mtu == 65000));
+        let t = topology(&Opts { direct: true, ..o }, "tg");
+        let bp = aurora_topo::compile(&t)
+            .map_err(|p| format!("{p:?}"))
+            .unwrap();
+        assert_eq!(
+            (bp.tuns.len(), bp.switches.len(), bp.links.len()),
+            (2, 0, 1)
+        );
+        assert!(t.contains("rate = \"oc768\"\nbuffer = 9000"), "{t}");
     }
 }

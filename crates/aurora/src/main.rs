@@ -229,6 +229,9 @@ enum Bench {
         /// this process.
         #[arg(long)]
         processes: bool,
+        /// Join h1 and h2 by one link, without the switch.
+        #[arg(long)]
+        direct: bool,
     },
     /// Virtual-time engine events per second against a bare event queue.
     Sim {
@@ -625,6 +628,7 @@ fn main() -> ExitCode {
                     buffer,
                     rounds,
                     processes,
+                    direct,
                 },
         } => {
             let o = bench_iperf::Opts {
@@ -634,6 +638,7 @@ fn main() -> ExitCode {
                 buffer: buffer as usize,
                 rounds,
                 processes,
+                direct,
             };
             match bench_iperf::run(&o) {
                 Ok(r) => {
