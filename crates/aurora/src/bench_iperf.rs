@@ -69,6 +69,10 @@ pub struct Round {
     /// lost + delivered + still in flight); in process mode, each
     /// process's report says so itself.
     pub balanced: bool,
+    /// In one process: CPU seconds Aurora's engine thread used while
+    /// iperf3 ran, per GB of TCP payload carried (less noisy than the
+    /// rate on a shared machine).
+    pub cpu_per_gb: Option<f64>,
 }
 
 /// Set by SIGINT or SIGTERM: the run stops and cleans up.
@@ -329,7 +333,7 @@ fn dir_text(name: &str, c: &aurora_engine::DirCounters, queued: usize) -> String
 }
 
 /// Through Aurora in this process.
-fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String> {
+fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>), String> {
     let (a, b) = (
         Netns::new(format!("{tag}-a"))?,
         Netns::new(format!("{tag}-b"))?,
@@ -365,13 +369,17 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String> {
             .map_err(|e| e.to_string())?;
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // Set while iperf3 runs.
+    let measuring = Arc::new(AtomicBool::new(false));
     let secs = o.secs;
     let driver = {
-        let stop = stop.clone();
+        let (stop, measuring) = (stop.clone(), measuring.clone());
         let (a, b) = (a, b);
         std::thread::spawn(move || {
-            let r = wait_for_ping(&a, "10.1.0.2", &mut || Ok(()))
-                .and_then(|()| iperf(&a, &b, "10.1.0.2", secs));
+            let r = wait_for_ping(&a, "10.1.0.2", &mut || Ok(())).and_then(|()| {
+                measuring.store(true, Ordering::Relaxed);
+                iperf(&a, &b, "10.1.0.2", secs)
+            });
             stop.store(true, Ordering::Relaxed);
             // The namespaces go when the engine has stopped using them.
             (r, a, b)
@@ -381,15 +389,26 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String> {
     let mut wall = aurora_engine::clock::Wall::new(start, false);
     let slice = aurora_time::Duration::from_millis(10);
     let mut end = aurora_time::Instant::ZERO;
+    let thread_cpu = || {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    };
+    let mut cpu_from = None;
     while !stop.load(Ordering::Relaxed) && !INTERRUPTED.load(Ordering::Relaxed) {
+        if cpu_from.is_none() && measuring.load(Ordering::Relaxed) {
+            cpu_from = Some(thread_cpu());
+        }
         end += slice;
         net.sim.run_wall(end, &mut wall);
     }
+    let cpu = cpu_from.map(|c| thread_cpu() - c);
     let ended = start.elapsed();
     let (r, _a, _b) = driver
         .join()
         .map_err(|_| "the iperf3 driver thread panicked".to_string())?;
     let r = r?;
+    let gb = r.bps * f64::from(o.secs) / 8.0 / 1e9;
+    let cpu_per_gb = cpu.filter(|_| gb > 0.0).map(|c| c / gb);
 
     // Aurora's own books.
     let mut s = format!(
@@ -451,11 +470,11 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String> {
         "the figure is then the most this machine's free cores carry",
     );
     s += &crate::lateness::text(&late);
-    Ok((r, s, balanced))
+    Ok((r, s, balanced, cpu_per_gb))
 }
 
 /// Through Aurora as three `aurora node` processes.
-fn aurora_processes(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String> {
+fn aurora_processes(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>), String> {
     let (a, b) = (
         Netns::new(format!("{tag}-a"))?,
         Netns::new(format!("{tag}-b"))?,
@@ -508,7 +527,7 @@ fn aurora_processes(o: &Opts, tag: &str) -> Result<(Iperf, String, bool), String
             String::from_utf8_lossy(&out.stdout)
         );
     }
-    Ok((r, s, true))
+    Ok((r, s, true, None))
 }
 
 fn cpu() -> String {
@@ -567,25 +586,29 @@ pub fn run(o: &Opts) -> Result<Vec<Round>, String> {
         interrupted()?;
         let veth = veth_round(&tag, o.secs)?;
         interrupted()?;
-        let (aurora, report, balanced) = if o.processes {
+        let (aurora, report, balanced, cpu_per_gb) = if o.processes {
             aurora_processes(o, &tag)?
         } else {
             aurora_here(o, &tag)?
         };
         println!(
-            "round {}: veth {:.0} Mb/s ({} retransmits), Aurora {:.0} Mb/s ({} retransmits), Aurora / veth {:.3}",
+            "round {}: veth {:.0} Mb/s ({} retransmits), Aurora {:.0} Mb/s ({} retransmits), Aurora / veth {:.3}{}",
             i + 1,
             veth.bps / 1e6,
             veth.retransmits,
             aurora.bps / 1e6,
             aurora.retransmits,
-            aurora.bps / veth.bps.max(1.0)
+            aurora.bps / veth.bps.max(1.0),
+            cpu_per_gb.map_or(String::new(), |c| format!(
+                "; engine thread {c:.3} CPU s per GB"
+            ))
         );
         rounds.push(Round {
             veth,
             aurora,
             report,
             balanced,
+            cpu_per_gb,
         });
     }
     Ok(rounds)
@@ -604,6 +627,11 @@ pub fn summary(rounds: &[Round]) -> String {
         if !last.balanced {
             s += "THE CELL BOOKS DO NOT BALANCE\n";
         }
+    }
+    let mut cpu: Vec<f64> = rounds.iter().filter_map(|r| r.cpu_per_gb).collect();
+    cpu.sort_by(f64::total_cmp);
+    if let Some(m) = cpu.get(cpu.len() / 2) {
+        s += &format!("Aurora's engine thread: median {m:.3} CPU s per GB of TCP payload\n");
     }
     if let (Some(lo), Some(hi)) = (ratios.first(), ratios.last()) {
         s += &format!(
