@@ -639,12 +639,55 @@ impl<F: Frame> Part<F> {
                 t(now, Place { node, port, side }, why, &cell);
             }
         }
-        for (port, cell) in out.drain() {
+        let mut cells = out.drain();
+        while let Some(&(port, _)) = cells.as_slice().first() {
             let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
                 self.unconnected += 1;
+                cells.next();
                 continue;
             };
             let d = &mut self.dirs[k as usize];
+            if d.fixed && d.clean && self.remote[k as usize].is_none() {
+                // The common case, a run of cells for one port at a time:
+                // a FIFO on a fixed, clean line in this partition holds
+                // `buffer` cells, so of the run as many go as it has room
+                // for, each one cell time after the one before, and the
+                // rest are refused.
+                let rest = cells.as_slice();
+                let run = rest.iter().take_while(|(p, _)| *p == port).count();
+                let room = (d.spec.buffer.max(1) as u64).saturating_sub(d.occupancy(now));
+                let take = (run as u64).min(room) as usize;
+                d.counters.offered += run as u64;
+                if take > 0 {
+                    let first = d.arrivals.is_empty();
+                    let start = d.busy_until.max(now);
+                    let c = d.cell_time.as_nanos();
+                    let delay = d.spec.delay;
+                    d.arrivals
+                        .extend(rest[..take].iter().map(|(_, f)| f.clone()));
+                    d.arrive_at.extend(
+                        (1..=take as i64).map(|i| start + Duration::from_nanos(c * i) + delay),
+                    );
+                    d.busy_until = start + Duration::from_nanos(c * take as i64);
+                    self.in_flight += take as u64;
+                    if first {
+                        self.queue
+                            .push((start + d.cell_time + delay, Kind::Deliver { dir: k }));
+                    }
+                }
+                d.counters.overflow += (run - take) as u64;
+                if let Some(t) = self.drop_tap.as_mut() {
+                    let side = Side::Out;
+                    for (_, f) in &rest[take..run] {
+                        t(now, Place { node, port, side }, TAIL_DROP, f);
+                    }
+                }
+                cells.nth(run - 1);
+                continue;
+            }
+            let Some((port, cell)) = cells.next() else {
+                break;
+            };
             d.counters.offered += 1;
             if d.fixed {
                 // A FIFO on a fixed line, in closed form: the frame is
@@ -660,19 +703,7 @@ impl<F: Frame> Part<F> {
                 }
                 let done = d.busy_until.max(now) + d.cell_time;
                 d.busy_until = done;
-                if d.clean && self.remote[k as usize].is_none() {
-                    // Nothing to draw: straight onto the wire.
-                    self.in_flight += 1;
-                    let first = d.arrivals.is_empty();
-                    let arrive = done + d.spec.delay;
-                    d.arrive_at.push_back(arrive);
-                    d.arrivals.push_back(cell);
-                    if first {
-                        self.queue.push((arrive, Kind::Deliver { dir: k }));
-                    }
-                } else {
-                    self.launch(k, cell, done);
-                }
+                self.launch(k, cell, done);
                 continue;
             }
             let on_line = usize::from(d.busy_until > now);
