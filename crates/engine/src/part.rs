@@ -371,9 +371,11 @@ impl<F: Frame> Part<F> {
             // next one (time never runs backwards for a node) or the end.
             let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
             let t = wall.min(next).max(self.now);
-            self.poll_io(t);
+            let more = self.poll_io(t);
             self.flush_outputs();
-            if ran == EVENTS_PER_POLL {
+            // Behind, or an input or device had more than one poll takes:
+            // go round again at once rather than sleep.
+            if ran == EVENTS_PER_POLL || more {
                 continue;
             }
             let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
@@ -399,12 +401,14 @@ impl<F: Frame> Part<F> {
     }
 
     /// Reads what waits on the external inputs and devices, and hands it
-    /// to the nodes at `t`.
-    pub(crate) fn poll_io(&mut self, t: Instant) {
+    /// to the nodes at `t`; true if an input or device gave a whole
+    /// batch (more may be waiting).
+    pub(crate) fn poll_io(&mut self, t: Instant) -> bool {
         use aurora_net::accounting::{Place, Side};
         let t = t.max(self.now);
         self.now = t;
         let mut batch = std::mem::take(&mut self.io.batch);
+        let mut more = false;
         for i in 0..self.io.ins.len() {
             let (node, port) = (self.io.ins[i].node, self.io.ins[i].port);
             batch.clear();
@@ -421,6 +425,7 @@ impl<F: Frame> Part<F> {
             } else {
                 self.io.ins[i].src.take_discarded(&mut |_| {});
             }
+            more |= n >= INPUT_BATCH;
             if n == 0 || batch.is_empty() {
                 continue;
             }
@@ -442,8 +447,9 @@ impl<F: Frame> Part<F> {
         batch.clear();
         self.io.batch = batch;
         for i in 0..self.io.devs.len() {
-            self.device_turn(i, t);
+            more |= self.device_turn(i, t);
         }
+        more
     }
 
     /// Moves packets between device `i` and its node's packet port. The
@@ -451,14 +457,16 @@ impl<F: Frame> Part<F> {
     /// of it is under half full: as a host adapter, it leaves what it has
     /// no room for in its host's queue (the host's stack then waits, as
     /// it would for a busy interface) rather than take and drop it.
-    fn device_turn(&mut self, i: usize, t: Instant) {
+    /// True if it read a whole batch (more may be waiting).
+    fn device_turn(&mut self, i: usize, t: Instant) -> bool {
         let node = self.io.devs[i].node;
         let mut out = std::mem::take(&mut self.outbox);
         if self.nodes[node as usize].packet_port().is_none() {
             self.outbox = out;
-            return;
+            return false;
         }
         let mut sent = false;
+        let mut read = 0;
         for _ in 0..DEVICE_BATCH {
             let full = self.out[node as usize]
                 .iter()
@@ -473,6 +481,7 @@ impl<F: Frame> Part<F> {
             };
             match d.dev.recv(&mut d.buf) {
                 Ok(Some(n)) => {
+                    read += 1;
                     d.counters.from_device += 1;
                     port.host_sent(t, &d.buf[..n.min(d.buf.len())], &mut out);
                     sent = true;
@@ -503,6 +512,7 @@ impl<F: Frame> Part<F> {
         }
         self.outbox = out;
         self.schedule_wake(node);
+        read == DEVICE_BATCH
     }
 
     /// Hands the frames delivered to external outputs to their sinks;
