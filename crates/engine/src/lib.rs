@@ -813,7 +813,8 @@ impl<F: Frame> Engine<F> {
 
     /// A digest of every delivery so far: each node's digest of what it
     /// received, folded in node order (so it does not depend on how
-    /// deliveries to different nodes interleaved, or on the workers).
+    /// deliveries to different nodes interleaved, or on the workers). An
+    /// engine with external I/O (which no run can repeat) keeps none.
     pub fn trace_hash(&self) -> u64 {
         self.home
             .iter()
