@@ -8,6 +8,7 @@ mod atomic_report;
 mod bench_atomic;
 mod bench_compile;
 mod bench_ip;
+mod bench_iperf;
 mod bench_net;
 mod bench_rt;
 mod bench_sar;
@@ -210,6 +211,34 @@ enum Bench {
     /// PDUs missing, lateness, goodput against line rate, start-up time,
     /// memory per node, and what more workers give.
     Rt,
+    /// iperf3 TCP between two network namespaces through Aurora (the IP
+    /// hosts of examples/ip.toml, TUN interfaces, an ATM switch) against a
+    /// plain veth pair, in the same run; needs root and iperf3.
+    Iperf {
+        /// Seconds of iperf3 per measurement, 1 to 60.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=60))]
+        secs: u32,
+        /// Link rate (as a topology file writes it).
+        #[arg(long, default_value = "oc768")]
+        rate: String,
+        /// The hosts' MTU, 68 to 65000.
+        #[arg(long, default_value_t = 65000, value_parser = clap::value_parser!(u64).range(68..=65000))]
+        mtu: u64,
+        /// Cells in each link direction's transmit buffer.
+        #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+        buffer: u64,
+        /// Rounds, each a veth measurement and then an Aurora one, 1 to 20.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+        rounds: u32,
+        /// Run h1, sw and h2 as three `aurora node` processes over
+        /// shared-memory rings (as tests/ip_netns.rs does) rather than in
+        /// this process.
+        #[arg(long)]
+        processes: bool,
+        /// Join h1 and h2 by one link, without the switch.
+        #[arg(long)]
+        direct: bool,
+    },
     /// Virtual-time engine events per second against a bare event queue.
     Sim {
         /// Seconds per figure, more than 0 and at most 60.
@@ -608,6 +637,38 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Bench {
+            what:
+                Bench::Iperf {
+                    secs,
+                    rate,
+                    mtu,
+                    buffer,
+                    rounds,
+                    processes,
+                    direct,
+                },
+        } => {
+            let o = bench_iperf::Opts {
+                secs,
+                rate,
+                mtu: mtu as usize,
+                buffer: buffer as usize,
+                rounds,
+                processes,
+                direct,
+            };
+            match bench_iperf::run(&o) {
+                Ok(r) => {
+                    print!("{}", bench_iperf::summary(&r));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("aurora bench iperf: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Bench {
             what: Bench::Sim { secs },
         } => {

@@ -13,7 +13,13 @@
 //!   Cells its receiver discarded for their header go to the drop tap as
 //!   `hec_uncorrectable`.
 //! * A [`PacketDevice`] (a TUN interface) is joined to a node's
-//!   [`aurora_net::PacketPort`], polled the same way.
+//!   [`aurora_net::PacketPort`], polled the same way. The node takes
+//!   packets from it only while every output port of the node is under
+//!   half full (what it has no room for waits in the device's queue).
+//!
+//! A poll that finds a whole batch waiting ([`INPUT_BATCH`] frames, or
+//! [`DEVICE_BATCH`] packets) is followed by another at once, not by a
+//! sleep.
 //!
 //! External I/O needs an engine that is not split between workers.
 

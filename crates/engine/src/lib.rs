@@ -36,7 +36,6 @@ use aurora_time::{Duration, Instant};
 use aurora_wire::CellBytes;
 
 use part::{Dir, Elsewhere, Mail, Part, Virtual, DIGEST_START};
-use port::Port;
 
 /// A node the engine can run (on any worker) and hand back by its
 /// concrete type.
@@ -806,14 +805,17 @@ impl<F: Frame> Engine<F> {
         self.parts.iter().map(|p| p.events).sum()
     }
 
-    /// Cells on links, not yet delivered.
+    /// Cells on links, not yet delivered (on a fixed-rate link, counted
+    /// from when its port accepts them: such a line is computed in closed
+    /// form, so cells waiting for it are already on their way).
     pub fn in_flight(&self) -> u64 {
         self.parts.iter().map(|p| p.in_flight).sum()
     }
 
     /// A digest of every delivery so far: each node's digest of what it
     /// received, folded in node order (so it does not depend on how
-    /// deliveries to different nodes interleaved, or on the workers).
+    /// deliveries to different nodes interleaved, or on the workers). An
+    /// engine with external I/O (which no run can repeat) keeps none.
     pub fn trace_hash(&self) -> u64 {
         self.home
             .iter()
@@ -840,7 +842,7 @@ impl<F: Frame> Engine<F> {
     pub fn queued(&self, node: NodeId, port: PortId) -> Option<usize> {
         let k = self.dir_of(node, port)?;
         let p = &self.parts[self.home[node.0 as usize] as usize];
-        Some(p.dirs[k].port.len())
+        Some(p.dirs[k].waiting(p.now))
     }
 
     /// Nodes in the network.

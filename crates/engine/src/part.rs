@@ -9,7 +9,7 @@ use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 
 use crate::io::{Io, DEVICE_BATCH, HEC_UNCORRECTABLE, INPUT_BATCH, PEER_FULL, POLL_SLICE};
-use crate::port::{AnyPort, Fifo, Port};
+use crate::port::{AnyPort, Fifo, Port, TAIL_DROP};
 use crate::queue::EventQueue;
 use crate::{frame_time, DirCounters, DropTap, EngineNode, LinkSpec, NodeId, Tap};
 
@@ -39,11 +39,23 @@ pub(crate) struct Dir<F> {
     pub(crate) to: (u32, PortId),
     pub(crate) spec: LinkSpec,
     cell_time: Duration,
-    /// Every frame takes `cell_time` (no per-byte terms).
+    /// A fixed line's port is full when its line has more than this left
+    /// to send: (buffer − 1) cell times (see [`Dir::occupancy`]).
+    full_after: Duration,
+    /// No loss and no bit errors: a frame crosses untouched.
+    clean: bool,
+    /// Every frame takes `cell_time` (no per-byte terms). Such a line
+    /// under a FIFO port needs no event per frame: a frame accepted at
+    /// `now` starts when the line has sent everything accepted before it,
+    /// so its start, arrival and the port's occupancy are computed when
+    /// it is accepted (see [`Dir::occupancy`]).
     fixed: bool,
-    /// The sending port's queue; the line pulls from it.
+    /// The sending port's queue; the line pulls from it (lines with
+    /// per-byte terms only: a fixed line's FIFO is computed in closed
+    /// form).
     pub(crate) port: AnyPort<F>,
-    /// When the line finishes sending its current frame.
+    /// When the line finishes sending its current frame (a fixed line:
+    /// the last frame accepted).
     busy_until: Instant,
     /// A `TxDone` is in the queue: frames wait, and the line will pull the
     /// next when it is free. (An idle port with nothing waiting needs no
@@ -51,9 +63,12 @@ pub(crate) struct Dir<F> {
     pulling: bool,
     rng: u64,
     pub(crate) counters: DirCounters,
-    /// Cells on the wire, in arrival order (a link is FIFO); only the head
-    /// has an event in the queue.
-    arrivals: VecDeque<(Instant, F)>,
+    /// When each cell on the wire arrives, in arrival order (a link is
+    /// FIFO); only the head has an event in the queue.
+    arrive_at: VecDeque<Instant>,
+    /// The cells on the wire, in the same order (apart from their times,
+    /// so a run of them reaches a node as one slice).
+    arrivals: VecDeque<F>,
     /// The far end is outside the engine: delivered frames go to external
     /// output number this (of the partition's [`Io`]).
     pub(crate) external: Option<u32>,
@@ -75,12 +90,18 @@ impl<F: Frame> Dir<F> {
             to,
             spec,
             cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
+            full_after: Duration::from_nanos(
+                ((1e9 / spec.rate).round().max(1.0) as i64)
+                    .saturating_mul(i64::try_from(spec.buffer.max(1) - 1).unwrap_or(i64::MAX)),
+            ),
+            clean: spec.loss <= 0.0 && spec.bit_error <= 0.0,
             fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
             port: AnyPort::Fifo(Fifo::new(spec.buffer)),
             busy_until: Instant::ZERO,
             pulling: false,
             rng: mix | 1,
             counters: DirCounters::default(),
+            arrive_at: VecDeque::new(),
             arrivals: VecDeque::new(),
             external: None,
         }
@@ -108,6 +129,39 @@ impl<F: Frame> Dir<F> {
         self.rng ^= self.rng << 25;
         self.rng ^= self.rng >> 27;
         self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A fixed line's FIFO at `now`: frames accepted and not yet sent
+    /// (the one on the line and those waiting), as the event-driven port
+    /// would hold them (the frame whose sending ends at `now` is gone).
+    #[inline]
+    pub(crate) fn occupancy(&self, now: Instant) -> u64 {
+        let left = (self.busy_until - now).as_nanos();
+        if left <= 0 {
+            return 0;
+        }
+        let c = self.cell_time.as_nanos().max(1);
+        ((left + c - 1) / c) as u64
+    }
+
+    /// Frames waiting in the sending port, not counting one on the line.
+    pub(crate) fn waiting(&self, now: Instant) -> usize {
+        if self.fixed {
+            self.occupancy(now).saturating_sub(1) as usize
+        } else {
+            self.port.len()
+        }
+    }
+
+    /// Whether the sending port is at least half full at `now` (a host
+    /// adapter then takes nothing more from its host).
+    pub(crate) fn half_full(&self, now: Instant) -> bool {
+        let held = if self.fixed {
+            self.occupancy(now)
+        } else {
+            self.port.len() as u64 + u64::from(self.busy_until > now)
+        };
+        held * 2 >= self.spec.buffer.max(1) as u64
     }
 
     fn chance(&mut self, p: f64) -> bool {
@@ -178,6 +232,11 @@ pub(crate) struct Part<F: Frame> {
     pub(crate) drop_tap: Option<DropTap<F>>,
     /// External link ends and packet devices.
     pub(crate) io: Io<F>,
+    /// The latest arrival time a delivery may take along with the event's
+    /// own: in a wall-clock run, every cell on the same link already due
+    /// by the wall clock (one event hands them over as one slice, at the
+    /// last one's time); in virtual time, none later than the event.
+    horizon: Instant,
 }
 
 impl<F: Frame> Part<F> {
@@ -199,6 +258,7 @@ impl<F: Frame> Part<F> {
             tap: None,
             drop_tap: None,
             io: Io::default(),
+            horizon: Instant::ZERO,
         }
     }
 
@@ -250,7 +310,8 @@ impl<F: Frame> Part<F> {
             self.in_flight += 1;
             let d = &mut self.dirs[k as usize];
             let first = d.arrivals.is_empty();
-            d.arrivals.push_back((t, f));
+            d.arrive_at.push_back(t);
+            d.arrivals.push_back(f);
             if first {
                 self.queue.push((t, Kind::Deliver { dir: k }));
             }
@@ -299,16 +360,22 @@ impl<F: Frame> Part<F> {
                 }
                 pacer.record(self.node_of(kind), (wall - at).as_nanos().unsigned_abs());
                 self.queue.pop();
+                // A delivery also hands over the cells behind it on its
+                // link that are due by now.
+                self.horizon = wall.min(end);
                 self.step(at, kind);
                 ran += 1;
             }
+            self.horizon = Instant::ZERO;
             // Input arrives now: not before the last event, not after the
             // next one (time never runs backwards for a node) or the end.
             let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
             let t = wall.min(next).max(self.now);
-            self.poll_io(t);
+            let more = self.poll_io(t);
             self.flush_outputs();
-            if ran == EVENTS_PER_POLL {
+            // Behind, or an input or device had more than one poll takes:
+            // go round again at once rather than sleep.
+            if ran == EVENTS_PER_POLL || more {
                 continue;
             }
             let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
@@ -334,12 +401,14 @@ impl<F: Frame> Part<F> {
     }
 
     /// Reads what waits on the external inputs and devices, and hands it
-    /// to the nodes at `t`.
-    pub(crate) fn poll_io(&mut self, t: Instant) {
+    /// to the nodes at `t`; true if an input or device gave a whole
+    /// batch (more may be waiting).
+    pub(crate) fn poll_io(&mut self, t: Instant) -> bool {
         use aurora_net::accounting::{Place, Side};
         let t = t.max(self.now);
         self.now = t;
         let mut batch = std::mem::take(&mut self.io.batch);
+        let mut more = false;
         for i in 0..self.io.ins.len() {
             let (node, port) = (self.io.ins[i].node, self.io.ins[i].port);
             batch.clear();
@@ -356,13 +425,11 @@ impl<F: Frame> Part<F> {
             } else {
                 self.io.ins[i].src.take_discarded(&mut |_| {});
             }
+            more |= n >= INPUT_BATCH;
             if n == 0 || batch.is_empty() {
                 continue;
             }
             self.events += 1;
-            for c in &batch {
-                digest(&mut self.digests[node as usize], t, port, c.bytes());
-            }
             if let Some(tap) = self.tap.as_mut() {
                 for c in &batch {
                     tap(t, NodeId(node), port, c);
@@ -377,36 +444,58 @@ impl<F: Frame> Part<F> {
         batch.clear();
         self.io.batch = batch;
         for i in 0..self.io.devs.len() {
-            self.device_turn(i, t);
+            more |= self.device_turn(i, t);
         }
+        more
     }
 
-    /// Moves packets between device `i` and its node's packet port.
-    fn device_turn(&mut self, i: usize, t: Instant) {
+    /// Moves packets between device `i` and its node's packet port. The
+    /// node takes packets from its device only while every output port
+    /// of it is under half full: as a host adapter, it leaves what it has
+    /// no room for in its host's queue (the host's stack then waits, as
+    /// it would for a busy interface) rather than take and drop it.
+    /// True if it read a whole batch (more may be waiting).
+    fn device_turn(&mut self, i: usize, t: Instant) -> bool {
         let node = self.io.devs[i].node;
         let mut out = std::mem::take(&mut self.outbox);
+        if self.nodes[node as usize].packet_port().is_none() {
+            self.outbox = out;
+            return false;
+        }
         let mut sent = false;
-        {
+        let mut read = 0;
+        for _ in 0..DEVICE_BATCH {
+            let full = self.out[node as usize]
+                .iter()
+                .flatten()
+                .any(|&k| self.dirs[k as usize].half_full(t));
+            if full {
+                break;
+            }
             let d = &mut self.io.devs[i];
             let Some(port) = self.nodes[node as usize].packet_port() else {
-                self.outbox = out;
-                return;
+                break;
             };
-            for _ in 0..DEVICE_BATCH {
-                match d.dev.recv(&mut d.buf) {
-                    Ok(Some(n)) => {
-                        d.counters.from_device += 1;
-                        port.host_sent(t, &d.buf[..n.min(d.buf.len())], &mut out);
-                        sent = true;
-                    }
-                    Ok(None) => break,
-                    Err(_) => {
-                        d.counters.errors += 1;
-                        break;
-                    }
+            match d.dev.recv(&mut d.buf) {
+                Ok(Some(n)) => {
+                    read += 1;
+                    d.counters.from_device += 1;
+                    port.host_sent(t, &d.buf[..n.min(d.buf.len())], &mut out);
+                    sent = true;
+                    // Into the output port now, so the next look at it
+                    // counts this packet's cells.
+                    self.route(node, &mut out);
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    d.counters.errors += 1;
+                    break;
                 }
             }
+        }
+        if let Some(port) = self.nodes[node as usize].packet_port() {
             if port.to_host_len() > 0 {
+                let d = &mut self.io.devs[i];
                 let (dev, c) = (&mut d.dev, &mut d.counters);
                 port.drain_to_host(&mut |p| match dev.send(p) {
                     Ok(true) => c.to_device += 1,
@@ -417,10 +506,10 @@ impl<F: Frame> Part<F> {
         }
         if sent {
             self.events += 1;
-            self.route(node, &mut out);
         }
         self.outbox = out;
         self.schedule_wake(node);
+        read == DEVICE_BATCH
     }
 
     /// Hands the frames delivered to external outputs to their sinks;
@@ -446,7 +535,7 @@ impl<F: Frame> Part<F> {
     /// Queues the delivery of the next frame on direction `dir`, if any.
     #[inline]
     fn next_delivery(&mut self, dir: u32) {
-        if let Some(&(t, _)) = self.dirs[dir as usize].arrivals.front() {
+        if let Some(&t) = self.dirs[dir as usize].arrive_at.front() {
             self.queue.push((t, Kind::Deliver { dir }));
         }
     }
@@ -455,6 +544,11 @@ impl<F: Frame> Part<F> {
     #[inline]
     fn step(&mut self, at: Instant, kind: Kind) {
         {
+            // Time never runs backwards: an event that a wall-clock run
+            // reaches after a batch took the clock past it runs then (it
+            // is late, and its lateness was recorded before it ran). In
+            // virtual time events come in order and this changes nothing.
+            let at = at.max(self.now);
             self.now = at;
             self.events += 1;
             match kind {
@@ -466,35 +560,53 @@ impl<F: Frame> Part<F> {
                     }
                 }
                 Kind::Deliver { dir } => {
-                    self.in_flight -= 1;
                     let k = dir as usize;
-                    if self.dirs[k].arrivals.is_empty() {
+                    // The head, and the cells behind it due by the horizon.
+                    let horizon = self.horizon.max(at);
+                    let d = &mut self.dirs[k];
+                    let n = d.arrive_at.iter().take_while(|&&t| t <= horizon).count();
+                    let Some(&last) = n.checked_sub(1).and_then(|i| d.arrive_at.get(i)) else {
                         return;
-                    }
-                    self.dirs[k].counters.delivered += 1;
-                    if let Some(x) = self.dirs[k].external {
-                        if let Some((_, cell)) = self.dirs[k].arrivals.pop_front() {
-                            self.io.outs[x as usize].staged.push(cell);
-                        }
+                    };
+                    // The batch arrives with its last cell.
+                    let last = last.max(at);
+                    self.now = last;
+                    self.in_flight -= n as u64;
+                    d.counters.delivered += n as u64;
+                    if let Some(x) = d.external {
+                        d.arrive_at.drain(..n);
+                        self.io.outs[x as usize]
+                            .staged
+                            .extend(d.arrivals.drain(..n));
                         self.next_delivery(dir);
                     } else {
-                        let (node, port) = self.dirs[k].to;
+                        let (node, port) = d.to;
                         let mut out = std::mem::take(&mut self.outbox);
-                        // The node reads the cell where it lies in the
-                        // link's arrivals: no copy on the way in.
-                        if let Some((_, cell)) = self.dirs[k].arrivals.front() {
-                            digest(&mut self.digests[node as usize], at, port, cell.bytes());
-                            if let Some(tap) = self.tap.as_mut() {
-                                tap(at, NodeId(node), port, cell);
+                        // A partition with external I/O cannot repeat its
+                        // run, so it keeps no digest of it.
+                        if !self.io.any() {
+                            let digest_of = &mut self.digests[node as usize];
+                            for (t, cell) in d.arrive_at.iter().zip(&d.arrivals).take(n) {
+                                digest(digest_of, *t, port, cell.bytes());
                             }
-                            self.nodes[node as usize].receive(
-                                at,
-                                port,
-                                std::slice::from_ref(cell),
-                                &mut out,
-                            );
                         }
-                        self.dirs[k].arrivals.pop_front();
+                        if let Some(tap) = self.tap.as_mut() {
+                            for (t, cell) in d.arrive_at.iter().zip(&d.arrivals).take(n) {
+                                tap(*t, NodeId(node), port, cell);
+                            }
+                        }
+                        // The node reads the cells where they lie in the
+                        // link's arrivals (at most two slices of its ring):
+                        // no copy on the way in.
+                        let (first, second) = d.arrivals.as_slices();
+                        let in_first = n.min(first.len());
+                        let receiver = &mut self.nodes[node as usize];
+                        receiver.receive(last, port, &first[..in_first], &mut out);
+                        if n > in_first {
+                            receiver.receive(last, port, &second[..n - in_first], &mut out);
+                        }
+                        d.arrive_at.drain(..n);
+                        d.arrivals.drain(..n);
                         // Before the node's frames go out: one of them may
                         // come back on this same link.
                         self.next_delivery(dir);
@@ -540,13 +652,73 @@ impl<F: Frame> Part<F> {
                 t(now, Place { node, port, side }, why, &cell);
             }
         }
-        for (port, cell) in out.drain() {
+        let mut cells = out.drain();
+        while let Some(&(port, _)) = cells.as_slice().first() {
             let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
                 self.unconnected += 1;
+                cells.next();
                 continue;
             };
             let d = &mut self.dirs[k as usize];
+            if d.fixed && d.clean && self.remote[k as usize].is_none() {
+                // The common case, a run of cells for one port at a time:
+                // a FIFO on a fixed, clean line in this partition holds
+                // `buffer` cells, so of the run as many go as it has room
+                // for, each one cell time after the one before, and the
+                // rest are refused.
+                let rest = cells.as_slice();
+                let run = rest.iter().take_while(|(p, _)| *p == port).count();
+                let room = (d.spec.buffer.max(1) as u64).saturating_sub(d.occupancy(now));
+                let take = (run as u64).min(room) as usize;
+                d.counters.offered += run as u64;
+                if take > 0 {
+                    let first = d.arrivals.is_empty();
+                    let start = d.busy_until.max(now);
+                    let c = d.cell_time.as_nanos();
+                    let delay = d.spec.delay;
+                    d.arrivals
+                        .extend(rest[..take].iter().map(|(_, f)| f.clone()));
+                    d.arrive_at.extend(
+                        (1..=take as i64).map(|i| start + Duration::from_nanos(c * i) + delay),
+                    );
+                    d.busy_until = start + Duration::from_nanos(c * take as i64);
+                    self.in_flight += take as u64;
+                    if first {
+                        self.queue
+                            .push((start + d.cell_time + delay, Kind::Deliver { dir: k }));
+                    }
+                }
+                d.counters.overflow += (run - take) as u64;
+                if let Some(t) = self.drop_tap.as_mut() {
+                    let side = Side::Out;
+                    for (_, f) in &rest[take..run] {
+                        t(now, Place { node, port, side }, TAIL_DROP, f);
+                    }
+                }
+                cells.nth(run - 1);
+                continue;
+            }
+            let Some((port, cell)) = cells.next() else {
+                break;
+            };
             d.counters.offered += 1;
+            if d.fixed {
+                // A FIFO on a fixed line, in closed form: the frame is
+                // refused if the port holds its buffer's worth, else it
+                // starts when everything before it has been sent.
+                if d.busy_until - now > d.full_after {
+                    d.counters.overflow += 1;
+                    if let Some(t) = self.drop_tap.as_mut() {
+                        let side = Side::Out;
+                        t(now, Place { node, port, side }, TAIL_DROP, &cell);
+                    }
+                    continue;
+                }
+                let done = d.busy_until.max(now) + d.cell_time;
+                d.busy_until = done;
+                self.launch(k, cell, done);
+                continue;
+            }
             let on_line = usize::from(d.busy_until > now);
             let accepted = if on_line == 0 && !d.pulling {
                 // An idle line and nothing waiting: the discipline says at
@@ -585,8 +757,7 @@ impl<F: Frame> Part<F> {
 
     /// Puts `cell` on direction `k`'s idle line now: it is sent, then
     /// crosses the link (or is lost on the way, or damaged).
-    fn transmit(&mut self, k: u32, mut cell: F) {
-        use aurora_net::accounting::{Place, Side};
+    fn transmit(&mut self, k: u32, cell: F) {
         let now = self.now;
         let d = &mut self.dirs[k as usize];
         let time = if d.fixed {
@@ -600,6 +771,17 @@ impl<F: Frame> Part<F> {
             d.pulling = true;
             self.queue.push((done, Kind::TxDone { dir: k }));
         }
+        self.launch(k, cell, done);
+    }
+
+    /// `cell`, sent on direction `k` and done at `done`, crosses the link
+    /// (or is lost on the way, or damaged). Loss and bit errors are drawn
+    /// in the order frames are sent, so from the same stream whether the
+    /// line is computed in closed form or event by event.
+    fn launch(&mut self, k: u32, mut cell: F, done: Instant) {
+        use aurora_net::accounting::{Place, Side};
+        let now = self.now;
+        let d = &mut self.dirs[k as usize];
         if d.chance(d.spec.loss) {
             d.counters.lost += 1;
             if let Some(t) = self.drop_tap.as_mut() {
@@ -624,7 +806,8 @@ impl<F: Frame> Part<F> {
         }
         self.in_flight += 1;
         let first = d.arrivals.is_empty();
-        d.arrivals.push_back((arrive, cell));
+        d.arrive_at.push_back(arrive);
+        d.arrivals.push_back(cell);
         if first {
             self.queue.push((arrive, Kind::Deliver { dir: k }));
         }

@@ -41,6 +41,8 @@ pub const DEFAULT_MTU: usize = 9180;
 pub const MAX_PENDING: usize = 64;
 /// ARP cache entries.
 pub const ARP_CAPACITY: usize = 4096;
+/// Cells segmented at a time.
+const CELL_CHUNK: usize = 64;
 
 /// A port's address in its logical IP subnet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -445,11 +447,17 @@ impl Core {
             self.counters.drops.add(DropReason::TooBig);
             return;
         };
-        self.cells
-            .resize(aurora_wire::aal5::cells_for(n + pkt.len()), [0; 53]);
-        let k = seg.fill(&mut self.cells);
-        for c in &self.cells[..k] {
-            out.push(v.port, *c);
+        // A few cells at a time, so they are still in the first-level
+        // cache when they are handed on.
+        self.cells.resize(CELL_CHUNK, [0; 53]);
+        loop {
+            let k = seg.fill(&mut self.cells);
+            for c in &self.cells[..k] {
+                out.push(v.port, *c);
+            }
+            if k < self.cells.len() {
+                break;
+            }
         }
         if protocol != Protocol::Atmarp {
             self.counters.packets_out += 1;
