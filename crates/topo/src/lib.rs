@@ -671,8 +671,9 @@ pub struct Blueprint {
     pub pvcs: Vec<PvcInfo>,
     /// Nodes the file pins to a worker, with the worker.
     pub pins: Vec<(NodeId, u16)>,
-    /// The file's ATOMIC part, if it has one. The drivers do not build it
-    /// yet: ATOMIC files run through [`compile_atomic`].
+    /// The file's ATOMIC part, if it has one: then the network runs on an
+    /// engine carrying units ([`Blueprint::into_mixed`],
+    /// [`Blueprint::mixed_process`]).
     pub atomic: Option<AtomicNet>,
 }
 
