@@ -89,6 +89,18 @@ pub(crate) fn tun_name_ok(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
+/// Checks a `netns` value: a name `ip netns add` would take (up to 64
+/// letters, digits, '-', '_' or '.', not starting with '.').
+pub(crate) fn netns_ok(host: &str, ns: &str) -> Result<(), String> {
+    if ns.len() <= 64 && crate::compile::plain_name(ns) {
+        Ok(())
+    } else {
+        Err(format!(
+            "netns \"{ns}\" of host \"{host}\" must be 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'"
+        ))
+    }
+}
+
 /// Reads an NSAP address written in hex (dots and spaces allowed), 1 to
 /// 20 bytes.
 pub fn parse_atm(s: &str) -> Result<AtmAddr, String> {
@@ -213,6 +225,9 @@ pub(crate) fn host(d: &HostDef) -> Result<Option<(IpConfig, TunSpec)>, Vec<Strin
         n.truncate(15);
         n
     });
+    if let Some(Err(m)) = d.netns.as_deref().map(|ns| netns_ok(&d.name, ns)) {
+        errs.push(m);
+    }
     if !tun_name_ok(&name) {
         errs.push(format!(
             "tun \"{name}\" of host \"{}\" must be 1 to 15 letters, digits, '-', '_' or '.'",

@@ -439,6 +439,10 @@ fn a_router_joins_the_atomic_lan_and_its_mistakes_are_named() {
         "netns = \"aur-lan\"",
     );
     assert!(p.contains("has a netns but no tun"), "{p}");
+    for bad in ["netns = \"aur-lan\"", "netns = \"aur-atm\""] {
+        let p = problems(bad, "netns = \"../etc\"");
+        assert!(p.contains("netns \"../etc\" of host"), "{p}");
+    }
     let twice = format!(
         "{text}\n[[atomic_host]]\nname = \"r-lan2\"\nip = \"10.5.0.253/24\"\nrouter = \"r\"\n"
     );

@@ -251,6 +251,13 @@ impl Reader<'_> {
                 },
                 _ => None,
             };
+            if let Some(Err(m)) = d
+                .netns
+                .as_deref()
+                .map(|ns| crate::ip::netns_ok(&d.name, ns))
+            {
+                c.at(h.span(), m);
+            }
             if d.netns.is_some() && d.tun.is_none() {
                 c.at(
                     h.span(),
