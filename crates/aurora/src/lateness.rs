@@ -18,12 +18,6 @@ pub struct NodeRow {
     pub unhandled: u64,
     /// Event lateness, microseconds: median, 99th percentile, maximum.
     pub events_us: [f64; 3],
-    /// Idle sleeps.
-    pub wakeups: u64,
-    /// Of those, more than 1 ms longer than asked.
-    pub late_wakeups: u64,
-    /// Oversleep, microseconds: median, 99th percentile, maximum.
-    pub wakeups_us: [f64; 3],
     /// Why this node makes the run unfaithful, if it does.
     pub problem: Option<String>,
 }
@@ -68,9 +62,6 @@ pub fn report(
                 late: n.late_events,
                 unhandled: n.unhandled,
                 events_us: us3(&n.events),
-                wakeups: n.wakeups.count(),
-                late_wakeups: n.late_wakeups,
-                wakeups_us: us3(&n.wakeups),
                 problem: n.problem(),
             })
             .collect(),
@@ -141,33 +132,19 @@ const SHOWN: usize = 5;
 pub fn text(r: &LatenessReport) -> String {
     let mut rows: Vec<&NodeRow> = r.nodes.iter().collect();
     rows.sort_by(|a, b| {
-        let key = |n: &NodeRow| (n.problem.is_some(), n.events_us[2].max(n.wakeups_us[2]));
+        let key = |n: &NodeRow| (n.problem.is_some(), n.events_us[2]);
         let (ka, kb) = (key(a), key(b));
         kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
     });
-    // Engine runs have no idle sleeps to measure (their waits are the
-    // events' lateness); show wake-ups only where there are some.
-    let wakes = r.nodes.iter().any(|n| n.wakeups > 0);
     let mut s = format!(
-        "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9}",
+        "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9}\n",
         "late (us)", "events", "late", "p50", "p99", "max"
     );
-    if wakes {
-        s += &format!(" {:>9} {:>6} {:>8} {:>9}", "wake-ups", "late", "p99", "max");
-    }
-    s.push('\n');
     for n in rows.iter().take(SHOWN) {
         s += &format!(
-            "{:<12} {:>8} {:>6} {:>8.0} {:>8.0} {:>9.0}",
+            "{:<12} {:>8} {:>6} {:>8.0} {:>8.0} {:>9.0}\n",
             n.node, n.events, n.late, n.events_us[0], n.events_us[1], n.events_us[2],
         );
-        if wakes {
-            s += &format!(
-                " {:>9} {:>6} {:>8.0} {:>9.0}",
-                n.wakeups, n.late_wakeups, n.wakeups_us[1], n.wakeups_us[2]
-            );
-        }
-        s.push('\n');
     }
     if rows.len() > SHOWN {
         s += &format!("({} more nodes, less late)\n", rows.len() - SHOWN);

@@ -9,6 +9,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// The tests here run a few node processes each, against the wall clock;
+/// on a small machine two tests at once starve each other's processes
+/// (an ATOMIC AC that maps before its mesh runs, a host that takes over
+/// because it heard no AC), so they run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
         .unwrap()
@@ -87,6 +93,7 @@ interval = "{interval}"
 
 #[test]
 fn switch_process_killed_and_restarted() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
     let udp = |x: u16, y: u16| format!("udp_a = \"127.0.0.1:{x}\"\nudp_b = \"127.0.0.1:{y}\"");
     let text = topology(&udp(p[0], p[1]), &udp(p[2], p[3]), 1500, "500us");
@@ -144,6 +151,7 @@ fn switch_process_killed_and_restarted() {
 
 #[test]
 fn three_processes_over_shared_memory() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let base = format!("/dev/shm/aurora-test-{}", std::process::id());
     let text = topology(
         &format!("shm = \"{base}-l1\""),
@@ -192,6 +200,7 @@ fn three_processes_over_shared_memory() {
 
 #[test]
 fn sigterm_ends_a_node_with_its_report() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
     let udp = |x: u16, y: u16| format!("udp_a = \"127.0.0.1:{x}\"\nudp_b = \"127.0.0.1:{y}\"");
     let text = topology(&udp(p[0], p[1]), &udp(p[2], p[3]), 1500, "1ms");
@@ -323,6 +332,7 @@ fn judged(trial: impl Fn() -> Vec<Value>, always: impl Fn(&[Value])) -> Option<V
 
 #[test]
 fn an_atomic_lan_runs_as_three_processes_over_udp() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let trial = || {
         let topo = atomic_lan("three");
         // The mesh, then b, then a (whose AC maps the LAN at its start),
@@ -368,6 +378,7 @@ fn an_atomic_lan_runs_as_three_processes_over_udp() {
 
 #[test]
 fn an_atomic_mesh_and_host_run_as_one_process() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let trial = || {
         let topo = atomic_lan("two");
         let mb = start(&topo, "m,b", "4s");
@@ -410,6 +421,7 @@ fn an_atomic_mesh_and_host_run_as_one_process() {
 
 #[test]
 fn a_host_and_its_switch_run_as_one_process() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let trial = || {
         let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
         let udp = |x: u16, y: u16| format!("udp_a = \"127.0.0.1:{x}\"\nudp_b = \"127.0.0.1:{y}\"");

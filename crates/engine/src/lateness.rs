@@ -11,9 +11,7 @@
 //!   delivered, a timer, a line pulling its next frame): lateness = wall
 //!   time when it ran − its time. Every real-time run, `aurora node`'s
 //!   processes included, is measured this way.
-//! - **wake-ups**: every time an idle worker slept, how much longer than it
-//!   asked it slept, for a driver that records them ([`NodeLateness::woke`]);
-//!   the engine's waits show in its events' lateness instead.
+//!   A worker that sleeps too long shows it here: its next events run late.
 //! - when it first ran and when it stopped, for the run's start lag and
 //!   overrun.
 //!
@@ -31,9 +29,9 @@
 //! PDUs still in flight at the end because the schedule slipped. A run is
 //! therefore **not faithful** when any of these holds:
 //!
-//! - some node handled more than [`LATE_SHARE`] (1%) of its events, or of
-//!   its wake-ups, more than [`LATE`] (1 ms) late: p99 above 1 ms;
-//! - some node handled an event, or woke, more than [`WORST`] (10 ms) late:
+//! - some node handled more than [`LATE_SHARE`] (1%) of its events more
+//!   than [`LATE`] (1 ms) late: p99 above 1 ms;
+//! - some node handled an event more than [`WORST`] (10 ms) late:
 //!   at OC-12 that is 14,000 cell times;
 //! - the last worker started more than [`WORST`] after the run began, or
 //!   the run ended more than [`WORST`] after the duration asked for
@@ -45,10 +43,10 @@ use aurora_time::Instant;
 
 /// Lateness above this counts as late.
 pub const LATE: StdDuration = StdDuration::from_millis(1);
-/// A node with more than this share of late events (or wake-ups) makes the
-/// run unfaithful.
+/// A node with more than this share of late events makes the run
+/// unfaithful.
 pub const LATE_SHARE: f64 = 0.01;
-/// Any single event, wake-up, start lag or overrun above this makes the run
+/// Any single event, start lag or overrun above this makes the run
 /// unfaithful.
 pub const WORST: StdDuration = StdDuration::from_millis(10);
 
@@ -156,10 +154,6 @@ pub struct NodeLateness {
     /// Timers still due and not handled when the run stopped (also counted
     /// in `events`, with their lateness at the stop).
     pub unhandled: u64,
-    /// How much longer than asked each idle sleep lasted, ns.
-    pub wakeups: Histogram,
-    /// Wake-ups later than [`LATE`].
-    pub late_wakeups: u64,
     /// When the worker first ran, since the run began.
     pub first_turn: Option<StdDuration>,
     /// When the worker stopped, since the run began.
@@ -197,8 +191,6 @@ impl NodeLateness {
         self.events.merge(&other.events);
         self.late_events += other.late_events;
         self.unhandled += other.unhandled;
-        self.wakeups.merge(&other.wakeups);
-        self.late_wakeups += other.late_wakeups;
     }
 
     /// An event handled `late` ns after it was due.
@@ -210,15 +202,6 @@ impl NodeLateness {
         self.events.record(late);
         if late > ns(LATE) {
             self.late_events += 1;
-        }
-    }
-
-    /// An idle sleep of `asked` that lasted `slept`.
-    pub fn woke(&mut self, asked: StdDuration, slept: StdDuration) {
-        let over = ns(slept.saturating_sub(asked));
-        self.wakeups.record(over);
-        if over > ns(LATE) {
-            self.late_wakeups += 1;
         }
     }
 
@@ -244,14 +227,6 @@ impl NodeLateness {
                 self.late_events,
                 self.events.count(),
                 ms(self.events.max())
-            ));
-        }
-        if self.wakeups.max() > ns(WORST) || share(self.late_wakeups, self.wakeups.count()) {
-            return Some(format!(
-                "woke {} of {} times more than 1 ms late (worst {:.1} ms), so noticed cells late",
-                self.late_wakeups,
-                self.wakeups.count(),
-                ms(self.wakeups.max())
             ));
         }
         None
@@ -312,15 +287,6 @@ impl Lateness {
         h
     }
 
-    /// Every node's wake-ups merged.
-    pub fn all_wakeups(&self) -> Histogram {
-        let mut h = Histogram::default();
-        for n in &self.nodes {
-            h.merge(&n.wakeups);
-        }
-        h
-    }
-
     /// Whether the run kept up with real time, with `name` naming nodes by
     /// index in the sentence, and `advice` (such as "rerun with --virtual
     /// for exact results") ending it when the run did not.
@@ -336,7 +302,7 @@ impl Lateness {
         // Name the node that ran furthest behind.
         let worst = bad.iter().max_by_key(|(i, _)| {
             let n = &self.nodes[*i];
-            n.events.max().max(n.wakeups.max())
+            n.events.max()
         });
         if let Some((i, p)) = worst {
             let others = match bad.len() - 1 {
@@ -359,22 +325,12 @@ impl Lateness {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if why.is_empty() {
             let e = self.all_events();
-            let w = self.all_wakeups();
             return Verdict {
                 faithful: true,
                 sentence: format!(
-                    "Real time kept up: events p99 {:.0} us late (worst {:.0} us){}, the run ended {:.1} ms late.",
+                    "Real time kept up: events p99 {:.0} us late (worst {:.0} us), the run ended {:.1} ms late.",
                     e.quantile(0.99) as f64 / 1e3,
                     e.max() as f64 / 1e3,
-                    if w.count() > 0 {
-                        format!(
-                            ", wake-ups p99 {:.0} us late (worst {:.0} us)",
-                            w.quantile(0.99) as f64 / 1e3,
-                            w.max() as f64 / 1e3
-                        )
-                    } else {
-                        String::new()
-                    },
                     ms(self.overrun())
                 ),
             };
@@ -488,16 +444,16 @@ mod tests {
         };
         for n in &mut l.nodes {
             n.turn(StdDuration::from_micros(50));
-            n.woke(StdDuration::from_micros(50), StdDuration::from_micros(120));
+            n.late_by(70_000);
             n.stopped = Some(StdDuration::from_millis(301));
         }
         let v = l.verdict(&|i| format!("n{i}"), "rerun with --virtual");
         assert!(v.faithful, "{}", v.sentence);
-        l.nodes[1].woke(StdDuration::from_micros(50), StdDuration::from_millis(40));
+        l.nodes[1].late_by(40_000_000);
         l.nodes[2].stopped = Some(StdDuration::from_millis(900));
         let v = l.verdict(&|i| format!("n{i}"), "rerun with --virtual");
         assert!(!v.faithful);
-        assert!(v.sentence.contains("node n1 woke"), "{}", v.sentence);
+        assert!(v.sentence.contains("node n1 handled"), "{}", v.sentence);
         assert!(v.sentence.contains("ended 600.0 ms late"), "{}", v.sentence);
         assert!(v.sentence.contains("--virtual"), "{}", v.sentence);
     }
