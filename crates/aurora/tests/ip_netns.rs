@@ -184,29 +184,8 @@ fn ping_iperf3_and_a_file_copy_cross_aurora_between_namespaces() {
 
     // iperf3 TCP for a few seconds.
     let port = 20000 + (std::process::id() % 20000);
-    let server = b
-        .cmd("iperf3")
-        .args(["-s", "-1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("iperf3 server");
-    let _server = Proc(Some(server));
-    std::thread::sleep(Duration::from_millis(500));
-    let out = a.run(
-        "iperf3",
-        &["-c", "10.1.0.2", "-p", &port.to_string(), "-t", "3", "-J"],
-    );
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "iperf3 gave no JSON ({e}): {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    let bps = j["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0);
-    assert!(bps > 0.0, "iperf3: {j}");
+    let bps = iperf3(&a, &b, "10.1.0.2", port, 3);
+    assert!(bps > 0.0, "iperf3 gave {bps} b/s");
     eprintln!("iperf3 TCP through Aurora: {:.0} Mb/s", bps / 1e6);
 
     // A file copied with nc arrives byte for byte.

@@ -252,17 +252,7 @@ impl Blueprint {
                 known.push((group.clone(), i));
             }
         }
-        let mut dirs: Vec<WholeDir> = self
-            .links
-            .iter()
-            .flat_map(|(a, b, spec)| {
-                [(a, b), (b, a)].map(|(x, y)| WholeDir {
-                    from: (x.1 .0 as usize, x.2),
-                    to: (y.1 .0 as usize, y.2),
-                    spec: *spec,
-                })
-            })
-            .collect();
+        let mut dirs = crate::process::cell_dirs(&self.links);
         let cell_dirs = dirs.len();
         let plan_dirs: Vec<WholeDir> = plan
             .links

@@ -230,6 +230,21 @@ pub(crate) fn build<F: Frame>(
     })
 }
 
+/// The directions of a network's cell links: link i is directions 2i (a
+/// to b) and 2i + 1 (b to a), as in the whole network's engine.
+pub(crate) fn cell_dirs(links: &[(crate::LinkEnd, crate::LinkEnd, LinkSpec)]) -> Vec<WholeDir> {
+    links
+        .iter()
+        .flat_map(|(a, b, spec)| {
+            [(a, b), (b, a)].map(|(x, y)| WholeDir {
+                from: (x.1 .0 as usize, x.2),
+                to: (y.1 .0 as usize, y.2),
+                spec: *spec,
+            })
+        })
+        .collect()
+}
+
 /// The members of a partition named by `asked` among `known` (name, index
 /// in the whole network), in the order of their indices; a clear sentence
 /// for a name that is unknown or given twice.
@@ -320,18 +335,7 @@ impl Blueprint {
                 Some((i, node_names[i].clone(), n as Box<dyn EngineNode>))
             })
             .collect();
-        // Link i is directions 2i (a to b) and 2i + 1 (b to a), as in the
-        // whole network's engine (`into_sim`).
-        let dirs: Vec<WholeDir> = links
-            .iter()
-            .flat_map(|(a, b, spec)| {
-                [(a, b), (b, a)].map(|(x, y)| WholeDir {
-                    from: (x.1 .0 as usize, x.2),
-                    to: (y.1 .0 as usize, y.2),
-                    spec: *spec,
-                })
-            })
-            .collect();
+        let dirs = cell_dirs(&links);
         let name_of =
             |n: usize, p: PortId| format!("{}:{p}", node_names.get(n).map_or("?", String::as_str));
         let tuns: Vec<(usize, TunSpec)> =
