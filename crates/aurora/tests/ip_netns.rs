@@ -483,6 +483,25 @@ fn iperf3(client: &Netns, server: &Netns, addr: &str, port: u32, secs: u32) -> f
         .unwrap_or(0.0)
 }
 
+/// `examples/interwork.toml` with namespaces, rings and the cable's UDP
+/// ports (`port`, `port + 1`) of this test's own, written to a file; and
+/// the two hosts' namespaces, made.
+fn interwork(tag: &str, port: u32) -> (PathBuf, Netns, Netns) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/interwork.toml"),
+    )
+    .unwrap()
+    .replace("netns = \"aur-", &format!("netns = \"{tag}-"))
+    .replace("shm = \"aurora-", &format!("shm = \"aurora-{tag}-"))
+    .replace("127.0.0.1:47301", &format!("127.0.0.1:{port}"))
+    .replace("127.0.0.1:47302", &format!("127.0.0.1:{}", port + 1));
+    let topo = std::env::temp_dir().join(format!("aurora-{tag}-interwork.toml"));
+    std::fs::write(&topo, text).unwrap();
+    let atm = Netns::new(format!("{tag}-atm"));
+    let lan = Netns::new(format!("{tag}-lan"));
+    (topo, atm, lan)
+}
+
 #[test]
 fn ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_in_one_run() {
     if !common::ready(
@@ -493,16 +512,7 @@ fn ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_in_one_run() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tag = format!("w{}", std::process::id());
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/interwork.toml"),
-    )
-    .unwrap()
-    .replace("netns = \"aur-", &format!("netns = \"{tag}-"))
-    .replace("shm = \"aurora-", &format!("shm = \"aurora-{tag}-"));
-    let topo = std::env::temp_dir().join(format!("aurora-{tag}-interwork.toml"));
-    std::fs::write(&topo, text).unwrap();
-    let atm = Netns::new(format!("{tag}-atm"));
-    let lan = Netns::new(format!("{tag}-lan"));
+    let (topo, atm, lan) = interwork(&tag, 30000 + 2 * (std::process::id() % 10000));
     let run = Command::new(aurora())
         .args(["run"])
         .arg(&topo)
@@ -555,19 +565,7 @@ fn ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_across_three_process
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tag = format!("v{}", std::process::id());
     // A UDP port pair of this test's own for the cable between processes.
-    let port = 30000 + 2 * (std::process::id() % 10000);
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/interwork.toml"),
-    )
-    .unwrap()
-    .replace("netns = \"aur-", &format!("netns = \"{tag}-"))
-    .replace("shm = \"aurora-", &format!("shm = \"aurora-{tag}-"))
-    .replace("127.0.0.1:47301", &format!("127.0.0.1:{port}"))
-    .replace("127.0.0.1:47302", &format!("127.0.0.1:{}", port + 1));
-    let topo = std::env::temp_dir().join(format!("aurora-{tag}-interwork.toml"));
-    std::fs::write(&topo, text).unwrap();
-    let atm = Netns::new(format!("{tag}-atm"));
-    let lan = Netns::new(format!("{tag}-lan"));
+    let (topo, atm, lan) = interwork(&tag, 30000 + 2 * (std::process::id() % 10000));
     // The hosts' TUN interfaces go into their namespaces by the file's
     // netns keys; the processes themselves stay in this one.
     let mut middle = node(None, &topo, "sw,r,m,ac", &[]);
