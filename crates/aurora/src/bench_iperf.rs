@@ -385,8 +385,7 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>)
             (r, a, b)
         })
     };
-    let start = std::time::Instant::now();
-    let mut wall = aurora_engine::clock::Wall::new(start, false);
+    let mut wall = net.sim.wall_clock(false);
     let slice = aurora_time::Duration::from_millis(10);
     let mut end = aurora_time::Instant::ZERO;
     let thread_cpu = || {
@@ -402,7 +401,7 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>)
         net.sim.run_wall(end, &mut wall);
     }
     let cpu = cpu_from.map(|c| thread_cpu() - c);
-    let ended = start.elapsed();
+    let ended = wall.elapsed();
     let (r, _a, _b) = driver
         .join()
         .map_err(|_| "the iperf3 driver thread panicked".to_string())?;

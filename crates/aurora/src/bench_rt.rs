@@ -170,6 +170,10 @@ fn go(text: &str, ms: i64, clock: Clock, workers: usize) -> Result<(Report, f64,
 
 const WALL: Clock = Clock::Wall { spin: false };
 
+/// Rounds of the workers case: virtual-time throughput on a shared
+/// machine varies by tens of per cent from one run to the next.
+const ROUNDS: usize = 5;
+
 fn rtt_mean(r: &Report) -> f64 {
     r.pings.first().map_or(0.0, |p| p.rtt_us[1])
 }
@@ -206,8 +210,9 @@ pub fn main() -> Result<(), String> {
     println!("aurora bench rt: {cores} cores; wall-clock runs on 1 worker unless said\n");
 
     println!("22-switch OC-12c chain, OAM ping every ms:");
+    // A PDU every ms is 192,000 of OC-12c's 1,412,830 cells per second.
     for (name, every, ms) in [
-        ("light (2 %)", Some(1_000_000), 200),
+        ("14 % load", Some(1_000_000), 200),
         (
             "80 % load",
             Some((CELLS_9180 / (0.8 * OC12) * 1e9) as u64),
@@ -306,22 +311,44 @@ pub fn main() -> Result<(), String> {
         );
     }
 
-    println!("\nworkers, virtual time (4 clusters of a switch and 6 hosts at 70 % load, 1 ms trunks, 50 ms):");
+    println!(
+        "\nworkers, virtual time (4 clusters of a switch and 6 hosts at 70 % load, 1 ms trunks, 50 ms; \
+         median of {ROUNDS} rounds, the worker counts taking turns):"
+    );
     let text = clusters(4, 6, 200, "1ms");
-    let mut base = (0.0, String::new());
-    for workers in [1usize, 2, 4] {
-        let (r, secs, _) = go(&text, 50, Clock::Virtual, workers)?;
-        let rate = r.events as f64 / secs;
-        if workers == 1 {
-            base = (rate, r.trace.clone());
+    let counts = [1usize, 2, 4];
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); counts.len()];
+    let mut traces: Vec<String> = vec![String::new(); counts.len()];
+    for _ in 0..ROUNDS {
+        for (i, &workers) in counts.iter().enumerate() {
+            let (r, secs, _) = go(&text, 50, Clock::Virtual, workers)?;
+            rates[i].push(r.events as f64 / secs);
+            traces[i] = r.trace;
         }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let base = median(&mut rates[0]);
+    for (i, &workers) in counts.iter().enumerate() {
+        let rate = median(&mut rates[i]);
+        let (lo, hi) = (rates[i][0], rates[i][rates[i].len() - 1]);
+        let ok = workers != 2 || rate >= 1.6 * base;
         println!(
-            "  {workers} worker{}: {:.2} M events/s, {:.2} x one worker, trace {} ({})",
+            "  {workers} worker{}: {:.2} M events/s ({:.2}-{:.2}), {:.2} x one worker{}, trace {} ({})",
             if workers == 1 { " " } else { "s" },
             rate / 1e6,
-            rate / base.0,
-            r.trace,
-            if r.trace == base.1 {
+            lo / 1e6,
+            hi / 1e6,
+            rate / base,
+            if workers == 2 {
+                format!(" (>= 1.60)  [{}]", verdict(ok))
+            } else {
+                String::new()
+            },
+            traces[i],
+            if traces[i] == traces[0] {
                 "the same"
             } else {
                 "DIFFERS"

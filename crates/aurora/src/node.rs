@@ -195,8 +195,7 @@ pub(crate) fn run_wall<F: Frame>(
     duration: Option<std::time::Duration>,
 ) -> (f64, crate::lateness::LatenessReport) {
     let stop = stop_flag(duration);
-    let start = std::time::Instant::now();
-    let mut wall = aurora_engine::clock::Wall::new(start, false);
+    let mut wall = p.engine.wall_clock(false);
     // Model time runs with the wall clock, a slice at a time, the stop
     // flag checked between slices.
     let slice = aurora_time::Duration::from_millis(10);
@@ -212,7 +211,7 @@ pub(crate) fn run_wall<F: Frame>(
         end = next;
         p.engine.run_wall(end, &mut wall);
     }
-    let ended = start.elapsed();
+    let ended = wall.elapsed();
     let mut lateness = wall.lateness(p.engine.node_count(), duration.unwrap_or(ended), ended);
     lateness.asked = duration;
     lateness.stop_at = None;

@@ -73,7 +73,7 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
     if a.virtual_time {
         net.sim.run_until(end);
     } else {
-        let mut wall = aurora_engine::clock::Wall::new(std::time::Instant::now(), false);
+        let mut wall = net.sim.wall_clock(false);
         net.sim.run_wall(end, &mut wall);
         let asked = std::time::Duration::from_nanos(run_for.as_nanos().max(0) as u64);
         let l = wall.lateness(net.sim.node_count(), asked, wall.elapsed());

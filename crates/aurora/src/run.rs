@@ -504,10 +504,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     }
     let mut wall = match clock {
         Clock::Virtual => None,
-        Clock::Wall { spin } => Some(aurora_engine::clock::Wall::new(
-            std::time::Instant::now(),
-            spin,
-        )),
+        Clock::Wall { spin } => Some(net.sim.wall_clock(spin)),
     };
     let mut step = |sim: &mut Engine<F>, t: Instant| match wall.as_mut() {
         Some(w) => sim.run_wall(t, w),

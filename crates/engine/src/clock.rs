@@ -37,20 +37,36 @@ pub struct Wall {
 }
 
 impl Wall {
-    /// A wall clock whose time 0 is `start`; `spin` busy-waits instead of
-    /// sleeping.
-    pub fn new(start: WallInstant, spin: bool) -> Self {
-        Wall {
-            start,
+    /// A wall clock for `workers` workers running `nodes` nodes, whose
+    /// time 0 is now; `spin` busy-waits instead of sleeping. What the
+    /// workers record is made first and the clock started after: grown
+    /// during the run, the first event of a node with a higher id than any
+    /// before would wait for the copy (about 0.7 ms at 1,000 nodes), and
+    /// made at the start, the first events would wait for that.
+    pub(crate) fn start(workers: usize, nodes: usize, spin: bool) -> Self {
+        let mut w = Wall {
+            start: WallInstant::now(),
             spin,
             pacers: Vec::new(),
+        };
+        w.for_workers(workers, nodes);
+        w.start = WallInstant::now();
+        for p in &mut w.pacers {
+            p.start = w.start;
         }
+        w
     }
 
-    /// Makes sure each of `workers` workers has its pacer.
-    pub(crate) fn for_workers(&mut self, workers: usize) -> &mut [Pacer] {
+    /// Makes sure each of `workers` workers has its pacer, with room for
+    /// the lateness of `nodes` nodes.
+    pub(crate) fn for_workers(&mut self, workers: usize, nodes: usize) -> &mut [Pacer] {
         while self.pacers.len() < workers {
             self.pacers.push(Pacer::new(self.start, self.spin));
+        }
+        for p in &mut self.pacers {
+            if p.nodes.len() < nodes {
+                p.nodes.resize_with(nodes, NodeLateness::default);
+            }
         }
         &mut self.pacers[..workers]
     }

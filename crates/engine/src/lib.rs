@@ -644,10 +644,16 @@ impl<F: Frame> Engine<F> {
         }
     }
 
+    /// A wall clock to run this engine against with [`Engine::run_wall`],
+    /// whose time 0 is now; `spin` busy-waits instead of sleeping.
+    pub fn wall_clock(&self, spin: bool) -> clock::Wall {
+        clock::Wall::start(self.parts.len(), self.node_count(), spin)
+    }
+
     /// Runs every event up to and including `end`, each when `wall` reaches
     /// its time (see [`clock`]), and waits for `wall` to reach `end`.
     pub fn run_wall(&mut self, end: Instant, wall: &mut clock::Wall) {
-        let pacers = wall.for_workers(self.parts.len());
+        let pacers = wall.for_workers(self.parts.len(), self.node_count());
         if self.parts.len() == 1 && self.parts[0].io.any() {
             self.parts[0].run_wall_io(end, &mut pacers[0]);
             return;
@@ -658,7 +664,7 @@ impl<F: Frame> Engine<F> {
             self.run_against_the_clock(end, pacers);
         }
         if end < Instant::MAX {
-            wall.for_workers(1)[0].wait_until(end);
+            wall.for_workers(1, 0)[0].wait_until(end);
         }
     }
 

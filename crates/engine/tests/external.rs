@@ -3,7 +3,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use aurora_engine::clock::Wall;
 use aurora_engine::{Engine, LinkSpec};
 use aurora_link::ring::in_process;
 use aurora_net::traffic::{Flow, TrafficHost};
@@ -82,7 +81,7 @@ fn a_wall_clock_run_polls_its_external_input() {
         e.partition(&[0, 1]).is_err(),
         "external I/O cannot be split"
     );
-    let mut wall = Wall::new(std::time::Instant::now(), false);
+    let mut wall = e.wall_clock(false);
     let mut t = Instant::ZERO;
     while t < Instant::from_millis(40) {
         t += Duration::from_millis(10);

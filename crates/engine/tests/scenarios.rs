@@ -1,6 +1,5 @@
 //! Scenarios in virtual time: two switches, a trunk, three hosts.
 
-use aurora_engine::clock::Wall;
 use aurora_engine::{Engine, LinkSpec, NodeId};
 use aurora_net::switch::{AtmSwitch, SwitchDrop};
 use aurora_net::traffic::{Flow, TrafficHost};
@@ -157,10 +156,9 @@ fn damaged_run_on_the_wall(seed: u64) -> ((u64, u64, u64), aurora_engine::latene
         trunk,
         [flow(3000, 200, 400), flow(1500, 200, 500), None],
     );
-    let start = std::time::Instant::now();
-    let mut wall = Wall::new(start, false);
+    let mut wall = n.sim.wall_clock(false);
     n.sim.run_wall(Instant::from_millis(150), &mut wall);
-    let took = start.elapsed();
+    let took = wall.elapsed();
     let lost = n.sim.link(n.sw1, 3).unwrap().lost;
     let late = wall.lateness(
         n.sim.node_count(),
@@ -381,7 +379,7 @@ fn split_between_workers_against_the_wall_clock_every_cell_is_accounted() {
         ],
     );
     n.sim.partition(&[0, 0, 1, 0, 1]).unwrap();
-    let mut wall = Wall::new(std::time::Instant::now(), false);
+    let mut wall = n.sim.wall_clock(false);
     n.sim.run_wall(Instant::from_millis(60), &mut wall);
     // The senders are done by 30 ms; drain the rest in virtual time.
     n.sim.run_until(Instant::from_millis(2000));
