@@ -401,7 +401,6 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>)
         net.sim.run_wall(end, &mut wall);
     }
     let cpu = cpu_from.map(|c| thread_cpu() - c);
-    let ended = wall.elapsed();
     let (r, _a, _b) = driver
         .join()
         .map_err(|_| "the iperf3 driver thread panicked".to_string())?;
@@ -461,8 +460,7 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>)
     }
     let n = net.sim.node_count();
     let names = crate::lateness::names_in(&net, n);
-    let mut late = wall.lateness(n, ended, ended);
-    late.stop_at = None;
+    let late = wall.lateness(None);
     let late = crate::lateness::report(
         &late,
         &|i| names.get(i).cloned().unwrap_or_default(),

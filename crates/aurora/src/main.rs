@@ -66,10 +66,9 @@ enum Command {
         /// virtual time, 1 in real time). The nodes are split between them
         /// by cutting the links with the longest delays; links under 20 us
         /// are never cut, so a small or tightly coupled network may use
-        /// fewer. In virtual time results do not depend on it. In real time
-        /// workers do not wait for each other: more of them help only a
-        /// network one worker cannot keep up with, and frames between them
-        /// that arrive late are counted late.
+        /// fewer. Results do not depend on it (in real time, as long as the
+        /// run keeps up); more workers help a real-time run only when one
+        /// worker cannot keep up.
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
         workers: Option<u16>,
         /// How long to run, e.g. 200ms or 2s: more than 0 and at most 24 hours.

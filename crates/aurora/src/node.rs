@@ -212,9 +212,7 @@ pub(crate) fn run_wall<F: Frame>(
         p.engine.run_wall(end, &mut wall);
     }
     let ended = wall.elapsed();
-    let mut lateness = wall.lateness(p.engine.node_count(), duration.unwrap_or(ended), ended);
-    lateness.asked = duration;
-    lateness.stop_at = None;
+    let lateness = wall.lateness(duration);
     let name = |i: usize| {
         p.members
             .get(i)

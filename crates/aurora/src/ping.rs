@@ -76,7 +76,7 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
         let mut wall = net.sim.wall_clock(false);
         net.sim.run_wall(end, &mut wall);
         let asked = std::time::Duration::from_nanos(run_for.as_nanos().max(0) as u64);
-        let l = wall.lateness(net.sim.node_count(), asked, wall.elapsed());
+        let l = wall.lateness(Some(asked));
         let names = crate::lateness::names_in(&net, l.nodes.len());
         let v = l.verdict(
             &|i| names[i].clone(),

@@ -573,7 +573,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
             r.mode = "real time".into();
             let asked =
                 std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
-            let l = w.lateness(net.sim.node_count(), asked, w.elapsed());
+            let l = w.lateness(Some(asked));
             let names = crate::lateness::names_in(&net, l.nodes.len());
             let name = |i: usize| names[i].clone();
             r.lateness = Some(crate::lateness::report(

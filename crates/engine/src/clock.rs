@@ -76,31 +76,22 @@ impl Wall {
         self.start.elapsed()
     }
 
-    /// Times the workers slept waiting for an event.
-    pub fn sleeps(&self) -> u64 {
-        self.pacers.iter().map(|p| p.sleeps).sum()
-    }
-
-    /// What was measured, for `nodes` nodes, for a run asked to last
-    /// `asked` and which reached its end `ended` after the start.
-    pub fn lateness(&self, nodes: usize, asked: StdDuration, ended: StdDuration) -> Lateness {
-        let mut v: Vec<NodeLateness> = vec![NodeLateness::default(); nodes];
+    /// What was measured, from the start until now, for a run asked to
+    /// last `asked` (if it was).
+    pub fn lateness(&self, asked: Option<StdDuration>) -> Lateness {
+        let mut nodes: Vec<NodeLateness> = Vec::new();
         for p in &self.pacers {
-            for (i, n) in p.nodes.iter().enumerate() {
-                if i >= v.len() {
-                    v.resize_with(i + 1, NodeLateness::default);
-                }
-                v[i].merge(n);
+            if nodes.len() < p.nodes.len() {
+                nodes.resize_with(p.nodes.len(), NodeLateness::default);
+            }
+            for (a, b) in nodes.iter_mut().zip(&p.nodes) {
+                a.merge(b);
             }
         }
-        for n in &mut v {
-            n.turn(StdDuration::ZERO);
-            n.stopped = Some(ended);
-        }
         Lateness {
-            nodes: v,
-            asked: Some(asked),
-            stop_at: Some(ended),
+            nodes,
+            asked,
+            ended: self.elapsed(),
             workers: self.pacers.len().max(1),
         }
     }
@@ -113,7 +104,6 @@ pub struct Pacer {
     spin: bool,
     nodes: Vec<NodeLateness>,
     slack_set: bool,
-    sleeps: u64,
     /// The wall clock when last read, and events run since without
     /// reading it again.
     seen: Instant,
@@ -133,7 +123,6 @@ impl Pacer {
             spin,
             nodes: Vec::new(),
             slack_set: false,
-            sleeps: 0,
             seen: Instant::ZERO,
             stale: 0,
         }
@@ -184,7 +173,6 @@ impl Pacer {
                 // only makes sleeps coarser, which the lateness shows.
                 let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1_000));
             }
-            self.sleeps += 1;
             std::thread::sleep(StdDuration::from_nanos(gap as u64));
             return;
         }

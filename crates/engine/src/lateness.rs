@@ -1,45 +1,28 @@
 //! How far behind its schedule each node of a wall-clock run ran, and
 //! whether the run as a whole can be trusted.
 //!
-//! A wall-clock run is only as good as it is punctual. An engine that
-//! cannot keep up runs its events late; the results are then not what the
-//! network would have done next to the things outside it (a TUN device,
-//! another process, a person watching), and nothing else in the report says
-//! so. So lateness is measured, per node:
-//!
-//! - **events**: under the engine ([`crate::clock`]), every event (a frame
-//!   delivered, a timer, a line pulling its next frame): lateness = wall
-//!   time when it ran − its time. Every real-time run, `aurora node`'s
-//!   processes included, is measured this way.
-//!   A worker that sleeps too long shows it here: its next events run late.
-//! - when it first ran and when it stopped, for the run's start lag and
-//!   overrun.
-//!
-//! Each distribution is a fixed-size log-scale histogram ([`Histogram`]: 4
-//! buckets per power of two of nanoseconds, so quantiles are within 25%),
-//! so memory stays bounded however long the run.
+//! An engine that cannot keep up runs its events late; the results are
+//! then not what the network would have done next to the things outside it
+//! (a TUN device, another process, a person watching), and nothing else in
+//! the report says so. So under the wall clock ([`crate::clock`]) every
+//! event (a frame delivered, a timer, a line pulling its next frame) is
+//! measured: lateness = wall time when it ran − its time, kept per node in
+//! a fixed-size log-scale [`Histogram`] (4 buckets per power of two of
+//! nanoseconds, quantiles within 25 %), so memory stays bounded however
+//! long the run.
 //!
 //! # The verdict
 //!
-//! The real-time driver never honours time finer than its sleep granularity
-//! (about 50-100 µs), so link delays of microseconds are only ever exact in
-//! virtual time. What makes a run's *results* wrong is lateness at the scale
-//! of the traffic itself: a flow's PDUs sent in bursts instead of at their
-//! interval (so buffers overflow that would not), round trips inflated, and
-//! PDUs still in flight at the end because the schedule slipped. A run is
-//! therefore **not faithful** when any of these holds:
-//!
-//! - some node handled more than [`LATE_SHARE`] (1%) of its events more
-//!   than [`LATE`] (1 ms) late: p99 above 1 ms;
-//! - some node handled an event more than [`WORST`] (10 ms) late:
-//!   at OC-12 that is 14,000 cell times;
-//! - the last worker started more than [`WORST`] after the run began, or
-//!   the run ended more than [`WORST`] after the duration asked for
-//!   (threads took that long to start or to notice the stop).
+//! What makes a run's results wrong is lateness at the scale of the traffic
+//! itself: a flow's PDUs sent in bursts instead of at their interval (so
+//! buffers overflow that would not), round trips inflated, PDUs still in
+//! flight at the end because the schedule slipped. A run is **not
+//! faithful** when some node handled more than [`LATE_SHARE`] (1 %) of its
+//! events more than [`LATE`] (1 ms) late (p99 above 1 ms), or any event more
+//! than [`WORST`] (10 ms) late (at OC-12 that is 14,000 cell times), or the
+//! run ended more than [`WORST`] after the duration asked for.
 
 use std::time::Duration as StdDuration;
-
-use aurora_time::Instant;
 
 /// Lateness above this counts as late.
 pub const LATE: StdDuration = StdDuration::from_millis(1);
@@ -147,89 +130,37 @@ fn ns(d: StdDuration) -> u64 {
 /// One node's lateness over a run.
 #[derive(Clone, Debug, Default)]
 pub struct NodeLateness {
-    /// Lateness of the events handled (timers, frames delivered), ns.
+    /// Lateness of the events handled, ns.
     pub events: Histogram,
     /// Events later than [`LATE`].
     pub late_events: u64,
-    /// Timers still due and not handled when the run stopped (also counted
-    /// in `events`, with their lateness at the stop).
-    pub unhandled: u64,
-    /// When the worker first ran, since the run began.
-    pub first_turn: Option<StdDuration>,
-    /// When the worker stopped, since the run began.
-    pub stopped: Option<StdDuration>,
-    last_due: Option<Instant>,
-}
-
-fn late_by(due: Instant, handled: Instant) -> u64 {
-    handled.since(due).as_nanos().max(0) as u64
 }
 
 impl NodeLateness {
-    /// Notes a turn of the worker's loop at `t` since the run began.
-    pub fn turn(&mut self, t: StdDuration) {
-        self.first_turn.get_or_insert(t);
-    }
-
-    /// A timer due at `due` handled at `handled`. A node that answers the
-    /// same instant again is counted once.
-    pub fn timer(&mut self, due: Instant, handled: Instant) {
-        if self.last_due == Some(due) {
-            return;
-        }
-        self.last_due = Some(due);
-        self.event(late_by(due, handled));
-    }
-
-    /// A frame due at `due` taken (or sent) at `handled`.
-    pub fn input(&mut self, due: Instant, handled: Instant) {
-        self.event(late_by(due, handled));
-    }
-
-    /// Adds what `other` measured (the same node, seen by another worker).
-    pub fn merge(&mut self, other: &NodeLateness) {
-        self.events.merge(&other.events);
-        self.late_events += other.late_events;
-        self.unhandled += other.unhandled;
-    }
-
     /// An event handled `late` ns after it was due.
     pub fn late_by(&mut self, late: u64) {
-        self.event(late);
-    }
-
-    fn event(&mut self, late: u64) {
         self.events.record(late);
         if late > ns(LATE) {
             self.late_events += 1;
         }
     }
 
-    /// The worker stopped at `now` (`t` since the run began) with the
-    /// node's next timer at `poll_at`: a timer already due is counted as
-    /// unhandled, late by however long it waited.
-    pub fn stop(&mut self, now: Instant, t: StdDuration, poll_at: Option<Instant>) {
-        self.stopped = Some(t);
-        if let Some(due) = poll_at.filter(|d| *d <= now && self.last_due != Some(*d)) {
-            self.last_due = Some(due);
-            self.unhandled += 1;
-            self.event(late_by(due, now));
-        }
+    /// Adds what `other` measured (the same node, seen by another worker).
+    pub fn merge(&mut self, other: &NodeLateness) {
+        self.events.merge(&other.events);
+        self.late_events += other.late_events;
     }
 
     /// Why this node makes a run unfaithful, if it does.
     pub fn problem(&self) -> Option<String> {
-        let share = |late: u64, n: u64| late as f64 > LATE_SHARE * n as f64;
-        let ms = |v: u64| v as f64 / 1e6;
-        if self.events.max() > ns(WORST) || share(self.late_events, self.events.count()) {
-            return Some(format!(
-                "handled {} of {} timed events more than 1 ms late (worst {:.1} ms)",
-                self.late_events,
-                self.events.count(),
-                ms(self.events.max())
-            ));
+        let (late, n) = (self.late_events, self.events.count());
+        if self.events.max() <= ns(WORST) && late as f64 <= LATE_SHARE * n as f64 {
+            return None;
         }
-        None
+        Some(format!(
+            "handled {late} of {n} timed events more than 1 ms late (worst {:.1} ms)",
+            self.events.max() as f64 / 1e6
+        ))
     }
 }
 
@@ -238,11 +169,12 @@ impl NodeLateness {
 pub struct Lateness {
     /// Per node, by id.
     pub nodes: Vec<NodeLateness>,
-    /// The duration asked for, if the run had one.
+    /// The duration asked for, if the run had one (a run stopped by a
+    /// signal has none).
     pub asked: Option<StdDuration>,
-    /// When the run was told to stop, since it began, if known.
-    pub stop_at: Option<StdDuration>,
-    /// Threads that ran the nodes.
+    /// When the run ended, since it began.
+    pub ended: StdDuration,
+    /// Workers that ran the nodes.
     pub workers: usize,
 }
 
@@ -257,34 +189,10 @@ pub struct Verdict {
 }
 
 impl Lateness {
-    /// The latest first turn of any worker: how long the run took to start.
-    pub fn start_lag(&self) -> StdDuration {
-        self.nodes
-            .iter()
-            .filter_map(|n| n.first_turn)
-            .max()
-            .unwrap_or_default()
-    }
-
-    /// How long after the duration asked for (or, without one, after the
-    /// stop) the last worker stopped.
+    /// How long after the duration asked for the run ended.
     pub fn overrun(&self) -> StdDuration {
-        let last = self.nodes.iter().filter_map(|n| n.stopped).max();
-        let first = self.nodes.iter().filter_map(|n| n.stopped).min();
-        let Some(last) = last else {
-            return StdDuration::ZERO;
-        };
-        let due = self.asked.or(self.stop_at).or(first).unwrap_or_default();
-        last.saturating_sub(due)
-    }
-
-    /// Every node's events merged.
-    pub fn all_events(&self) -> Histogram {
-        let mut h = Histogram::default();
-        for n in &self.nodes {
-            h.merge(&n.events);
-        }
-        h
+        self.asked
+            .map_or(StdDuration::ZERO, |a| self.ended.saturating_sub(a))
     }
 
     /// Whether the run kept up with real time, with `name` naming nodes by
@@ -293,38 +201,27 @@ impl Lateness {
     pub fn verdict(&self, name: &dyn Fn(usize) -> String, advice: &str) -> Verdict {
         let ms = |d: StdDuration| d.as_secs_f64() * 1e3;
         let mut why = Vec::new();
-        let bad: Vec<(usize, String)> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| n.problem().map(|p| (i, p)))
+        let bad: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].problem().is_some())
             .collect();
         // Name the node that ran furthest behind.
-        let worst = bad.iter().max_by_key(|(i, _)| {
-            let n = &self.nodes[*i];
-            n.events.max()
-        });
-        if let Some((i, p)) = worst {
+        if let Some(&i) = bad.iter().max_by_key(|&&i| self.nodes[i].events.max()) {
             let others = match bad.len() - 1 {
                 0 => String::new(),
                 1 => " (and 1 other node)".into(),
                 k => format!(" (and {k} other nodes)"),
             };
-            why.push(format!("node {} {p}{others}", name(*i)));
-        }
-        if self.start_lag() > WORST {
-            why.push(format!(
-                "the last node started {:.1} ms after the run began",
-                ms(self.start_lag())
-            ));
+            let p = self.nodes[i].problem().unwrap_or_default();
+            why.push(format!("node {} {p}{others}", name(i)));
         }
         if self.overrun() > WORST {
             why.push(format!("the run ended {:.1} ms late", ms(self.overrun())));
         }
-        let (nodes, threads) = (self.nodes.len(), self.workers.max(1));
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if why.is_empty() {
-            let e = self.all_events();
+            let mut e = Histogram::default();
+            for n in &self.nodes {
+                e.merge(&n.events);
+            }
             return Verdict {
                 faithful: true,
                 sentence: format!(
@@ -335,13 +232,15 @@ impl Lateness {
                 ),
             };
         }
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Verdict {
             faithful: false,
             sentence: format!(
-                "These results are NOT real-time-faithful ({nodes} node{} on {threads} thread{}, {cores} core{}): {}; {advice}.",
-                if nodes == 1 { "" } else { "s" },
-                if threads == 1 { "" } else { "s" },
-                if cores == 1 { "" } else { "s" },
+                "These results are NOT real-time-faithful ({} on {}, {}): {}; {advice}.",
+                plural(self.nodes.len(), "node"),
+                plural(self.workers.max(1), "thread"),
+                plural(cores, "core"),
                 why.join("; ")
             ),
         }
@@ -383,55 +282,21 @@ mod tests {
     #[test]
     fn late_share_and_worst_make_a_node_unfaithful() {
         let mut n = NodeLateness::default();
-        for k in 0..1000 {
-            n.timer(Instant::from_micros(k), Instant::from_micros(k + 100));
+        for _ in 0..1000 {
+            n.late_by(100_000);
         }
         assert!(n.problem().is_none());
         // 1% exactly is still faithful; one more is not.
-        for k in 0..10 {
-            n.timer(
-                Instant::from_micros(2000 + k),
-                Instant::from_micros(4000 + k),
-            );
+        for _ in 0..10 {
+            n.late_by(2_000_000);
         }
         assert!(n.problem().is_none(), "{:?}", n.problem());
-        n.timer(Instant::from_micros(3000), Instant::from_micros(5000));
+        n.late_by(2_000_000);
         assert!(n.problem().is_some());
 
         let mut m = NodeLateness::default();
-        m.timer(Instant::ZERO, Instant::from_millis(11));
+        m.late_by(11_000_000);
         assert!(m.problem().unwrap().contains("11.0 ms"));
-        // The same due instant again is not a new event.
-        m.timer(Instant::ZERO, Instant::from_millis(20));
-        assert_eq!(m.events.count(), 1);
-    }
-
-    #[test]
-    fn a_timer_due_at_the_stop_is_unhandled() {
-        let mut n = NodeLateness::default();
-        n.stop(
-            Instant::from_millis(5),
-            StdDuration::from_millis(5),
-            Some(Instant::from_millis(3)),
-        );
-        assert_eq!((n.unhandled, n.events.count(), n.late_events), (1, 1, 1));
-        // Counted with its lateness, like any other event.
-        assert!(n.problem().is_some());
-        let mut k = NodeLateness::default();
-        k.stop(
-            Instant::from_micros(30),
-            StdDuration::from_micros(30),
-            Some(Instant::from_micros(10)),
-        );
-        assert_eq!(k.unhandled, 1);
-        assert!(k.problem().is_none());
-        let mut m = NodeLateness::default();
-        m.stop(
-            Instant::ZERO,
-            StdDuration::ZERO,
-            Some(Instant::from_millis(1)),
-        );
-        assert_eq!(m.unhandled, 0);
     }
 
     #[test]
@@ -439,18 +304,16 @@ mod tests {
         let mut l = Lateness {
             nodes: vec![NodeLateness::default(); 3],
             asked: Some(StdDuration::from_millis(300)),
-            stop_at: Some(StdDuration::from_millis(300)),
+            ended: StdDuration::from_millis(301),
             workers: 3,
         };
         for n in &mut l.nodes {
-            n.turn(StdDuration::from_micros(50));
             n.late_by(70_000);
-            n.stopped = Some(StdDuration::from_millis(301));
         }
         let v = l.verdict(&|i| format!("n{i}"), "rerun with --virtual");
         assert!(v.faithful, "{}", v.sentence);
         l.nodes[1].late_by(40_000_000);
-        l.nodes[2].stopped = Some(StdDuration::from_millis(900));
+        l.ended = StdDuration::from_millis(900);
         let v = l.verdict(&|i| format!("n{i}"), "rerun with --virtual");
         assert!(!v.faithful);
         assert!(v.sentence.contains("node n1 handled"), "{}", v.sentence);

@@ -28,7 +28,7 @@ pub mod plan;
 pub mod port;
 mod queue;
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aurora_net::{Frame, Node, PortId};
@@ -661,61 +661,20 @@ impl<F: Frame> Engine<F> {
         if self.parts.len() == 1 {
             self.parts[0].run_paced(end, &mut pacers[0]);
         } else {
-            self.run_against_the_clock(end, pacers);
+            self.run_windows(end, Some(pacers));
         }
         if end < Instant::MAX {
             wall.for_workers(1, 0)[0].wait_until(end);
         }
     }
 
-    /// Runs the partitions on threads of their own, each against the wall
-    /// clock on its own: no worker waits for another, and frames between
-    /// them travel as mail that the receiver looks for at least every quarter
-    /// lookahead (so mail is on time while every worker keeps up; mail that
-    /// comes late is delivered when it comes, and counted late). Once the
-    /// wall clock passes `end`, whatever is left before `end` runs in
-    /// windows, late.
-    fn run_against_the_clock(&mut self, end: Instant, pacers: &mut [clock::Pacer]) {
-        let n = self.parts.len();
-        let boxes: Vec<Mutex<Vec<Mail<F>>>> = (0..n).map(|_| Mutex::new(Vec::new())).collect();
-        let flags: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
-        let slice = Duration::from_nanos((self.lookahead.as_nanos() / 4).clamp(1_000, 1_000_000));
-        std::thread::scope(|s| {
-            for ((i, part), pacer) in self.parts.iter_mut().enumerate().zip(pacers.iter_mut()) {
-                let (boxes, flags) = (&boxes, &flags);
-                s.spawn(move || loop {
-                    if flags[i].swap(false, Ordering::Acquire) {
-                        let mail = boxes[i]
-                            .lock()
-                            .map(|mut b| std::mem::take(&mut *b))
-                            .unwrap_or_default();
-                        part.accept_late(mail, pacer);
-                    }
-                    let wall = pacer.now();
-                    if wall >= end {
-                        break;
-                    }
-                    let horizon = (wall + slice).min(end);
-                    part.run_paced(horizon, pacer);
-                    for (to, out) in part.outgoing.iter_mut().enumerate() {
-                        if !out.is_empty() {
-                            if let Ok(mut b) = boxes[to].lock() {
-                                b.append(out);
-                            }
-                            flags[to].store(true, Ordering::Release);
-                        }
-                    }
-                    pacer.wait_until(horizon);
-                });
-            }
-        });
-        for ((part, b), pacer) in self.parts.iter_mut().zip(boxes).zip(pacers.iter_mut()) {
-            part.accept_late(b.into_inner().unwrap_or_default(), pacer);
-        }
-        self.run_windows(end, Some(pacers));
-    }
-
-    /// Runs the partitions on threads of their own, window by window.
+    /// Runs the partitions on threads of their own, window by window
+    /// (conservative synchronisation: a window is as long as the shortest
+    /// cut link's delay, so nothing sent in it arrives in it), each event
+    /// paced by its worker's `pacers` entry if given. Under the wall clock
+    /// the partitions thus run the same events in the same order as under
+    /// the virtual clock; a worker that falls behind holds the others back
+    /// at the window's end, and its lateness shows it.
     fn run_windows(&mut self, end: Instant, pacers: Option<&mut [clock::Pacer]>) {
         let n = self.parts.len();
         let boxes: Vec<Mutex<Vec<Mail<F>>>> = (0..n).map(|_| Mutex::new(Vec::new())).collect();

@@ -289,21 +289,6 @@ impl<F: Frame> Part<F> {
         self.queue.peek().map(|(t, _)| t)
     }
 
-    /// Takes frames other partitions sent to this one's nodes while both
-    /// ran against the wall clock: a frame due before this partition's
-    /// clock arrives now, and its lateness is recorded against the node it
-    /// reaches.
-    pub(crate) fn accept_late(&mut self, mut mail: Vec<Mail<F>>, pacer: &mut crate::clock::Pacer) {
-        for m in &mut mail {
-            if m.0 < self.now {
-                let node = self.dirs[m.1 as usize].to.0;
-                pacer.record(node, (self.now - m.0).as_nanos().unsigned_abs());
-                m.0 = self.now;
-            }
-        }
-        self.accept(mail);
-    }
-
     /// Takes frames other partitions sent to this one's nodes.
     pub(crate) fn accept(&mut self, mail: Vec<Mail<F>>) {
         for (t, k, f) in mail {
