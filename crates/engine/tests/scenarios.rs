@@ -364,21 +364,25 @@ fn split_between_workers_against_the_wall_clock_every_cell_is_accounted() {
         loss: 0.001,
         ..LinkSpec::clean(OC3, Duration::from_micros(200), 256)
     };
-    let mut n = build(
-        5,
-        trunk,
-        [
-            flow(9180, 30, 600),
-            flow(1500, 100, 300),
-            flow(9180, 30, 600),
-        ],
-    );
+    let flows = [
+        flow(9180, 30, 600),
+        flow(1500, 100, 300),
+        flow(9180, 30, 600),
+    ];
+    let mut one = build(5, trunk, flows);
+    one.sim.run_until(Instant::from_millis(2000));
+    let mut n = build(5, trunk, flows);
     n.sim.partition(&[0, 0, 1, 0, 1]).unwrap();
     let mut wall = n.sim.wall_clock(false);
     n.sim.run_wall(Instant::from_millis(60), &mut wall);
     // The senders are done by 30 ms; drain the rest in virtual time.
     n.sim.run_until(Instant::from_millis(2000));
     assert_eq!(n.sim.in_flight(), 0);
+    assert_eq!(
+        (n.sim.trace_hash(), n.sim.events()),
+        (one.sim.trace_hash(), one.sim.events()),
+        "two workers against the wall clock run what one runs in virtual time"
+    );
     for (node, port) in [
         (n.h1, 0),
         (n.h2, 0),
