@@ -122,7 +122,8 @@ pub enum EngineError {
     PortTaken(NodeId, PortId),
     /// The link's rate is not a positive number of cells per second.
     BadRate(f64),
-    /// Nodes can be split between workers only before the first event.
+    /// Nodes can be split between workers, and ports given disciplines,
+    /// only before the first event.
     Started,
     /// A partition plan that does not name one worker per node.
     BadPlan(String),
@@ -143,7 +144,7 @@ impl fmt::Display for EngineError {
                 "link rate {r} is not a positive number of cells per second"
             ),
             EngineError::Started => f.write_str(
-                "the network has already run, so its nodes can no longer be split between workers",
+                "the network has already run, so its workers and port disciplines can no longer change",
             ),
             EngineError::BadPlan(why) => write!(f, "the partition plan is wrong: {why}"),
             EngineError::ExternalSplit => f.write_str(
@@ -545,6 +546,13 @@ impl<F: Frame> Engine<F> {
                 Box::new(Elsewhere(ports)),
             ));
         }
+        // Disciplines other than FIFO go with their sending node.
+        let mut disciplines: Vec<Option<Box<dyn port::Port<F>>>> = (0..self.specs.len())
+            .map(|k| {
+                let from = self.specs[k].from.0 as usize;
+                self.parts[self.home[from] as usize].dirs[k].take_port()
+            })
+            .collect();
         let mut parts: Vec<Part<F>> = (0..n).map(|_| Part::new(n)).collect();
         for (node, &h) in nodes.into_iter().zip(home) {
             let ports = node.ports();
@@ -568,6 +576,9 @@ impl<F: Frame> Engine<F> {
                     near,
                     far,
                 );
+            }
+            if let Some(p) = disciplines[k].take() {
+                parts[near as usize].dirs[k].set_port(p);
             }
             if near != far {
                 self.lookahead = self.lookahead.min(parts[0].dirs[k].least_crossing());
@@ -800,6 +811,27 @@ impl<F: Frame> Engine<F> {
             .get(node.0 as usize)?
             .get(usize::from(port))?)?;
         Some(k as usize)
+    }
+
+    /// Puts `node`'s output `port` under the discipline `p` instead of the
+    /// FIFO its link gave it (before the first event). The link then pulls
+    /// each frame from it when the line is free; what `p` refuses is an
+    /// overflow drop at the port, under the reason `p` gives.
+    pub fn set_port(
+        &mut self,
+        node: NodeId,
+        port: PortId,
+        p: Box<dyn port::Port<F>>,
+    ) -> Result<(), EngineError> {
+        if self.events() > 0 || self.in_flight() > 0 {
+            return Err(EngineError::Started);
+        }
+        let k = self
+            .dir_of(node, port)
+            .ok_or(EngineError::NoSuchPort(node, port))?;
+        let h = self.home[node.0 as usize] as usize;
+        self.parts[h].dirs[k].set_port(p);
+        Ok(())
     }
 
     /// Frames waiting in `node`'s output port `port` (not counting one on

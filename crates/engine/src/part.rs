@@ -50,9 +50,10 @@ pub(crate) struct Dir<F> {
     /// so its start, arrival and the port's occupancy are computed when
     /// it is accepted (see [`Dir::occupancy`]).
     fixed: bool,
-    /// The sending port's queue; the line pulls from it (lines with
-    /// per-byte terms only: a fixed line's FIFO is computed in closed
-    /// form).
+    /// A fixed line under a FIFO port: computed in closed form.
+    closed: bool,
+    /// The sending port's queue; the line pulls from it (not used when
+    /// the line is `closed`).
     pub(crate) port: AnyPort<F>,
     /// When the line finishes sending its current frame (a fixed line:
     /// the last frame accepted).
@@ -96,6 +97,7 @@ impl<F: Frame> Dir<F> {
             ),
             clean: spec.loss <= 0.0 && spec.bit_error <= 0.0,
             fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
+            closed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
             port: AnyPort::Fifo(Fifo::new(spec.buffer)),
             busy_until: Instant::ZERO,
             pulling: false,
@@ -111,6 +113,21 @@ impl<F: Frame> Dir<F> {
     pub(crate) fn reseed(&mut self, k: u32, seed: u64) {
         let mix = seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.rng = mix | 1;
+    }
+
+    /// Puts the sending port under `port`'s discipline: the line pulls
+    /// from it, event by event.
+    pub(crate) fn set_port(&mut self, port: Box<dyn Port<F>>) {
+        self.port = AnyPort::Other(port);
+        self.closed = false;
+    }
+
+    /// The sending port's discipline, if it is not the FIFO.
+    pub(crate) fn take_port(&mut self) -> Option<Box<dyn Port<F>>> {
+        match std::mem::replace(&mut self.port, AnyPort::Fifo(Fifo::new(self.spec.buffer))) {
+            AnyPort::Other(p) => Some(p),
+            AnyPort::Fifo(_) => None,
+        }
     }
 
     /// The least time a frame takes from the sending port to the far end:
@@ -146,7 +163,7 @@ impl<F: Frame> Dir<F> {
 
     /// Frames waiting in the sending port, not counting one on the line.
     pub(crate) fn waiting(&self, now: Instant) -> usize {
-        if self.fixed {
+        if self.closed {
             self.occupancy(now).saturating_sub(1) as usize
         } else {
             self.port.len()
@@ -156,7 +173,7 @@ impl<F: Frame> Dir<F> {
     /// Whether the sending port is at least half full at `now` (a host
     /// adapter then takes nothing more from its host).
     pub(crate) fn half_full(&self, now: Instant) -> bool {
-        let held = if self.fixed {
+        let held = if self.closed {
             self.occupancy(now)
         } else {
             self.port.len() as u64 + u64::from(self.busy_until > now)
@@ -645,7 +662,7 @@ impl<F: Frame> Part<F> {
                 continue;
             };
             let d = &mut self.dirs[k as usize];
-            if d.fixed && d.clean && self.remote[k as usize].is_none() {
+            if d.closed && d.clean && self.remote[k as usize].is_none() {
                 // The common case, a run of cells for one port at a time:
                 // a FIFO on a fixed, clean line in this partition holds
                 // `buffer` cells, so of the run as many go as it has room
@@ -687,7 +704,7 @@ impl<F: Frame> Part<F> {
                 break;
             };
             d.counters.offered += 1;
-            if d.fixed {
+            if d.closed {
                 // A FIFO on a fixed line, in closed form: the frame is
                 // refused if the port holds its buffer's worth, else it
                 // starts when everything before it has been sent.
