@@ -174,6 +174,11 @@ const WALL: Clock = Clock::Wall { spin: false };
 /// machine varies by tens of per cent from one run to the next.
 const ROUNDS: usize = 5;
 
+/// Runs of the 1,000-node wall-clock case: a virtual CPU can be taken
+/// away for milliseconds at any time (seen by a bare loop as well), and
+/// one such stall decides a run's p99.
+const ROUNDS_MANY: usize = 3;
+
 fn rtt_mean(r: &Report) -> f64 {
     r.pings.first().map_or(0.0, |p| p.rtt_us[1])
 }
@@ -290,11 +295,36 @@ pub fn main() -> Result<(), String> {
 
     println!("\nmany nodes, light traffic:");
     let text = clusters(50, 19, 0, "50us");
-    let (w, _, load) = go(&text, 300, WALL, 1)?;
-    let (p99, faithful) = late(&w);
+    // The machine's own stalls, measured the same way: a bare loop that
+    // reads the clock for as long as a run lasts and notes its longest
+    // gap (a virtual CPU the host takes away shows here as it does in the
+    // engine's lateness).
+    let stall = |ms: u64| {
+        let t0 = Wall::now();
+        let (mut last, mut worst) = (t0, std::time::Duration::ZERO);
+        while t0.elapsed() < std::time::Duration::from_millis(ms) {
+            let now = Wall::now();
+            worst = worst.max(now - last);
+            last = now;
+        }
+        worst.as_secs_f64() * 1e6
+    };
+    let mut p99s = Vec::new();
+    for round in 0..ROUNDS_MANY {
+        let (w, _, load) = go(&text, 300, WALL, 1)?;
+        let (p99, faithful) = late(&w);
+        let gap = stall(300);
+        println!(
+            "  1,000 nodes, run {}: loaded and split in {load:.2} s (< 2 s), 300 ms on the wall clock: \
+             p99 late {p99:.0} us, faithful {faithful}; a bare loop's longest stall next to it {gap:.0} us",
+            round + 1
+        );
+        p99s.push((p99, load));
+    }
+    p99s.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (p99, load) = p99s[p99s.len() / 2];
     println!(
-        "  1,000 nodes: loaded and split in {load:.2} s (< 2 s), 300 ms on the wall clock: \
-         p99 late {p99:.0} us (<= 1000), faithful {faithful}  [{}]",
+        "  1,000 nodes, median of {ROUNDS_MANY}: p99 late {p99:.0} us (<= 1000)  [{}]",
         verdict(load < 2.0 && p99 <= 1000.0)
     );
     for k in [50usize, 500] {
