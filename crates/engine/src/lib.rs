@@ -20,6 +20,7 @@ use std::any::Any;
 use std::fmt;
 
 pub mod carry;
+pub mod cell_port;
 pub mod clock;
 pub mod io;
 pub mod lateness;
@@ -832,6 +833,17 @@ impl<F: Frame> Engine<F> {
         let h = self.home[node.0 as usize] as usize;
         self.parts[h].dirs[k].set_port(p);
         Ok(())
+    }
+
+    /// The discipline of `node`'s output `port`, if [`Engine::set_port`]
+    /// gave it one of type `T`.
+    pub fn port<T: Any>(&self, node: NodeId, port: PortId) -> Option<&T> {
+        let k = self.dir_of(node, port)?;
+        let p = &self.parts[self.home[node.0 as usize] as usize];
+        match &p.dirs[k].port {
+            port::AnyPort::Other(d) => (d.as_ref() as &dyn Any).downcast_ref::<T>(),
+            port::AnyPort::Fifo(_) => None,
+        }
     }
 
     /// Frames waiting in `node`'s output port `port` (not counting one on

@@ -18,7 +18,7 @@ pub const TAIL_DROP: &str = "tail_drop";
 /// A sending port's queue under a discipline: frames go in with
 /// [`Port::enqueue`] when the node sends them and come out with
 /// [`Port::dequeue`] when the line is free.
-pub trait Port<F>: Send {
+pub trait Port<F>: std::any::Any + Send {
     /// Takes `frame`, sent at `now` while `on_line` frames (0 or 1) are
     /// being sent, or hands it back with the reason it was dropped.
     fn enqueue(&mut self, frame: F, now: Instant, on_line: usize) -> Result<(), (F, &'static str)>;
@@ -57,7 +57,7 @@ impl<F> Fifo<F> {
     }
 }
 
-impl<F: Send> Port<F> for Fifo<F> {
+impl<F: Send + 'static> Port<F> for Fifo<F> {
     #[inline]
     fn enqueue(
         &mut self,
@@ -99,7 +99,7 @@ pub enum AnyPort<F> {
     Other(Box<dyn Port<F>>),
 }
 
-impl<F: Send> Port<F> for AnyPort<F> {
+impl<F: Send + 'static> Port<F> for AnyPort<F> {
     #[inline]
     fn enqueue(&mut self, frame: F, now: Instant, on_line: usize) -> Result<(), (F, &'static str)> {
         match self {

@@ -1,0 +1,171 @@
+//! A cell output port under a scheduling discipline ([`aurora_sched`]):
+//! cells are sorted into queues by their VC, the discipline decides which
+//! goes next and which is refused, and the port measures, per queue, the
+//! cells served, the cells dropped by reason, how long cells waited and how
+//! many left in each slice of time (for plots of service against time).
+
+use aurora_sched::{Discipline, QueueId};
+use aurora_time::{Duration, Instant};
+use aurora_wire::CellBytes;
+use rustc_hash::FxHashMap;
+
+use crate::lateness::Histogram;
+use crate::port::Port;
+
+/// The key a cell is classified by: the first four header bytes without
+/// the payload type and CLP bits (so VPI and VCI in either header format).
+pub fn vc_key(header: &[u8]) -> u32 {
+    let b = [header[0], header[1], header[2], header[3]];
+    u32::from_be_bytes(b) >> 4
+}
+
+/// Cells a queue sent in each slice of time, in slices of `bin` from time
+/// 0. Bounded: when the slices would pass [`Series::MAX_BINS`], pairs of
+/// slices merge and `bin` doubles.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Series {
+    /// Length of a slice.
+    pub bin: Duration,
+    /// Cells sent per slice.
+    pub counts: Vec<u64>,
+}
+
+impl Series {
+    /// The most slices kept.
+    pub const MAX_BINS: usize = 4096;
+
+    fn new(bin: Duration) -> Self {
+        Series {
+            bin: Duration::from_nanos(bin.as_nanos().max(1)),
+            counts: Vec::new(),
+        }
+    }
+
+    fn count(&mut self, at: Instant) {
+        let mut i = (at.as_nanos().max(0) / self.bin.as_nanos()) as usize;
+        while i >= Self::MAX_BINS {
+            let merged: Vec<u64> = self.counts.chunks(2).map(|p| p.iter().sum()).collect();
+            self.counts = merged;
+            self.bin = Duration::from_nanos(self.bin.as_nanos().saturating_mul(2));
+            i = (at.as_nanos().max(0) / self.bin.as_nanos()) as usize;
+        }
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
+    }
+}
+
+/// What one queue of a port did.
+#[derive(Clone, Debug)]
+pub struct QueueStats {
+    /// Cells sent.
+    pub served: u64,
+    /// Cells refused, by reason.
+    pub dropped: Vec<(&'static str, u64)>,
+    /// How long sent cells waited in the port, ns.
+    pub delay: Histogram,
+    /// Cells sent per slice of time.
+    pub series: Series,
+}
+
+impl QueueStats {
+    fn new(bin: Duration) -> Self {
+        QueueStats {
+            served: 0,
+            dropped: Vec::new(),
+            delay: Histogram::default(),
+            series: Series::new(bin),
+        }
+    }
+
+    fn drop_for(&mut self, reason: &'static str) {
+        match self.dropped.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => self.dropped.push((reason, 1)),
+        }
+    }
+
+    /// Cells refused for any reason.
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// A cell port whose queues and order are a [`Discipline`]'s.
+pub struct CellPort {
+    discipline: Box<dyn Discipline<(Instant, CellBytes)>>,
+    /// VC key ([`vc_key`]) to queue.
+    queues: FxHashMap<u32, QueueId>,
+    /// The queue of cells of any other VC (OAM and control cells of VCs
+    /// the port was not told about).
+    other: QueueId,
+    stats: Vec<QueueStats>,
+}
+
+impl CellPort {
+    /// A port under `discipline`, which has `queues` queues: cells whose
+    /// [`vc_key`] `by_vc` names go to that queue, all others to `other`.
+    /// Cells served are counted in slices of `bin`.
+    pub fn new(
+        discipline: Box<dyn Discipline<(Instant, CellBytes)>>,
+        queues: usize,
+        by_vc: FxHashMap<u32, QueueId>,
+        other: QueueId,
+        bin: Duration,
+    ) -> Self {
+        CellPort {
+            discipline,
+            queues: by_vc,
+            other,
+            stats: (0..queues).map(|_| QueueStats::new(bin)).collect(),
+        }
+    }
+
+    /// Per queue, what it did.
+    pub fn stats(&self) -> &[QueueStats] {
+        &self.stats
+    }
+
+    fn queue_of(&self, cell: &CellBytes) -> QueueId {
+        self.queues
+            .get(&vc_key(&cell[..4]))
+            .copied()
+            .unwrap_or(self.other)
+    }
+}
+
+impl Port<CellBytes> for CellPort {
+    fn enqueue(
+        &mut self,
+        cell: CellBytes,
+        now: Instant,
+        _on_line: usize,
+    ) -> Result<(), (CellBytes, &'static str)> {
+        let q = self.queue_of(&cell);
+        match self.discipline.enqueue(q, (now, cell), 1, now) {
+            Ok(()) => Ok(()),
+            Err(d) => {
+                if let Some(s) = self.stats.get_mut(q as usize) {
+                    s.drop_for(d.reason.name());
+                }
+                Err((d.item.1, d.reason.name()))
+            }
+        }
+    }
+
+    fn dequeue(&mut self, now: Instant) -> Option<CellBytes> {
+        let (q, (since, cell)) = self.discipline.dequeue(now)?;
+        if let Some(s) = self.stats.get_mut(q as usize) {
+            s.served += 1;
+            s.delay
+                .record(now.since(since).as_nanos().max(0).unsigned_abs());
+            s.series.count(now);
+        }
+        Some(cell)
+    }
+
+    fn len(&self) -> usize {
+        self.discipline.len()
+    }
+}
