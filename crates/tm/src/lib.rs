@@ -17,9 +17,37 @@
 //!
 //! Nothing here reads a clock, starts a thread or does I/O: the caller
 //! passes the time in as an [`aurora_time::Instant`] (integer nanoseconds).
-//! Memory is fixed when a value is made. No input panics: times saturate at
+//! Memory is fixed when a value is made (a [`PduDiscard`] table changes
+//! size only when asked to). No input panics: times saturate at
 //! the ends of their range, out-of-range VC indices are refused and
 //! counted, and text that is not a QoS is an error.
+//!
+//! ```
+//! use aurora_time::{Duration, Instant};
+//! use aurora_tm::{Action, Admission, BufferLimits, Contract, Definition, PduDiscard, Shaper, Upc, Verdict};
+//!
+//! // A VBR contract from QoS text: 10,000 cells/s peak, 2,000 sustained,
+//! // bursts of 50, 500 µs of CDVT.
+//! let c: Contract = "vbr:pcr=10k,scr=2k,mbs=50,cdvt=500".parse().unwrap();
+//!
+//! // The host shapes; the switch polices (VBR.3: tag CLP=0 cells over SCR).
+//! let mut shaper = Shaper::new(&c);
+//! let mut upc = Upc::new(&c, Definition::Clp0, Action::Tag);
+//! let mut now = Instant::ZERO;
+//! for _ in 0..1_000 {
+//!     now = shaper.next_conforming(now);
+//!     shaper.sent(now);
+//!     assert_eq!(upc.police(now, false), Verdict::Pass);
+//! }
+//! // 50 cells in a burst at the peak rate, then one every 500 µs.
+//! assert_eq!(now, Instant::ZERO + Duration::from_micros(4_900 + 950 * 500));
+//!
+//! // At an output port: EPD above 300 waiting cells, of 512.
+//! let limits = BufferLimits { size: 512, epd: 300, clp1: 400 };
+//! let mut port = PduDiscard::new(limits, 64);
+//! assert_eq!(port.admit(7, false, false, 299), Admission::Admit);
+//! assert!(matches!(port.admit(8, false, false, 300), Admission::Drop(_)));
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod contract;

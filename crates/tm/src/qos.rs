@@ -6,9 +6,9 @@
 //!
 //! * Classes `ubr`, `cbr`, `vbr`, `abr`; AAL `aal0`, `aal5` (linux-atm's)
 //!   and `aal34` (Aurora's addition).
-//! * Parameters `pcr`, `min_pcr`, `max_pcr`, `cdv`, `max_sdu` (linux-atm's)
-//!   and, for `vbr` only, `scr`, `mbs` and `cdvt` (Aurora's additions;
-//!   linux-atm has no VBR parameters). `cdvt` is another name for `cdv`.
+//! * Parameters `pcr`, `min_pcr`, `max_pcr`, `cdv`, `max_sdu` (linux-atm's),
+//!   `scr` and `mbs` (Aurora's, for `vbr` only: linux-atm has no VBR
+//!   parameters) and `cdvt` (Aurora's, another name for `cdv`, any class).
 //!   A parameter given twice keeps its last value.
 //! * Rates (`pcr`, `min_pcr`, `max_pcr`, `scr`): a number, optionally with
 //!   a decimal fraction, then optionally a multiplier `k`, `M` or `G`
