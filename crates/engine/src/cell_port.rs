@@ -3,9 +3,17 @@
 //! goes next and which is refused, and the port measures, per queue, the
 //! cells served, the cells dropped by reason, how long cells waited and how
 //! many left in each slice of time (for plots of service against time).
+//!
+//! With PDU discard ([`aurora_tm::discard`]) the port first asks whether
+//! a cell may enter at all: partial packet discard (once a cell of an AAL5
+//! PDU is refused, the rest of it is, but its last cell), early packet
+//! discard (above a threshold, a new PDU is refused whole) and selective
+//! discard of CLP=1 cells. A queue at its own limit counts as a full
+//! buffer there, so what a queue refuses starts a partial discard too.
 
 use aurora_sched::{Discipline, QueueId};
 use aurora_time::{Duration, Instant};
+use aurora_tm::discard::{Admission, BufferLimits, PduDiscard};
 use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
 
@@ -95,29 +103,41 @@ impl QueueStats {
 /// A cell port whose queues and order are a [`Discipline`]'s.
 pub struct CellPort {
     discipline: Box<dyn Discipline<(Instant, CellBytes)>>,
-    /// VC key ([`vc_key`]) to queue.
-    queues: FxHashMap<u32, QueueId>,
+    /// VC key ([`vc_key`]) to its queue and its number among the port's
+    /// VCs.
+    vcs: FxHashMap<u32, (QueueId, usize)>,
     /// The queue of cells of any other VC (OAM and control cells of VCs
     /// the port was not told about).
     other: QueueId,
+    /// Cells one queue holds.
+    queue_limit: usize,
+    discard: Option<PduDiscard>,
     stats: Vec<QueueStats>,
 }
 
 impl CellPort {
-    /// A port under `discipline`, which has `queues` queues: cells whose
-    /// [`vc_key`] `by_vc` names go to that queue, all others to `other`.
-    /// Cells served are counted in slices of `bin`.
+    /// A port under `discipline`, which has `queues` queues of at most
+    /// `queue_limit` cells: cells whose [`vc_key`] `vcs` names go to that
+    /// queue (the VCs numbered 0 to `vcs.len() - 1`), all others to
+    /// `other`; with `discard`, PDU discard at those limits (its `size`
+    /// the discipline's port limit). Cells served are counted in slices
+    /// of `bin`.
     pub fn new(
         discipline: Box<dyn Discipline<(Instant, CellBytes)>>,
         queues: usize,
-        by_vc: FxHashMap<u32, QueueId>,
+        queue_limit: usize,
+        vcs: FxHashMap<u32, (QueueId, usize)>,
         other: QueueId,
+        discard: Option<BufferLimits>,
         bin: Duration,
     ) -> Self {
+        let n = vcs.len();
         CellPort {
             discipline,
-            queues: by_vc,
+            vcs,
             other,
+            queue_limit,
+            discard: discard.map(|l| PduDiscard::new(l, n)),
             stats: (0..queues).map(|_| QueueStats::new(bin)).collect(),
         }
     }
@@ -127,11 +147,15 @@ impl CellPort {
         &self.stats
     }
 
-    fn queue_of(&self, cell: &CellBytes) -> QueueId {
-        self.queues
-            .get(&vc_key(&cell[..4]))
-            .copied()
-            .unwrap_or(self.other)
+    /// What PDU discard decided, if the port has it.
+    pub fn discard_counters(&self) -> Option<aurora_tm::discard::DiscardCounters> {
+        self.discard.as_ref().map(PduDiscard::counters)
+    }
+
+    fn count_drop(&mut self, q: QueueId, why: &'static str) {
+        if let Some(s) = self.stats.get_mut(q as usize) {
+            s.drop_for(why);
+        }
     }
 }
 
@@ -142,13 +166,25 @@ impl Port<CellBytes> for CellPort {
         now: Instant,
         _on_line: usize,
     ) -> Result<(), (CellBytes, &'static str)> {
-        let q = self.queue_of(&cell);
+        let (q, vc) = match self.vcs.get(&vc_key(&cell[..4])) {
+            Some(&(q, vc)) => (q, Some(vc)),
+            None => (self.other, None),
+        };
+        if let (Some(d), Some(vc)) = (self.discard.as_mut(), vc) {
+            let occupancy = if self.discipline.queue_len(q) >= self.queue_limit {
+                usize::MAX
+            } else {
+                self.discipline.len()
+            };
+            if let Admission::Drop(why) = d.admit_cell(vc, &cell, occupancy) {
+                self.count_drop(q, why.name());
+                return Err((cell, why.name()));
+            }
+        }
         match self.discipline.enqueue(q, (now, cell), 1, now) {
             Ok(()) => Ok(()),
             Err(d) => {
-                if let Some(s) = self.stats.get_mut(q as usize) {
-                    s.drop_for(d.reason.name());
-                }
+                self.count_drop(q, d.reason.name());
                 Err((d.item.1, d.reason.name()))
             }
         }
