@@ -35,8 +35,7 @@ struct Slot {
 /// largest length; a smaller quantum costs extra turns until the deficit
 /// covers the head.
 pub struct Drr<T> {
-    queues: Queues<(T, u32)>,
-    slots: Vec<Slot>,
+    queues: Queues<(T, u32), Slot>,
     /// The queue whose turn it is, or `NIL` when none is active.
     cur: u32,
     /// The queue before `cur` in the circular list.
@@ -53,15 +52,14 @@ impl<T> Drr<T> {
     pub fn new(quanta: &[u32], limits: Limits) -> Self {
         assert!(quanta.iter().all(|&q| q > 0), "a DRR quantum must be > 0");
         Drr {
-            queues: Queues::new(quanta.len(), limits),
-            slots: quanta
-                .iter()
-                .map(|&quantum| Slot {
+            queues: Queues::new(
+                quanta.iter().map(|&quantum| Slot {
                     deficit: 0,
                     quantum,
                     next: NIL,
-                })
-                .collect(),
+                }),
+                limits,
+            ),
             cur: NIL,
             prev: NIL,
             fresh: false,
@@ -82,32 +80,49 @@ impl<T> Drr<T> {
     /// If `quantum` is 0 or there is no such queue.
     pub fn set_quantum(&mut self, queue: QueueId, quantum: u32) {
         assert!(quantum > 0, "a DRR quantum must be > 0");
-        self.slots[queue as usize].quantum = quantum;
+        self.queues.get_mut(queue as usize).state.quantum = quantum;
     }
 
     /// `queue`'s quantum.
+    ///
+    /// # Panics
+    /// If there is no such queue.
     pub fn quantum(&self, queue: QueueId) -> u32 {
-        self.slots[queue as usize].quantum
+        self.queues.get(queue as usize).state.quantum
     }
 
     /// Puts `q` at the end of the round: just before `cur`.
-    #[inline]
+    #[inline(never)]
     fn activate(&mut self, q: u32) {
         if self.cur == NIL {
-            self.slots[q as usize].next = q;
+            self.queues.get_mut(q as usize).state.next = q;
             self.cur = q;
             self.prev = q;
             self.fresh = false;
         } else {
-            self.slots[self.prev as usize].next = q;
-            self.slots[q as usize].next = self.cur;
+            self.queues.get_mut(self.prev as usize).state.next = q;
+            self.queues.get_mut(q as usize).state.next = self.cur;
             self.prev = q;
+        }
+    }
+
+    /// Takes `c` (which just emptied) out of the round.
+    #[inline(never)]
+    fn deactivate(&mut self, c: u32, next: u32) {
+        self.queues.get_mut(c as usize).state.deficit = 0;
+        self.fresh = false;
+        if self.prev == c {
+            self.cur = NIL;
+            self.prev = NIL;
+        } else {
+            self.queues.get_mut(self.prev as usize).state.next = next;
+            self.cur = next;
         }
     }
 }
 
 impl<T: Send> Discipline<T> for Drr<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         queue: QueueId,
@@ -115,49 +130,50 @@ impl<T: Send> Discipline<T> for Drr<T> {
         len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        if let Err(reason) = self.queues.admit(queue) {
-            return Err(Dropped { item, reason });
+        match self.queues.push(queue, item, |item, _| (item, len)) {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                self.activate(queue);
+                Ok(())
+            }
+            Err((item, reason)) => Err(Dropped { item, reason }),
         }
-        if self.queues.push(queue as usize, (item, len)) {
-            self.activate(queue);
-        }
-        Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
         if self.cur == NIL {
             return None;
         }
         loop {
-            let c = self.cur as usize;
-            let slot = &mut self.slots[c];
+            let c = self.cur;
+            let qu = self.queues.get_mut(c as usize);
+            let head = match qu.front() {
+                Some(&(_, len)) => u64::from(len),
+                None => unreachable!("an active DRR queue is non-empty"),
+            };
+            let slot = &mut qu.state;
             if !self.fresh {
                 slot.deficit += u64::from(slot.quantum);
                 self.fresh = true;
             }
-            let head = match self.queues.front(c) {
-                Some(&(_, len)) => u64::from(len),
-                None => unreachable!("an active DRR queue is non-empty"),
-            };
             if head <= slot.deficit {
                 slot.deficit -= head;
-                let next = slot.next;
-                let (item, _) = self.queues.pop(c)?;
-                if self.queues.queue_len(c as QueueId) == 0 {
-                    self.slots[c].deficit = 0;
-                    self.fresh = false;
-                    if self.prev == c as u32 {
-                        self.cur = NIL;
-                        self.prev = NIL;
-                    } else {
-                        self.slots[self.prev as usize].next = next;
+                let (deficit, next) = (slot.deficit, slot.next);
+                let (item, rest) = self.queues.pop(c as usize)?;
+                match rest.front() {
+                    None => self.deactivate(c, next),
+                    // The turn ends as soon as the next head does not fit.
+                    Some(&(_, len)) if u64::from(len) > deficit => {
+                        self.prev = c;
                         self.cur = next;
+                        self.fresh = false;
                     }
+                    Some(_) => {}
                 }
-                return Some((c as QueueId, item));
+                return Some((c, item.0));
             }
-            self.prev = c as u32;
+            self.prev = c;
             self.cur = slot.next;
             self.fresh = false;
         }

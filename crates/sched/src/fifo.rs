@@ -2,7 +2,7 @@
 
 use aurora_time::Instant;
 
-use crate::store::Ring;
+use crate::store::Queue;
 use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 
 /// One FIFO for all of a port's queues: items leave in the order they
@@ -11,7 +11,7 @@ use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 ///
 /// Lengths are ignored. Enqueue and dequeue are O(1).
 pub struct Fifo<T> {
-    ring: Ring<(QueueId, T)>,
+    ring: Queue<(QueueId, T), ()>,
     counts: Vec<u32>,
     port: usize,
     queue: u32,
@@ -25,7 +25,7 @@ impl<T> Fifo<T> {
     pub fn new(queues: usize, limits: Limits) -> Self {
         assert!(queues <= QueueId::MAX as usize, "too many queues");
         Fifo {
-            ring: Ring::new(),
+            ring: Queue::new(()),
             counts: vec![0; queues],
             port: limits.port.min(1 << 31),
             queue: limits.queue.min(u32::MAX as usize) as u32,
@@ -34,7 +34,7 @@ impl<T> Fifo<T> {
 }
 
 impl<T: Send> Discipline<T> for Fifo<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         queue: QueueId,
@@ -55,7 +55,7 @@ impl<T: Send> Discipline<T> for Fifo<T> {
         Err(Dropped { item, reason })
     }
 
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
         let (q, item) = self.ring.pop()?;
         self.counts[q as usize] -= 1;

@@ -15,7 +15,7 @@ use crate::{Discipline, Dropped, Limits, QueueId};
 /// two-level bitmap, O(1) up to 4,096 levels (one summary word per 4,096
 /// more).
 pub struct Priority<T> {
-    queues: Queues<T>,
+    queues: Queues<T, ()>,
     busy: Bitmap,
 }
 
@@ -26,14 +26,14 @@ impl<T> Priority<T> {
     /// If `levels` does not fit a [`QueueId`].
     pub fn new(levels: usize, limits: Limits) -> Self {
         Priority {
-            queues: Queues::new(levels, limits),
+            queues: Queues::new((0..levels).map(|_| ()), limits),
             busy: Bitmap::new(levels),
         }
     }
 }
 
 impl<T: Send> Discipline<T> for Priority<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         queue: QueueId,
@@ -41,20 +41,22 @@ impl<T: Send> Discipline<T> for Priority<T> {
         _len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        if let Err(reason) = self.queues.admit(queue) {
-            return Err(Dropped { item, reason });
+        match self.queues.push(queue, item, |item, _| item) {
+            Ok(was_empty) => {
+                if was_empty {
+                    self.busy.set(queue as usize);
+                }
+                Ok(())
+            }
+            Err((item, reason)) => Err(Dropped { item, reason }),
         }
-        if self.queues.push(queue as usize, item) {
-            self.busy.set(queue as usize);
-        }
-        Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
         let q = self.busy.first()?;
-        let item = self.queues.pop(q)?;
-        if self.queues.queue_len(q as QueueId) == 0 {
+        let (item, rest) = self.queues.pop(q)?;
+        if rest.len() == 0 {
             self.busy.clear(q);
         }
         Some((q as QueueId, item))

@@ -2,26 +2,38 @@
 //! keys a fair queue produces.
 //!
 //! A calendar of [`BUCKETS`] buckets, each `2^shift` tag units wide, covers
-//! a sliding window of tags starting at the bucket of the smallest key. A
-//! bucket is a singly linked list of sessions sorted by `(key, id)`, so
-//! order is exact; a two-level bitmap finds the next non-empty bucket. A key
-//! outside the window goes to a binary heap instead, and the minimum is the
-//! smaller of the two minima. Each session is in the queue at most once, so
-//! the heap never holds more than the session count and never reallocates.
+//! a sliding window of tags: bucket numbers (`key >> shift`) from an anchor
+//! that trails the smallest key by up to [`SLACK`] buckets. A bucket is a
+//! singly linked list of sessions sorted by key, equal keys in the order
+//! they were inserted, so order is exact; a two-level bitmap finds the next
+//! non-empty bucket. A key outside the window goes to a binary heap instead,
+//! and the minimum is the smaller of the two minima. Equal keys leave first
+//! in, first out throughout: the heap orders equal keys by insertion, and a
+//! heap entry always predates the bucketed entries of the same key (a key
+//! only goes to the heap when it is outside the window, and while an entry
+//! with that key is bucketed the key is inside it), so on a tie the heap's
+//! entry goes first. Each session is in the queue at most once, so the heap
+//! never holds more than the session count and never reallocates.
 //!
 //! The bucket width only tunes speed: keys that share a bucket cost a sorted
-//! insertion (O(1) when they arrive in order, the usual case), keys past the
-//! window a heap operation.
+//! insertion (O(1) when they arrive in order, the usual case), keys outside
+//! the window a heap operation.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Buckets in the calendar: 64 bitmap words under one summary word.
-pub(crate) const BUCKETS: usize = 4096;
+/// Buckets in the calendar: 256 bitmap words under 4 summary words under
+/// one top word.
+pub(crate) const BUCKETS: usize = 1 << 14;
+/// Summary words.
+const MIDS: usize = BUCKETS / 4096;
+/// How many buckets the window's anchor trails the smallest key by, so
+/// keys a little below the minimum still go in a bucket.
+pub(crate) const SLACK: u64 = (BUCKETS / 4) as u64;
 const MASK: usize = BUCKETS - 1;
 const NIL: u32 = u32::MAX;
 /// The widest buckets: a window then spans 2^61 tag units.
-pub(crate) const MAX_SHIFT: u32 = 49;
+pub(crate) const MAX_SHIFT: u32 = 61 - BUCKETS.trailing_zeros();
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -32,18 +44,25 @@ struct Entry {
 /// The queue; ids are `0..n`, each present at most once.
 pub(crate) struct TagQueue {
     shift: u32,
-    /// Absolute bucket number (`key >> shift`) of the smallest bucketed key.
-    base: u64,
-    /// An upper bound of the absolute bucket numbers of bucketed keys.
-    hi: u64,
-    /// Entries in buckets.
-    in_buckets: usize,
+    /// Absolute bucket number at or below every bucketed key's, with every
+    /// bucketed key's below `anchor + BUCKETS`.
+    anchor: u64,
+    /// Absolute bucket number of the first bucketed entry; `u64::MAX` when
+    /// no entry is in a bucket.
+    min_kb: u64,
+    /// A bit per non-empty summary word; 0 when no entry is in a bucket.
+    top: u64,
+    /// A bit per non-empty bitmap word.
+    mid: [u64; MIDS],
+    /// A bit per non-empty bucket.
+    words: Box<[u64; BUCKETS / 64]>,
     head: Box<[u32; BUCKETS]>,
     tail: Box<[u32; BUCKETS]>,
-    words: [u64; BUCKETS / 64],
-    summary: u64,
     entries: Vec<Entry>,
-    overflow: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Keys outside the window: `(key, insertion number, id)`.
+    overflow: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// The next heap insertion's number.
+    overflow_seq: u64,
 }
 
 impl TagQueue {
@@ -51,72 +70,76 @@ impl TagQueue {
     pub(crate) fn new(n: usize, shift: u32) -> Self {
         TagQueue {
             shift: shift.min(MAX_SHIFT),
-            base: 0,
-            hi: 0,
-            in_buckets: 0,
+            anchor: 0,
+            min_kb: u64::MAX,
+            top: 0,
+            mid: [0; MIDS],
+            words: Box::new([0; BUCKETS / 64]),
             head: Box::new([NIL; BUCKETS]),
             tail: Box::new([NIL; BUCKETS]),
-            words: [0; BUCKETS / 64],
-            summary: 0,
             entries: vec![Entry { key: 0, next: NIL }; n],
             overflow: BinaryHeap::with_capacity(n),
+            overflow_seq: 0,
         }
     }
 
     /// No entry.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.in_buckets == 0 && self.overflow.is_empty()
+        self.top == 0 && self.overflow.is_empty()
     }
 
     /// Adds `id` with `key`; `id` must not be present.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(&mut self, id: u32, key: u64) {
         let kb = key >> self.shift;
-        if self.in_buckets == 0 {
-            self.base = kb;
-            self.hi = kb;
-        } else if kb < self.base {
-            if self.hi - kb >= BUCKETS as u64 {
-                self.overflow.push(Reverse((key, id)));
-                return;
-            }
-            self.base = kb;
-        } else if kb - self.base >= BUCKETS as u64 {
-            self.overflow.push(Reverse((key, id)));
+        if kb.wrapping_sub(self.anchor) >= BUCKETS as u64 && !self.outside(id, key, kb) {
             return;
-        } else if kb > self.hi {
-            self.hi = kb;
+        }
+        if kb < self.min_kb {
+            self.min_kb = kb;
         }
         let b = kb as usize & MASK;
-        self.in_buckets += 1;
         let e = &mut self.entries[id as usize];
         e.key = key;
         e.next = NIL;
         let t = self.tail[b];
+        self.tail[b] = id;
         if t == NIL {
             self.head[b] = id;
-            self.tail[b] = id;
             self.words[b >> 6] |= 1 << (b & 63);
-            self.summary |= 1 << (b >> 6);
-            return;
-        }
-        let te = self.entries[t as usize];
-        if (te.key, t) < (key, id) {
+            self.mid[(b >> 12) & (MIDS - 1)] |= 1 << ((b >> 6) & 63);
+            self.top |= 1 << (b >> 12);
+        } else if self.entries[t as usize].key <= key {
             self.entries[t as usize].next = id;
-            self.tail[b] = id;
         } else {
-            self.insert_sorted(b, id, key);
+            self.insert_sorted(b, id, key, t);
         }
     }
 
-    /// Links `id` into bucket `b` before the first larger entry (not the
-    /// tail, which is larger).
+    /// A key outside the window: into the heap (false), or, when no entry
+    /// is in a bucket, a new window around it (true).
     #[cold]
-    fn insert_sorted(&mut self, b: usize, id: u32, key: u64) {
+    #[inline(never)]
+    fn outside(&mut self, id: u32, key: u64, kb: u64) -> bool {
+        if self.top != 0 {
+            self.overflow.push(Reverse((key, self.overflow_seq, id)));
+            self.overflow_seq += 1;
+            return false;
+        }
+        self.anchor = kb.saturating_sub(SLACK);
+        true
+    }
+
+    /// Links `id` into bucket `b` before the first larger key (there is
+    /// one: the old tail `t`, which stays the tail).
+    #[cold]
+    #[inline(never)]
+    fn insert_sorted(&mut self, b: usize, id: u32, key: u64, t: u32) {
+        self.tail[b] = t;
         let mut prev = NIL;
         let mut cur = self.head[b];
-        while (self.entries[cur as usize].key, cur) < (key, id) {
+        while self.entries[cur as usize].key <= key {
             prev = cur;
             cur = self.entries[cur as usize].next;
         }
@@ -128,67 +151,106 @@ impl TagQueue {
         }
     }
 
-    /// The smallest `(key, id)`.
-    #[inline]
+    /// The first `(key, id)`: smallest key, first inserted among equals.
+    #[inline(always)]
     pub(crate) fn peek(&self) -> Option<(u64, u32)> {
-        if self.in_buckets == 0 {
-            return self.overflow.peek().map(|r| r.0);
+        if self.top == 0 {
+            return self.overflow.peek().map(|&Reverse((k, _, id))| (k, id));
         }
-        let id = self.head[self.base as usize & MASK];
+        let id = self.head[self.min_kb as usize & MASK];
         let key = self.entries[id as usize].key;
-        match self.overflow.peek() {
-            Some(&Reverse(o)) if o < (key, id) => Some(o),
-            _ => Some((key, id)),
-        }
-    }
-
-    /// Removes and returns the smallest `(key, id)`.
-    #[inline]
-    pub(crate) fn pop(&mut self) -> Option<(u64, u32)> {
-        if self.in_buckets == 0 {
-            return self.overflow.pop().map(|r| r.0);
-        }
-        let b = self.base as usize & MASK;
-        let id = self.head[b];
-        let e = self.entries[id as usize];
-        if let Some(&Reverse(o)) = self.overflow.peek() {
-            if o < (e.key, id) {
-                self.overflow.pop();
+        if !self.overflow.is_empty() {
+            if let Some(o) = self.overflow_first(key) {
                 return Some(o);
             }
         }
+        Some((key, id))
+    }
+
+    /// Removes and returns the first `(key, id)`.
+    #[inline(always)]
+    pub(crate) fn pop(&mut self) -> Option<(u64, u32)> {
+        if self.top == 0 {
+            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
+        }
+        let b = self.min_kb as usize & MASK;
+        let id = self.head[b];
+        let e = self.entries[id as usize];
+        if !self.overflow.is_empty() && self.overflow_first(e.key).is_some() {
+            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
+        }
         self.head[b] = e.next;
-        self.in_buckets -= 1;
         if e.next == NIL {
-            self.tail[b] = NIL;
-            self.words[b >> 6] &= !(1 << (b & 63));
-            if self.words[b >> 6] == 0 {
-                self.summary &= !(1 << (b >> 6));
-            }
-            if self.in_buckets > 0 {
-                let nb = self.next_busy(b);
-                self.base += ((nb.wrapping_sub(b)) & MASK) as u64;
-            }
+            self.emptied(b);
         }
         Some((e.key, id))
     }
 
+    /// The heap's first entry if it goes before a bucketed `key`.
+    #[cold]
+    #[inline(never)]
+    fn overflow_first(&self, key: u64) -> Option<(u64, u32)> {
+        match self.overflow.peek() {
+            Some(&Reverse((k, _, id))) if k <= key => Some((k, id)),
+            _ => None,
+        }
+    }
+
+    /// Bucket `b`, the first, has just emptied: finds the next first bucket
+    /// and lets the anchor follow it.
+    #[inline(always)]
+    fn emptied(&mut self, b: usize) {
+        self.tail[b] = NIL;
+        self.words[b >> 6] &= !(1 << (b & 63));
+        if self.words[b >> 6] == 0 {
+            let m = (b >> 12) & (MIDS - 1);
+            self.mid[m] &= !(1 << ((b >> 6) & 63));
+            if self.mid[m] == 0 {
+                self.top &= !(1 << m);
+                if self.top == 0 {
+                    self.min_kb = u64::MAX;
+                    return;
+                }
+            }
+        }
+        let nb = self.next_busy(b);
+        self.min_kb += (nb.wrapping_sub(b) & MASK) as u64;
+        let a = self.min_kb.saturating_sub(SLACK);
+        if a > self.anchor {
+            self.anchor = a;
+        }
+    }
+
     /// The first non-empty bucket at or after `b`, circularly; some bucket
     /// must be non-empty.
-    #[inline]
+    #[inline(always)]
     fn next_busy(&self, b: usize) -> usize {
         let w = b >> 6;
         let bits = self.words[w] & (!0u64 << (b & 63));
         if bits != 0 {
             return (w << 6) | bits.trailing_zeros() as usize;
         }
-        let later = self.summary & (!1u64 << w);
+        self.next_busy_word(w)
+    }
+
+    /// The first bucket of the first non-empty bitmap word after word `w`,
+    /// circularly (back to `w` itself last).
+    #[inline(never)]
+    fn next_busy_word(&self, w: usize) -> usize {
+        let m = (w >> 6) & (MIDS - 1);
+        let later = self.mid[m] & (!1u64 << (w & 63));
         let w = if later != 0 {
-            later.trailing_zeros() as usize
+            (m << 6) | later.trailing_zeros() as usize
         } else {
-            self.summary.trailing_zeros() as usize
+            let later = self.top & (!1u64 << m);
+            let m = if later != 0 {
+                later.trailing_zeros() as usize
+            } else {
+                self.top.trailing_zeros() as usize
+            } & (MIDS - 1);
+            (m << 6) | self.mid[m].trailing_zeros() as usize
         };
-        (w << 6) | self.words[w & 63].trailing_zeros() as usize
+        (w << 6) | self.words[w].trailing_zeros() as usize
     }
 
     /// Subtracts `delta`, a multiple of `2^(shift + 12)`, from every key
@@ -196,7 +258,7 @@ impl TagQueue {
     pub(crate) fn rebase(&mut self, delta: u64) {
         debug_assert_eq!(delta % ((BUCKETS as u64) << self.shift), 0);
         let drop = delta >> self.shift;
-        if self.in_buckets > 0 {
+        if self.top != 0 {
             for b in 0..BUCKETS {
                 let mut id = self.head[b];
                 while id != NIL {
@@ -205,13 +267,14 @@ impl TagQueue {
                     id = e.next;
                 }
             }
-            self.base = self.base.saturating_sub(drop);
-            self.hi = self.hi.saturating_sub(drop);
+            self.min_kb = self.min_kb.saturating_sub(drop);
         }
+        self.anchor = self.anchor.saturating_sub(drop);
         let old = std::mem::take(&mut self.overflow).into_vec();
         self.overflow = BinaryHeap::with_capacity(self.entries.len());
-        for Reverse((k, id)) in old {
-            self.overflow.push(Reverse((k.saturating_sub(delta), id)));
+        for Reverse((k, s, id)) in old {
+            self.overflow
+                .push(Reverse((k.saturating_sub(delta), s, id)));
         }
     }
 }
@@ -241,6 +304,7 @@ mod tests {
             let n = 300;
             let mut q = TagQueue::new(n, shift);
             let mut model = std::collections::BTreeSet::new();
+            let mut seq = 0u64;
             let mut present = vec![false; n];
             let mut floor = 1_000_000u64;
             for _ in 0..20_000 {
@@ -256,10 +320,11 @@ mod tests {
                         _ => floor + rng.next() % 20_000,
                     };
                     q.insert(id, key);
-                    model.insert((key, id));
+                    model.insert((key, seq, id));
+                    seq += 1;
                     present[id as usize] = true;
                 } else {
-                    let want = model.pop_first();
+                    let want = model.pop_first().map(|(k, _, id)| (k, id));
                     assert_eq!(q.peek(), want);
                     assert_eq!(q.pop(), want);
                     if let Some((k, id)) = want {
@@ -269,8 +334,8 @@ mod tests {
                 }
                 assert_eq!(q.is_empty(), model.is_empty());
             }
-            while let Some(want) = model.pop_first() {
-                assert_eq!(q.pop(), Some(want));
+            while let Some((k, _, id)) = model.pop_first() {
+                assert_eq!(q.pop(), Some((k, id)));
             }
             assert_eq!(q.pop(), None);
         }
@@ -287,7 +352,8 @@ mod tests {
         let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             got,
-            vec![(3, 1), (3, 3), (7, 0), (100_000, 2), (1 << 30, 4)]
+            vec![(3, 1), (3, 3), (7, 0), (100_000, 2), (1 << 30, 4)],
+            "equal keys first in, first out"
         );
     }
 }

@@ -52,3 +52,16 @@ pub(crate) fn shift_for(granule: u64) -> u32 {
         (63 - granule.leading_zeros()).min(crate::tagq::MAX_SHIFT)
     }
 }
+
+/// The calendar bucket shift for a port whose weights sum to `wsum`, the
+/// least being `wmin`, and whose items are typically `len` long: buckets
+/// about twice the virtual time such an item moves `V` (so a busy port's
+/// tags spread thinly and arrive in order within a bucket), but wide enough
+/// that three such items of the lightest session fit in the window.
+pub(crate) fn calendar_shift(len: u32, wsum: u64, wmin: u32) -> u32 {
+    let unit = clamp_len(len.max(1)) * ONE;
+    let fine = unit / wsum.max(1) * 2;
+    let window = crate::tagq::BUCKETS as u64 - crate::tagq::SLACK;
+    let wide = unit / u64::from(wmin.max(1)) * 3 / window;
+    shift_for(fine.max(wide))
+}

@@ -4,7 +4,7 @@ use aurora_time::Instant;
 
 use crate::store::Queues;
 use crate::tagq::TagQueue;
-use crate::vt::{self, clamp_len, span, ONE, REBASE_AT, REBASE_BY};
+use crate::vt::{self, clamp_len, span, REBASE_AT, REBASE_BY};
 use crate::{Discipline, Dropped, Limits, QueueId};
 
 /// A session's tags, in tag units (see the crate's virtual-time notes).
@@ -46,14 +46,19 @@ struct Session {
 /// WF2Q+ needs no clock and no line rate; `now` is ignored. Lengths are in
 /// any unit (bytes, or 1 per cell) as long as it is the same for all items.
 ///
-/// Cost: two calendar queues of sessions (eligible by `F`, ineligible by
-/// `S`), O(1) per operation for the tags a busy port produces; see the
-/// crate's notes on bucket width and [`Wf2qPlus::with_typical_len`].
+/// Cost: sessions wait in a calendar queue by finish tag; a session found
+/// there not yet eligible is parked in a second calendar queue by start tag
+/// until `V` reaches it, so each is parked at most once per item sent. With
+/// equal weights and lengths no session is ever parked. O(1) per operation
+/// for the tags a busy port produces; see the crate's notes on bucket width
+/// and [`Wf2qPlus::with_typical_len`].
 pub struct Wf2qPlus<T> {
-    queues: Queues<(T, u32)>,
-    sessions: Vec<Session>,
-    eligible: TagQueue,
-    ineligible: TagQueue,
+    queues: Queues<(T, u32), Session>,
+    /// Backlogged sessions by finish tag, eligible or not (yet).
+    by_finish: TagQueue,
+    /// Backlogged sessions found not eligible, by start tag (all `> V`
+    /// when parked).
+    parked: TagQueue,
     v: u64,
     /// Work not yet counted in `v`, in units of `1 / wsum` tag unit.
     v_rem: u64,
@@ -77,24 +82,22 @@ impl<T> Wf2qPlus<T> {
     /// # Panics
     /// As [`Wf2qPlus::new`].
     pub fn with_typical_len(weights: &[u32], limits: Limits, len: u32) -> Self {
-        let sessions: Vec<Session> = weights
-            .iter()
-            .map(|&w| Session {
-                s: 0,
-                f: 0,
-                step: vt::step(w),
-                weight: w,
-            })
-            .collect();
         let wsum: u64 = weights.iter().map(|&w| u64::from(w)).sum::<u64>().max(1);
-        // Buckets about half the virtual time one typical item advances V.
-        let shift = vt::shift_for(clamp_len(len.max(1)) * ONE / wsum / 2);
+        let wmin = weights.iter().copied().min().unwrap_or(1);
+        let shift = vt::calendar_shift(len, wsum, wmin);
         let n = weights.len();
         Wf2qPlus {
-            queues: Queues::new(n, limits),
-            sessions,
-            eligible: TagQueue::new(n, shift),
-            ineligible: TagQueue::new(n, shift),
+            queues: Queues::new(
+                weights.iter().map(|&w| Session {
+                    s: 0,
+                    f: 0,
+                    step: vt::step(w),
+                    weight: w,
+                }),
+                limits,
+            ),
+            by_finish: TagQueue::new(n, shift),
+            parked: TagQueue::new(n, shift),
             v: 0,
             v_rem: 0,
             wsum,
@@ -111,7 +114,7 @@ impl<T> Wf2qPlus<T> {
     /// If `weight` is 0 or there is no such queue.
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
         let step = vt::step(weight);
-        let s = &mut self.sessions[queue as usize];
+        let s = &mut self.queues.get_mut(queue as usize).state;
         self.wsum = self.wsum - u64::from(s.weight) + u64::from(weight);
         s.weight = weight;
         s.step = step;
@@ -121,8 +124,11 @@ impl<T> Wf2qPlus<T> {
     }
 
     /// `queue`'s weight.
+    ///
+    /// # Panics
+    /// If there is no such queue.
     pub fn weight(&self, queue: QueueId) -> u32 {
-        self.sessions[queue as usize].weight
+        self.queues.get(queue as usize).state.weight
     }
 
     /// The system virtual time `V` in tag units (`2^-32` length unit per
@@ -131,31 +137,57 @@ impl<T> Wf2qPlus<T> {
         self.v
     }
 
-    /// Files session `q`, whose tags are set, as eligible or not.
-    #[inline]
-    fn file(&mut self, q: usize) {
-        let s = self.sessions[q];
-        if s.s <= self.v {
-            self.eligible.insert(q as u32, s.f);
-        } else {
-            self.ineligible.insert(q as u32, s.s);
+    /// Back in the running: the parked sessions whose start tag `V` has
+    /// reached.
+    #[inline(never)]
+    fn unpark(&mut self) {
+        while let Some((s, q)) = self.parked.peek() {
+            if s > self.v {
+                break;
+            }
+            self.parked.pop();
+            let f = self.queues.get(q as usize).state.f;
+            self.by_finish.insert(q, f);
+        }
+    }
+
+    /// The first session by finish tag that is eligible, parking those that
+    /// are not; with none eligible, `V` rises to the least start tag
+    /// (`V = max(V + W, min S)`).
+    #[inline(always)]
+    fn select(&mut self) -> Option<u32> {
+        loop {
+            match self.by_finish.pop() {
+                Some((_, q)) => {
+                    let s = self.queues.get(q as usize).state.s;
+                    if s <= self.v {
+                        return Some(q);
+                    }
+                    self.parked.insert(q, s);
+                }
+                None => {
+                    let s = self.parked.peek()?.0;
+                    self.v = self.v.max(s);
+                    self.unpark();
+                }
+            }
         }
     }
 
     #[cold]
     fn rebase(&mut self) {
         self.v -= REBASE_BY;
-        for s in &mut self.sessions {
+        for s in self.queues.states_mut() {
             s.s = s.s.saturating_sub(REBASE_BY);
             s.f = s.f.saturating_sub(REBASE_BY);
         }
-        self.eligible.rebase(REBASE_BY);
-        self.ineligible.rebase(REBASE_BY);
+        self.by_finish.rebase(REBASE_BY);
+        self.parked.rebase(REBASE_BY);
     }
 }
 
 impl<T: Send> Discipline<T> for Wf2qPlus<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         queue: QueueId,
@@ -163,53 +195,36 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
         len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        if let Err(reason) = self.queues.admit(queue) {
-            return Err(Dropped { item, reason });
+        match self.queues.push(queue, item, |item, _| (item, len)) {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                self.backlogged(queue, len);
+                Ok(())
+            }
+            Err((item, reason)) => Err(Dropped { item, reason }),
         }
-        let q = queue as usize;
-        if self.queues.push(q, (item, len)) {
-            let v = self.v;
-            let s = &mut self.sessions[q];
-            s.s = s.f.max(v);
-            s.f = s.s.saturating_add(span(len, s.step));
-            self.file(q);
-        }
-        Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
-        if self.queues.len() == 0 {
-            return None;
+        if !self.parked.is_empty() {
+            self.unpark();
         }
-        if self.eligible.is_empty() {
-            if let Some((s, _)) = self.ineligible.peek() {
-                self.v = self.v.max(s);
-            }
-        }
-        while let Some((s, q)) = self.ineligible.peek() {
-            if s > self.v {
-                break;
-            }
-            self.ineligible.pop();
-            self.eligible.insert(q, self.sessions[q as usize].f);
-        }
-        let (_, q) = self.eligible.pop()?;
-        let q = q as usize;
-        let (item, len) = self.queues.pop(q)?;
+        let q = self.select()?;
+        let ((item, len), qu) = self.queues.pop(q as usize)?;
         let x = (clamp_len(len) << 32) + self.v_rem;
         self.v += x / self.wsum;
         self.v_rem = x % self.wsum;
-        if let Some(&(_, next)) = self.queues.front(q) {
-            let s = &mut self.sessions[q];
+        if let Some(&(_, next)) = qu.front() {
+            let s = &mut qu.state;
             s.s = s.f;
             s.f = s.s.saturating_add(span(next, s.step));
-            self.file(q);
+            self.by_finish.insert(q, s.f);
         }
         if self.v >= REBASE_AT {
             self.rebase();
         }
-        Some((q as QueueId, item))
+        Some((q, item))
     }
 
     fn len(&self) -> usize {
@@ -218,5 +233,17 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
 
     fn queue_len(&self, queue: QueueId) -> usize {
         self.queues.queue_len(queue)
+    }
+}
+
+impl<T> Wf2qPlus<T> {
+    /// Tags a session that just became backlogged with an item of `len`.
+    #[inline(never)]
+    fn backlogged(&mut self, q: QueueId, len: u32) {
+        let v = self.v;
+        let s = &mut self.queues.get_mut(q as usize).state;
+        s.s = s.f.max(v);
+        s.f = s.s.saturating_add(span(len, s.step));
+        self.by_finish.insert(q, s.f);
     }
 }

@@ -5,7 +5,7 @@ use aurora_time::Instant;
 
 use crate::store::Queues;
 use crate::tagq::TagQueue;
-use crate::vt::{self, clamp_len, span, ONE, REBASE_AT, REBASE_BY};
+use crate::vt::{self, span, REBASE_AT, REBASE_BY};
 use crate::{Discipline, Dropped, Limits, QueueId};
 
 /// Fraction bits of [`Wfq`]'s work-per-nanosecond constant.
@@ -47,8 +47,7 @@ struct Session {
 /// `w_i / Σ_{busy} w_j`; PGPS sends every item no later than its GPS
 /// finish time plus one maximum item time `Lmax / r`.
 pub struct Wfq<T> {
-    queues: Queues<(T, u32, u64)>,
-    sessions: Vec<Session>,
+    queues: Queues<(T, u32, u64), Session>,
     /// Sessions with items, by the finish tag of their head item.
     select: TagQueue,
     /// Sessions in the fluid system, by a finish tag not after their last:
@@ -86,21 +85,20 @@ impl<T> Wfq<T> {
         assert!(rate > 0, "a WFQ line rate must be > 0");
         let per_ns = (u128::from(rate) << (32 + RATE_FRAC)) / 1_000_000_000;
         let per_ns = u64::try_from(per_ns).expect("WFQ line rate above 2.5e11 units/s");
-        let sessions: Vec<Session> = weights
-            .iter()
-            .map(|&w| Session {
-                f_last: 0,
-                step: vt::step(w),
-                weight: w,
-                in_gps: 0,
-            })
-            .collect();
         let wsum: u64 = weights.iter().map(|&w| u64::from(w)).sum::<u64>().max(1);
-        let shift = vt::shift_for(clamp_len(len.max(1)) * ONE / wsum / 2);
+        let wmin = weights.iter().copied().min().unwrap_or(1);
+        let shift = vt::calendar_shift(len, wsum, wmin);
         let n = weights.len();
         Wfq {
-            queues: Queues::new(n, limits),
-            sessions,
+            queues: Queues::new(
+                weights.iter().map(|&w| Session {
+                    f_last: 0,
+                    step: vt::step(w),
+                    weight: w,
+                    in_gps: 0,
+                }),
+                limits,
+            ),
             select: TagQueue::new(n, shift),
             gps: TagQueue::new(n, shift + 3),
             v: 0,
@@ -120,7 +118,7 @@ impl<T> Wfq<T> {
     /// If `weight` is 0 or there is no such queue.
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
         let step = vt::step(weight);
-        let s = &mut self.sessions[queue as usize];
+        let s = &mut self.queues.get_mut(queue as usize).state;
         s.weight = weight;
         s.step = step;
         if s.in_gps > 0 {
@@ -130,8 +128,11 @@ impl<T> Wfq<T> {
     }
 
     /// `queue`'s weight.
+    ///
+    /// # Panics
+    /// If there is no such queue.
     pub fn weight(&self, queue: QueueId) -> u32 {
-        self.sessions[queue as usize].weight
+        self.queues.get(queue as usize).state.weight
     }
 
     /// The GPS virtual time `V` as of the last call, in tag units (`2^-32`
@@ -142,7 +143,7 @@ impl<T> Wfq<T> {
     }
 
     /// Runs the fluid system from the last call to `now`.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, now: Instant) {
         let dt = now.as_nanos().saturating_sub(self.last.as_nanos());
         if dt <= 0 {
@@ -153,9 +154,24 @@ impl<T> Wfq<T> {
             return;
         }
         let work = (dt as u128 * u128::from(self.per_ns)) >> RATE_FRAC;
-        let mut x = u64::try_from(work)
+        let x = u64::try_from(work)
             .unwrap_or(u64::MAX)
             .saturating_add(self.carry);
+        // The common case: no fluid departure before `now`.
+        if let Some((d, _)) = self.gps.peek() {
+            if u128::from(x) < u128::from(d - self.v) * u128::from(self.wb) {
+                self.v += x / self.wb;
+                self.carry = x % self.wb;
+                return;
+            }
+        }
+        self.advance_past_departures(x);
+    }
+
+    /// Runs the fluid system through `x` work (`2^-32` length units), past
+    /// one or more departures.
+    #[inline(never)]
+    fn advance_past_departures(&mut self, mut x: u64) {
         loop {
             let Some((d, _)) = self.gps.peek() else {
                 unreachable!("a busy fluid system has a session");
@@ -181,14 +197,13 @@ impl<T> Wfq<T> {
 
     /// Takes the sessions whose last finish tag is `d` (= `V`) out of the
     /// fluid system, and files again the entries that are stale.
-    #[cold]
     fn depart(&mut self, d: u64) {
         while let Some((k, q)) = self.gps.peek() {
             if k > d {
                 break;
             }
             self.gps.pop();
-            let s = &mut self.sessions[q as usize];
+            let s = &mut self.queues.get_mut(q as usize).state;
             if s.f_last > d {
                 self.gps.insert(q, s.f_last);
             } else {
@@ -201,7 +216,7 @@ impl<T> Wfq<T> {
     #[cold]
     fn rebase(&mut self) {
         self.v -= REBASE_BY;
-        for s in &mut self.sessions {
+        for s in self.queues.states_mut() {
             s.f_last = s.f_last.saturating_sub(REBASE_BY);
         }
         self.queues
@@ -212,7 +227,7 @@ impl<T> Wfq<T> {
 }
 
 impl<T: Send> Discipline<T> for Wfq<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         queue: QueueId,
@@ -220,39 +235,43 @@ impl<T: Send> Discipline<T> for Wfq<T> {
         len: u32,
         now: Instant,
     ) -> Result<(), Dropped<T>> {
-        if let Err(reason) = self.queues.admit(queue) {
-            return Err(Dropped { item, reason });
-        }
         self.advance(now);
-        let q = queue as usize;
         let v = self.v;
-        let s = &mut self.sessions[q];
-        // A session has a fluid-system entry exactly while `in_gps > 0`.
-        let fresh = s.in_gps == 0;
-        let start = if fresh {
-            s.in_gps = s.weight;
-            self.wb += u64::from(s.weight);
-            v
-        } else {
-            s.f_last.max(v)
-        };
-        let f = start.saturating_add(span(len, s.step));
-        s.f_last = f;
-        if fresh {
-            self.gps.insert(queue, f);
+        let mut tag = 0;
+        let mut fresh = false;
+        let pushed = self.queues.push(queue, item, |item, s| {
+            // A session has a fluid-system entry exactly while `in_gps > 0`.
+            fresh = s.in_gps == 0;
+            let start = if fresh {
+                s.in_gps = s.weight;
+                v
+            } else {
+                s.f_last.max(v)
+            };
+            tag = start.saturating_add(span(len, s.step));
+            s.f_last = tag;
+            (item, len, tag)
+        });
+        match pushed {
+            Ok(was_empty) => {
+                if fresh {
+                    self.entered_gps(queue);
+                }
+                if was_empty {
+                    self.select.insert(queue, tag);
+                }
+                Ok(())
+            }
+            Err((item, reason)) => Err(Dropped { item, reason }),
         }
-        if self.queues.push(q, (item, len, f)) {
-            self.select.insert(queue, f);
-        }
-        Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, now: Instant) -> Option<(QueueId, T)> {
         self.advance(now);
         let (_, q) = self.select.pop()?;
-        let (item, _, _) = self.queues.pop(q as usize)?;
-        if let Some(&(_, _, f)) = self.queues.front(q as usize) {
+        let ((item, _, _), qu) = self.queues.pop(q as usize)?;
+        if let Some(&(_, _, f)) = qu.front() {
             self.select.insert(q, f);
         }
         Some((q, item))
@@ -264,5 +283,15 @@ impl<T: Send> Discipline<T> for Wfq<T> {
 
     fn queue_len(&self, queue: QueueId) -> usize {
         self.queues.queue_len(queue)
+    }
+}
+
+impl<T> Wfq<T> {
+    /// Files session `q`, just tagged, in the fluid system.
+    #[inline(never)]
+    fn entered_gps(&mut self, q: QueueId) {
+        let s = &self.queues.get(q as usize).state;
+        self.wb += u64::from(s.weight);
+        self.gps.insert(q, s.f_last);
     }
 }
