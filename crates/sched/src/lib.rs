@@ -8,8 +8,60 @@
 //! discipline never reorders items of one queue. Memory is bounded: every
 //! discipline holds at most [`Limits::port`] items, each queue at most
 //! [`Limits::queue`].
+//!
+//! # Disciplines
+//!
+//! | type | discipline | state per item | cost per item |
+//! |---|---|---|---|
+//! | [`Fifo`] | one FIFO for the port | none | O(1) |
+//! | [`Priority`] | strict priority, queue id = level, 0 highest | none | O(1) (≤ 4,096 levels) |
+//! | [`Drr`] | deficit round robin, quantum per queue | length | O(1) (quantum ≥ max length) |
+//! | [`Wfq`] | PGPS with the exact GPS virtual time | length, finish tag | O(1) typical, see below |
+//! | [`Wf2qPlus`] | WF2Q+ | length | O(1) typical, see below |
+//!
+//! Every discipline is built with its queue count, fixed from then on, and
+//! its [`Limits`]. Items of a queue wait in that queue's ring buffer, which
+//! grows by doubling up to the queue's limit and never shrinks, so after a
+//! warm-up nothing allocates per item. A refused item comes back in
+//! [`Dropped`]: a queue id out of range first, then a full queue, then a full
+//! port.
+//!
+//! # Lengths, weights and virtual time
+//!
+//! Lengths (the `len` of [`Discipline::enqueue`]) are in one unit per port:
+//! bytes for frames, or 1 per cell for a cell port. DRR quanta and the WFQ
+//! line rate use the same unit. [`Wfq`] and [`Wf2qPlus`] take a weight per
+//! queue (≥ 1) and keep virtual time in fixed point: a tag unit is `2^-32`
+//! of one length unit per unit of weight, so an item of length `L` on a
+//! queue of weight `w` spans `L · 2^32 / w` units (the per-weight step is
+//! rounded once, relative error below `w · 2^-33`). Virtual time only grows;
+//! at 2^62 every tag is lowered by 2^61, which changes no decision.
+//!
+//! The fair queues order sessions with a calendar queue (4,096 buckets over
+//! a sliding window of tags, exact order inside a bucket, a binary heap for
+//! keys beyond the window). Its bucket width is set from the sum of the
+//! weights and the typical item length (`with_typical_len`), so that a busy
+//! port's tags spread over many buckets: each enqueue and dequeue is then
+//! O(1). Unusual tags (very unequal weights, lengths far from the typical
+//! one) cost a sorted insertion or a heap operation, never a wrong order.
 
 use aurora_time::Instant;
+
+mod bits;
+mod drr;
+mod fifo;
+mod prio;
+mod store;
+mod tagq;
+mod vt;
+mod wf2q;
+mod wfq;
+
+pub use drr::Drr;
+pub use fifo::Fifo;
+pub use prio::Priority;
+pub use wf2q::Wf2qPlus;
+pub use wfq::Wfq;
 
 /// A queue of a port: a VC or a class, numbered from 0.
 pub type QueueId = u32;

@@ -1,0 +1,359 @@
+//! An exact min-queue of sessions by a `u64` virtual-time tag, O(1) for the
+//! keys a fair queue produces.
+//!
+//! A calendar of [`BUCKETS`] buckets, each `2^shift` tag units wide, covers
+//! a sliding window of tags: bucket numbers (`key >> shift`) from an anchor
+//! that trails the smallest key by up to [`SLACK`] buckets. A bucket is a
+//! singly linked list of sessions sorted by key, equal keys in the order
+//! they were inserted, so order is exact; a two-level bitmap finds the next
+//! non-empty bucket. A key outside the window goes to a binary heap instead,
+//! and the minimum is the smaller of the two minima. Equal keys leave first
+//! in, first out throughout: the heap orders equal keys by insertion, and a
+//! heap entry always predates the bucketed entries of the same key (a key
+//! only goes to the heap when it is outside the window, and while an entry
+//! with that key is bucketed the key is inside it), so on a tie the heap's
+//! entry goes first. Each session is in the queue at most once, so the heap
+//! never holds more than the session count and never reallocates.
+//!
+//! The bucket width only tunes speed: keys that share a bucket cost a sorted
+//! insertion (O(1) when they arrive in order, the usual case), keys outside
+//! the window a heap operation.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Buckets in the calendar: 256 bitmap words under 4 summary words under
+/// one top word.
+pub(crate) const BUCKETS: usize = 1 << 14;
+/// Summary words.
+const MIDS: usize = BUCKETS / 4096;
+/// How many buckets the window's anchor trails the smallest key by, so
+/// keys a little below the minimum still go in a bucket.
+pub(crate) const SLACK: u64 = (BUCKETS / 4) as u64;
+const MASK: usize = BUCKETS - 1;
+const NIL: u32 = u32::MAX;
+/// The widest buckets: a window then spans 2^61 tag units.
+pub(crate) const MAX_SHIFT: u32 = 61 - BUCKETS.trailing_zeros();
+
+#[derive(Clone, Copy)]
+struct Entry {
+    key: u64,
+    next: u32,
+}
+
+/// The queue; ids are `0..n`, each present at most once.
+pub(crate) struct TagQueue {
+    shift: u32,
+    /// Absolute bucket number at or below every bucketed key's, with every
+    /// bucketed key's below `anchor + BUCKETS`.
+    anchor: u64,
+    /// Absolute bucket number of the first bucketed entry; `u64::MAX` when
+    /// no entry is in a bucket.
+    min_kb: u64,
+    /// A bit per non-empty summary word; 0 when no entry is in a bucket.
+    top: u64,
+    /// A bit per non-empty bitmap word.
+    mid: [u64; MIDS],
+    /// A bit per non-empty bucket.
+    words: Box<[u64; BUCKETS / 64]>,
+    head: Box<[u32; BUCKETS]>,
+    tail: Box<[u32; BUCKETS]>,
+    entries: Vec<Entry>,
+    /// Keys outside the window: `(key, insertion number, id)`.
+    overflow: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    /// The next heap insertion's number.
+    overflow_seq: u64,
+}
+
+impl TagQueue {
+    /// An empty queue for ids `0..n` with buckets `2^shift` tag units wide.
+    pub(crate) fn new(n: usize, shift: u32) -> Self {
+        TagQueue {
+            shift: shift.min(MAX_SHIFT),
+            anchor: 0,
+            min_kb: u64::MAX,
+            top: 0,
+            mid: [0; MIDS],
+            words: Box::new([0; BUCKETS / 64]),
+            head: Box::new([NIL; BUCKETS]),
+            tail: Box::new([NIL; BUCKETS]),
+            entries: vec![Entry { key: 0, next: NIL }; n],
+            overflow: BinaryHeap::with_capacity(n),
+            overflow_seq: 0,
+        }
+    }
+
+    /// No entry.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.top == 0 && self.overflow.is_empty()
+    }
+
+    /// Adds `id` with `key`; `id` must not be present.
+    #[inline(always)]
+    pub(crate) fn insert(&mut self, id: u32, key: u64) {
+        let kb = key >> self.shift;
+        if kb.wrapping_sub(self.anchor) >= BUCKETS as u64 && !self.outside(id, key, kb) {
+            return;
+        }
+        if kb < self.min_kb {
+            self.min_kb = kb;
+        }
+        let b = kb as usize & MASK;
+        let e = &mut self.entries[id as usize];
+        e.key = key;
+        e.next = NIL;
+        let t = self.tail[b];
+        self.tail[b] = id;
+        if t == NIL {
+            self.head[b] = id;
+            self.words[b >> 6] |= 1 << (b & 63);
+            self.mid[(b >> 12) & (MIDS - 1)] |= 1 << ((b >> 6) & 63);
+            self.top |= 1 << (b >> 12);
+        } else if self.entries[t as usize].key <= key {
+            self.entries[t as usize].next = id;
+        } else {
+            self.insert_sorted(b, id, key, t);
+        }
+    }
+
+    /// A key outside the window: into the heap (false), or, when no entry
+    /// is in a bucket, a new window around it (true).
+    #[cold]
+    #[inline(never)]
+    fn outside(&mut self, id: u32, key: u64, kb: u64) -> bool {
+        if self.top != 0 {
+            self.overflow.push(Reverse((key, self.overflow_seq, id)));
+            self.overflow_seq += 1;
+            return false;
+        }
+        self.anchor = kb.saturating_sub(SLACK);
+        true
+    }
+
+    /// Links `id` into bucket `b` before the first larger key (there is
+    /// one: the old tail `t`, which stays the tail).
+    #[cold]
+    #[inline(never)]
+    fn insert_sorted(&mut self, b: usize, id: u32, key: u64, t: u32) {
+        self.tail[b] = t;
+        let mut prev = NIL;
+        let mut cur = self.head[b];
+        while self.entries[cur as usize].key <= key {
+            prev = cur;
+            cur = self.entries[cur as usize].next;
+        }
+        self.entries[id as usize].next = cur;
+        if prev == NIL {
+            self.head[b] = id;
+        } else {
+            self.entries[prev as usize].next = id;
+        }
+    }
+
+    /// The first `(key, id)`: smallest key, first inserted among equals.
+    #[inline(always)]
+    pub(crate) fn peek(&self) -> Option<(u64, u32)> {
+        if self.top == 0 {
+            return self.overflow.peek().map(|&Reverse((k, _, id))| (k, id));
+        }
+        let id = self.head[self.min_kb as usize & MASK];
+        let key = self.entries[id as usize].key;
+        if !self.overflow.is_empty() {
+            if let Some(o) = self.overflow_first(key) {
+                return Some(o);
+            }
+        }
+        Some((key, id))
+    }
+
+    /// Removes and returns the first `(key, id)`.
+    #[inline(always)]
+    pub(crate) fn pop(&mut self) -> Option<(u64, u32)> {
+        if self.top == 0 {
+            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
+        }
+        let b = self.min_kb as usize & MASK;
+        let id = self.head[b];
+        let e = self.entries[id as usize];
+        if !self.overflow.is_empty() && self.overflow_first(e.key).is_some() {
+            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
+        }
+        self.head[b] = e.next;
+        if e.next == NIL {
+            self.emptied(b);
+        }
+        Some((e.key, id))
+    }
+
+    /// The heap's first entry if it goes before a bucketed `key`.
+    #[cold]
+    #[inline(never)]
+    fn overflow_first(&self, key: u64) -> Option<(u64, u32)> {
+        match self.overflow.peek() {
+            Some(&Reverse((k, _, id))) if k <= key => Some((k, id)),
+            _ => None,
+        }
+    }
+
+    /// Bucket `b`, the first, has just emptied: finds the next first bucket
+    /// and lets the anchor follow it.
+    #[inline(always)]
+    fn emptied(&mut self, b: usize) {
+        self.tail[b] = NIL;
+        self.words[b >> 6] &= !(1 << (b & 63));
+        if self.words[b >> 6] == 0 {
+            let m = (b >> 12) & (MIDS - 1);
+            self.mid[m] &= !(1 << ((b >> 6) & 63));
+            if self.mid[m] == 0 {
+                self.top &= !(1 << m);
+                if self.top == 0 {
+                    self.min_kb = u64::MAX;
+                    return;
+                }
+            }
+        }
+        let nb = self.next_busy(b);
+        self.min_kb += (nb.wrapping_sub(b) & MASK) as u64;
+        let a = self.min_kb.saturating_sub(SLACK);
+        if a > self.anchor {
+            self.anchor = a;
+        }
+    }
+
+    /// The first non-empty bucket at or after `b`, circularly; some bucket
+    /// must be non-empty.
+    #[inline(always)]
+    fn next_busy(&self, b: usize) -> usize {
+        let w = b >> 6;
+        let bits = self.words[w] & (!0u64 << (b & 63));
+        if bits != 0 {
+            return (w << 6) | bits.trailing_zeros() as usize;
+        }
+        self.next_busy_word(w)
+    }
+
+    /// The first bucket of the first non-empty bitmap word after word `w`,
+    /// circularly (back to `w` itself last).
+    #[inline(never)]
+    fn next_busy_word(&self, w: usize) -> usize {
+        let m = (w >> 6) & (MIDS - 1);
+        let later = self.mid[m] & (!1u64 << (w & 63));
+        let w = if later != 0 {
+            (m << 6) | later.trailing_zeros() as usize
+        } else {
+            let later = self.top & (!1u64 << m);
+            let m = if later != 0 {
+                later.trailing_zeros() as usize
+            } else {
+                self.top.trailing_zeros() as usize
+            } & (MIDS - 1);
+            (m << 6) | self.mid[m].trailing_zeros() as usize
+        };
+        (w << 6) | self.words[w].trailing_zeros() as usize
+    }
+
+    /// Subtracts `delta`, a multiple of `2^(shift + 12)`, from every key
+    /// (saturating at 0), keeping every entry's bucket.
+    pub(crate) fn rebase(&mut self, delta: u64) {
+        debug_assert_eq!(delta % ((BUCKETS as u64) << self.shift), 0);
+        let drop = delta >> self.shift;
+        if self.top != 0 {
+            for b in 0..BUCKETS {
+                let mut id = self.head[b];
+                while id != NIL {
+                    let e = &mut self.entries[id as usize];
+                    e.key = e.key.saturating_sub(delta);
+                    id = e.next;
+                }
+            }
+            self.min_kb = self.min_kb.saturating_sub(drop);
+        }
+        self.anchor = self.anchor.saturating_sub(drop);
+        let old = std::mem::take(&mut self.overflow).into_vec();
+        self.overflow = BinaryHeap::with_capacity(self.entries.len());
+        for Reverse((k, s, id)) in old {
+            self.overflow
+                .push(Reverse((k.saturating_sub(delta), s, id)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic generator, so these tests need no dependency.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+    }
+
+    /// Against a plain sorted set: random inserts (some far ahead, some
+    /// behind the minimum) and pops, with ties.
+    #[test]
+    fn matches_a_sorted_set() {
+        for shift in [0, 3, 10] {
+            let mut rng = Lcg(shift as u64 + 1);
+            let n = 300;
+            let mut q = TagQueue::new(n, shift);
+            let mut model = std::collections::BTreeSet::new();
+            let mut seq = 0u64;
+            let mut present = vec![false; n];
+            let mut floor = 1_000_000u64;
+            for _ in 0..20_000 {
+                if rng.next() % 3 != 0 {
+                    let id = (rng.next() % n as u64) as u32;
+                    if present[id as usize] {
+                        continue;
+                    }
+                    let key = match rng.next() % 10 {
+                        0 => floor + rng.next() % (1 << 24),
+                        1 => floor.saturating_sub(rng.next() % 5_000),
+                        2 => floor + (rng.next() % 4) * 7,
+                        _ => floor + rng.next() % 20_000,
+                    };
+                    q.insert(id, key);
+                    model.insert((key, seq, id));
+                    seq += 1;
+                    present[id as usize] = true;
+                } else {
+                    let want = model.pop_first().map(|(k, _, id)| (k, id));
+                    assert_eq!(q.peek(), want);
+                    assert_eq!(q.pop(), want);
+                    if let Some((k, id)) = want {
+                        present[id as usize] = false;
+                        floor = floor.max(k);
+                    }
+                }
+                assert_eq!(q.is_empty(), model.is_empty());
+            }
+            while let Some((k, _, id)) = model.pop_first() {
+                assert_eq!(q.pop(), Some((k, id)));
+            }
+            assert_eq!(q.pop(), None);
+        }
+    }
+
+    #[test]
+    fn rebase_keeps_order() {
+        let mut q = TagQueue::new(8, 2);
+        let base = 5u64 << 40;
+        for (id, k) in [(0, 7), (1, 3), (2, 100_000), (3, 3), (4, 1 << 30)] {
+            q.insert(id, base + k);
+        }
+        q.rebase(base);
+        let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            got,
+            vec![(3, 1), (3, 3), (7, 0), (100_000, 2), (1 << 30, 4)],
+            "equal keys first in, first out"
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! WF2Q+ (Bennett and Zhang, 1997).
+
+use aurora_time::Instant;
+
+use crate::store::Queues;
+use crate::tagq::TagQueue;
+use crate::vt::{self, clamp_len, span, REBASE_AT, REBASE_BY};
+use crate::{Discipline, Dropped, Limits, QueueId};
+
+/// A session's tags, in tag units (see the crate's virtual-time notes).
+#[derive(Clone, Copy)]
+struct Session {
+    /// Start tag of the head item (while backlogged).
+    s: u64,
+    /// Finish tag of the head item while backlogged; of the last item sent
+    /// while idle.
+    f: u64,
+    /// Tag units per length unit: `2^32 / weight`.
+    step: u64,
+    weight: u32,
+}
+
+/// Worst-case fair weighted fair queueing, the WF2Q+ variant: a fair queue
+/// that needs no fluid simulation and never runs a session far ahead of its
+/// share.
+///
+/// Each queue is a session with a weight; its share of the line is
+/// `weight / Σ weights` over *all* queues (the guaranteed rates `r_i` of the
+/// paper, which sum to the line rate). Tags are kept for the head item of
+/// each backlogged session only:
+///
+/// - a session that becomes backlogged gets `S = max(V, F_prev)`,
+/// - after its head is sent, a still-backlogged session gets `S = F_prev`,
+/// - and always `F = S + L / r_i` for the new head of length `L`,
+///
+/// where `F_prev` is the finish tag of its last item sent. The system
+/// virtual time `V` grows by `L / r` (in tag units: `L · 2^32 / Σ weights`)
+/// for each item of length `L` sent, and is raised to the smallest start
+/// tag of the backlogged sessions when no session is eligible — together
+/// `V = max(V + W, min S)`. [`Discipline::dequeue`] sends, among the
+/// eligible sessions (`S ≤ V`), the one with the smallest finish tag (ties:
+/// the lower queue id). `V` counts an item's work when the item is
+/// dequeued, so sessions that become backlogged while it is on the line see
+/// it already served.
+///
+/// WF2Q+ needs no clock and no line rate; `now` is ignored. Lengths are in
+/// any unit (bytes, or 1 per cell) as long as it is the same for all items.
+///
+/// Cost: sessions wait in a calendar queue by finish tag; a session found
+/// there not yet eligible is parked in a second calendar queue by start tag
+/// until `V` reaches it, so each is parked at most once per item sent. With
+/// equal weights and lengths no session is ever parked. O(1) per operation
+/// for the tags a busy port produces; see the crate's notes on bucket width
+/// and [`Wf2qPlus::with_typical_len`].
+pub struct Wf2qPlus<T> {
+    queues: Queues<(T, u32), Session>,
+    /// Backlogged sessions by finish tag, eligible or not (yet).
+    by_finish: TagQueue,
+    /// Backlogged sessions found not eligible, by start tag (all `> V`
+    /// when parked).
+    parked: TagQueue,
+    v: u64,
+    /// Work not yet counted in `v`, in units of `1 / wsum` tag unit.
+    v_rem: u64,
+    wsum: u64,
+}
+
+impl<T> Wf2qPlus<T> {
+    /// WF2Q+ over `weights.len()` queues, queue `i` of weight `weights[i]`,
+    /// tuned for items of length 1 (cells counted in cells).
+    ///
+    /// # Panics
+    /// If a weight is 0 or there are more queues than [`QueueId`]s.
+    pub fn new(weights: &[u32], limits: Limits) -> Self {
+        Self::with_typical_len(weights, limits, 1)
+    }
+
+    /// As [`Wf2qPlus::new`], with the calendar buckets sized for items of
+    /// about `len` (e.g. 1,500 for Ethernet frames counted in bytes). This
+    /// only tunes speed; the service order does not depend on it.
+    ///
+    /// # Panics
+    /// As [`Wf2qPlus::new`].
+    pub fn with_typical_len(weights: &[u32], limits: Limits, len: u32) -> Self {
+        let wsum: u64 = weights.iter().map(|&w| u64::from(w)).sum::<u64>().max(1);
+        let wmin = weights.iter().copied().min().unwrap_or(1);
+        let shift = vt::calendar_shift(len, wsum, wmin);
+        let n = weights.len();
+        Wf2qPlus {
+            queues: Queues::new(
+                weights.iter().map(|&w| Session {
+                    s: 0,
+                    f: 0,
+                    step: vt::step(w),
+                    weight: w,
+                }),
+                limits,
+            ),
+            by_finish: TagQueue::new(n, shift),
+            parked: TagQueue::new(n, shift),
+            v: 0,
+            v_rem: 0,
+            wsum,
+        }
+    }
+
+    /// Sets `queue`'s weight. Its share `weight / Σ weights` (and so the rate
+    /// `V` grows at) changes at once; the session's tags change from its next
+    /// head item: the head waiting now keeps the tags it has, the next one
+    /// gets `F = S + L / r_i` at the new rate. With cells, the new weight
+    /// governs after one more cell of the queue.
+    ///
+    /// # Panics
+    /// If `weight` is 0 or there is no such queue.
+    pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
+        let step = vt::step(weight);
+        let s = &mut self.queues.get_mut(queue as usize).state;
+        self.wsum = self.wsum - u64::from(s.weight) + u64::from(weight);
+        s.weight = weight;
+        s.step = step;
+        if self.v_rem >= self.wsum {
+            self.v_rem = self.wsum - 1;
+        }
+    }
+
+    /// `queue`'s weight.
+    ///
+    /// # Panics
+    /// If there is no such queue.
+    pub fn weight(&self, queue: QueueId) -> u32 {
+        self.queues.get(queue as usize).state.weight
+    }
+
+    /// The system virtual time `V` in tag units (`2^-32` length unit per
+    /// unit of weight), lowered now and then by 2^61 to stay in range.
+    pub fn virtual_time(&self) -> u64 {
+        self.v
+    }
+
+    /// Back in the running: the parked sessions whose start tag `V` has
+    /// reached.
+    #[inline(never)]
+    fn unpark(&mut self) {
+        while let Some((s, q)) = self.parked.peek() {
+            if s > self.v {
+                break;
+            }
+            self.parked.pop();
+            let f = self.queues.get(q as usize).state.f;
+            self.by_finish.insert(q, f);
+        }
+    }
+
+    /// The first session by finish tag that is eligible, parking those that
+    /// are not; with none eligible, `V` rises to the least start tag
+    /// (`V = max(V + W, min S)`).
+    #[inline(always)]
+    fn select(&mut self) -> Option<u32> {
+        loop {
+            match self.by_finish.pop() {
+                Some((_, q)) => {
+                    let s = self.queues.get(q as usize).state.s;
+                    if s <= self.v {
+                        return Some(q);
+                    }
+                    self.parked.insert(q, s);
+                }
+                None => {
+                    let s = self.parked.peek()?.0;
+                    self.v = self.v.max(s);
+                    self.unpark();
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn rebase(&mut self) {
+        self.v -= REBASE_BY;
+        for s in self.queues.states_mut() {
+            s.s = s.s.saturating_sub(REBASE_BY);
+            s.f = s.f.saturating_sub(REBASE_BY);
+        }
+        self.by_finish.rebase(REBASE_BY);
+        self.parked.rebase(REBASE_BY);
+    }
+}
+
+impl<T: Send> Discipline<T> for Wf2qPlus<T> {
+    #[inline(always)]
+    fn enqueue(
+        &mut self,
+        queue: QueueId,
+        item: T,
+        len: u32,
+        _now: Instant,
+    ) -> Result<(), Dropped<T>> {
+        match self.queues.push(queue, item, |item, _| (item, len)) {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                self.backlogged(queue, len);
+                Ok(())
+            }
+            Err((item, reason)) => Err(Dropped { item, reason }),
+        }
+    }
+
+    #[inline(always)]
+    fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
+        if !self.parked.is_empty() {
+            self.unpark();
+        }
+        let q = self.select()?;
+        let ((item, len), qu) = self.queues.pop(q as usize)?;
+        let x = (clamp_len(len) << 32) + self.v_rem;
+        self.v += x / self.wsum;
+        self.v_rem = x % self.wsum;
+        if let Some(&(_, next)) = qu.front() {
+            let s = &mut qu.state;
+            s.s = s.f;
+            s.f = s.s.saturating_add(span(next, s.step));
+            self.by_finish.insert(q, s.f);
+        }
+        if self.v >= REBASE_AT {
+            self.rebase();
+        }
+        Some((q, item))
+    }
+
+    fn len(&self) -> usize {
+        self.queues.len()
+    }
+
+    fn queue_len(&self, queue: QueueId) -> usize {
+        self.queues.queue_len(queue)
+    }
+}
+
+impl<T> Wf2qPlus<T> {
+    /// Tags a session that just became backlogged with an item of `len`.
+    #[inline(never)]
+    fn backlogged(&mut self, q: QueueId, len: u32) {
+        let v = self.v;
+        let s = &mut self.queues.get_mut(q as usize).state;
+        s.s = s.f.max(v);
+        s.f = s.s.saturating_add(span(len, s.step));
+        self.by_finish.insert(q, s.f);
+    }
+}

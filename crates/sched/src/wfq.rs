@@ -1,0 +1,297 @@
+//! Weighted fair queueing: packet-by-packet GPS (PGPS) with the GPS virtual
+//! time.
+
+use aurora_time::Instant;
+
+use crate::store::Queues;
+use crate::tagq::TagQueue;
+use crate::vt::{self, span, REBASE_AT, REBASE_BY};
+use crate::{Discipline, Dropped, Limits, QueueId};
+
+/// Fraction bits of [`Wfq`]'s work-per-nanosecond constant.
+const RATE_FRAC: u32 = 24;
+
+#[derive(Clone, Copy)]
+struct Session {
+    /// Finish tag of the session's last arrival.
+    f_last: u64,
+    step: u64,
+    weight: u32,
+    /// The weight the session adds to the fluid system's busy sum: its
+    /// weight while the fluid GPS system still serves it, else 0.
+    in_gps: u32,
+}
+
+/// Weighted fair queueing (Demers, Keshav and Shenker; Parekh and
+/// Gallager's PGPS): every item is stamped on arrival with the time it would
+/// finish in the fluid GPS system serving the same arrivals, and the line
+/// sends the waiting item with the smallest stamp.
+///
+/// GPS virtual time `V(t)` grows at `r / Σ_{i ∈ B(t)} w_i`, where `r` is the
+/// line rate and `B(t)` the sessions the *fluid* system is serving at `t`
+/// (not the packet queues). An item of length `L` arriving at `a` for
+/// session `i` of weight `w_i` gets `S = max(F_prev, V(a))` and
+/// `F = S + L / w_i`, `F_prev` being the session's previous finish tag. The
+/// fluid system stops serving session `i` when `V` reaches its last finish
+/// tag; [`Wfq`] keeps those tags in a priority queue and, each time `now`
+/// moves on, advances `V` piecewise from one such departure to the next,
+/// taking the departing sessions' weights out of the sum, so `V` is exact
+/// (to the fixed-point rounding) however the busy set changes. When the
+/// fluid system is empty `V` stands still.
+///
+/// Units: lengths in any unit (bytes, or 1 per cell), the line rate in the
+/// same unit per second, `now` in nanoseconds since the run's start, and
+/// tags in `2^-32` length unit per unit of weight. Ties go to the lower
+/// queue id. `now` must not go backwards (an earlier `now` counts as no
+/// time passing). A session's share of the line among the busy sessions is
+/// `w_i / Σ_{busy} w_j`; PGPS sends every item no later than its GPS
+/// finish time plus one maximum item time `Lmax / r`.
+pub struct Wfq<T> {
+    queues: Queues<(T, u32, u64), Session>,
+    /// Sessions with items, by the finish tag of their head item.
+    select: TagQueue,
+    /// Sessions in the fluid system, by a finish tag not after their last:
+    /// an entry found stale (the session got more since) is filed again.
+    gps: TagQueue,
+    v: u64,
+    /// Work done but not yet in `v`, in units of `2^-32` length unit.
+    carry: u64,
+    /// `Σ in_gps`.
+    wb: u64,
+    last: Instant,
+    /// Work per nanosecond in `2^-32` length units, times `2^RATE_FRAC`.
+    per_ns: u64,
+}
+
+impl<T> Wfq<T> {
+    /// WFQ over `weights.len()` queues, queue `i` of weight `weights[i]`, on
+    /// a line of `rate` length units per second, tuned for items of length
+    /// 1 (cells counted in cells).
+    ///
+    /// # Panics
+    /// If a weight or `rate` is 0, `rate` exceeds 2.5·10^11, or there are
+    /// more queues than [`QueueId`]s.
+    pub fn new(weights: &[u32], rate: u64, limits: Limits) -> Self {
+        Self::with_typical_len(weights, rate, limits, 1)
+    }
+
+    /// As [`Wfq::new`], with the calendar buckets sized for items of about
+    /// `len` (e.g. 1,500 for Ethernet frames counted in bytes). This only
+    /// tunes speed; the service order does not depend on it.
+    ///
+    /// # Panics
+    /// As [`Wfq::new`].
+    pub fn with_typical_len(weights: &[u32], rate: u64, limits: Limits, len: u32) -> Self {
+        assert!(rate > 0, "a WFQ line rate must be > 0");
+        let per_ns = (u128::from(rate) << (32 + RATE_FRAC)) / 1_000_000_000;
+        let per_ns = u64::try_from(per_ns).expect("WFQ line rate above 2.5e11 units/s");
+        let wsum: u64 = weights.iter().map(|&w| u64::from(w)).sum::<u64>().max(1);
+        let wmin = weights.iter().copied().min().unwrap_or(1);
+        let shift = vt::calendar_shift(len, wsum, wmin);
+        let n = weights.len();
+        Wfq {
+            queues: Queues::new(
+                weights.iter().map(|&w| Session {
+                    f_last: 0,
+                    step: vt::step(w),
+                    weight: w,
+                    in_gps: 0,
+                }),
+                limits,
+            ),
+            select: TagQueue::new(n, shift),
+            gps: TagQueue::new(n, shift + 3),
+            v: 0,
+            carry: 0,
+            wb: 0,
+            last: Instant::ZERO,
+            per_ns,
+        }
+    }
+
+    /// Sets `queue`'s weight. If the fluid system is serving the session,
+    /// its new weight counts in the busy sum (and so in how fast `V` grows)
+    /// from now on; items arriving from now on are stamped at the new
+    /// weight, items already waiting keep their stamps.
+    ///
+    /// # Panics
+    /// If `weight` is 0 or there is no such queue.
+    pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
+        let step = vt::step(weight);
+        let s = &mut self.queues.get_mut(queue as usize).state;
+        s.weight = weight;
+        s.step = step;
+        if s.in_gps > 0 {
+            self.wb = self.wb - u64::from(s.in_gps) + u64::from(weight);
+            s.in_gps = weight;
+        }
+    }
+
+    /// `queue`'s weight.
+    ///
+    /// # Panics
+    /// If there is no such queue.
+    pub fn weight(&self, queue: QueueId) -> u32 {
+        self.queues.get(queue as usize).state.weight
+    }
+
+    /// The GPS virtual time `V` as of the last call, in tag units (`2^-32`
+    /// length unit per unit of weight), lowered now and then by 2^61 to stay
+    /// in range.
+    pub fn virtual_time(&self) -> u64 {
+        self.v
+    }
+
+    /// Runs the fluid system from the last call to `now`.
+    #[inline(always)]
+    fn advance(&mut self, now: Instant) {
+        let dt = now.as_nanos().saturating_sub(self.last.as_nanos());
+        if dt <= 0 {
+            return;
+        }
+        self.last = now;
+        if self.wb == 0 {
+            return;
+        }
+        let work = (dt as u128 * u128::from(self.per_ns)) >> RATE_FRAC;
+        let x = u64::try_from(work)
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.carry);
+        // The common case: no fluid departure before `now`.
+        if let Some((d, _)) = self.gps.peek() {
+            if u128::from(x) < u128::from(d - self.v) * u128::from(self.wb) {
+                self.v += x / self.wb;
+                self.carry = x % self.wb;
+                return;
+            }
+        }
+        self.advance_past_departures(x);
+    }
+
+    /// Runs the fluid system through `x` work (`2^-32` length units), past
+    /// one or more departures.
+    #[inline(never)]
+    fn advance_past_departures(&mut self, mut x: u64) {
+        loop {
+            let Some((d, _)) = self.gps.peek() else {
+                unreachable!("a busy fluid system has a session");
+            };
+            let need = u128::from(d - self.v) * u128::from(self.wb);
+            if u128::from(x) < need {
+                self.v += x / self.wb;
+                self.carry = x % self.wb;
+                break;
+            }
+            x -= need as u64;
+            self.v = d;
+            self.depart(d);
+            if self.wb == 0 {
+                self.carry = 0;
+                break;
+            }
+        }
+        if self.v >= REBASE_AT {
+            self.rebase();
+        }
+    }
+
+    /// Takes the sessions whose last finish tag is `d` (= `V`) out of the
+    /// fluid system, and files again the entries that are stale.
+    fn depart(&mut self, d: u64) {
+        while let Some((k, q)) = self.gps.peek() {
+            if k > d {
+                break;
+            }
+            self.gps.pop();
+            let s = &mut self.queues.get_mut(q as usize).state;
+            if s.f_last > d {
+                self.gps.insert(q, s.f_last);
+            } else {
+                self.wb -= u64::from(s.in_gps);
+                s.in_gps = 0;
+            }
+        }
+    }
+
+    #[cold]
+    fn rebase(&mut self) {
+        self.v -= REBASE_BY;
+        for s in self.queues.states_mut() {
+            s.f_last = s.f_last.saturating_sub(REBASE_BY);
+        }
+        self.queues
+            .for_each_mut(|(_, _, f)| *f = f.saturating_sub(REBASE_BY));
+        self.select.rebase(REBASE_BY);
+        self.gps.rebase(REBASE_BY);
+    }
+}
+
+impl<T: Send> Discipline<T> for Wfq<T> {
+    #[inline(always)]
+    fn enqueue(
+        &mut self,
+        queue: QueueId,
+        item: T,
+        len: u32,
+        now: Instant,
+    ) -> Result<(), Dropped<T>> {
+        self.advance(now);
+        let v = self.v;
+        let mut tag = 0;
+        let mut fresh = false;
+        let pushed = self.queues.push(queue, item, |item, s| {
+            // A session has a fluid-system entry exactly while `in_gps > 0`.
+            fresh = s.in_gps == 0;
+            let start = if fresh {
+                s.in_gps = s.weight;
+                v
+            } else {
+                s.f_last.max(v)
+            };
+            tag = start.saturating_add(span(len, s.step));
+            s.f_last = tag;
+            (item, len, tag)
+        });
+        match pushed {
+            Ok(was_empty) => {
+                if fresh {
+                    self.entered_gps(queue);
+                }
+                if was_empty {
+                    self.select.insert(queue, tag);
+                }
+                Ok(())
+            }
+            Err((item, reason)) => Err(Dropped { item, reason }),
+        }
+    }
+
+    #[inline(always)]
+    fn dequeue(&mut self, now: Instant) -> Option<(QueueId, T)> {
+        self.advance(now);
+        let (_, q) = self.select.pop()?;
+        let ((item, _, _), qu) = self.queues.pop(q as usize)?;
+        if let Some(&(_, _, f)) = qu.front() {
+            self.select.insert(q, f);
+        }
+        Some((q, item))
+    }
+
+    fn len(&self) -> usize {
+        self.queues.len()
+    }
+
+    fn queue_len(&self, queue: QueueId) -> usize {
+        self.queues.queue_len(queue)
+    }
+}
+
+impl<T> Wfq<T> {
+    /// Files session `q`, just tagged, in the fluid system.
+    #[inline(never)]
+    fn entered_gps(&mut self, q: QueueId) {
+        let s = &self.queues.get(q as usize).state;
+        self.wb += u64::from(s.weight);
+        self.gps.insert(q, s.f_last);
+    }
+}
