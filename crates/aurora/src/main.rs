@@ -17,6 +17,7 @@ mod demo;
 mod lateness;
 mod node;
 mod ping;
+mod port_report;
 mod run;
 mod ttcp;
 

@@ -279,6 +279,9 @@ pub struct Report {
     /// wall clock) and what crossed them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tuns: Vec<crate::node::TunRow>,
+    /// Output ports under a discipline (`[[port]]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<crate::port_report::PortReport>,
     /// The ATOMIC LAN, if the network holds one: its mappings, flows,
     /// hosts and Mosaic nodes' drops.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -564,6 +567,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
             })
         })
         .collect();
+    r.ports = crate::port_report::report(&net.ports, &net.sim);
     if let Some(a) = &net.atomic {
         r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
@@ -803,6 +807,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                 .sum::<u64>(),
         lateness: None,
         tuns: Vec::new(),
+        ports: Vec::new(),
         atomic: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
@@ -901,6 +906,7 @@ pub fn text(r: &Report) -> String {
             t.name, t.read, t.written, t.refused, t.errors
         );
     }
+    s += &crate::port_report::text(&r.ports);
     if let Some(a) = &r.atomic {
         s += "\n";
         s += &crate::atomic_report::text(a);

@@ -8,8 +8,11 @@
 //! a cell may enter at all: partial packet discard (once a cell of an AAL5
 //! PDU is refused, the rest of it is, but its last cell), early packet
 //! discard (above a threshold, a new PDU is refused whole) and selective
-//! discard of CLP=1 cells. A queue at its own limit counts as a full
-//! buffer there, so what a queue refuses starts a partial discard too.
+//! discard of CLP=1 cells. The thresholds are the port's, and a queue is
+//! held to the same fractions of its own limit: the occupancy the discard
+//! sees is the port's or, if larger, the cell's queue's scaled up to the
+//! port's size (so a queue at its limit is a full buffer, and what a queue
+//! refuses starts a partial discard too).
 
 use aurora_sched::{Discipline, QueueId};
 use aurora_time::{Duration, Instant};
@@ -171,11 +174,14 @@ impl Port<CellBytes> for CellPort {
             None => (self.other, None),
         };
         if let (Some(d), Some(vc)) = (self.discard.as_mut(), vc) {
-            let occupancy = if self.discipline.queue_len(q) >= self.queue_limit {
+            let size = d.limits().size;
+            let queue = self.discipline.queue_len(q);
+            let scaled = if queue >= self.queue_limit {
                 usize::MAX
             } else {
-                self.discipline.len()
+                queue.saturating_mul(size) / self.queue_limit.max(1)
             };
+            let occupancy = self.discipline.len().max(scaled);
             if let Admission::Drop(why) = d.admit_cell(vc, &cell, occupancy) {
                 self.count_drop(q, why.name());
                 return Err((cell, why.name()));

@@ -66,6 +66,7 @@ mod ip;
 mod mixed;
 mod process;
 mod pvc;
+pub mod qos;
 pub use atomic::AtomicNet;
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 pub use mixed::{AtomicPart, MixedProcess};
@@ -112,6 +113,62 @@ pub struct File {
     /// IP flows between ATOMIC hosts.
     #[serde(default)]
     pub atomic_flow: Vec<Spanned<atomic::AtomicFlowDef>>,
+    /// Output ports under a discipline other than FIFO, or with PDU
+    /// discard.
+    #[serde(default)]
+    pub port: Vec<Spanned<PortDef>>,
+}
+
+/// An output port's discipline and buffer (`[[port]]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortDef {
+    /// The port, `switch:port` (or a host's name: its one port).
+    pub at: String,
+    /// `fifo`, `priority`, `drr`, `wfq`, `wf2q+`, `hwfq` or `flat`.
+    #[serde(default)]
+    pub discipline: Option<String>,
+    /// Cells the port holds in all (default: its link's buffer).
+    #[serde(default)]
+    pub buffer: Option<usize>,
+    /// Cells one queue holds (default: the port's buffer).
+    #[serde(default)]
+    pub queue_buffer: Option<usize>,
+    /// `tail` (default), `ppd` or `epd`.
+    #[serde(default)]
+    pub discard: Option<String>,
+    /// With `discard = "epd"`: from this many waiting cells on, new PDUs
+    /// are refused whole.
+    #[serde(default)]
+    pub epd: Option<usize>,
+    /// With `ppd` or `epd`: from this many waiting cells on, CLP=1 cells
+    /// are refused.
+    #[serde(default)]
+    pub clp1: Option<usize>,
+    /// `flat`: how often the leaves' weights are recomputed (default 0:
+    /// at every cell).
+    #[serde(default)]
+    pub update_period: Option<String>,
+    /// Length of the slices of time the report counts service in
+    /// (default 1ms).
+    #[serde(default)]
+    pub bin: Option<String>,
+    /// `hwfq` and `flat`: the tree of service classes.
+    #[serde(default)]
+    pub class: Vec<ClassDef>,
+}
+
+/// A service class of a port's tree (`[[port.class]]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassDef {
+    /// Its name.
+    pub name: String,
+    /// Its parent class (default: the root, the whole link).
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Its share of its parent, more than 0 and at most 1.
+    pub share: f64,
 }
 
 /// A switch.
@@ -303,6 +360,17 @@ pub struct PvcDef {
     /// VC at the receiving host.
     #[serde(default)]
     pub to_vc: Option<String>,
+    /// Its weight at every `drr`, `wfq` and `wf2q+` port it crosses,
+    /// 1 to 1,000,000 (default 1).
+    #[serde(default)]
+    pub weight: Option<u32>,
+    /// Its level at every `priority` port it crosses, 0 (the highest) to
+    /// 7 (default 7).
+    #[serde(default)]
+    pub priority: Option<u8>,
+    /// Its leaf class at every `hwfq` and `flat` port it crosses.
+    #[serde(default)]
+    pub class: Option<String>,
 }
 
 /// A flow of AAL5 PDUs on a PVC.
@@ -425,6 +493,8 @@ pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
     /// `aurora node`, and by `aurora run` for those given a network
     /// namespace.
     pub tuns: Vec<(NodeId, TunSpec)>,
+    /// Output ports under a discipline: the node and the plan.
+    pub ports: Vec<(NodeId, qos::PortPlan)>,
 }
 
 impl<F: aurora_net::Frame> Network<F> {
@@ -675,6 +745,8 @@ pub struct Blueprint {
     /// engine carrying units ([`Blueprint::into_mixed`],
     /// [`Blueprint::mixed_process`]).
     pub atomic: Option<AtomicNet>,
+    /// Output ports under a discipline.
+    pub ports: Vec<qos::PortPlan>,
 }
 
 /// A blueprint's names and circuits, kept for reporting after a run.
@@ -786,16 +858,34 @@ impl Blueprint {
         for n in self.nodes {
             sim.add_boxed(n as Box<dyn aurora_engine::EngineNode>);
         }
+        let problem = |msg: String| {
+            Problems(vec![Problem {
+                line: 0,
+                col: 0,
+                msg,
+            }])
+        };
         let mut links = Vec::new();
         for (a, b, spec) in self.links {
-            sim.connect((a.1, a.2), (b.1, b.2), spec).map_err(|e| {
-                Problems(vec![Problem {
-                    line: 0,
-                    col: 0,
-                    msg: e.to_string(),
-                }])
-            })?;
+            sim.connect((a.1, a.2), (b.1, b.2), spec)
+                .map_err(|e| problem(e.to_string()))?;
             links.push((a, b));
+        }
+        let mut ports = Vec::new();
+        for plan in self.ports {
+            let id = self
+                .hosts
+                .iter()
+                .map(|(n, id)| (n, *id))
+                .chain(self.switches.iter().map(|(n, id, _)| (n, *id)))
+                .find(|(n, _)| **n == plan.node)
+                .map(|(_, id)| id)
+                .ok_or_else(|| {
+                    problem(format!("port {}:{} names no node", plan.node, plan.port))
+                })?;
+            sim.set_port(id, plan.port, Box::new(plan.cell_port()))
+                .map_err(|e| problem(e.to_string()))?;
+            ports.push((id, plan));
         }
         Ok(Network {
             sim,
@@ -808,6 +898,7 @@ impl Blueprint {
             pins: self.pins,
             atomic: None,
             tuns: self.tuns,
+            ports,
         })
     }
 }

@@ -103,6 +103,9 @@ impl Blueprint {
     /// Takes the blueprint and its ATOMIC part apart into numbered nodes
     /// and directions (see the module's introduction).
     fn whole(&mut self, seed: u64) -> Result<Whole, String> {
+        if !self.ports.is_empty() {
+            return Err(crate::qos::NO_PORTS_HERE.into());
+        }
         let atomic = self.atomic.take().ok_or("the network has no ATOMIC part")?;
         let mut plan = atomic.plan(seed);
         // Each router's host on the LAN, taken out to run inside it.
@@ -316,6 +319,7 @@ impl Blueprint {
             pins: self.pins,
             tuns,
             atomic: Some(atomic),
+            ports: Vec::new(),
         })
     }
 

@@ -303,7 +303,11 @@ impl Blueprint {
             pvcs,
             pins: _,
             atomic: _,
+            ports,
         } = self;
+        if !ports.is_empty() {
+            return Err(crate::qos::NO_PORTS_HERE.into());
+        }
         let mut node_names: Vec<String> = (0..nodes.len()).map(|i| format!("node {i}")).collect();
         let named = hosts
             .iter()

@@ -31,6 +31,7 @@ impl Reader<'_> {
             flows,
             pings,
             atomic,
+            port_plans,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -192,6 +193,7 @@ impl Reader<'_> {
             pvcs,
             pins,
             atomic,
+            ports: port_plans,
         })
     }
 }

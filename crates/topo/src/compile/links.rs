@@ -20,7 +20,7 @@ pub(super) type Join = (PortId, PortId, usize);
 
 impl Reader<'_> {
     /// Reads link end `s` (`host` or `node:port`) of the link at `span`.
-    fn link_end(&mut self, span: Range<usize>, s: &str) -> Option<End> {
+    pub(super) fn link_end(&mut self, span: Range<usize>, s: &str) -> Option<End> {
         let c = &mut self.c;
         let (name, port) = match s.split_once(':') {
             Some((n, p)) => match p.parse::<PortId>() {

@@ -9,6 +9,7 @@
 //! | [`Reader::ip_settings`], [`Reader::atmarp_servers`], [`Reader::ip_hosts_beside_vunet`] | `ip.rs` | IP hosts' and routers' settings, addresses, ATMARP |
 //! | [`Reader::links`] | `links.rs` | links: ends, rates, delays, buffers, transports |
 //! | [`Reader::pvcs`] | `pvc.rs` | PVCs: paths, hops, VCs, table entries |
+//! | [`Reader::ports`] | `qos.rs` | output ports' disciplines, buffers and PDU discard |
 //! | [`Reader::flows`], [`Reader::pings`] | `traffic.rs` | flows and pings on PVCs |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
@@ -26,7 +27,7 @@ use aurora_net::traffic::Flow;
 use aurora_net::PortId;
 
 use crate::pvc::{Entries, Kind};
-use crate::{escape, AtomicNet, File, Problem, Problems, Transport, TunSpec};
+use crate::{escape, AtomicNet, File, Problem, Problems, PvcDef, Transport, TunSpec};
 
 mod atomic;
 mod build;
@@ -35,6 +36,7 @@ mod ip;
 mod links;
 mod nodes;
 mod pvc;
+mod qos;
 mod traffic;
 
 pub(crate) use checks::plain_name;
@@ -139,6 +141,13 @@ pub(crate) struct Reader<'f> {
     pvc_names: Names,
     /// Routed PVCs by name (the first, if a name is used twice).
     by_name: BTreeMap<&'f str, usize>,
+    /// Each output port a routed PVC leaves through: the PVC's VC on
+    /// that link, and the PVC.
+    crossing: BTreeMap<End, Vec<(aurora_wire::cell::VcId, &'f PvcDef)>>,
+
+    // Ports.
+    /// Ports under a discipline.
+    port_plans: Vec<crate::qos::PortPlan>,
 
     // Traffic.
     /// Flows, each with its PVC's name.
@@ -167,6 +176,8 @@ impl<'f> Reader<'f> {
             pvcs: Vec::new(),
             pvc_names: Names::new("PVC name"),
             by_name: BTreeMap::new(),
+            crossing: BTreeMap::new(),
+            port_plans: Vec::new(),
             flows: Vec::new(),
             pings: Vec::new(),
             atomic: None,
@@ -187,6 +198,7 @@ impl<'f> Reader<'f> {
         self.node_names();
         self.links();
         self.pvcs();
+        self.ports();
         self.flows();
         self.pings();
         self.atmarp_servers();

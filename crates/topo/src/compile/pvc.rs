@@ -225,6 +225,12 @@ impl<'f> Reader<'f> {
                 return None;
             }
         };
+        for (h, vc) in hops.iter().zip(&vcs) {
+            self.crossing
+                .entry((h.from.clone(), h.from_port))
+                .or_default()
+                .push((*vc, d));
+        }
         Some(RoutedPvc {
             name: &d.name,
             from: &d.path[0],

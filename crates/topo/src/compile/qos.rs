@@ -1,0 +1,251 @@
+//! The ports step: each `[[port]]`'s place (a linked port of an ATM switch
+//! or a host), discipline, buffers and PDU discard, and the queues of the
+//! PVCs that leave through it, with their weights or levels.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use aurora_sched::{Limits, QueueId};
+use aurora_time::Duration;
+use aurora_tm::discard::BufferLimits;
+
+use super::checks::duration_in;
+use super::Reader;
+use crate::pvc::Kind;
+use crate::qos::{DisciplineSpec, PortPlan};
+use crate::{PortDef, MAX_BUFFER};
+
+/// Priority levels.
+const LEVELS: u8 = 8;
+/// The largest weight.
+const MAX_WEIGHT: u32 = 1_000_000;
+/// Service slices: 1 µs to 1 s.
+const BIN_RANGE: super::checks::DurationRange = (
+    Duration::from_micros(1),
+    Duration::from_secs(1),
+    "1us to 1s",
+);
+
+impl Reader<'_> {
+    /// Every `[[port]]`.
+    pub(super) fn ports(&mut self) {
+        let file = self.file;
+        let mut seen = BTreeSet::new();
+        for p in &file.port {
+            let span = p.span();
+            if let Some(plan) = self.port(span.clone(), p.get_ref()) {
+                if !seen.insert((plan.node.clone(), plan.port)) {
+                    self.c.at(
+                        span,
+                        format!("port \"{}\" has two [[port]] entries", p.get_ref().at),
+                    );
+                    continue;
+                }
+                self.port_plans.push(plan);
+            }
+        }
+    }
+
+    /// One `[[port]]`, `d` at `span`: `None` if anything is wrong
+    /// (reported).
+    fn port(&mut self, span: Range<usize>, d: &PortDef) -> Option<PortPlan> {
+        let (node, port) = self.link_end(span.clone(), &d.at)?;
+        let c = &mut self.c;
+        if !matches!(self.kinds[&node], Kind::Switch(_) | Kind::Host) {
+            c.at(
+                span,
+                format!(
+                    "port \"{}\": only an ATM switch's or a host's ports take a discipline",
+                    d.at
+                ),
+            );
+            return None;
+        }
+        let Some((_, _, spec, _)) = self
+            .links
+            .iter()
+            .find(|(a, b, _, _)| (a.0 == node && a.1 == port) || (b.0 == node && b.1 == port))
+        else {
+            c.at(span, format!("port \"{}\" has no link", d.at));
+            return None;
+        };
+        let (rate, link_buffer) = (spec.rate, spec.buffer);
+        let mut ok = true;
+        let buffer = d.buffer.unwrap_or(link_buffer);
+        for (what, v) in [("buffer", Some(buffer)), ("queue_buffer", d.queue_buffer)] {
+            if let Some(v) = v {
+                if v == 0 || v > MAX_BUFFER {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "port \"{}\": {what} {v} is outside 1 to {MAX_BUFFER} cells",
+                            d.at
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        let queue_buffer = d.queue_buffer.unwrap_or(buffer).min(buffer);
+        let discard = match d.discard.as_deref().unwrap_or("tail") {
+            "tail" => {
+                if d.epd.is_some() || d.clp1.is_some() {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "port \"{}\": epd and clp1 thresholds need discard = \"ppd\" or \"epd\"",
+                            d.at
+                        ),
+                    );
+                    ok = false;
+                }
+                None
+            }
+            how @ ("ppd" | "epd") => {
+                let epd = match (how, d.epd) {
+                    ("epd", Some(t)) => t,
+                    ("epd", None) => {
+                        c.at(
+                            span.clone(),
+                            format!(
+                                "port \"{}\": discard = \"epd\" needs an epd threshold",
+                                d.at
+                            ),
+                        );
+                        ok = false;
+                        buffer
+                    }
+                    (_, Some(_)) => {
+                        c.at(
+                            span.clone(),
+                            format!(
+                                "port \"{}\": an epd threshold needs discard = \"epd\"",
+                                d.at
+                            ),
+                        );
+                        ok = false;
+                        buffer
+                    }
+                    _ => buffer,
+                };
+                for (what, t) in [("epd", epd), ("clp1", d.clp1.unwrap_or(buffer))] {
+                    if t == 0 || t > buffer {
+                        c.at(
+                            span.clone(),
+                            format!(
+                                "port \"{}\": the {what} threshold {t} is outside 1 to the buffer, {buffer} cells",
+                                d.at
+                            ),
+                        );
+                        ok = false;
+                    }
+                }
+                Some(BufferLimits {
+                    size: buffer,
+                    epd,
+                    clp1: d.clp1.unwrap_or(buffer),
+                })
+            }
+            other => {
+                c.at(
+                    span.clone(),
+                    format!(
+                        "port \"{}\": discard \"{other}\" is not tail, ppd or epd",
+                        d.at
+                    ),
+                );
+                ok = false;
+                None
+            }
+        };
+        let bin = match &d.bin {
+            None => Some(Duration::from_millis(1)),
+            Some(s) => duration_in(c, span.clone(), "bin", s, BIN_RANGE),
+        };
+        // The PVCs leaving through the port, each a queue (priority: each
+        // level a queue), and a last queue for any other cells.
+        let crossing = self
+            .crossing
+            .get(&(node.clone(), port))
+            .cloned()
+            .unwrap_or_default();
+        let mut queues: Vec<String> = Vec::new();
+        let mut vcs = Vec::new();
+        let mut weights = Vec::new();
+        let name = d.discipline.as_deref().unwrap_or("fifo");
+        match name {
+            "priority" => {
+                queues = (0..LEVELS).map(|l| format!("level {l}")).collect();
+                for (vc, p) in &crossing {
+                    let level = p.priority.unwrap_or(LEVELS - 1);
+                    if level >= LEVELS {
+                        c.at(
+                            span.clone(),
+                            format!(
+                                "PVC \"{}\": priority {level} is outside 0 to {}",
+                                p.name,
+                                LEVELS - 1
+                            ),
+                        );
+                        ok = false;
+                    }
+                    vcs.push((*vc, QueueId::from(level.min(LEVELS - 1))));
+                }
+            }
+            "fifo" | "drr" | "wfq" | "wf2q+" => {
+                for (vc, p) in &crossing {
+                    let w = p.weight.unwrap_or(1);
+                    if !(1..=MAX_WEIGHT).contains(&w) {
+                        c.at(
+                            span.clone(),
+                            format!(
+                                "PVC \"{}\": weight {w} is outside 1 to {MAX_WEIGHT}",
+                                p.name
+                            ),
+                        );
+                        ok = false;
+                    }
+                    vcs.push((*vc, queues.len() as QueueId));
+                    queues.push(p.name.clone());
+                    weights.push(w.clamp(1, MAX_WEIGHT));
+                }
+            }
+            other => {
+                c.at(
+                    span.clone(),
+                    format!(
+                        "port \"{}\": discipline \"{other}\" is not fifo, priority, drr, wfq or wf2q+",
+                        d.at
+                    ),
+                );
+                return None;
+            }
+        }
+        queues.push("other".into());
+        weights.push(1);
+        let discipline = match name {
+            "fifo" => DisciplineSpec::Fifo,
+            "priority" => DisciplineSpec::Priority,
+            "drr" => DisciplineSpec::Drr(weights),
+            "wfq" => DisciplineSpec::Wfq(weights),
+            _ => DisciplineSpec::Wf2qPlus(weights),
+        };
+        if !ok {
+            return None;
+        }
+        Some(PortPlan {
+            node,
+            port,
+            discipline,
+            queues,
+            vcs,
+            limits: Limits {
+                port: buffer,
+                queue: queue_buffer,
+            },
+            discard,
+            rate,
+            bin: bin?,
+        })
+    }
+}

@@ -1,0 +1,110 @@
+//! Output ports under a discipline (`[[port]]` in a topology file): what the
+//! file asked for, compiled ([`PortPlan`]), and the engine port made from
+//! it ([`PortPlan::cell_port`]).
+
+use aurora_engine::cell_port::{vc_key, CellPort};
+use aurora_net::PortId;
+use aurora_sched::{Discipline, Limits, QueueId};
+use aurora_time::{Duration, Instant};
+use aurora_tm::discard::BufferLimits;
+use aurora_wire::cell::Header;
+use aurora_wire::cell::VcId;
+use aurora_wire::CellBytes;
+use rustc_hash::FxHashMap;
+
+/// Why a network with `[[port]]` disciplines cannot run somewhere.
+pub const NO_PORTS_HERE: &str =
+    "[[port]] disciplines run only in one aurora run of a network of cells, \
+     not in aurora node processes or beside ATOMIC parts yet";
+
+/// A port's discipline, with what it needs per queue.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DisciplineSpec {
+    /// First in, first out across all queues.
+    Fifo,
+    /// Strict priority: queue `i` is level `i`, 0 the highest.
+    Priority,
+    /// Deficit round robin, a quantum in cells per queue.
+    Drr(Vec<u32>),
+    /// Weighted fair queueing (PGPS), a weight per queue.
+    Wfq(Vec<u32>),
+    /// WF2Q+, a weight per queue.
+    Wf2qPlus(Vec<u32>),
+}
+
+impl DisciplineSpec {
+    /// The name a topology file uses.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DisciplineSpec::Fifo => "fifo",
+            DisciplineSpec::Priority => "priority",
+            DisciplineSpec::Drr(_) => "drr",
+            DisciplineSpec::Wfq(_) => "wfq",
+            DisciplineSpec::Wf2qPlus(_) => "wf2q+",
+        }
+    }
+}
+
+/// An output port as the file set it up, compiled.
+#[derive(Clone, Debug)]
+pub struct PortPlan {
+    /// The node.
+    pub node: String,
+    /// Its port.
+    pub port: PortId,
+    /// The discipline.
+    pub discipline: DisciplineSpec,
+    /// Each queue's name (a PVC, a priority level, a class), in queue
+    /// order; the last is `other`, for cells of VCs no PVC set up.
+    pub queues: Vec<String>,
+    /// The VC each PVC crossing the port has on its link, and its queue.
+    pub vcs: Vec<(VcId, QueueId)>,
+    /// Buffer limits in cells.
+    pub limits: Limits,
+    /// PDU discard, if the port has it.
+    pub discard: Option<BufferLimits>,
+    /// The link's rate, cells per second.
+    pub rate: f64,
+    /// The slices of time service is counted in.
+    pub bin: Duration,
+}
+
+impl PortPlan {
+    /// The port the engine runs: the discipline over the plan's queues.
+    pub fn cell_port(&self) -> CellPort {
+        let n = self.queues.len();
+        let limits = self.limits;
+        let d: Box<dyn Discipline<(Instant, CellBytes)>> = match &self.discipline {
+            DisciplineSpec::Fifo => Box::new(aurora_sched::Fifo::new(n, limits)),
+            DisciplineSpec::Priority => Box::new(aurora_sched::Priority::new(n, limits)),
+            DisciplineSpec::Drr(q) => Box::new(aurora_sched::Drr::new(q, limits)),
+            DisciplineSpec::Wfq(w) => Box::new(aurora_sched::Wfq::new(
+                w,
+                self.rate.round().max(1.0) as u64,
+                limits,
+            )),
+            DisciplineSpec::Wf2qPlus(w) => Box::new(aurora_sched::Wf2qPlus::new(w, limits)),
+        };
+        let vcs: FxHashMap<u32, (QueueId, usize)> = self
+            .vcs
+            .iter()
+            .enumerate()
+            .map(|(i, &(vc, q))| (key_of(vc), (q, i)))
+            .collect();
+        CellPort::new(
+            d,
+            n,
+            limits.queue,
+            vcs,
+            (n - 1) as QueueId,
+            self.discard,
+            self.bin,
+        )
+    }
+}
+
+/// The classification key of VC `vc`'s cells.
+fn key_of(vc: VcId) -> u32 {
+    let b = Header::data(vc).to_bytes4().unwrap_or([0; 4]);
+    vc_key(&b)
+}
