@@ -1,0 +1,179 @@
+//! `[[port]]`: output ports under a discipline. Bad entries are refused at
+//! load time with their place; good ones run: weights share a congested
+//! port, priority levels are served in order, early packet discard
+//! delivers more whole PDUs than tail drop, and every cell offered to a
+//! port is served or dropped by a named reason.
+
+use aurora_engine::cell_port::CellPort;
+use aurora_time::Instant;
+
+/// Hosts a and b into switch port s:2, which leads to host c over a line
+/// a quarter as fast as theirs; a flow of 9180-byte PDUs from each, each
+/// 90 % of the slow line.
+const NET: &str = r#"
+[[switch]]
+name = "s"
+ports = 3
+
+[[host]]
+name = "a"
+
+[[host]]
+name = "b"
+
+[[host]]
+name = "c"
+
+[[link]]
+a = "a"
+b = "s:0"
+rate = "oc12"
+delay = "2us"
+
+[[link]]
+a = "b"
+b = "s:1"
+rate = "oc12"
+delay = "2us"
+
+[[link]]
+a = "s:2"
+b = "c"
+rate = "oc3"
+delay = "2us"
+
+[[flow]]
+pvc = "a-c"
+sdu = 9180
+count = 1000000
+interval = "600us"
+
+[[flow]]
+pvc = "b-c"
+sdu = 9180
+count = 1000000
+interval = "600us"
+"#;
+
+fn pvcs(a: &str, b: &str) -> String {
+    format!(
+        "\n[[pvc]]\nname = \"a-c\"\npath = [\"a\", \"s\", \"c\"]\n{a}\n\
+         \n[[pvc]]\nname = \"b-c\"\npath = [\"b\", \"s\", \"c\"]\n{b}\n"
+    )
+}
+
+fn problems(more: &str) -> String {
+    match aurora_topo::load(&format!("{NET}{}{more}", pvcs("", "")), 1) {
+        Ok(_) => String::new(),
+        Err(p) => p.to_string(),
+    }
+}
+
+#[test]
+fn bad_ports_are_refused_with_their_place() {
+    let cases = [
+        ("at = \"s:9\"", "switch \"s\" has ports 0 to 2, not 9"),
+        (
+            "at = \"s:2\"\ndiscipline = \"lottery\"",
+            "discipline \"lottery\" is not",
+        ),
+        (
+            "at = \"s:2\"\nepd = 10",
+            "need discard = \"ppd\" or \"epd\"",
+        ),
+        ("at = \"s:2\"\ndiscard = \"epd\"", "needs an epd threshold"),
+        (
+            "at = \"s:2\"\ndiscard = \"epd\"\nepd = 9000",
+            "outside 1 to the buffer",
+        ),
+        (
+            "at = \"s:2\"\ndiscard = \"early\"",
+            "is not tail, ppd or epd",
+        ),
+        ("at = \"s:2\"\nbuffer = 0", "buffer 0 is outside"),
+        ("at = \"s:2\"\nbin = \"2s\"", "outside 1us to 1s"),
+        ("at = \"nobody:1\"", "names no host, switch"),
+    ];
+    for (port, want) in cases {
+        let more = format!("\n[[port]]\n{port}\n");
+        let t = problems(&more);
+        let line = format!("{NET}{}", pvcs("", "")).lines().count() + 2;
+        assert!(t.contains(want), "{port}: {t}");
+        assert!(t.starts_with(&format!("{line}:1: ")), "{port}: {t}");
+    }
+    let twice = "\n[[port]]\nat = \"s:2\"\n\n[[port]]\nat = \"s:2\"\n";
+    assert!(problems(twice).contains("two [[port]] entries"));
+    let weight = format!(
+        "{NET}{}\n[[port]]\nat = \"s:2\"\ndiscipline = \"drr\"\n",
+        pvcs("weight = 0", "")
+    );
+    let t = aurora_topo::load(&weight, 1).err().unwrap().to_string();
+    assert!(t.contains("weight 0 is outside 1 to 1000000"), "{t}");
+}
+
+/// Runs `port` (a `[[port]]` body) with PVC settings `a` and `b` for
+/// `ms` of virtual time; per queue (a-c, b-c) the cells served, and per
+/// PVC the PDUs delivered whole.
+fn run(port: &str, a: &str, b: &str, ms: i64) -> ([u64; 2], [u64; 2]) {
+    let text = format!("{NET}{}\n[[port]]\nat = \"s:2\"\n{port}\n", pvcs(a, b));
+    let mut net = aurora_topo::load(&text, 1).unwrap();
+    let (s, c) = (net.switches[0].1, net.hosts[2].1);
+    net.sim.run_until(Instant::from_millis(ms));
+    let p = net
+        .sim
+        .port::<CellPort>(s, 2)
+        .expect("the port has its discipline");
+    let st = p.stats();
+    // Every cell offered to the port was served, is waiting or on the
+    // line, or was dropped by a named reason.
+    let link = net.sim.link(s, 2).unwrap();
+    let dropped: u64 = st.iter().map(|q| q.dropped_total()).sum();
+    let served: u64 = st.iter().map(|q| q.served).sum();
+    assert_eq!(link.overflow, dropped);
+    let waiting = net.sim.queued(s, 2).unwrap() as u64;
+    assert_eq!(link.offered, served + waiting + dropped);
+    let host = net.sim.node::<aurora_net::traffic::TrafficHost>(c).unwrap();
+    let whole = net.pvcs.iter().map(|p| host.received(p.to_vc).delivered);
+    let whole: Vec<u64> = whole.collect();
+    ([st[0].served, st[1].served], [whole[0], whole[1]])
+}
+
+#[test]
+fn weights_share_a_congested_port() {
+    for d in ["drr", "wfq", "wf2q+"] {
+        let port = format!("discipline = \"{d}\"\nbuffer = 2000\nqueue_buffer = 1000");
+        let (served, _) = run(&port, "weight = 3", "weight = 1", 100);
+        let share = served[0] as f64 / (served[0] + served[1]) as f64;
+        assert!((share - 0.75).abs() < 0.01, "{d}: {served:?}");
+    }
+    // FIFO shares by arrival, whatever the weights: the two equal flows
+    // get about half each.
+    let (served, _) = run("buffer = 2000", "weight = 3", "weight = 1", 100);
+    let share = served[0] as f64 / (served[0] + served[1]) as f64;
+    assert!((share - 0.5).abs() < 0.1, "fifo: {served:?}");
+}
+
+#[test]
+fn a_higher_priority_level_is_served_first() {
+    // Each level has room of its own, so the low level cannot fill the
+    // buffer the high one needs.
+    let port = "discipline = \"priority\"\nbuffer = 2000\nqueue_buffer = 500";
+    let (served, whole) = run(port, "priority = 0", "priority = 1", 100);
+    // a alone fits the line (90 %); b gets what a leaves.
+    assert!(whole[0] > 0 && served[1] > 0, "{served:?} {whole:?}");
+    let line = 353_207.0 * 0.1; // cells per 100 ms at OC-3
+    assert!(served[0] as f64 > 0.85 * line, "{served:?}");
+    assert!((served[0] + served[1]) as f64 > 0.97 * line, "{served:?}");
+}
+
+#[test]
+fn early_packet_discard_delivers_more_whole_pdus_than_tail_drop() {
+    let (_, tail) = run("buffer = 1000", "", "", 200);
+    let (_, ppd) = run("buffer = 1000\ndiscard = \"ppd\"", "", "", 200);
+    let (_, epd) = run("buffer = 1000\ndiscard = \"epd\"\nepd = 600", "", "", 200);
+    let sum = |v: [u64; 2]| v[0] + v[1];
+    // The line carries about 38 PDUs in 200 ms.
+    assert!(sum(epd) >= 30, "epd {epd:?}");
+    assert!(sum(epd) > 2 * sum(tail), "epd {epd:?}, tail {tail:?}");
+    assert!(sum(ppd) >= sum(tail), "ppd {ppd:?}, tail {tail:?}");
+}
