@@ -638,4 +638,144 @@ mod tests {
         assert_eq!(s.counters(0).unwrap().dropped(SwitchDrop::SegmentOam), 2);
         assert_eq!(s.counters(1).unwrap().cells_out, 14);
     }
+
+    fn at(ns: i64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn header(c: &CellBytes) -> Header {
+        let view = aurora_wire::cell::Cell::new_checked(&c[..]).unwrap();
+        assert!(view.hec_ok());
+        view.header(Format::Uni)
+    }
+
+    /// GCRA(10 ns, 0): cells 10 ns apart conform, one between does not.
+    fn upc(action: aurora_tm::Action) -> Upc {
+        let c = aurora_tm::Contract::peak(100_000_000, aurora_time::Duration::ZERO).unwrap();
+        Upc::new(&c, aurora_tm::Definition::Clp01, action)
+    }
+
+    #[test]
+    fn police_needs_an_entry_and_replaces_a_policer() {
+        let (vc, out_vc) = (VcId::new(0, 40), VcId::new(0, 41));
+        let mut s = AtmSwitch::new(2, Format::Uni);
+        assert_eq!(
+            s.police(0, vc, upc(aurora_tm::Action::Drop)),
+            Err(TableError::NoEntry(0, vc))
+        );
+        assert_eq!(
+            s.police(5, vc, upc(aurora_tm::Action::Drop)),
+            Err(TableError::NoSuchPort(5))
+        );
+        s.add_vc(0, vc, 1, out_vc).unwrap();
+        s.add_vp(0, 9, 1, 9).unwrap();
+        assert_eq!(
+            s.police(0, VcId::new(9, 50), upc(aurora_tm::Action::Drop)),
+            Err(TableError::NoEntry(0, VcId::new(9, 50))),
+            "a VP cross-connect's VCs are not policed"
+        );
+        assert_eq!(s.police_counters(0, vc), None);
+        s.police(0, vc, upc(aurora_tm::Action::Drop)).unwrap();
+        let mut out = Outbox::default();
+        s.receive(at(0), 0, &[cell(vc, Pti::DATA)], &mut out);
+        s.receive(at(1), 0, &[cell(vc, Pti::DATA)], &mut out);
+        assert_eq!(s.police_counters(0, vc).unwrap().dropped_nonconforming, 1);
+        // Again: a new policer, new counts, in the same place.
+        s.police(0, vc, upc(aurora_tm::Action::Tag)).unwrap();
+        assert_eq!(
+            s.police_counters(0, vc),
+            Some(aurora_tm::UpcCounters::default())
+        );
+        assert_eq!(s.policed().count(), 1);
+        assert_eq!(s.police_counters(1, vc), None);
+    }
+
+    #[test]
+    fn policing_tags_or_drops_on_both_paths_and_tells_the_driver() {
+        let (vc, out_vc) = (VcId::new(0, 40), VcId::new(3, 41));
+        for action in [aurora_tm::Action::Tag, aurora_tm::Action::Drop] {
+            let mut s = AtmSwitch::new(2, Format::Uni);
+            s.add_vc(0, vc, 1, out_vc).unwrap();
+            s.police(0, vc, upc(action)).unwrap();
+            let mut out = Outbox::default();
+            out.track_drops(true);
+            // 0 conforms; 5 does not (fast path); 10 conforms; 12 does not
+            // and arrives with a one-bit header error (the slow path).
+            let mut bad = cell(vc, Pti::DATA_END);
+            bad[2] ^= 0x10;
+            for (t, c) in [
+                (0, cell(vc, Pti::DATA)),
+                (5, cell(vc, Pti::DATA)),
+                (10, cell(vc, Pti::DATA)),
+                (12, bad),
+            ] {
+                s.receive(at(t), 0, &[c], &mut out);
+            }
+            let sent: Vec<_> = out.drain().collect();
+            let drops: Vec<_> = out.drain_drops().collect();
+            let k = s.counters(0).unwrap();
+            assert_eq!(k.hec_corrected, 1);
+            match action {
+                aurora_tm::Action::Tag => {
+                    assert_eq!(sent.len(), 4);
+                    let clp: Vec<bool> = sent.iter().map(|(_, c)| header(c).clp).collect();
+                    assert_eq!(clp, [false, true, false, true]);
+                    for (p, c) in &sent {
+                        assert_eq!(*p, 1);
+                        assert_eq!(header(c).vc(), out_vc);
+                    }
+                    assert_eq!(header(&sent[3].1).pti, Pti::DATA_END);
+                    assert!(drops.is_empty());
+                    assert_eq!((k.tagged, k.dropped_total()), (2, 0));
+                    let u = s.police_counters(0, vc).unwrap();
+                    assert_eq!((u.conforming, u.tagged), (2, 2));
+                }
+                aurora_tm::Action::Drop => {
+                    assert_eq!(sent.len(), 2);
+                    assert!(sent.iter().all(|(_, c)| !header(c).clp));
+                    assert_eq!(drops.len(), 2);
+                    assert!(drops
+                        .iter()
+                        .all(|(p, _, why)| *p == 0 && *why == "upc_drop"));
+                    assert_eq!(drops[1].1, bad, "the cell as it arrived");
+                    assert_eq!((k.tagged, k.dropped(SwitchDrop::Policed)), (0, 2));
+                    assert_eq!(k.dropped_total(), 2);
+                    let u = s.police_counters(0, vc).unwrap();
+                    assert_eq!((u.conforming, u.dropped_nonconforming), (2, 2));
+                }
+            }
+            assert_eq!(s.counters(1).unwrap().cells_out, sent.len() as u64);
+        }
+    }
+
+    #[test]
+    fn end_to_end_oam_is_policed_and_segment_oam_is_not() {
+        use aurora_wire::oam::{OamFlow, OamRepr};
+        let vc = VcId::new(1, 77);
+        let mut s = AtmSwitch::new(2, Format::Uni);
+        s.add_vc(0, vc, 1, vc).unwrap();
+        s.police(0, vc, upc(aurora_tm::Action::Drop)).unwrap();
+        let oam = |flow: OamFlow| {
+            let p = OamRepr::loopback_request(1, [9; 16]).emit();
+            build_cell(&flow.header(vc), &p).unwrap()
+        };
+        let mut out = Outbox::default();
+        // A user cell at 0 uses the peak interval up to 10: the
+        // end-to-end OAM cell at 3 is part of the VC's flow and is dropped;
+        // the segment request at 4 ends here, answered, and is not judged.
+        s.receive(at(0), 0, &[cell(vc, Pti::DATA)], &mut out);
+        s.receive(at(3), 0, &[oam(OamFlow::F5EndToEnd)], &mut out);
+        s.receive(at(4), 0, &[oam(OamFlow::F5Segment)], &mut out);
+        // At 10 an end-to-end cell conforms and is switched; then a user
+        // cell at 15 does not, since the OAM cell used the interval.
+        s.receive(at(10), 0, &[oam(OamFlow::F5EndToEnd)], &mut out);
+        s.receive(at(15), 0, &[cell(vc, Pti::DATA)], &mut out);
+        let sent: Vec<_> = out.drain().collect();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[1].0, 0, "the loopback answer goes back");
+        let u = s.police_counters(0, vc).unwrap();
+        assert_eq!((u.conforming, u.dropped_nonconforming), (2, 2));
+        let k = s.counters(0).unwrap();
+        assert_eq!((k.oam_looped, k.dropped(SwitchDrop::Policed)), (1, 2));
+    }
 }
