@@ -30,6 +30,9 @@
 //!   counts cells as they leave.
 //! * [`TrafficHost::stop_sending_at`] starts no PDU at or after the stop;
 //!   a PDU already leaving finishes, its cells still shaped.
+//! * Only a flow's own cells are shaped: a ping on the same VC sends its
+//!   OAM cells when it likes, and a switch policing the VC counts them
+//!   (see [`crate::switch`]).
 
 use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, RxStats, Status, TxError, VcConfig};
 use aurora_time::{Duration, Instant};
@@ -223,8 +226,9 @@ impl TrafficHost {
         }
     }
 
-    /// Sends nothing more from `t` on (the end of a run's sending time;
-    /// what is on its way then is left to arrive).
+    /// Starts no PDU from `t` on (the end of a run's sending time; what is
+    /// on its way then is left to arrive). A shaped flow's PDU already
+    /// leaving at `t` finishes, its cells still shaped.
     pub fn stop_sending_at(&mut self, t: Instant) {
         self.stop = Some(t);
     }
@@ -515,8 +519,10 @@ fn poll_shaped(
             };
             let k = pattern(t.flow, t.seq, f.spec.sdu_len, sdu);
             let Ok(n) = f.tx.segment_into(sdu, PduOptions::default(), &mut s.cells) else {
-                // Cannot happen (the buffer was sized for the PDU); if it
-                // did, the flow would stop rather than skip a PDU.
+                // Cannot happen (the buffer was sized for the PDU and the
+                // length checked); if it did, the flow would end here
+                // rather than skip a PDU or ask to be polled for ever.
+                f.spec.count = f.sent;
                 break;
             };
             tag::patch_last_cell(t, k, &mut s.cells[n - 1]);
