@@ -8,8 +8,8 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`switch`] | the ATM cell switch: per-input-port VC and VP translation |
-//! | [`traffic`] | a host that sends and checks AAL5 flows, for scenarios |
+//! | [`switch`] | the ATM cell switch: per-input-port VC and VP translation, usage parameter control per VC |
+//! | [`traffic`] | a host that sends (shaped, if asked) and checks AAL5 flows, for scenarios |
 //! | [`vunet`] | VuNet's header-routed switch and relaying link, with authenticated control cells |
 
 pub mod accounting;

@@ -5,8 +5,32 @@
 //! header is rewritten and its HEC regenerated on output. The crossbar moves
 //! a cell to its output at once; each output's FIFO is the transmit buffer
 //! of the link on that port, which the driver models (bounded, counted).
+//!
+//! **Usage parameter control.** A VC entry may be policed
+//! ([`AtmSwitch::police`]): each cell arriving for it is judged by its
+//! [`Upc`] after the HEC check and before it is switched. A cell that
+//! conforms goes on as it came; one the UPC tags goes on with CLP = 1 (its
+//! output HEC made for that header); one it drops is counted under
+//! [`SwitchDrop::Policed`] and shown to the driver as `upc_drop`, so the
+//! accounting ledger charges its PDU to this port's arrival side.
+//!
+//! Which cells are policed: every cell the VC entry carries on along the
+//! VC — user cells (PTI 0–3), end-to-end F5 OAM cells (PTI 5), resource
+//! management cells (PTI 6) and the reserved PTI 7 — as the CLP=0+1 flow
+//! of the connection, which is what I.371 and TM 4.0 count a VCC's peak
+//! rate over (end-to-end OAM and RM cells included). Segment F5 OAM cells
+//! (PTI 4) are not: each link is a segment, so they end at this switch
+//! (answered or dropped) and never enter the connection beyond it. F4 OAM
+//! cells (VCI 3, 4) belong to the path, not to a VC entry, and cells a VP
+//! cross-connect carries are not policed (UPC here is per VCC). A host's
+//! pings on a policed VC are therefore part of its flow as far as the
+//! policer is concerned; a host shapes its flows' cells, not its pings'.
+//!
+//! The VC entry holds the index of its policer, so a cell of an unpoliced
+//! VC costs one test of a field the switch reads anyway: no lookup.
 
 use aurora_time::Instant;
+use aurora_tm::{Upc, UpcCounters, Verdict};
 use aurora_wire::cell::{Format, Header, VcId, VCI_F4_END_TO_END, VCI_F4_SEGMENT};
 use aurora_wire::hec::HecReceiver;
 use aurora_wire::oam::OamFlow;
@@ -30,9 +54,25 @@ pub enum SwitchDrop {
     /// A segment OAM cell that is not a loopback request: each link is a
     /// segment, so it ends here.
     SegmentOam,
+    /// Not conforming to its VC's traffic contract, and the VC's usage
+    /// parameter control drops such cells.
+    Policed,
 }
 
 impl SwitchDrop {
+    /// How many reasons there are.
+    pub const COUNT: usize = 6;
+
+    /// Every reason, in the order of [`PortCounters::drops`].
+    pub const ALL: [SwitchDrop; SwitchDrop::COUNT] = [
+        SwitchDrop::Hec,
+        SwitchDrop::UnknownVc,
+        SwitchDrop::Idle,
+        SwitchDrop::BadPort,
+        SwitchDrop::SegmentOam,
+        SwitchDrop::Policed,
+    ];
+
     /// The name a lost data cell is charged under, or `None` for cells
     /// that carry no user data (idle cells, segment OAM).
     pub fn loss_name(self) -> Option<&'static str> {
@@ -40,6 +80,7 @@ impl SwitchDrop {
             SwitchDrop::Hec => Some("hec_uncorrectable"),
             SwitchDrop::UnknownVc => Some("unknown_vc"),
             SwitchDrop::BadPort => Some("bad_port"),
+            SwitchDrop::Policed => Some("upc_drop"),
             SwitchDrop::Idle | SwitchDrop::SegmentOam => None,
         }
     }
@@ -55,9 +96,12 @@ pub struct PortCounters {
     /// Headers repaired on arrival.
     pub hec_corrected: u64,
     /// Arriving cells dropped, by [`SwitchDrop`].
-    pub drops: [u64; 5],
+    pub drops: [u64; SwitchDrop::COUNT],
     /// Segment loopback requests answered (sent back out of this port).
     pub oam_looped: u64,
+    /// Arriving cells tagged (CLP set to 1) by their VC's usage parameter
+    /// control, and switched on.
+    pub tagged: u64,
 }
 
 impl PortCounters {
@@ -80,6 +124,8 @@ pub enum TableError {
     Range(VcId),
     /// The input VC (or VP) already has an entry.
     Taken(PortId, VcId),
+    /// The input VC has no entry (to police, a VC needs one).
+    NoEntry(PortId, VcId),
 }
 
 impl std::fmt::Display for TableError {
@@ -88,6 +134,7 @@ impl std::fmt::Display for TableError {
             TableError::NoSuchPort(p) => write!(f, "the switch has no port {p}"),
             TableError::Range(vc) => write!(f, "VC {vc} does not fit the switch's header format"),
             TableError::Taken(p, vc) => write!(f, "VC {vc} on port {p} already has an entry"),
+            TableError::NoEntry(p, vc) => write!(f, "VC {vc} on port {p} has no entry"),
         }
     }
 }
@@ -106,6 +153,8 @@ struct VcEntry {
     out_base: u32,
     in_hec: [u8; 16],
     out_hec: [u8; 16],
+    /// Its policer, an index into [`AtmSwitch::policers`], if it is policed.
+    upc: Option<u32>,
 }
 
 impl VcEntry {
@@ -129,6 +178,7 @@ impl VcEntry {
             out_base: ob,
             in_hec: hecs(ib),
             out_hec: hecs(ob),
+            upc: None,
         })
     }
 }
@@ -139,6 +189,14 @@ struct Table {
     vp: FxHashMap<u16, (PortId, u16)>,
 }
 
+/// One policed VC: where, and its policer.
+#[derive(Debug)]
+struct Policer {
+    port: PortId,
+    vc: VcId,
+    upc: Upc,
+}
+
 /// A standard ATM cell switch with any number of ports.
 #[derive(Debug)]
 pub struct AtmSwitch {
@@ -146,6 +204,37 @@ pub struct AtmSwitch {
     tables: Vec<Table>,
     hec: Vec<HecReceiver>,
     counters: Vec<PortCounters>,
+    policers: Vec<Policer>,
+}
+
+/// What the usage parameter control of a cell's VC decided.
+enum Policing {
+    Pass,
+    Tag,
+    Drop,
+}
+
+/// Polices a cell with cell loss priority `clp` at `now` if `upc` names a
+/// policer; counts a tag on `port`.
+#[inline]
+fn police(
+    policers: &mut [Policer],
+    upc: Option<u32>,
+    now: Instant,
+    clp: bool,
+    port: &mut PortCounters,
+) -> Policing {
+    let Some(p) = upc.and_then(|i| policers.get_mut(i as usize)) else {
+        return Policing::Pass;
+    };
+    match p.upc.police(now, clp) {
+        Verdict::Pass => Policing::Pass,
+        Verdict::Tag => {
+            port.tagged += 1;
+            Policing::Tag
+        }
+        Verdict::Drop => Policing::Drop,
+    }
 }
 
 impl AtmSwitch {
@@ -156,6 +245,7 @@ impl AtmSwitch {
             tables: (0..ports).map(|_| Table::default()).collect(),
             hec: (0..ports).map(|_| HecReceiver::new()).collect(),
             counters: vec![PortCounters::default(); ports],
+            policers: Vec::new(),
         }
     }
 
@@ -208,13 +298,53 @@ impl AtmSwitch {
         Ok(())
     }
 
+    /// Polices the cells arriving on `in_port` for `in_vc` with `upc`
+    /// (usage parameter control; see the [module](self) documentation for
+    /// which cells). The VC must have an entry ([`AtmSwitch::add_vc`]);
+    /// policing it again replaces its policer, counts and all.
+    pub fn police(&mut self, in_port: PortId, in_vc: VcId, upc: Upc) -> Result<(), TableError> {
+        self.check(in_port, in_vc)?;
+        let e = self.tables[usize::from(in_port)]
+            .vc
+            .get_mut(&in_vc)
+            .ok_or(TableError::NoEntry(in_port, in_vc))?;
+        match e.upc {
+            Some(i) => self.policers[i as usize].upc = upc,
+            None => {
+                e.upc = Some(self.policers.len() as u32);
+                self.policers.push(Policer {
+                    port: in_port,
+                    vc: in_vc,
+                    upc,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What the usage parameter control of `in_vc` on `in_port` has done
+    /// so far (cells passed, tagged, dropped); `None` if it is not policed.
+    pub fn police_counters(&self, in_port: PortId, in_vc: VcId) -> Option<UpcCounters> {
+        let e = self.tables.get(usize::from(in_port))?.vc.get(&in_vc)?;
+        Some(self.policers[e.upc? as usize].upc.counters())
+    }
+
+    /// Every policed VC, as (input port, input VC, counts), in the order
+    /// they were first policed.
+    pub fn policed(&self) -> impl Iterator<Item = (PortId, VcId, UpcCounters)> + '_ {
+        self.policers
+            .iter()
+            .map(|p| (p.port, p.vc, p.upc.counters()))
+    }
+
     /// A port's counters.
     pub fn counters(&self, port: PortId) -> Option<PortCounters> {
         self.counters.get(usize::from(port)).copied()
     }
 
-    /// Where a cell with this header, arriving on `port`, goes.
-    fn route(&self, port: PortId, h: &Header) -> Option<(PortId, Header)> {
+    /// Where a cell with this header, arriving on `port`, goes, and the
+    /// policer of the VC entry that sends it there, if any.
+    fn route(&self, port: PortId, h: &Header) -> Option<(PortId, Header, Option<u32>)> {
         let t = &self.tables[usize::from(port)];
         // F4 OAM cells (VCI 3, 4) belong to the path, not to a VC entry.
         let f4 = h.vci == VCI_F4_SEGMENT || h.vci == VCI_F4_END_TO_END;
@@ -227,11 +357,12 @@ impl AtmSwitch {
                         vci: e.out_vc.vci,
                         ..*h
                     },
+                    e.upc,
                 ));
             }
         }
         t.vp.get(&h.vpi)
-            .map(|&(out, vpi)| (out, Header { vpi, ..*h }))
+            .map(|&(out, vpi)| (out, Header { vpi, ..*h }, None))
     }
 }
 
@@ -240,7 +371,7 @@ impl Node for AtmSwitch {
         self.tables.len()
     }
 
-    fn receive(&mut self, _now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
+    fn receive(&mut self, now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
         let p = usize::from(port);
         if p >= self.tables.len() {
             return;
@@ -251,12 +382,32 @@ impl Node for AtmSwitch {
             // OAM cells (F5 PTI 4, F4 VCI 3) end here, so they take the
             // slow path, classified only after the HEC check.
             let h4 = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-            let low = (h4 & 0xF) as usize;
+            let mut low = (h4 & 0xF) as usize;
             let vc = Header::parse(&h4.to_be_bytes(), self.format).vc();
             let is_f4 = vc.vci == VCI_F4_SEGMENT || vc.vci == VCI_F4_END_TO_END;
             if !is_f4 && low >> 1 != 0b100 {
                 if let Some(e) = self.tables[p].vc.get(&vc) {
                     if cell[4] == e.in_hec[low] && usize::from(e.out) < self.tables.len() {
+                        if e.upc.is_some() {
+                            match police(
+                                &mut self.policers,
+                                e.upc,
+                                now,
+                                low & 1 != 0,
+                                &mut self.counters[p],
+                            ) {
+                                Policing::Pass => {}
+                                // The output HEC of the tagged header is
+                                // precomputed like any other.
+                                Policing::Tag => low |= 1,
+                                Policing::Drop => {
+                                    aurora_wire::hec::HeaderCheck::note_valid(&mut self.hec[p], 1);
+                                    self.counters[p].drops[SwitchDrop::Policed as usize] += 1;
+                                    out.dropped(port, cell, "upc_drop");
+                                    continue;
+                                }
+                            }
+                        }
                         let mut c = *cell;
                         c[..4].copy_from_slice(&(e.out_base | low as u32).to_be_bytes());
                         c[4] = e.out_hec[low];
@@ -295,9 +446,21 @@ impl Node for AtmSwitch {
                         }
                     } else {
                         match self.route(port, &h) {
-                            Some((to, nh)) if usize::from(to) < self.tables.len() => {
+                            Some((to, mut nh, upc)) if usize::from(to) < self.tables.len() => {
+                                let verdict = police(
+                                    &mut self.policers,
+                                    upc,
+                                    now,
+                                    nh.clp,
+                                    &mut self.counters[p],
+                                );
+                                if let Policing::Tag = verdict {
+                                    nh.clp = true;
+                                }
                                 // Fields were range-checked when the entry was made.
-                                if nh.emit(&mut c).is_ok() {
+                                if let Policing::Drop = verdict {
+                                    Some(SwitchDrop::Policed)
+                                } else if nh.emit(&mut c).is_ok() {
                                     self.counters[usize::from(to)].cells_out += 1;
                                     out.push(to, c);
                                     None
@@ -474,5 +637,145 @@ mod tests {
         assert_eq!(s.counters(0).unwrap().cells_in, 16);
         assert_eq!(s.counters(0).unwrap().dropped(SwitchDrop::SegmentOam), 2);
         assert_eq!(s.counters(1).unwrap().cells_out, 14);
+    }
+
+    fn at(ns: i64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn header(c: &CellBytes) -> Header {
+        let view = aurora_wire::cell::Cell::new_checked(&c[..]).unwrap();
+        assert!(view.hec_ok());
+        view.header(Format::Uni)
+    }
+
+    /// GCRA(10 ns, 0): cells 10 ns apart conform, one between does not.
+    fn upc(action: aurora_tm::Action) -> Upc {
+        let c = aurora_tm::Contract::peak(100_000_000, aurora_time::Duration::ZERO).unwrap();
+        Upc::new(&c, aurora_tm::Definition::Clp01, action)
+    }
+
+    #[test]
+    fn police_needs_an_entry_and_replaces_a_policer() {
+        let (vc, out_vc) = (VcId::new(0, 40), VcId::new(0, 41));
+        let mut s = AtmSwitch::new(2, Format::Uni);
+        assert_eq!(
+            s.police(0, vc, upc(aurora_tm::Action::Drop)),
+            Err(TableError::NoEntry(0, vc))
+        );
+        assert_eq!(
+            s.police(5, vc, upc(aurora_tm::Action::Drop)),
+            Err(TableError::NoSuchPort(5))
+        );
+        s.add_vc(0, vc, 1, out_vc).unwrap();
+        s.add_vp(0, 9, 1, 9).unwrap();
+        assert_eq!(
+            s.police(0, VcId::new(9, 50), upc(aurora_tm::Action::Drop)),
+            Err(TableError::NoEntry(0, VcId::new(9, 50))),
+            "a VP cross-connect's VCs are not policed"
+        );
+        assert_eq!(s.police_counters(0, vc), None);
+        s.police(0, vc, upc(aurora_tm::Action::Drop)).unwrap();
+        let mut out = Outbox::default();
+        s.receive(at(0), 0, &[cell(vc, Pti::DATA)], &mut out);
+        s.receive(at(1), 0, &[cell(vc, Pti::DATA)], &mut out);
+        assert_eq!(s.police_counters(0, vc).unwrap().dropped_nonconforming, 1);
+        // Again: a new policer, new counts, in the same place.
+        s.police(0, vc, upc(aurora_tm::Action::Tag)).unwrap();
+        assert_eq!(
+            s.police_counters(0, vc),
+            Some(aurora_tm::UpcCounters::default())
+        );
+        assert_eq!(s.policed().count(), 1);
+        assert_eq!(s.police_counters(1, vc), None);
+    }
+
+    #[test]
+    fn policing_tags_or_drops_on_both_paths_and_tells_the_driver() {
+        let (vc, out_vc) = (VcId::new(0, 40), VcId::new(3, 41));
+        for action in [aurora_tm::Action::Tag, aurora_tm::Action::Drop] {
+            let mut s = AtmSwitch::new(2, Format::Uni);
+            s.add_vc(0, vc, 1, out_vc).unwrap();
+            s.police(0, vc, upc(action)).unwrap();
+            let mut out = Outbox::default();
+            out.track_drops(true);
+            // 0 conforms; 5 does not (fast path); 10 conforms; 12 does not
+            // and arrives with a one-bit header error (the slow path).
+            let mut bad = cell(vc, Pti::DATA_END);
+            bad[2] ^= 0x10;
+            for (t, c) in [
+                (0, cell(vc, Pti::DATA)),
+                (5, cell(vc, Pti::DATA)),
+                (10, cell(vc, Pti::DATA)),
+                (12, bad),
+            ] {
+                s.receive(at(t), 0, &[c], &mut out);
+            }
+            let sent: Vec<_> = out.drain().collect();
+            let drops: Vec<_> = out.drain_drops().collect();
+            let k = s.counters(0).unwrap();
+            assert_eq!(k.hec_corrected, 1);
+            match action {
+                aurora_tm::Action::Tag => {
+                    assert_eq!(sent.len(), 4);
+                    let clp: Vec<bool> = sent.iter().map(|(_, c)| header(c).clp).collect();
+                    assert_eq!(clp, [false, true, false, true]);
+                    for (p, c) in &sent {
+                        assert_eq!(*p, 1);
+                        assert_eq!(header(c).vc(), out_vc);
+                    }
+                    assert_eq!(header(&sent[3].1).pti, Pti::DATA_END);
+                    assert!(drops.is_empty());
+                    assert_eq!((k.tagged, k.dropped_total()), (2, 0));
+                    let u = s.police_counters(0, vc).unwrap();
+                    assert_eq!((u.conforming, u.tagged), (2, 2));
+                }
+                aurora_tm::Action::Drop => {
+                    assert_eq!(sent.len(), 2);
+                    assert!(sent.iter().all(|(_, c)| !header(c).clp));
+                    assert_eq!(drops.len(), 2);
+                    assert!(drops
+                        .iter()
+                        .all(|(p, _, why)| *p == 0 && *why == "upc_drop"));
+                    assert_eq!(drops[1].1, bad, "the cell as it arrived");
+                    assert_eq!((k.tagged, k.dropped(SwitchDrop::Policed)), (0, 2));
+                    assert_eq!(k.dropped_total(), 2);
+                    let u = s.police_counters(0, vc).unwrap();
+                    assert_eq!((u.conforming, u.dropped_nonconforming), (2, 2));
+                }
+            }
+            assert_eq!(s.counters(1).unwrap().cells_out, sent.len() as u64);
+        }
+    }
+
+    #[test]
+    fn end_to_end_oam_is_policed_and_segment_oam_is_not() {
+        use aurora_wire::oam::{OamFlow, OamRepr};
+        let vc = VcId::new(1, 77);
+        let mut s = AtmSwitch::new(2, Format::Uni);
+        s.add_vc(0, vc, 1, vc).unwrap();
+        s.police(0, vc, upc(aurora_tm::Action::Drop)).unwrap();
+        let oam = |flow: OamFlow| {
+            let p = OamRepr::loopback_request(1, [9; 16]).emit();
+            build_cell(&flow.header(vc), &p).unwrap()
+        };
+        let mut out = Outbox::default();
+        // A user cell at 0 uses the peak interval up to 10: the
+        // end-to-end OAM cell at 3 is part of the VC's flow and is dropped;
+        // the segment request at 4 ends here, answered, and is not judged.
+        s.receive(at(0), 0, &[cell(vc, Pti::DATA)], &mut out);
+        s.receive(at(3), 0, &[oam(OamFlow::F5EndToEnd)], &mut out);
+        s.receive(at(4), 0, &[oam(OamFlow::F5Segment)], &mut out);
+        // At 10 an end-to-end cell conforms and is switched; then a user
+        // cell at 15 does not, since the OAM cell used the interval.
+        s.receive(at(10), 0, &[oam(OamFlow::F5EndToEnd)], &mut out);
+        s.receive(at(15), 0, &[cell(vc, Pti::DATA)], &mut out);
+        let sent: Vec<_> = out.drain().collect();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(sent[1].0, 0, "the loopback answer goes back");
+        let u = s.police_counters(0, vc).unwrap();
+        assert_eq!((u.conforming, u.dropped_nonconforming), (2, 2));
+        let k = s.counters(0).unwrap();
+        assert_eq!((k.oam_looped, k.dropped(SwitchDrop::Policed)), (1, 2));
     }
 }

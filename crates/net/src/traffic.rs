@@ -7,9 +7,36 @@
 //! what each PDU must hold and which ones are missing or out of order, and
 //! a cell dropped anywhere can be charged to its PDU
 //! ([`crate::accounting`]).
+//!
+//! **Shaping.** A flow sends each PDU whole, all its cells at once, unless
+//! it is shaped ([`TrafficHost::shape`]): then its cells leave one at a
+//! time, each no earlier than the flow's [`Shaper`] allows, so the stream
+//! conforms to the contract with no tolerance at all and a policer of the
+//! same contract passes every cell. The host's [`Node::poll_at`] names the
+//! next conforming instant of a flow with a cell waiting.
+//!
+//! * A shaped flow holds one PDU at most: the one leaving. A PDU that falls
+//!   due while the one before is still leaving waits (unsegmented, so no
+//!   memory) and starts as soon as that one is out and the shaper lets its
+//!   first cell go; the flow falls behind its schedule, by as much as
+//!   [`ShapingStats`] records. No PDU is skipped, and nothing queues
+//!   without bound: a flow offered faster than its contract simply sends
+//!   at the contract's rate and finishes late.
+//! * A shaped PDU counts as sent ([`TrafficHost::sent`]) when its first
+//!   cell leaves the host. Its cells still in the host
+//!   ([`TrafficHost::cells_waiting`]) are then in flight like the cells on
+//!   the links: the books ([`crate::accounting::reconcile`]) count such a
+//!   PDU as in flight until its outcome is known. [`TrafficHost::cells_sent`]
+//!   counts cells as they leave.
+//! * [`TrafficHost::stop_sending_at`] starts no PDU at or after the stop;
+//!   a PDU already leaving finishes, its cells still shaped.
+//! * Only a flow's own cells are shaped: a ping on the same VC sends its
+//!   OAM cells when it likes, and a switch policing the VC counts them
+//!   (see [`crate::switch`]).
 
 use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, RxStats, Status, TxError, VcConfig};
 use aurora_time::{Duration, Instant};
+use aurora_tm::{Contract, Shaper};
 use aurora_wire::cell::{Format, VcId};
 use aurora_wire::{aal5, CellBytes};
 use rustc_hash::FxHashMap;
@@ -60,10 +87,72 @@ struct TxFlow {
     tx: Aal5Tx,
     next: Instant,
     sent: u64,
+    /// The shaper and the PDU leaving, for a shaped flow.
+    shaped: Option<Box<Shaped>>,
 }
+
+/// A shaped flow's state.
+#[derive(Debug)]
+struct Shaped {
+    contract: Contract,
+    shaper: Shaper,
+    /// The cells of the PDU leaving: `cells[pos..len]` have yet to go.
+    cells: Vec<CellBytes>,
+    len: usize,
+    pos: usize,
+    /// The earliest time the next cell may leave, as the shaper said when
+    /// the last cell left (it changes only when a cell leaves).
+    ready: Instant,
+    /// When the last cell left.
+    last: Instant,
+    stats: ShapingStats,
+}
+
+/// How a shaped flow kept to its schedule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShapingStats {
+    /// The flow's contract.
+    pub contract: Contract,
+    /// PDUs whose first cell left after the PDU fell due.
+    pub late: u64,
+    /// The longest time from a PDU falling due to its first cell leaving.
+    pub max_delay: Duration,
+    /// Those times, summed over every PDU sent.
+    pub total_delay: Duration,
+    /// Cells of the flow that have left the host.
+    pub cells_sent: u64,
+}
+
+/// Why a flow could not be shaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    /// There is no flow with this index.
+    NoSuchFlow(usize),
+    /// Another flow sends on the same VC: the two would interleave their
+    /// cells within PDUs (and the contract is the VC's, not a flow's).
+    SharedVc(VcId),
+}
+
+impl std::fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShapeError::NoSuchFlow(i) => write!(f, "the host has no flow {i}"),
+            ShapeError::SharedVc(vc) => write!(
+                f,
+                "another flow sends on VC {vc}: a shaped flow needs its VC to itself"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}
 
 /// PDUs one flow may send in one poll.
 pub const MAX_PDUS_PER_POLL: u32 = 1024;
+
+/// Cells one shaped flow may send in one poll (at the highest rates a
+/// contract allows, several cells conform within a nanosecond).
+pub const MAX_SHAPED_CELLS_PER_POLL: u32 = 65_536;
 
 /// The bytes of PDU `seq` of flow `flow`, `len` bytes long (at least 8);
 /// returns how many bytes of the last cell's tag fall in the SDU (the rest
@@ -137,8 +226,9 @@ impl TrafficHost {
         }
     }
 
-    /// Sends nothing more from `t` on (the end of a run's sending time;
-    /// what is on its way then is left to arrive).
+    /// Starts no PDU from `t` on (the end of a run's sending time; what is
+    /// on its way then is left to arrive). A shaped flow's PDU already
+    /// leaving at `t` finishes, its cells still shaped.
     pub fn stop_sending_at(&mut self, t: Instant) {
         self.stop = Some(t);
     }
@@ -162,7 +252,8 @@ impl TrafficHost {
         self.route_bits.insert(vc, bits & 0x0F);
     }
 
-    /// Adds a flow to send.
+    /// Adds a flow to send. Refused (as a [`TxError::Field`]) on a VC
+    /// that a shaped flow sends on.
     pub fn add_flow(&mut self, f: Flow) -> Result<(), TxError> {
         if f.sdu_len < tag::TAG_LEN || f.sdu_len > aal5::MAX_SDU {
             return Err(TxError::TooLong {
@@ -170,14 +261,86 @@ impl TrafficHost {
                 max: aal5::MAX_SDU,
             });
         }
+        if self
+            .flows
+            .iter()
+            .any(|g| g.spec.vc == f.vc && g.shaped.is_some())
+        {
+            return Err(TxError::Field("vc: a shaped flow sends on it"));
+        }
         let tx = Aal5Tx::new(f.vc, self.format)?;
         self.flows.push(TxFlow {
             spec: f,
             tx,
             next: f.start,
             sent: 0,
+            shaped: None,
         });
         Ok(())
+    }
+
+    /// Shapes flow `i` (in the order added) to `contract`: from now on its
+    /// cells leave one at a time, each when the contract allows (see the
+    /// [module](self) documentation). Shaping a shaped flow again gives it
+    /// a fresh shaper for the new contract; the PDU leaving finishes under
+    /// it, and the figures so far are kept. The flow must have its VC to
+    /// itself.
+    pub fn shape(&mut self, i: usize, contract: Contract) -> Result<(), ShapeError> {
+        let vc = self.flows.get(i).ok_or(ShapeError::NoSuchFlow(i))?.spec.vc;
+        if self
+            .flows
+            .iter()
+            .enumerate()
+            .any(|(j, g)| j != i && g.spec.vc == vc)
+        {
+            return Err(ShapeError::SharedVc(vc));
+        }
+        let f = &mut self.flows[i];
+        match &mut f.shaped {
+            Some(s) => {
+                s.contract = contract;
+                s.shaper = Shaper::new(&contract);
+                // A fresh shaper lets a cell go at once.
+                s.ready = s.last;
+                s.stats.contract = contract;
+            }
+            None => {
+                f.shaped = Some(Box::new(Shaped {
+                    contract,
+                    shaper: Shaper::new(&contract),
+                    cells: vec![[0; 53]; aal5::cells_for(f.spec.sdu_len)],
+                    len: 0,
+                    pos: 0,
+                    ready: Instant::from_nanos(i64::MIN),
+                    last: Instant::from_nanos(i64::MIN),
+                    stats: ShapingStats {
+                        contract,
+                        ..ShapingStats::default()
+                    },
+                }))
+            }
+        }
+        Ok(())
+    }
+
+    /// The contract flow `i` is shaped to, if it is.
+    pub fn contract(&self, i: usize) -> Option<Contract> {
+        Some(self.flows.get(i)?.shaped.as_ref()?.contract)
+    }
+
+    /// How shaped flow `i` kept to its schedule; `None` if it is not shaped.
+    pub fn shaping(&self, i: usize) -> Option<ShapingStats> {
+        Some(self.flows.get(i)?.shaped.as_ref()?.stats)
+    }
+
+    /// Cells of flow `i`'s PDU leaving that are still in the host (0 for a
+    /// flow that is not shaped: its PDUs leave whole). Such a PDU counts as
+    /// sent and so as in flight.
+    pub fn cells_waiting(&self, i: usize) -> usize {
+        self.flows
+            .get(i)
+            .and_then(|f| f.shaped.as_ref())
+            .map_or(0, |s| s.len - s.pos)
     }
 
     /// Expects a flow arriving on `vc`.
@@ -219,12 +382,13 @@ impl TrafficHost {
         (self.oam_answered, self.oam_other)
     }
 
-    /// PDUs sent on flow `i` (in the order added).
+    /// PDUs sent on flow `i` (in the order added). A shaped flow's PDU
+    /// counts from when its first cell leaves.
     pub fn sent(&self, i: usize) -> u64 {
         self.flows.get(i).map_or(0, |f| f.sent)
     }
 
-    /// Cells sent in all.
+    /// Cells sent in all (a shaped flow's as they leave).
     pub fn cells_sent(&self) -> u64 {
         self.cells_sent
     }
@@ -314,10 +478,73 @@ impl TrafficHost {
         }
     }
 
-    /// True when every flow has sent all its PDUs.
+    /// True when every flow has sent all its PDUs, every cell of them.
     pub fn done_sending(&self) -> bool {
-        self.flows.iter().all(|f| f.sent >= f.spec.count)
+        self.flows
+            .iter()
+            .all(|f| f.sent >= f.spec.count && f.shaped.as_ref().is_none_or(|s| s.pos == s.len))
     }
+}
+
+/// Sends what shaped flow `f` may send by `now`: the cells of the PDU
+/// leaving as the shaper lets them go and, once it is out, the next PDU if
+/// it is due (and the stop has not come), one cell at a time.
+#[allow(clippy::too_many_arguments)]
+fn poll_shaped(
+    f: &mut TxFlow,
+    now: Instant,
+    stop: Option<Instant>,
+    sdu: &mut Vec<u8>,
+    cells_sent: &mut u64,
+    bits: &FxHashMap<VcId, u8>,
+    format: Format,
+    out: &mut Outbox,
+) {
+    let Some(s) = f.shaped.as_deref_mut() else {
+        return;
+    };
+    let mut budget = MAX_SHAPED_CELLS_PER_POLL;
+    while budget > 0 {
+        if s.shaper.next_conforming(now) > now {
+            break;
+        }
+        if s.pos == s.len {
+            // The PDU before is out; the next starts if it is due.
+            if f.sent >= f.spec.count || f.next > now || stop.is_some_and(|t| now >= t) {
+                break;
+            }
+            let t = Tag {
+                flow: f.spec.id,
+                seq: f.sent,
+            };
+            let k = pattern(t.flow, t.seq, f.spec.sdu_len, sdu);
+            let Ok(n) = f.tx.segment_into(sdu, PduOptions::default(), &mut s.cells) else {
+                // Cannot happen (the buffer was sized for the PDU and the
+                // length checked); if it did, the flow would end here
+                // rather than skip a PDU or ask to be polled for ever.
+                f.spec.count = f.sent;
+                break;
+            };
+            tag::patch_last_cell(t, k, &mut s.cells[n - 1]);
+            (s.len, s.pos) = (n, 0);
+            let late = now - f.next;
+            if late > Duration::ZERO {
+                s.stats.late += 1;
+                s.stats.max_delay = s.stats.max_delay.max(late);
+                s.stats.total_delay = s.stats.total_delay + late;
+            }
+            f.sent += 1;
+            f.next += f.spec.interval;
+        }
+        s.shaper.sent(now);
+        s.last = now;
+        send(bits, format, out, s.cells[s.pos]);
+        s.pos += 1;
+        s.stats.cells_sent += 1;
+        *cells_sent += 1;
+        budget -= 1;
+    }
+    s.ready = s.shaper.next_conforming(now);
 }
 
 impl Node for TrafficHost {
@@ -353,6 +580,19 @@ impl Node for TrafficHost {
             p.poll(now, &mut |c| send(bits, format, out, c));
         }
         for f in &mut self.flows {
+            if f.shaped.is_some() {
+                poll_shaped(
+                    f,
+                    now,
+                    self.stop,
+                    &mut self.sdu,
+                    &mut self.cells_sent,
+                    bits,
+                    format,
+                    out,
+                );
+                continue;
+            }
             // A host sends at most this many PDUs of a flow per poll, so a
             // zero interval cannot stall the clock.
             let mut budget = MAX_PDUS_PER_POLL;
@@ -387,8 +627,18 @@ impl Node for TrafficHost {
         let next_send = self
             .flows
             .iter()
-            .filter(|f| f.sent < f.spec.count && self.stop.is_none_or(|s| f.next < s))
-            .map(|f| f.next)
+            .filter_map(|f| match &f.shaped {
+                None => (f.sent < f.spec.count && self.stop.is_none_or(|s| f.next < s))
+                    .then_some(f.next),
+                // A cell of the PDU leaving, when the shaper lets it go.
+                Some(s) if s.pos < s.len => Some(s.ready),
+                // The next PDU's first cell, when it is due and conforms,
+                // if that is before the stop.
+                Some(s) => {
+                    let at = f.next.max(s.ready);
+                    (f.sent < f.spec.count && self.stop.is_none_or(|t| at < t)).then_some(at)
+                }
+            })
             .min();
         let next_ping = self.pings.iter().filter_map(Pinger::due).min();
         [next_send, next_ping, self.rx.poll_at()]
