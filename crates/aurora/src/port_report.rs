@@ -104,3 +104,85 @@ pub fn text(ports: &[PortReport]) -> String {
     }
     s
 }
+
+/// A PVC's traffic contract: how its host shaped to it and what its first
+/// switch's policer found.
+#[derive(Debug, Serialize)]
+pub struct ContractRow {
+    /// The PVC.
+    pub pvc: String,
+    /// The contract, as QoS text.
+    pub contract: String,
+    /// Shaped: PDUs that left after they fell due, and the longest wait
+    /// (microseconds) from falling due to the first cell leaving.
+    pub shaped: Option<(u64, f64)>,
+    /// Policed at `switch:port`: cells conforming, tagged, dropped.
+    pub policed: Option<(String, u64, u64, u64)>,
+}
+
+/// The contracts of `net`'s PVCs.
+pub fn contracts<F: aurora_net::Frame>(net: &aurora_topo::Network<F>) -> Vec<ContractRow> {
+    let name_of = |id: aurora_engine::NodeId| {
+        net.switches
+            .iter()
+            .find(|s| s.1 == id)
+            .map_or_else(|| format!("node {}", id.0), |s| s.0.clone())
+    };
+    net.pvcs
+        .iter()
+        .filter_map(|p| {
+            let contract = p.contract?;
+            let host = net.sim.node::<aurora_net::traffic::TrafficHost>(p.from);
+            let shaped = p
+                .flows
+                .first()
+                .and_then(|&i| host?.shaping(i))
+                .map(|s| (s.late, s.max_delay.as_nanos() as f64 / 1e3));
+            let policed = p.policed_at.and_then(|(sw, port, vc)| {
+                let c = net
+                    .sim
+                    .node::<aurora_net::switch::AtmSwitch>(sw)?
+                    .police_counters(port, vc)?;
+                Some((
+                    format!("{}:{port}", name_of(sw)),
+                    c.conforming,
+                    c.tagged,
+                    c.dropped_nonconforming,
+                ))
+            });
+            Some(ContractRow {
+                pvc: p.name.clone(),
+                contract: contract.to_string(),
+                shaped,
+                policed,
+            })
+        })
+        .collect()
+}
+
+/// The contracts as text.
+pub fn contracts_text(rows: &[ContractRow]) -> String {
+    let mut s = String::new();
+    if rows.is_empty() {
+        return s;
+    }
+    s += &format!(
+        "\n{:<20} {:<28} {:>10} {:>12}  policed at: conforming, tagged, dropped\n",
+        "PVC contract", "", "late PDUs", "max wait us"
+    );
+    for r in rows {
+        let (late, wait) = r
+            .shaped
+            .map_or(("-".to_string(), "-".to_string()), |(l, w)| {
+                (l.to_string(), format!("{w:.1}"))
+            });
+        let policed = r.policed.as_ref().map_or("-".to_string(), |(at, c, t, d)| {
+            format!("{at}: {c}, {t}, {d}")
+        });
+        s += &format!(
+            "{:<20} {:<28} {:>10} {:>12}  {policed}\n",
+            r.pvc, r.contract, late, wait
+        );
+    }
+    s
+}

@@ -282,6 +282,9 @@ pub struct Report {
     /// Output ports under a discipline (`[[port]]`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<crate::port_report::PortReport>,
+    /// PVCs with a traffic contract: shaping and policing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contracts: Vec<crate::port_report::ContractRow>,
     /// The ATOMIC LAN, if the network holds one: its mappings, flows,
     /// hosts and Mosaic nodes' drops.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -568,6 +571,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         })
         .collect();
     r.ports = crate::port_report::report(&net.ports, &net.sim);
+    r.contracts = crate::port_report::contracts(&net);
     if let Some(a) = &net.atomic {
         r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
@@ -808,6 +812,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
         lateness: None,
         tuns: Vec::new(),
         ports: Vec::new(),
+        contracts: Vec::new(),
         atomic: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
@@ -907,6 +912,7 @@ pub fn text(r: &Report) -> String {
         );
     }
     s += &crate::port_report::text(&r.ports);
+    s += &crate::port_report::contracts_text(&r.contracts);
     if let Some(a) = &r.atomic {
         s += "\n";
         s += &crate::atomic_report::text(a);

@@ -371,6 +371,18 @@ pub struct PvcDef {
     /// Its leaf class at every `hwfq` and `flat` port it crosses.
     #[serde(default)]
     pub class: Option<String>,
+    /// Its traffic contract, as linux-atm QoS text (`cbr:pcr=100k,cdv=250`,
+    /// `vbr:pcr=..,scr=..,mbs=..`, `ubr`).
+    #[serde(default)]
+    pub contract: Option<String>,
+    /// Whether the sending host shapes its flow to the contract (default
+    /// true).
+    #[serde(default)]
+    pub shape: Option<bool>,
+    /// What the first switch does with cells that break the contract:
+    /// `tag` (set CLP), `drop`, or `none` (the default: no policing).
+    #[serde(default)]
+    pub police: Option<String>,
 }
 
 /// A flow of AAL5 PDUs on a PVC.
@@ -461,6 +473,11 @@ pub struct PvcInfo {
     pub flows: Vec<usize>,
     /// Its pings: index in the sending host, and whether end-to-end.
     pub pings: Vec<(usize, bool)>,
+    /// Its traffic contract, if it has one.
+    pub contract: Option<aurora_tm::contract::Contract>,
+    /// Where it is policed: the first switch, its input port and the VC
+    /// there.
+    pub policed_at: Option<(NodeId, PortId, VcId)>,
 }
 
 /// One end of a link: node name, node, port.

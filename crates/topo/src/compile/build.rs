@@ -32,6 +32,7 @@ impl Reader<'_> {
             pings,
             atomic,
             port_plans,
+            contracts,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -124,6 +125,15 @@ impl Reader<'_> {
                 .enumerate()
             {
                 host.add_flow(f).expect("flow checked");
+                if let Some(k) = contracts.get(&i).filter(|k| k.shape) {
+                    host.shape(n, k.contract).map_err(|e| {
+                        Problems(vec![crate::Problem {
+                            line: 0,
+                            col: 0,
+                            msg: format!("PVC \"{}\": {e}", routed[i].name),
+                        }])
+                    })?;
+                }
                 pvc_flows[i].push(n);
             }
             for &i in ends_at.get(name.as_str()).into_iter().flatten() {
@@ -140,10 +150,35 @@ impl Reader<'_> {
             ids.insert(name.clone(), id);
             hosts_out.push((name.clone(), id));
         }
+        // Policing at each policed PVC's first switch, on the port and VC
+        // it arrives by.
+        for (&i, k) in &contracts {
+            let (Some(action), (first, port, vc)) = (k.police, routed[i].first_hop) else {
+                continue;
+            };
+            let node: &mut dyn std::any::Any = nodes[ids[first].0 as usize].as_mut();
+            let upc =
+                aurora_tm::upc::Upc::new(&k.contract, aurora_tm::upc::Definition::Clp01, action);
+            if let Some(sw) = node.downcast_mut::<aurora_net::switch::AtmSwitch>() {
+                sw.police(port, vc, upc).map_err(|e| {
+                    Problems(vec![crate::Problem {
+                        line: 0,
+                        col: 0,
+                        msg: format!("PVC \"{}\": {e}", routed[i].name),
+                    }])
+                })?;
+            }
+        }
         let pvcs = routed
             .iter()
             .zip(pvc_flows.into_iter().zip(pvc_pings))
-            .map(|(p, (flows, pings))| PvcInfo {
+            .enumerate()
+            .map(|(i, (p, (flows, pings)))| PvcInfo {
+                contract: contracts.get(&i).map(|k| k.contract),
+                policed_at: contracts
+                    .get(&i)
+                    .filter(|k| k.police.is_some())
+                    .map(|_| (ids[p.first_hop.0], p.first_hop.1, p.first_hop.2)),
                 name: p.name.to_string(),
                 from: ids[p.from],
                 from_vc: p.from_vc,

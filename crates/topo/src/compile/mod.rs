@@ -145,9 +145,11 @@ pub(crate) struct Reader<'f> {
     /// that link, and the PVC.
     crossing: BTreeMap<End, Vec<(aurora_wire::cell::VcId, &'f PvcDef)>>,
 
-    // Ports.
+    // Ports and contracts.
     /// Ports under a discipline.
     port_plans: Vec<crate::qos::PortPlan>,
+    /// Routed PVCs' contracts, by index.
+    contracts: BTreeMap<usize, qos::PvcContract>,
 
     // Traffic.
     /// Flows, each with its PVC's name.
@@ -178,6 +180,7 @@ impl<'f> Reader<'f> {
             by_name: BTreeMap::new(),
             crossing: BTreeMap::new(),
             port_plans: Vec::new(),
+            contracts: BTreeMap::new(),
             flows: Vec::new(),
             pings: Vec::new(),
             atomic: None,
@@ -198,6 +201,7 @@ impl<'f> Reader<'f> {
         self.node_names();
         self.links();
         self.pvcs();
+        self.contracts();
         self.ports();
         self.flows();
         self.pings();

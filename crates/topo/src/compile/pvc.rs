@@ -26,6 +26,11 @@ pub(super) struct RoutedPvc<'f> {
     /// The sender's port and the receiver's.
     pub(super) from_port: PortId,
     pub(super) to_port: PortId,
+    /// The first node after the sender, the port the PVC enters it by and
+    /// its VC there.
+    pub(super) first_hop: (&'f str, PortId, VcId),
+    /// Its definition.
+    pub(super) def: &'f PvcDef,
 }
 
 /// Reads VC `v` (field `which`) of the PVC called `name` at `span`:
@@ -240,6 +245,8 @@ impl<'f> Reader<'f> {
             first_atm: matches!(path_kinds[1], Kind::Switch(_)),
             from_port: hops[0].from_port,
             to_port: hops[hops.len() - 1].to_port,
+            first_hop: (&d.path[1], hops[0].to_port, vcs[0]),
+            def: d,
         })
     }
 }

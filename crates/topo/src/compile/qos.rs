@@ -1,6 +1,8 @@
 //! The ports step: each `[[port]]`'s place (a linked port of an ATM switch
 //! or a host), discipline, buffers and PDU discard, and the queues of the
-//! PVCs that leave through it, with their weights or levels.
+//! PVCs that leave through it, with their weights or levels. And the
+//! contracts step: each PVC's traffic contract, whether its host shapes
+//! to it and whether its first switch polices it.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -26,7 +28,82 @@ const BIN_RANGE: super::checks::DurationRange = (
     "1us to 1s",
 );
 
+/// A PVC's contract as the file gives it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PvcContract {
+    pub(crate) contract: aurora_tm::contract::Contract,
+    /// The sending host shapes to it.
+    pub(crate) shape: bool,
+    /// The first switch polices it, tagging or dropping.
+    pub(crate) police: Option<aurora_tm::upc::Action>,
+}
+
 impl Reader<'_> {
+    /// Every PVC's `contract`, `shape` and `police`.
+    pub(super) fn contracts(&mut self) {
+        let file = self.file;
+        for p in &file.pvc {
+            let (span, d) = (p.span(), p.get_ref());
+            let Some(&i) = self.by_name.get(d.name.as_str()) else {
+                continue;
+            };
+            if !std::ptr::eq(self.pvcs[i].def, d) {
+                continue; // a name used twice: reported already
+            }
+            let c = &mut self.c;
+            let Some(text) = &d.contract else {
+                if d.shape.is_some() || d.police.is_some() {
+                    c.at(
+                        span,
+                        format!("PVC \"{}\": shape and police need a contract", d.name),
+                    );
+                }
+                continue;
+            };
+            let contract = match text.parse::<aurora_tm::contract::Contract>() {
+                Ok(k) => k,
+                Err(e) => {
+                    c.at(span, format!("PVC \"{}\": {e}", d.name));
+                    continue;
+                }
+            };
+            let police = match d.police.as_deref().unwrap_or("none") {
+                "none" => None,
+                "tag" => Some(aurora_tm::upc::Action::Tag),
+                "drop" => Some(aurora_tm::upc::Action::Drop),
+                other => {
+                    c.at(
+                        span,
+                        format!(
+                            "PVC \"{}\": police \"{other}\" is not tag, drop or none",
+                            d.name
+                        ),
+                    );
+                    continue;
+                }
+            };
+            let first = self.pvcs[i].first_hop.0;
+            if police.is_some() && !matches!(self.kinds[first], Kind::Switch(_)) {
+                c.at(
+                    span,
+                    format!(
+                        "PVC \"{}\": only an ATM switch polices, and \"{first}\" is not one",
+                        d.name
+                    ),
+                );
+                continue;
+            }
+            self.contracts.insert(
+                i,
+                PvcContract {
+                    contract,
+                    shape: d.shape.unwrap_or(true),
+                    police,
+                },
+            );
+        }
+    }
+
     /// Every `[[port]]`.
     pub(super) fn ports(&mut self) {
         let file = self.file;
