@@ -177,3 +177,46 @@ fn early_packet_discard_delivers_more_whole_pdus_than_tail_drop() {
     assert!(sum(epd) > 2 * sum(tail), "epd {epd:?}, tail {tail:?}");
     assert!(sum(ppd) >= sum(tail), "ppd {ppd:?}, tail {tail:?}");
 }
+
+#[test]
+fn a_source_ten_per_cent_over_its_contract_gets_its_excess_tagged_unless_it_shapes() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/contract.toml"
+    ))
+    .unwrap();
+    let mut net = aurora_topo::load(&text, 1).unwrap();
+    net.sim.run_until(Instant::from_millis(1000));
+    let sw = net.switches[0].1;
+    let s = net.sim.node::<aurora_net::switch::AtmSwitch>(sw).unwrap();
+    let counts: Vec<_> = net
+        .pvcs
+        .iter()
+        .map(|p| {
+            let (_, port, vc) = p.policed_at.unwrap();
+            s.police_counters(port, vc).unwrap()
+        })
+        .collect();
+    // Unshaped: 110,000 cells a second against 100,000 conforming.
+    let all = counts[0].conforming + counts[0].tagged;
+    let tagged = counts[0].tagged as f64 / all as f64;
+    assert!((tagged - 1.0 / 11.0).abs() < 0.001, "{counts:?}");
+    assert_eq!(counts[0].dropped_nonconforming, 0);
+    // Shaped: every cell conforms.
+    assert_eq!((counts[1].tagged, counts[1].dropped_nonconforming), (0, 0));
+    assert!(counts[1].conforming >= 99_000, "{counts:?}");
+}
+
+#[test]
+fn bad_contracts_are_refused_with_their_place() {
+    for (pvc, want) in [
+        ("contract = \"cbr:pcr=fast\"", "QoS"),
+        ("police = \"tag\"", "shape and police need a contract"),
+        ("contract = \"ubr\"\npolice = \"fine\"", "police \"fine\" is not tag, drop or none"),
+    ] {
+        let text = format!("{NET}{}", pvcs(pvc, ""));
+        let t = aurora_topo::load(&text, 1).err().map(|p| p.to_string()).unwrap_or_default();
+        assert!(t.contains(want), "{pvc}: {t}");
+        assert!(t.contains("PVC \"a-c\""), "{pvc}: {t}");
+    }
+}
