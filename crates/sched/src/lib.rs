@@ -34,7 +34,7 @@
 //! queue (≥ 1) and keep virtual time in fixed point: a tag unit is `2^-32`
 //! of one length unit per unit of weight, so an item of length `L` on a
 //! queue of weight `w` spans `L · 2^32 / w` units (the per-weight step is
-//! rounded once, relative error below `w · 2^-33`). Virtual time only grows;
+//! rounded down once, relative error below `w · 2^-32`). Virtual time only grows;
 //! at 2^62 every tag is lowered by 2^61, which changes no decision.
 //!
 //! The fair queues order sessions with a calendar queue (4,096 buckets over

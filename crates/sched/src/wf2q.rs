@@ -221,7 +221,7 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
             s.f = s.s.saturating_add(span(next, s.step));
             self.by_finish.insert(q, s.f);
         }
-        if self.v >= REBASE_AT {
+        while self.v >= REBASE_AT {
             self.rebase();
         }
         Some((q, item))

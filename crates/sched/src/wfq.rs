@@ -162,6 +162,9 @@ impl<T> Wfq<T> {
             if u128::from(x) < u128::from(d - self.v) * u128::from(self.wb) {
                 self.v += x / self.wb;
                 self.carry = x % self.wb;
+                if self.v >= REBASE_AT {
+                    self.rebase();
+                }
                 return;
             }
         }
@@ -190,7 +193,7 @@ impl<T> Wfq<T> {
                 break;
             }
         }
-        if self.v >= REBASE_AT {
+        while self.v >= REBASE_AT {
             self.rebase();
         }
     }
