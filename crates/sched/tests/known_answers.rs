@@ -40,15 +40,24 @@ fn drop_reasons_in_order_queue_then_queue_full_then_port_full() {
     let limits = Limits { port: 3, queue: 2 };
     let mut d = Fifo::new(2, limits);
     let refuse = |r: Result<(), aurora_sched::Dropped<u32>>| r.unwrap_err();
-    assert_eq!(refuse(d.enqueue(2, 7, 1, at(0))).reason, DropReason::NoSuchQueue);
+    assert_eq!(
+        refuse(d.enqueue(2, 7, 1, at(0))).reason,
+        DropReason::NoSuchQueue
+    );
     d.enqueue(0, 1, 1, at(0)).unwrap();
     d.enqueue(0, 2, 1, at(0)).unwrap();
     let dropped = refuse(d.enqueue(0, 3, 1, at(0)));
     assert_eq!((dropped.item, dropped.reason), (3, DropReason::QueueFull));
     d.enqueue(1, 4, 1, at(0)).unwrap();
-    assert_eq!(refuse(d.enqueue(1, 5, 1, at(0))).reason, DropReason::PortFull);
+    assert_eq!(
+        refuse(d.enqueue(1, 5, 1, at(0))).reason,
+        DropReason::PortFull
+    );
     // A full queue is reported even when the port is full too.
-    assert_eq!(refuse(d.enqueue(0, 6, 1, at(0))).reason, DropReason::QueueFull);
+    assert_eq!(
+        refuse(d.enqueue(0, 6, 1, at(0))).reason,
+        DropReason::QueueFull
+    );
     assert_eq!(d.len(), 3);
     assert_eq!(DropReason::PortFull.name(), "port_full");
 }
@@ -72,6 +81,19 @@ fn drr_cells_with_quanta_two_and_one() {
         d.enqueue(q, 0, 1, at(0)).unwrap();
     }
     assert_eq!(drain(&mut d, at(0)), vec![0, 0, 1, 0, 0, 1, 1, 1]);
+}
+
+/// A queue that becomes busy joins at the end of the round: after queue 0's
+/// turn the round is queue 1, queue 0, then the newcomer.
+#[test]
+fn drr_newcomers_join_at_the_end_of_the_round() {
+    let mut d = Drr::equal(3, 1, ROOMY);
+    for q in [0, 0, 1, 1] {
+        d.enqueue(q, 0, 1, at(0)).unwrap();
+    }
+    assert_eq!(d.dequeue(at(0)), Some((0, 0)));
+    d.enqueue(2, 0, 1, at(0)).unwrap();
+    assert_eq!(drain(&mut d, at(0)), vec![1, 0, 2, 1]);
 }
 
 /// Both queues stay backlogged, yet over dequeues 2..6 queue 0 sends 2,999

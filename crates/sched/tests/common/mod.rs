@@ -52,7 +52,8 @@ impl Gps {
         if self.finish.len() <= id {
             self.finish.resize(id + 1, None);
         }
-        if len == 0.0 {
+        // An empty item finishes when the items before it in its session do.
+        if len == 0.0 && self.queues[q].is_empty() {
             self.finish[id] = Some(t);
             return;
         }
@@ -250,7 +251,12 @@ pub fn run_line_with<D: Discipline<usize> + ?Sized>(
 
 /// The GPS finish time of every item of `arrivals` that was not dropped,
 /// on a line of `rate` units per ns.
-pub fn gps_finish(weights: &[u32], arrivals: &[Arrival], dropped: &[(usize, DropReason)], rate: f64) -> Vec<Option<f64>> {
+pub fn gps_finish(
+    weights: &[u32],
+    arrivals: &[Arrival],
+    dropped: &[(usize, DropReason)],
+    rate: f64,
+) -> Vec<Option<f64>> {
     let mut gps = Gps::new(weights, rate);
     let mut drop = vec![false; arrivals.len()];
     for &(id, _) in dropped {
@@ -285,7 +291,11 @@ impl Lcg {
 
 /// Per dequeue of `run`: its queue, its length, and every queue's length
 /// just before it.
-pub fn dequeue_log(queues: usize, arrivals: &[Arrival], run: &Run) -> Vec<(QueueId, u32, Vec<usize>)> {
+pub fn dequeue_log(
+    queues: usize,
+    arrivals: &[Arrival],
+    run: &Run,
+) -> Vec<(QueueId, u32, Vec<usize>)> {
     let mut dropped = vec![false; arrivals.len()];
     for &(id, _) in &run.dropped {
         dropped[id] = true;
