@@ -308,7 +308,7 @@ mod tests {
             let mut present = vec![false; n];
             let mut floor = 1_000_000u64;
             for _ in 0..20_000 {
-                if rng.next() % 3 != 0 {
+                if !rng.next().is_multiple_of(3) {
                     let id = (rng.next() % n as u64) as u32;
                     if present[id as usize] {
                         continue;

@@ -227,7 +227,7 @@ proptest! {
         let mut served = vec![0.0f64; n];
         let mut all = 0.0;
         for (q, len, held) in dequeue_log(n, &arr, &run) {
-            if held.iter().any(|&h| h == 0) {
+            if held.contains(&0) {
                 break;
             }
             for i in 0..n {
