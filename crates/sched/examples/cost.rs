@@ -15,6 +15,20 @@
 //! target/release/examples/cost --callgrind
 //! ```
 //!
+//! Measured (rustc 1.95, release profile, static dispatch, instructions
+//! per round including the loop's own ~7):
+//!
+//! ```text
+//! null 7   fifo 68   prio 134   drr 115   wfq 230   wf2q 180
+//! wfq-mixed 462   wf2q-mixed 282
+//! ```
+//!
+//! A bounded safe ring buffer costs about 30 instructions per push or pop
+//! with its limit, bounds and `Option` checks (FIFO is little else), so DRR
+//! cannot come near 30 a round; WFQ and WF2Q+ add the fixed-point tag
+//! arithmetic and one calendar pop and one insertion (about 25 and 35) per
+//! item.
+//!
 //! Disciplines: `null` (the loop alone, holding one item: its cost is the
 //! harness's share of every other figure),
 //! `fifo`, `prio`, `drr` (quantum 1 cell), `wfq`, `wf2q` (all weights 1),

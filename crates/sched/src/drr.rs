@@ -16,6 +16,8 @@ struct Slot {
     quantum: u32,
     /// The next queue of the circular active list (valid while active).
     next: u32,
+    /// The length of the queue's head item (valid while active).
+    head: u32,
 }
 
 /// Deficit round robin: the non-empty queues take turns in a circular list;
@@ -57,6 +59,7 @@ impl<T> Drr<T> {
                     deficit: 0,
                     quantum,
                     next: NIL,
+                    head: 0,
                 }),
                 limits,
             ),
@@ -133,6 +136,7 @@ impl<T: Send> Discipline<T> for Drr<T> {
         match self.queues.push(queue, item, |item, _| (item, len)) {
             Ok(false) => Ok(()),
             Ok(true) => {
+                self.queues.get_mut(queue as usize).state.head = len;
                 self.activate(queue);
                 Ok(())
             }
@@ -147,29 +151,27 @@ impl<T: Send> Discipline<T> for Drr<T> {
         }
         loop {
             let c = self.cur;
-            let qu = self.queues.get_mut(c as usize);
-            let head = match qu.front() {
-                Some(&(_, len)) => u64::from(len),
-                None => unreachable!("an active DRR queue is non-empty"),
-            };
-            let slot = &mut qu.state;
+            let slot = &mut self.queues.get_mut(c as usize).state;
             if !self.fresh {
                 slot.deficit += u64::from(slot.quantum);
                 self.fresh = true;
             }
+            let head = u64::from(slot.head);
             if head <= slot.deficit {
                 slot.deficit -= head;
                 let (deficit, next) = (slot.deficit, slot.next);
                 let (item, rest) = self.queues.pop(c as usize)?;
                 match rest.front() {
                     None => self.deactivate(c, next),
-                    // The turn ends as soon as the next head does not fit.
-                    Some(&(_, len)) if u64::from(len) > deficit => {
-                        self.prev = c;
-                        self.cur = next;
-                        self.fresh = false;
+                    Some(&(_, len)) => {
+                        rest.state.head = len;
+                        // The turn ends as soon as the next head does not fit.
+                        if u64::from(len) > deficit {
+                            self.prev = c;
+                            self.cur = next;
+                            self.fresh = false;
+                        }
                     }
-                    Some(_) => {}
                 }
                 return Some((c, item.0));
             }

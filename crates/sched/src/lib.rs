@@ -34,16 +34,24 @@
 //! queue (≥ 1) and keep virtual time in fixed point: a tag unit is `2^-32`
 //! of one length unit per unit of weight, so an item of length `L` on a
 //! queue of weight `w` spans `L · 2^32 / w` units (the per-weight step is
-//! rounded once, relative error below `w · 2^-33`). Virtual time only grows;
+//! rounded down once, relative error below `w · 2^-32`). Virtual time only grows;
 //! at 2^62 every tag is lowered by 2^61, which changes no decision.
 //!
-//! The fair queues order sessions with a calendar queue (4,096 buckets over
-//! a sliding window of tags, exact order inside a bucket, a binary heap for
-//! keys beyond the window). Its bucket width is set from the sum of the
-//! weights and the typical item length (`with_typical_len`), so that a busy
-//! port's tags spread over many buckets: each enqueue and dequeue is then
-//! O(1). Unusual tags (very unequal weights, lengths far from the typical
-//! one) cost a sorted insertion or a heap operation, never a wrong order.
+//! The fair queues order sessions with a calendar queue (16,384 buckets over
+//! a sliding window of tags, exact order inside a bucket, equal tags first
+//! in first out, a binary heap for keys beyond the window). Its bucket
+//! width is set from the weights and the typical item length
+//! (`with_typical_len`), so that a busy port's tags spread over many
+//! buckets: each enqueue and dequeue is then O(1). Unusual tags (very
+//! unequal weights, lengths far from the typical one) cost a sorted
+//! insertion or a heap operation, never a wrong order. Each calendar takes
+//! about 130 KB plus 16 bytes a queue; [`Wfq`] and [`Wf2qPlus`] have two.
+//!
+//! # Cost
+//!
+//! `examples/cost.rs` counts instructions per enqueue + dequeue under
+//! callgrind with 1,000 busy queues of cells; see its documentation for the
+//! figures and how to run it.
 
 use aurora_time::Instant;
 

@@ -65,6 +65,14 @@ pub(crate) struct TagQueue {
     overflow_seq: u64,
 }
 
+/// A boxed array of `x`, built on the heap (not on the stack first).
+fn filled<X: Copy + std::fmt::Debug, const N: usize>(x: X) -> Box<[X; N]> {
+    vec![x; N]
+        .into_boxed_slice()
+        .try_into()
+        .expect("a vector of N items")
+}
+
 impl TagQueue {
     /// An empty queue for ids `0..n` with buckets `2^shift` tag units wide.
     pub(crate) fn new(n: usize, shift: u32) -> Self {
@@ -74,9 +82,9 @@ impl TagQueue {
             min_kb: u64::MAX,
             top: 0,
             mid: [0; MIDS],
-            words: Box::new([0; BUCKETS / 64]),
-            head: Box::new([NIL; BUCKETS]),
-            tail: Box::new([NIL; BUCKETS]),
+            words: filled(0),
+            head: filled(NIL),
+            tail: filled(NIL),
             entries: vec![Entry { key: 0, next: NIL }; n],
             overflow: BinaryHeap::with_capacity(n),
             overflow_seq: 0,
@@ -308,7 +316,7 @@ mod tests {
             let mut present = vec![false; n];
             let mut floor = 1_000_000u64;
             for _ in 0..20_000 {
-                if rng.next() % 3 != 0 {
+                if !rng.next().is_multiple_of(3) {
                     let id = (rng.next() % n as u64) as u32;
                     if present[id as usize] {
                         continue;

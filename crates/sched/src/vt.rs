@@ -2,9 +2,9 @@
 //!
 //! A tag unit is `2^-32` of one length unit per unit of weight: an item of
 //! `len` on a session of weight `w` spans `len · 2^32 / w` units, computed as
-//! `len · step` with `step = round(2^32 / w)`. Weights up to 2^16 keep the
-//! rounding of `step` below 2^-16 relative. Lengths count up to `2^31 − 1` in
-//! tags (longer items are clamped there).
+//! `len · step` with `step = ⌊2^32 / w⌋`. Weights up to 2^16 keep the
+//! rounding of `step` below 2^-16 relative. Lengths count up to 2^24 in tags
+//! (longer items count as 2^24), so an item spans at most 2^56 units.
 //!
 //! Virtual time only grows. When it reaches [`REBASE_AT`] every tag is
 //! lowered by [`REBASE_BY`] (a multiple of every calendar window, so no
@@ -19,16 +19,18 @@ pub(crate) const REBASE_AT: u64 = 1 << 62;
 /// How far tags are lowered.
 pub(crate) const REBASE_BY: u64 = 1 << 61;
 /// Longest length counted in tags.
-const MAX_LEN: u32 = (1 << 31) - 1;
+const MAX_LEN: u32 = 1 << 24;
 
-/// Tag units per length unit for a session of `weight`.
+/// Tag units per length unit for a session of `weight`: `⌊2^32 / weight⌋`.
+/// Rounding down keeps a session's tags from running ahead of a virtual
+/// time that counts the same work exactly (a tie stays a tie, or goes to
+/// the session).
 ///
 /// # Panics
 /// If `weight` is 0.
 pub(crate) fn step(weight: u32) -> u64 {
     assert!(weight > 0, "a session weight must be > 0");
-    let w = u64::from(weight);
-    (ONE + w / 2) / w
+    ONE / u64::from(weight)
 }
 
 /// The span of an item of `len` at `step`.

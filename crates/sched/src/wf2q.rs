@@ -38,10 +38,20 @@ struct Session {
 /// for each item of length `L` sent, and is raised to the smallest start
 /// tag of the backlogged sessions when no session is eligible — together
 /// `V = max(V + W, min S)`. [`Discipline::dequeue`] sends, among the
-/// eligible sessions (`S ≤ V`), the one with the smallest finish tag (ties:
-/// the lower queue id). `V` counts an item's work when the item is
-/// dequeued, so sessions that become backlogged while it is on the line see
-/// it already served.
+/// eligible sessions (`S ≤ V`), the one with the smallest finish tag (on a
+/// tie, the session filed first with that tag). `V` counts an item's work
+/// when the item is dequeued, so sessions that become backlogged while it is
+/// on the line see it already served.
+///
+/// Guarantees (checked by the property tests): over any interval of
+/// dequeues during which session `i` holds items, it gets at least
+/// `φ_i·W − (2·L_i + φ_i·Lmax)` of the `W` sent, with `φ_i` its share and
+/// `L_i` its longest item (Bennett and Zhang's worst-case fair index, with
+/// whole-item accounting); and while every session has been backlogged
+/// since they all started together, no session is more than `L_i` ahead of
+/// `φ_i·W`. Being fair against configured shares, not against the busy
+/// sessions, WF2Q+ can fall more than one item behind GPS when some
+/// sessions are idle.
 ///
 /// WF2Q+ needs no clock and no line rate; `now` is ignored. Lengths are in
 /// any unit (bytes, or 1 per cell) as long as it is the same for all items.
@@ -221,7 +231,7 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
             s.f = s.s.saturating_add(span(next, s.step));
             self.by_finish.insert(q, s.f);
         }
-        if self.v >= REBASE_AT {
+        while self.v >= REBASE_AT {
             self.rebase();
         }
         Some((q, item))
