@@ -14,6 +14,7 @@ mod bench_rt;
 mod bench_sar;
 mod bench_soak;
 mod demo;
+mod experiment;
 mod lateness;
 mod node;
 mod ping;
@@ -145,12 +146,32 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Re-run an experiment of the papers on an example topology, in
+    /// virtual time: a table, a CSV file and plots.
+    Experiment {
+        #[command(subcommand)]
+        what: Experiment,
+        /// Folder for the table and plots.
+        #[arg(long, default_value = "out/experiment", global = true)]
+        out: std::path::PathBuf,
+        /// Seconds of virtual time per run, more than 0 and at most 60.
+        #[arg(long, default_value_t = 1.0, value_parser = positive_secs, global = true)]
+        secs: f64,
+    },
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
     Bench {
         #[command(subcommand)]
         what: Bench,
     },
+}
+
+#[derive(Subcommand)]
+enum Experiment {
+    /// Many greedy AAL5 sources through one congested port
+    /// (examples/epd.toml): goodput in complete PDUs with tail drop, PPD,
+    /// and EPD at thresholds from 10 % to 90 % of the buffer.
+    Epd,
 }
 
 #[derive(Subcommand)]
@@ -626,6 +647,18 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("aurora bench compile: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Experiment { what, out, secs } => {
+            let r = match what {
+                Experiment::Epd => experiment::epd(&out, secs),
+            };
+            match r {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("aurora experiment: {e}");
                     ExitCode::FAILURE
                 }
             }

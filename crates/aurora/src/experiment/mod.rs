@@ -1,0 +1,169 @@
+//! `aurora experiment NAME`: the papers' experiments, re-run. Each takes an
+//! example topology from `examples/`, runs variants of it in virtual time
+//! (a field of the file changed per variant), checks that every run's
+//! books balance, and writes a table (printed, and as CSV) and plots (SVG,
+//! and PNG when a font is installed) to a folder.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use aurora_time::Duration;
+use plotters::prelude::*;
+
+use crate::run::{run_network, Clock, Report};
+
+mod epd;
+
+pub use epd::main as epd;
+
+/// Reads example `name` from the `examples/` folder beside the binary's
+/// source, or from `examples/` under the current folder.
+fn example(name: &str) -> Result<String, String> {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    let local = Path::new("examples").join(name);
+    std::fs::read_to_string(&here)
+        .or_else(|_| std::fs::read_to_string(&local))
+        .map_err(|e| format!("cannot read examples/{name}: {e}"))
+}
+
+/// Runs topology `text` in virtual time for `secs` (and a drain of
+/// 100 ms); fails if its books do not balance.
+fn run(text: &str, secs: f64) -> Result<Report, String> {
+    let net = aurora_topo::load(text, 1).map_err(|p| p.to_string())?;
+    let r = run_network(
+        net,
+        Duration::from_nanos((secs * 1e9) as i64),
+        Duration::from_millis(100),
+        None,
+        Clock::Virtual,
+        None,
+    )?;
+    if let Some(why) = r.imbalance() {
+        return Err(why);
+    }
+    Ok(r)
+}
+
+/// `text` with field `key` of every `[[table]]` entry set to `value`
+/// (or removed when `None`).
+fn with_field(text: &str, table: &str, key: &str, value: Option<toml::Value>) -> Result<String, String> {
+    let mut doc: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
+    let Some(toml::Value::Array(entries)) = doc.get_mut(table) else {
+        return Err(format!("the example has no [[{table}]]"));
+    };
+    for e in entries {
+        if let toml::Value::Table(t) = e {
+            match &value {
+                Some(v) => {
+                    t.insert(key.to_string(), v.clone());
+                }
+                None => {
+                    t.remove(key);
+                }
+            }
+        }
+    }
+    toml::to_string(&doc).map_err(|e| e.to_string())
+}
+
+/// A line of a plot: its name, its points and whether to draw them as a
+/// line (else as marks).
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+    line: bool,
+}
+
+/// Writes `rows` (the first the header) as CSV to `out/name.csv`.
+fn write_csv(out: &Path, name: &str, rows: &[Vec<String>]) -> Result<PathBuf, String> {
+    let mut s = String::new();
+    for r in rows {
+        let _ = writeln!(s, "{}", r.join(","));
+    }
+    let path = out.join(format!("{name}.csv"));
+    std::fs::write(&path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// Draws `series` against `x_desc` and `y_desc` to `out/name.svg` and
+/// `out/name.png`; returns the files written (none, with a note on
+/// stderr, when the font the labels need is not installed).
+fn plot(
+    out: &Path,
+    name: &str,
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    series: &[Series],
+) -> Result<Vec<PathBuf>, String> {
+    if !crate::ttcp::plot::load_font() {
+        eprintln!(
+            "aurora experiment: no plot drawn: it needs the DejaVu Sans font (Debian package fonts-dejavu-core)"
+        );
+        return Ok(Vec::new());
+    }
+    let svg = out.join(format!("{name}.svg"));
+    draw(SVGBackend::new(&svg, (900, 560)).into_drawing_area(), title, (x_desc, y_desc), series)?;
+    let png = out.join(format!("{name}.png"));
+    draw(BitMapBackend::new(&png, (900, 560)).into_drawing_area(), title, (x_desc, y_desc), series)?;
+    Ok(vec![svg, png])
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    series: &[Series],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("cannot draw the plot: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let all = series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(x, y) in all {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if x0 >= x1 {
+        x1 = x0 + 1.0;
+    }
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x0..x1, 0.0..y1 * 1.15 + 1e-9)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        if s.line {
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+        } else {
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
+        }
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
