@@ -322,8 +322,10 @@ pub struct FlatApprox<T> {
 
 impl<T: Send> FlatApprox<T> {
     /// The approximation of HWFQ over `tree`, holding at most `limits`
-    /// items, its weights updated as `config` says. It starts with every
-    /// leaf's guaranteed share as its weight.
+    /// items, its weights updated as `config` says. Its first walk maps
+    /// from the assumption that every leaf is active (every leaf starts at
+    /// its guaranteed share); in the exact limit it starts from the truth
+    /// (nothing active: every leaf at the rate it would get alone).
     pub fn new(tree: &ClassTree, limits: Limits, config: FlatConfig) -> Self {
         let slots = tree.queue_slots();
         let mut is_leaf = vec![false; slots];
@@ -336,6 +338,10 @@ impl<T: Send> FlatApprox<T> {
             is_leaf[q as usize] = true;
         }
         let mut walker = Walker::new(tree);
+        if config.update_period <= Duration::ZERO {
+            // The exact limit starts from the truth: nothing is active.
+            walker.recompute(&|_| false);
+        }
         let mut leaves = new_leaves(slots, limits, config.cell_len.max(1));
         leaves.install(&mut walker.staged);
         FlatApprox {

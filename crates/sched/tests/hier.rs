@@ -31,7 +31,7 @@ fn hwfq(tree: &RefTree) -> Hwfq<usize> {
 /// Cells each queue sends in `slots` cell times when `on` are backlogged.
 fn shares(tree: &RefTree, on: &[u32], slots: u64) -> Vec<u64> {
     let mut h = hwfq(tree);
-    greedy(&mut h, tree, &|_, q| on.contains(&q), slots, 1, slots).0
+    greedy(&mut h, tree, &|_, q| on.contains(&q), (slots, 0), 1, slots).0
 }
 
 #[test]
@@ -101,7 +101,7 @@ fn a_class_waking_up_gets_its_share_at_once() {
     let t = two_level();
     let mut h = hwfq(&t);
     let on = |slot: u64, q: u32| q == 0 || (slot >= 500 && q == 2);
-    let (sent, ideal, _) = greedy(&mut h, &t, &on, 1000, 1, 1000);
+    let (sent, ideal, _) = greedy(&mut h, &t, &on, (1000, 0), 1, 1000);
     for q in 0..4 {
         assert!(
             (sent[q] as f64 - ideal[q]).abs() <= 2.0,
@@ -179,7 +179,7 @@ proptest! {
         let n = tree.queues();
         let on: Vec<u32> = (0..n as u32).filter(|q| pick >> (q % 64) & 1 == 1 || *q == (pick % n as u64) as u32).collect();
         let mut h = hwfq(&tree);
-        let (sent, ideal, _) = greedy(&mut h, &tree, &|_, q| on.contains(&q), 5000, 1, 5000);
+        let (sent, ideal, _) = greedy(&mut h, &tree, &|_, q| on.contains(&q), (5000, 0), 1, 5000);
         for q in 0..n {
             prop_assert!((sent[q] as f64 - ideal[q]).abs() <= (tree.depth() + 1) as f64,
                 "queue {}: {} sent, {} ideal", q, sent[q], ideal[q]);

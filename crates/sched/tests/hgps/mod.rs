@@ -61,38 +61,45 @@ impl RefTree {
             .collect()
     }
 
-    fn active(&self, n: usize, backlogged: &dyn Fn(u32) -> bool) -> bool {
+    fn active(&self, kids: &[Vec<usize>], n: usize, backlogged: &dyn Fn(u32) -> bool) -> bool {
         match self.queue[n] {
             Some(q) => backlogged(q),
-            None => self
-                .children(n)
-                .into_iter()
-                .any(|c| self.active(c, backlogged)),
+            None => kids[n].iter().any(|&c| self.active(kids, c, backlogged)),
         }
     }
 
-    fn give(&self, n: usize, rate: f64, backlogged: &dyn Fn(u32) -> bool, out: &mut [f64]) {
+    fn give(
+        &self,
+        kids: &[Vec<usize>],
+        n: usize,
+        rate: f64,
+        backlogged: &dyn Fn(u32) -> bool,
+        out: &mut [f64],
+    ) {
         if let Some(q) = self.queue[n] {
             out[q as usize] = rate;
             return;
         }
-        let busy: Vec<usize> = self
-            .children(n)
-            .into_iter()
-            .filter(|&c| self.active(c, backlogged))
+        let busy: Vec<usize> = kids[n]
+            .iter()
+            .copied()
+            .filter(|&c| self.active(kids, c, backlogged))
             .collect();
         let total: f64 = busy.iter().map(|&c| self.share[c]).sum();
         for c in busy {
-            self.give(c, rate * self.share[c] / total, backlogged, out);
+            self.give(kids, c, rate * self.share[c] / total, backlogged, out);
         }
     }
 
     /// Each queue's H-GPS rate when `backlogged` queues have data and the
-    /// link serves `link`.
+    /// link serves `link`: recursively from the root, an active child
+    /// (one with a backlogged leaf below) gets its parent's rate in
+    /// proportion to its share among the active children.
     pub fn rates(&self, backlogged: &dyn Fn(u32) -> bool, link: f64) -> Vec<f64> {
+        let kids: Vec<Vec<usize>> = (0..self.parent.len()).map(|n| self.children(n)).collect();
         let mut out = vec![0.0; self.queues()];
-        if self.active(0, backlogged) {
-            self.give(0, link, backlogged, &mut out);
+        if self.active(&kids, 0, backlogged) {
+            self.give(&kids, 0, link, backlogged, &mut out);
         }
         out
     }
@@ -353,12 +360,13 @@ pub fn worst_gap(tree: &RefTree, arrivals: &[Arrival], sent: &[Sent]) -> (f64, u
 /// the cells H-GPS would have sent given the queues backlogged at each slot
 /// (per window of `window` slots), and the fraction of the link the
 /// scheduler gave to the wrong queues: the sum over windows and queues of
-/// |sent - ideal|, over twice the slots.
+/// |sent - ideal|, over twice the slots. The first `skip` slots are not
+/// counted.
 pub fn greedy<D: Discipline<usize>>(
     d: &mut D,
     tree: &RefTree,
     on: &dyn Fn(u64, u32) -> bool,
-    slots: u64,
+    (slots, skip): (u64, u64),
     cell_ns: u64,
     window: u64,
 ) -> (Vec<u64>, Vec<f64>, f64) {
@@ -381,11 +389,17 @@ pub fn greedy<D: Discipline<usize>>(
             }
         }
         let rates = tree.rates(&|q| d.queue_len(q) > 0, 1.0);
-        if let Some((q, s)) = d.dequeue(now) {
+        let got = d.dequeue(now);
+        if let Some((q, s)) = got {
             if let Some(prev) = last[q as usize] {
                 assert!(s > prev, "queue {q} reordered");
             }
             last[q as usize] = Some(s);
+        }
+        if slot < skip {
+            continue;
+        }
+        if let Some((q, _)) = got {
             sent[q as usize] += 1;
             win_sent[q as usize] += 1.0;
         }
@@ -401,7 +415,7 @@ pub fn greedy<D: Discipline<usize>>(
             }
         }
     }
-    (sent, ideal, misallocated / (2.0 * slots as f64))
+    (sent, ideal, misallocated / (2.0 * (slots - skip) as f64))
 }
 
 /// A random sequence of enqueues (to valid and invalid queues) and
