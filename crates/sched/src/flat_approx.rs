@@ -152,65 +152,68 @@ fn new_leaves<T>(queues: usize, limits: Limits, cell_len: u32) -> Leaves<T> {
     MiniWf2q::new(queues, limits, cell_len)
 }
 
+/// One node of the walker's copy of the tree.
+#[derive(Clone, Copy, Debug)]
+struct WalkNode {
+    parent: u32,
+    /// One past the last node of the subtree.
+    end: u32,
+    /// A leaf's queue, `NIL` for a class.
+    queue: u32,
+    /// Activity recorded by the last activity pass.
+    active: bool,
+    share: f64,
+    /// Sum of the shares of the active children, by the last activity
+    /// pass.
+    active_sum: f64,
+    /// The same sum, being accumulated by the current walk.
+    acc: f64,
+    /// Rate computed by the current walk.
+    rate: f64,
+}
+
 /// The weight-update walker: the tree in pre-order and the two passes'
 /// state (see the module docs).
 #[derive(Clone, Debug)]
 struct Walker {
-    parent: Vec<u32>,
-    share: Vec<f64>,
-    /// One past the last node of each subtree.
-    end: Vec<u32>,
-    /// A leaf's queue, `NIL` for a class.
-    queue: Vec<u32>,
-    /// Activity recorded by the last activity pass.
-    active: Vec<bool>,
-    /// Sum of the shares of the active children, by the last activity pass.
-    active_sum: Vec<f64>,
-    /// The same sum, being accumulated by the current walk.
-    acc: Vec<f64>,
-    /// Rates computed by the current walk.
-    rate: Vec<f64>,
+    nodes: Vec<WalkNode>,
     /// The mapping being computed, indexed by queue id.
     staged: Vec<f64>,
     /// The next node to enter.
     next: u32,
     /// Classes entered and not yet left.
     stack: Vec<u32>,
-    steps_done: u32,
     steps_total: u32,
 }
 
 impl Walker {
     fn new(tree: &ClassTree) -> Self {
-        let n = tree.len();
-        let mut w = Walker {
-            parent: (0..n)
-                .map(|i| tree.parent(i).map_or(NIL, |p| p as u32))
-                .collect(),
-            share: (0..n).map(|i| tree.share(i)).collect(),
-            end: (0..n).map(|i| tree.subtree_end(i) as u32).collect(),
-            queue: (0..n)
-                .map(|i| match tree.queue(i) {
+        let nodes = (0..tree.len())
+            .map(|i| WalkNode {
+                parent: tree.parent(i).map_or(NIL, |p| p as u32),
+                end: tree.subtree_end(i) as u32,
+                queue: match tree.queue(i) {
                     Some(q) if tree.children(i).is_empty() => q,
                     _ => NIL,
-                })
-                .collect(),
-            active: vec![true; n],
-            active_sum: (0..n)
-                .map(|i| tree.children(i).iter().map(|&c| tree.share(c)).sum())
-                .collect(),
-            acc: vec![0.0; n],
-            rate: vec![0.0; n],
+                },
+                active: true,
+                share: tree.share(i),
+                active_sum: tree.children(i).iter().map(|&c| tree.share(c)).sum(),
+                acc: 0.0,
+                rate: 0.0,
+            })
+            .collect();
+        let mut w = Walker {
+            nodes,
             staged: vec![0.0; tree.queue_slots()],
             next: 0,
             stack: Vec::with_capacity(tree.depth() + 1),
-            steps_done: 0,
-            steps_total: (0..n)
+            steps_total: (0..tree.len())
                 .map(|i| if tree.children(i).is_empty() { 1 } else { 2 })
                 .sum(),
         };
         // The starting mapping: every leaf active.
-        for i in 0..n {
+        for i in 0..tree.len() {
             w.down(i);
         }
         w
@@ -218,41 +221,40 @@ impl Walker {
 
     /// The rates pass at node `i`.
     fn down(&mut self, i: usize) {
-        let p = self.parent[i];
-        let r = if p == NIL {
-            1.0
-        } else {
-            let p = p as usize;
-            let share = self.share[i];
-            let sum = if self.active[i] {
-                self.active_sum[p]
-            } else {
-                self.active_sum[p] + share
-            };
-            self.rate[p] * share / sum
+        let n = self.nodes[i];
+        let r = match self.nodes.get(n.parent as usize) {
+            None => 1.0,
+            Some(p) => {
+                let sum = if n.active {
+                    p.active_sum
+                } else {
+                    p.active_sum + n.share
+                };
+                p.rate * n.share / sum
+            }
         };
-        self.rate[i] = r;
-        let q = self.queue[i];
-        if q != NIL {
-            self.staged[q as usize] = r;
+        self.nodes[i].rate = r;
+        if let Some(s) = self.staged.get_mut(n.queue as usize) {
+            *s = r;
         }
     }
 
     /// The activity pass at node `i`.
     fn up(&mut self, i: usize, busy: &impl Fn(QueueId) -> bool) {
-        let q = self.queue[i];
-        let a = if q != NIL {
-            busy(q)
+        let n = &mut self.nodes[i];
+        let a = if n.queue != NIL {
+            busy(n.queue)
         } else {
-            let sum = self.acc[i];
-            self.active_sum[i] = sum;
-            self.acc[i] = 0.0;
-            sum > 0.0
+            n.active_sum = n.acc;
+            n.acc = 0.0;
+            n.active_sum > 0.0
         };
-        self.active[i] = a;
-        let p = self.parent[i];
-        if a && p != NIL {
-            self.acc[p as usize] += self.share[i];
+        n.active = a;
+        let (p, share) = (n.parent, n.share);
+        if a {
+            if let Some(p) = self.nodes.get_mut(p as usize) {
+                p.acc += share;
+            }
         }
     }
 
@@ -260,47 +262,49 @@ impl Walker {
     /// (then `staged` holds the new mapping).
     fn step(&mut self, busy: &impl Fn(QueueId) -> bool) -> bool {
         if let Some(&top) = self.stack.last() {
-            if self.end[top as usize] <= self.next {
+            if self.nodes[top as usize].end <= self.next {
                 self.stack.pop();
                 self.up(top as usize, busy);
-                return self.count_step();
+                let done = self.stack.is_empty();
+                if done {
+                    self.next = 0;
+                }
+                return done;
             }
         }
         let i = self.next as usize;
         self.next += 1;
         self.down(i);
-        if self.queue[i] != NIL {
+        if self.nodes[i].queue != NIL {
             self.up(i, busy);
+            // Only a root that is a leaf ends a walk here.
+            if i == 0 {
+                self.next = 0;
+            }
+            i == 0
         } else {
             self.stack.push(i as u32);
-        }
-        self.count_step()
-    }
-
-    fn count_step(&mut self) -> bool {
-        self.steps_done += 1;
-        if self.next as usize == self.parent.len() && self.stack.is_empty() {
-            self.next = 0;
-            self.steps_done = 0;
-            true
-        } else {
             false
         }
     }
 
+    /// Starts the next walk.
+    fn restart(&mut self) {
+        self.next = 0;
+        self.stack.clear();
+    }
+
     /// Both passes at once from the current activity (the exact limit).
     fn recompute(&mut self, busy: &impl Fn(QueueId) -> bool) {
-        let n = self.parent.len();
-        self.acc.iter_mut().for_each(|a| *a = 0.0);
+        let n = self.nodes.len();
+        self.nodes.iter_mut().for_each(|x| x.acc = 0.0);
         for i in (0..n).rev() {
             self.up(i, busy);
         }
         for i in 0..n {
             self.down(i);
         }
-        self.next = 0;
-        self.steps_done = 0;
-        self.stack.clear();
+        self.restart();
     }
 }
 
@@ -315,8 +319,15 @@ pub struct FlatApprox<T> {
     /// Leaf queues in pre-order.
     leaf_queues: Vec<QueueId>,
     config: FlatConfig,
+    exact: bool,
     walk_start: Instant,
+    /// When the next step is due: `walk_start` plus the period times the
+    /// steps done over the steps in a walk, kept as whole nanoseconds per
+    /// step and a remainder.
     next_due: Instant,
+    step_ns: i64,
+    step_rem: i64,
+    rem_acc: i64,
     mappings: u64,
 }
 
@@ -338,6 +349,7 @@ impl<T: Send> FlatApprox<T> {
             is_leaf[q as usize] = true;
         }
         let mut walker = Walker::new(tree);
+        let total = walker.steps_total.max(1);
         if config.update_period <= Duration::ZERO {
             // The exact limit starts from the truth: nothing is active.
             walker.recompute(&|_| false);
@@ -353,8 +365,12 @@ impl<T: Send> FlatApprox<T> {
                 cell_len: config.cell_len.max(1),
                 ..config
             },
+            exact: config.update_period <= Duration::ZERO,
             walk_start: Instant::ZERO,
             next_due: Instant::ZERO,
+            step_ns: config.update_period.as_nanos() / total as i64,
+            step_rem: config.update_period.as_nanos() % total as i64,
+            rem_acc: 0,
             mappings: 0,
         }
     }
@@ -396,12 +412,9 @@ impl<T: Send> FlatApprox<T> {
         self.walker.steps_total
     }
 
-    fn exact(&self) -> bool {
-        self.config.update_period <= Duration::ZERO
-    }
 
     /// Performs the walk steps due at `now`.
-    #[inline]
+    #[inline(always)]
     fn tick(&mut self, now: Instant) {
         if now >= self.next_due {
             self.catch_up(now);
@@ -410,8 +423,7 @@ impl<T: Send> FlatApprox<T> {
 
     #[inline(never)]
     fn catch_up(&mut self, now: Instant) {
-        let period = self.config.update_period.as_nanos() as i128;
-        let total = self.walker.steps_total as i128;
+        let total = self.walker.steps_total as i64;
         let mut budget = self.config.max_steps_per_op;
         while budget > 0 && now >= self.next_due {
             budget -= 1;
@@ -421,9 +433,16 @@ impl<T: Send> FlatApprox<T> {
                 self.mappings += 1;
                 let end = self.walk_start + self.config.update_period;
                 self.walk_start = end.max(now);
+                self.next_due = self.walk_start;
+                self.rem_acc = 0;
+            } else {
+                self.next_due += Duration::from_nanos(self.step_ns);
+                self.rem_acc += self.step_rem;
+                if self.rem_acc >= total {
+                    self.rem_acc -= total;
+                    self.next_due += Duration::from_nanos(1);
+                }
             }
-            let offset = period * self.walker.steps_done as i128 / total;
-            self.next_due = self.walk_start + Duration::from_nanos(offset as i64);
         }
     }
 
@@ -437,6 +456,7 @@ impl<T: Send> FlatApprox<T> {
 }
 
 impl<T: Send> Discipline<T> for FlatApprox<T> {
+    #[inline(always)]
     fn enqueue(
         &mut self,
         queue: QueueId,
@@ -450,7 +470,7 @@ impl<T: Send> Discipline<T> for FlatApprox<T> {
                 reason: DropReason::NoSuchQueue,
             });
         }
-        if self.exact() {
+        if self.exact {
             let wakes = self.leaves.queue_len(queue) == 0;
             self.leaves.enqueue(queue, item, len, now)?;
             if wakes {
@@ -463,8 +483,9 @@ impl<T: Send> Discipline<T> for FlatApprox<T> {
         Ok(())
     }
 
+    #[inline(always)]
     fn dequeue(&mut self, now: Instant) -> Option<(QueueId, T)> {
-        if self.exact() {
+        if self.exact {
             let (q, item) = self.leaves.dequeue(now)?;
             if self.leaves.queue_len(q) == 0 {
                 self.recompute();
@@ -491,8 +512,9 @@ impl<T: Send> Discipline<T> for FlatApprox<T> {
 /// Virtual time per cell of service: tags are integers in units of 2^-20
 /// cell, and a bucket is one cell.
 const SHIFT: u32 = 20;
-/// The most a finish tag may exceed its start tag (a weight of about 2^-30
-/// of the link for one cell); smaller weights are served at this one.
+/// The most a finish tag may exceed its start tag per unit of length (a
+/// weight of about 2^-30 of the link); smaller weights are served at this
+/// one.
 const MAX_INC: u64 = 1 << 50;
 /// Buckets in a calendar's ring: 64 words of 64 bits.
 const RING: usize = 4096;
@@ -505,10 +527,8 @@ const MASK: usize = RING - 1;
 #[derive(Clone, Debug)]
 struct Calendar {
     floor: u64,
-    head: Vec<u32>,
-    tail: Vec<u32>,
-    /// Next id in the same bucket, by id.
-    next: Vec<u32>,
+    head: Box<[u32; RING]>,
+    tail: Box<[u32; RING]>,
     words: [u64; RING / 64],
     summary: u64,
     /// Ids beyond the ring: (bucket, arrival order, id).
@@ -518,12 +538,11 @@ struct Calendar {
 }
 
 impl Calendar {
-    fn new(ids: usize) -> Self {
+    fn new() -> Self {
         Calendar {
             floor: 0,
-            head: vec![NIL; RING],
-            tail: vec![NIL; RING],
-            next: vec![NIL; ids],
+            head: Box::new([NIL; RING]),
+            tail: Box::new([NIL; RING]),
             words: [0; RING / 64],
             summary: 0,
             far: BinaryHeap::new(),
@@ -532,105 +551,158 @@ impl Calendar {
         }
     }
 
-    #[inline]
-    fn push(&mut self, id: u32, bucket: u64) {
+    /// Files `id` in `bucket`, behind the ids there; `next` links the ids
+    /// of a bucket (an id is in one calendar at a time, so calendars can
+    /// share it).
+    #[inline(always)]
+    fn push(&mut self, next: &mut [u32], id: u32, bucket: u64) {
         let b = bucket.max(self.floor);
         if b - self.floor >= RING as u64 {
-            self.far.push(Reverse((b, self.far_seq, id)));
-            self.far_seq += 1;
-            self.far_min = self.far_min.min(b);
+            self.push_far(id, b);
             return;
         }
         let pos = b as usize & MASK;
-        self.next[id as usize] = NIL;
-        if self.head[pos] == NIL {
+        let tail = self.tail[pos];
+        self.tail[pos] = id;
+        if tail == NIL {
             self.head[pos] = id;
             self.words[pos >> 6] |= 1 << (pos & 63);
             self.summary |= 1 << (pos >> 6);
-        } else {
-            self.next[self.tail[pos] as usize] = id;
+        } else if let Some(n) = next.get_mut(tail as usize) {
+            *n = id;
         }
-        self.tail[pos] = id;
-    }
-
-    /// The least bucket holding an id.
-    #[inline]
-    fn first(&mut self) -> Option<u64> {
-        let p0 = self.floor as usize & MASK;
-        let (w0, b0) = (p0 >> 6, p0 & 63);
-        let m = self.words[w0] & (!0u64 << b0);
-        let pos = if m != 0 {
-            (w0 << 6) | m.trailing_zeros() as usize
-        } else {
-            let above = if w0 == 63 {
-                0
-            } else {
-                self.summary & (!0u64 << (w0 + 1))
-            };
-            // Wrapping around: words up to w0 (whose bits from b0 on are
-            // clear).
-            let s = if above != 0 {
-                above
-            } else {
-                self.summary & (2u64 << w0).wrapping_sub(1)
-            };
-            if s == 0 {
-                return self.first_far();
-            }
-            let w = s.trailing_zeros() as usize;
-            (w << 6) | self.words[w].trailing_zeros() as usize
-        };
-        Some(self.floor + (pos.wrapping_sub(p0) & MASK) as u64)
     }
 
     #[cold]
-    fn first_far(&mut self) -> Option<u64> {
+    fn push_far(&mut self, id: u32, b: u64) {
+        self.far.push(Reverse((b, self.far_seq, id)));
+        self.far_seq += 1;
+        self.far_min = self.far_min.min(b);
+    }
+
+    /// The least bucket holding an id.
+    #[inline(always)]
+    fn first(&mut self, next: &mut [u32]) -> Option<u64> {
+        let p0 = self.floor as usize & MASK;
+        let (w0, b0) = (p0 >> 6, p0 & 63);
+        let m = self.words[w0] >> b0;
+        if m != 0 {
+            return Some(self.floor + m.trailing_zeros() as u64);
+        }
+        self.first_beyond(next, p0)
+    }
+
+    /// [`Calendar::first`] when the floor's word has nothing from the
+    /// floor on.
+    fn first_beyond(&mut self, next: &mut [u32], p0: usize) -> Option<u64> {
+        let w0 = p0 >> 6;
+        let above = if w0 == 63 {
+            0
+        } else {
+            self.summary & (!0u64 << (w0 + 1))
+        };
+        // Wrapping around: words up to w0 (whose bits from the floor on
+        // are clear).
+        let s = if above != 0 {
+            above
+        } else {
+            self.summary & (2u64 << w0).wrapping_sub(1)
+        };
+        if s == 0 {
+            return self.first_far(next);
+        }
+        let w = s.trailing_zeros() as usize;
+        let pos = (w << 6) | self.words[w].trailing_zeros() as usize;
+        Some(self.floor + (pos.wrapping_sub(p0) & MASK) as u64)
+    }
+
+    /// Whether `bucket`, in the ring, holds an id.
+    #[inline(always)]
+    fn holds(&self, bucket: u64) -> bool {
+        let pos = bucket as usize & MASK;
+        self.words[pos >> 6] >> (pos & 63) & 1 != 0
+    }
+
+    /// The least bucket holding an id if it is no later than `limit`.
+    #[inline(always)]
+    fn first_upto(&mut self, next: &mut [u32], limit: u64) -> Option<u64> {
+        let span = limit.checked_sub(self.floor)?;
+        let p0 = self.floor as usize & MASK;
+        let b0 = p0 & 63;
+        if span < (63 - b0) as u64 {
+            // Floor and limit in one word.
+            let m = (self.words[p0 >> 6] >> b0) & ((2u64 << span) - 1);
+            return (m != 0).then(|| self.floor + m.trailing_zeros() as u64);
+        }
+        self.first(next).filter(|&b| b <= limit)
+    }
+
+    #[cold]
+    fn first_far(&mut self, next: &mut [u32]) -> Option<u64> {
         if self.far_min == u64::MAX {
             return None;
         }
         self.floor = self.far_min;
-        self.refile();
+        self.refile(next);
         Some(self.floor)
     }
 
     /// Takes the first id of `bucket`, which must be [`Calendar::first`].
-    #[inline]
-    fn pop(&mut self, bucket: u64) -> u32 {
+    #[inline(always)]
+    fn pop(&mut self, next: &mut [u32], bucket: u64) -> u32 {
         let pos = bucket as usize & MASK;
         let id = self.head[pos];
-        let nx = self.next[id as usize];
-        self.head[pos] = nx;
-        if nx == NIL {
-            let w = &mut self.words[pos >> 6];
-            *w &= !(1 << (pos & 63));
-            if *w == 0 {
-                self.summary &= !(1 << (pos >> 6));
-            }
+        if id == self.tail[pos] {
+            self.clear(pos);
+        } else {
+            self.head[pos] = next.get(id as usize).copied().unwrap_or(NIL);
         }
-        self.raise_floor(bucket);
+        self.raise_floor(next, bucket);
         id
     }
 
+    /// Takes every id of `bucket`, which must be [`Calendar::first`]: the
+    /// first, the rest linked by `next`, the last the one returned second.
+    #[inline(always)]
+    fn take(&mut self, next: &mut [u32], bucket: u64) -> (u32, u32) {
+        let pos = bucket as usize & MASK;
+        let ends = (self.head[pos], self.tail[pos]);
+        self.clear(pos);
+        self.raise_floor(next, bucket);
+        ends
+    }
+
+    #[inline(always)]
+    fn clear(&mut self, pos: usize) {
+        self.head[pos] = NIL;
+        self.tail[pos] = NIL;
+        let w = &mut self.words[pos >> 6];
+        *w &= !(1 << (pos & 63));
+        if *w == 0 {
+            self.summary &= !(1 << (pos >> 6));
+        }
+    }
+
     /// Moves the floor up to `to`; no id may wait below it.
-    #[inline]
-    fn raise_floor(&mut self, to: u64) {
+    #[inline(always)]
+    fn raise_floor(&mut self, next: &mut [u32], to: u64) {
         if to > self.floor {
             self.floor = to;
             if self.far_min < to + RING as u64 {
-                self.refile();
+                self.refile(next);
             }
         }
     }
 
     #[cold]
-    fn refile(&mut self) {
+    fn refile(&mut self, next: &mut [u32]) {
         let limit = self.floor + RING as u64;
         while let Some(&Reverse((b, _, id))) = self.far.peek() {
             if b >= limit {
                 break;
             }
             self.far.pop();
-            self.push(id, b);
+            self.push(next, id, b);
         }
         self.far_min = self.far.peek().map_or(u64::MAX, |r| r.0 .0);
     }
@@ -641,6 +713,10 @@ struct LeafQ {
     /// Start and finish tags of the head item.
     s: u64,
     f: u64,
+    /// Finish-tag increment per unit of length, for `weight` as of
+    /// mapping `epoch`.
+    inc: u64,
+    epoch: u64,
     /// First and last item slots.
     head: u32,
     tail: u32,
@@ -666,12 +742,18 @@ struct MiniWf2q<T> {
     limits: Limits,
     len: usize,
     v: u64,
-    /// Virtual time per unit of length.
+    /// Virtual time per unit of length, as an integer and as a float.
+    v_per_len: u64,
     unit: f64,
+    /// Weights, by queue; swapped whole by `install`, which starts a new
+    /// epoch so each queue recomputes its increment when next tagged.
     weight: Vec<f64>,
+    epoch: u64,
     queues: Vec<LeafQ>,
     slots: Vec<Slot<T>>,
     free: u32,
+    /// Links the queues of a calendar's bucket, by queue.
+    next: Vec<u32>,
     /// Eligible queues by finish tag.
     eligible: Calendar,
     /// Backlogged queues not yet eligible, by start tag.
@@ -680,16 +762,21 @@ struct MiniWf2q<T> {
 
 impl<T> MiniWf2q<T> {
     fn new(n: usize, limits: Limits, cell_len: u32) -> Self {
+        let unit = (1u64 << SHIFT) as f64 / cell_len as f64;
         MiniWf2q {
             limits,
             len: 0,
             v: 0,
-            unit: (1u64 << SHIFT) as f64 / cell_len as f64,
+            v_per_len: unit.round() as u64,
+            unit,
             weight: vec![1.0; n],
+            epoch: 0,
             queues: vec![
                 LeafQ {
                     s: 0,
                     f: 0,
+                    inc: unit.round() as u64,
+                    epoch: 0,
                     head: NIL,
                     tail: NIL,
                     count: 0,
@@ -698,46 +785,76 @@ impl<T> MiniWf2q<T> {
             ],
             slots: Vec::new(),
             free: NIL,
-            eligible: Calendar::new(n),
-            waiting: Calendar::new(n),
+            next: vec![NIL; n],
+            eligible: Calendar::new(),
+            waiting: Calendar::new(),
         }
     }
 
-    /// The finish tag increment of an item of `len` at queue `q`.
-    #[inline]
-    fn increment(&self, q: usize, len: u32) -> u64 {
-        ((len as f64 * self.unit / self.weight[q]) as u64).min(MAX_INC)
-    }
-
-    /// Files backlogged queue `q` by its tags.
-    #[inline]
-    fn file(&mut self, q: usize) {
-        let LeafQ { s, f, .. } = self.queues[q];
-        if s >> SHIFT <= self.v >> SHIFT {
-            self.eligible.push(q as u32, f >> SHIFT);
+    /// Queue `q`'s finish tag increment per unit of length, from its weight.
+    #[cold]
+    fn refresh(&mut self, q: usize) -> u64 {
+        let w = self.weight[q];
+        let inc = if w > 0.0 {
+            (self.unit / w + 0.5).min(MAX_INC as f64) as u64
         } else {
-            self.waiting.push(q as u32, s >> SHIFT);
+            MAX_INC
+        };
+        let lq = &mut self.queues[q];
+        lq.inc = inc.max(1);
+        lq.epoch = self.epoch;
+        lq.inc
+    }
+
+    /// Gives queue `q`, backlogged with a head item of `len`, start tag `s`
+    /// and the finish tag that follows, and files it.
+    #[inline(always)]
+    fn tag(&mut self, q: usize, s: u64, len: u32) {
+        let mut inc = self.queues[q].inc;
+        if self.queues[q].epoch != self.epoch {
+            inc = self.refresh(q);
+        }
+        let f = s.saturating_add((len as u64).saturating_mul(inc));
+        let lq = &mut self.queues[q];
+        lq.s = s;
+        lq.f = f;
+        if s >> SHIFT <= self.v >> SHIFT {
+            self.eligible.push(&mut self.next, q as u32, f >> SHIFT);
+        } else {
+            self.waiting.push(&mut self.next, q as u32, s >> SHIFT);
         }
     }
 
-    /// Moves the queues whose start tags' cells have come up to `vb` to the
-    /// eligible calendar.
-    #[inline]
+    /// Moves the queues waiting in buckets up to `vb` to the eligible
+    /// calendar, and the waiting calendar's floor to `vb`.
+    #[inline(always)]
     fn promote(&mut self, vb: u64) {
-        while let Some(b) = self.waiting.first() {
-            if b > vb {
-                break;
+        // Usually V has moved on by one cell: one bit to test.
+        if vb == self.waiting.floor + 1 && !self.waiting.holds(vb) {
+            self.waiting.floor = vb;
+            if self.waiting.far_min < vb + RING as u64 {
+                self.waiting.refile(&mut self.next);
             }
-            let q = self.waiting.pop(b);
-            let f = self.queues[q as usize].f;
-            self.eligible.push(q, f >> SHIFT);
+            return;
         }
-        self.waiting.raise_floor(vb);
+        while let Some(b) = self.waiting.first_upto(&mut self.next, vb) {
+            let (mut q, last) = self.waiting.take(&mut self.next, b);
+            loop {
+                let after = self.next.get(q as usize).copied().unwrap_or(NIL);
+                let f = self.queues.get(q as usize).map_or(0, |lq| lq.f);
+                self.eligible.push(&mut self.next, q, f >> SHIFT);
+                if q == last {
+                    break;
+                }
+                q = after;
+            }
+        }
+        self.waiting.raise_floor(&mut self.next, vb);
     }
 }
 
 impl<T: Send> Discipline<T> for MiniWf2q<T> {
-    #[inline]
+    #[inline(always)]
     fn enqueue(
         &mut self,
         queue: QueueId,
@@ -746,65 +863,68 @@ impl<T: Send> Discipline<T> for MiniWf2q<T> {
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
         let q = queue as usize;
-        let reason = if q >= self.queues.len() {
-            DropReason::NoSuchQueue
-        } else if self.len >= self.limits.port {
-            DropReason::PortFull
-        } else if self.queues[q].count as usize >= self.limits.queue {
-            DropReason::QueueFull
-        } else {
-            let slot = Slot {
-                item: Some(item),
-                len,
-                next: NIL,
-            };
-            let at = if self.free != NIL {
-                let at = self.free;
-                self.free = self.slots[at as usize].next;
-                self.slots[at as usize] = slot;
-                at
-            } else {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            };
-            self.len += 1;
-            let lq = &mut self.queues[q];
-            lq.count += 1;
-            if lq.count > 1 {
-                let tail = lq.tail as usize;
-                lq.tail = at;
-                self.slots[tail].next = at;
-            } else {
-                lq.head = at;
-                lq.tail = at;
-                let s = lq.f.max(self.v);
-                let f = s.saturating_add(self.increment(q, len));
-                let lq = &mut self.queues[q];
-                lq.s = s;
-                lq.f = f;
-                self.file(q);
-            }
-            return Ok(());
+        let Some(lq) = self.queues.get(q) else {
+            return Err(Dropped {
+                item,
+                reason: DropReason::NoSuchQueue,
+            });
         };
-        Err(Dropped { item, reason })
+        if self.len >= self.limits.port || lq.count as usize >= self.limits.queue {
+            let reason = if self.len >= self.limits.port {
+                DropReason::PortFull
+            } else {
+                DropReason::QueueFull
+            };
+            return Err(Dropped { item, reason });
+        }
+        let slot = Slot {
+            item: Some(item),
+            len,
+            next: NIL,
+        };
+        let at = self.free;
+        match self.slots.get_mut(at as usize) {
+            Some(free) => {
+                self.free = free.next;
+                *free = slot;
+            }
+            None => self.slots.push(slot),
+        }
+        let at = if at == NIL {
+            (self.slots.len() - 1) as u32
+        } else {
+            at
+        };
+        self.len += 1;
+        let lq = &mut self.queues[q];
+        lq.count += 1;
+        if lq.count > 1 {
+            let tail = lq.tail as usize;
+            lq.tail = at;
+            if let Some(t) = self.slots.get_mut(tail) {
+                t.next = at;
+            }
+        } else {
+            lq.head = at;
+            lq.tail = at;
+            let s = lq.f.max(self.v);
+            self.tag(q, s, len);
+        }
+        Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
         if self.len == 0 {
             return None;
         }
+        // Queues whose start tags V has reached become eligible.
         self.promote(self.v >> SHIFT);
-        let b = match self.eligible.first() {
+        let b = match self.eligible.first(&mut self.next) {
             Some(b) => b,
-            None => {
-                let sb = self.waiting.first()?;
-                self.v = self.v.max(sb << SHIFT);
-                self.promote(sb);
-                self.eligible.first()?
-            }
+            None => self.jump()?,
         };
-        let q = self.eligible.pop(b) as usize;
+        let q = self.eligible.pop(&mut self.next, b) as usize;
         let at = self.queues[q].head as usize;
         let slot = &mut self.slots[at];
         let item = slot.item.take()?;
@@ -812,17 +932,14 @@ impl<T: Send> Discipline<T> for MiniWf2q<T> {
         slot.next = self.free;
         self.free = at as u32;
         self.len -= 1;
-        self.v += (len as f64 * self.unit) as u64;
+        self.v += len as u64 * self.v_per_len;
         let lq = &mut self.queues[q];
         lq.head = next;
         lq.count -= 1;
         if lq.count > 0 {
             let s = lq.f;
-            let f = s.saturating_add(self.increment(q, self.slots[next as usize].len));
-            let lq = &mut self.queues[q];
-            lq.s = s;
-            lq.f = f;
-            self.file(q);
+            let next_len = self.slots[next as usize].len;
+            self.tag(q, s, next_len);
         }
         Some((q as QueueId, item))
     }
@@ -839,10 +956,23 @@ impl<T: Send> Discipline<T> for MiniWf2q<T> {
     }
 }
 
+impl<T> MiniWf2q<T> {
+    /// No queue is eligible: `V` jumps to the earliest start tag's cell and
+    /// the queues there become eligible; the first eligible bucket.
+    #[cold]
+    fn jump(&mut self) -> Option<u64> {
+        let sb = self.waiting.first(&mut self.next)?;
+        self.v = self.v.max(sb << SHIFT);
+        self.promote(sb);
+        self.eligible.first(&mut self.next)
+    }
+}
+
 impl<T: Send> LeafScheduler<T> for MiniWf2q<T> {
     fn set_weight(&mut self, queue: QueueId, weight: f64) {
         if let Some(w) = self.weight.get_mut(queue as usize) {
             *w = weight;
+            self.refresh(queue as usize);
         }
     }
 
@@ -853,6 +983,7 @@ impl<T: Send> LeafScheduler<T> for MiniWf2q<T> {
     fn install(&mut self, weights: &mut Vec<f64>) {
         debug_assert_eq!(weights.len(), self.weight.len());
         std::mem::swap(&mut self.weight, weights);
+        self.epoch = self.epoch.wrapping_add(1);
     }
 }
 
@@ -862,41 +993,48 @@ mod tests {
 
     #[test]
     fn calendar_orders_buckets_and_keeps_fifo_within_one() {
-        let mut c = Calendar::new(8);
-        c.push(0, 5);
-        c.push(1, 3);
-        c.push(2, 5);
-        c.push(3, 3 + 10 * RING as u64);
-        c.push(4, 4000);
+        let mut c = Calendar::new();
+        let n = &mut vec![NIL; 8][..];
+        let far = 3 + 10 * RING as u64;
+        c.push(n, 0, 5);
+        c.push(n, 1, 3);
+        c.push(n, 2, 5);
+        c.push(n, 3, far);
+        c.push(n, 4, 4000);
         let mut out = Vec::new();
-        while let Some(b) = c.first() {
-            out.push((b, c.pop(b)));
+        while let Some(b) = c.first(n) {
+            out.push((b, c.pop(n, b)));
         }
-        assert_eq!(
-            out,
-            [(3, 1), (5, 0), (5, 2), (4000, 4), (3 + 10 * RING as u64, 3)]
-        );
+        assert_eq!(out, [(3, 1), (5, 0), (5, 2), (4000, 4), (far, 3)]);
         // Below the floor goes into the floor's bucket, behind what is there.
-        c.push(5, 3 + 10 * RING as u64);
-        c.push(6, 0);
-        assert_eq!(c.first(), Some(3 + 10 * RING as u64));
-        assert_eq!(c.pop(3 + 10 * RING as u64), 5);
-        assert_eq!(c.pop(3 + 10 * RING as u64), 6);
-        assert_eq!(c.first(), None);
+        c.push(n, 5, far);
+        c.push(n, 6, 0);
+        c.push(n, 7, far + 1);
+        assert_eq!(c.first(n), Some(far));
+        assert_eq!(c.first_upto(n, far - 1), None);
+        assert_eq!(c.first_upto(n, far), Some(far));
+        assert_eq!(c.take(n, far), (5, 6));
+        assert_eq!(n[5], 6);
+        assert_eq!(c.first_upto(n, far), None);
+        assert_eq!(c.first_upto(n, far + 100), Some(far + 1));
+        assert_eq!(c.pop(n, far + 1), 7);
+        assert_eq!(c.first(n), None);
     }
 
     #[test]
     fn calendar_wraps_around_the_ring() {
-        let mut c = Calendar::new(4);
-        c.raise_floor(RING as u64 - 2);
-        c.push(0, RING as u64 + 1);
-        c.push(1, RING as u64 - 1);
-        c.push(2, 2 * RING as u64 - 3);
-        assert_eq!(c.first(), Some(RING as u64 - 1));
-        assert_eq!(c.pop(RING as u64 - 1), 1);
-        assert_eq!(c.first(), Some(RING as u64 + 1));
-        assert_eq!(c.pop(RING as u64 + 1), 0);
-        assert_eq!(c.first(), Some(2 * RING as u64 - 3));
+        let mut c = Calendar::new();
+        let n = &mut vec![NIL; 4][..];
+        c.raise_floor(n, RING as u64 - 2);
+        c.push(n, 0, RING as u64 + 1);
+        c.push(n, 1, RING as u64 - 1);
+        c.push(n, 2, 2 * RING as u64 - 3);
+        assert_eq!(c.first_upto(n, RING as u64 + 1), Some(RING as u64 - 1));
+        assert_eq!(c.first(n), Some(RING as u64 - 1));
+        assert_eq!(c.pop(n, RING as u64 - 1), 1);
+        assert_eq!(c.first(n), Some(RING as u64 + 1));
+        assert_eq!(c.pop(n, RING as u64 + 1), 0);
+        assert_eq!(c.first(n), Some(2 * RING as u64 - 3));
     }
 
     #[test]
