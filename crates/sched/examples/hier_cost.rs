@@ -30,9 +30,7 @@
 
 use std::hint::black_box;
 
-use aurora_sched::{
-    ClassSpec, ClassTree, Discipline, FlatApprox, FlatConfig, Hwfq, Limits, Share,
-};
+use aurora_sched::{ClassSpec, ClassTree, Discipline, FlatApprox, FlatConfig, Hwfq, Limits, Share};
 use aurora_time::{Duration, Instant};
 
 const CELL_NS: i64 = 2726;

@@ -45,13 +45,14 @@
 //! `update_period` P > 0, walk k starts at `T(k)` and its step j of M is due
 //! at `T(k) + P·j/M`; each [`Discipline::enqueue`] and
 //! [`Discipline::dequeue`] first performs the steps due at its `now`, at
-//! most [`FlatConfig::max_steps_per_op`]. A step costs a few dozen
+//! most [`FlatConfig::max_steps_per_op`]. A step costs about a hundred
 //! instructions, so under load, when a call comes every cell time `c`, the
 //! cost per cell is bounded by about `M·c/P` steps plus the check. When the
 //! walk ends the new weights are put in force at once, by swapping the
-//! vector of weights (no per-leaf work), and walk k+1 starts at
-//! `max(T(k) + P, now)`. [`FlatApprox::mappings`] counts the mappings put
-//! in force.
+//! vector of weights (no per-leaf work then: each leaf turns its new weight
+//! into a tag increment the next time it is tagged), and walk k+1 starts
+//! at `max(T(k) + P, now)`. [`FlatApprox::mappings`] counts the mappings
+//! put in force.
 //!
 //! With `update_period` 0 the approximation is exact: every enqueue that
 //! wakes a leaf and every dequeue that empties one recomputes the mapping
@@ -64,7 +65,7 @@
 //!
 //! # The leaf scheduler, and swapping in the crate's WF2Q+
 //!
-//! The leaves are scheduled by [`MiniWf2q`], a small WF2Q+ of this module
+//! The leaves are scheduled by `MiniWf2q`, a small WF2Q+ of this module
 //! written for equal-size cells (any length works; sorting is to one cell
 //! of virtual time): virtual time and tags are integers in units of 2^-20
 //! cell, the eligible leaves wait in a bucket queue by finish tag and the
@@ -88,6 +89,23 @@
 //! 3. delete `MiniWf2q` and `Calendar`, or keep them for the instruction
 //!    count (the default `install` is O(queues) once per walk, so per cell
 //!    it adds about `queues·c/P` `set_weight` calls).
+//!
+//! `weights()` must be indexed by queue id and as long as the tree's
+//! [`ClassTree::queue_slots`]; ids that are not leaves never reach the
+//! leaf scheduler ([`FlatApprox`] refuses them as
+//! [`DropReason::NoSuchQueue`]).
+//!
+//! # Cost
+//!
+//! `examples/hier_cost.rs` counts instructions per cell cycle (one enqueue
+//! and one dequeue) under callgrind. When written, on x86-64 with 1,000
+//! backlogged leaves under three levels of classes, a cycle cost about 230
+//! to 265 instructions with the walk slow enough not to matter (about half
+//! in the two bucket queues), about 310 with a walk every 10 ms of an
+//! OC-3c line, and the walk about a hundred instructions a step: more than
+//! the 80 an i960 had per cell time, which the OPC's budget met only with
+//! the sorting in the Bellcore sequencer chip and the walk on another
+//! processor.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -411,7 +429,6 @@ impl<T: Send> FlatApprox<T> {
     pub fn steps_per_walk(&self) -> u32 {
         self.walker.steps_total
     }
-
 
     /// Performs the walk steps due at `now`.
     #[inline(always)]

@@ -331,7 +331,7 @@ impl ClassTree {
                 node: s.name.clone(),
             };
             let (share, bps) = match (parent, s.share) {
-                (None, Share::Fraction(f)) if f == 1.0 => (1.0, None),
+                (None, Share::Fraction(1.0)) => (1.0, None),
                 (None, Share::BitsPerSec(b)) if b > 0 => (1.0, Some(b as f64)),
                 (None, _) => {
                     return Err(TreeError::BadRootShare {

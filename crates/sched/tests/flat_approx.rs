@@ -152,9 +152,9 @@ fn switching_error(period: Duration) -> f64 {
     let ms = 1_000_000 / CELL_NS;
     let on = move |slot: u64, q: u32| match q {
         0 => true,
-        1 | 2 => slot / (4 * ms) % 2 == 0,
+        1 | 2 => (slot / (4 * ms)).is_multiple_of(2),
         3 | 4 => slot / (7 * ms) % 2 == 1,
-        _ => (slot + ms) / (3 * ms) % 2 == 0,
+        _ => ((slot + ms) / (3 * ms)).is_multiple_of(2),
     };
     let mut f = flat(&t, period);
     greedy(&mut f, &t, &on, (100 * ms, 0), CELL_NS, ms).2

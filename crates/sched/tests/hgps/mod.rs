@@ -249,12 +249,12 @@ impl<'a> Fluid<'a> {
                 }
             }
             let dt = until - self.now;
-            for q in 0..self.backlog.len() {
-                let x = (rates[q] * dt).min(self.backlog[q]);
-                self.served[q] += x;
-                self.backlog[q] -= x;
-                if self.backlog[q] < EPS {
-                    self.backlog[q] = 0.0;
+            for ((b, s), r) in self.backlog.iter_mut().zip(&mut self.served).zip(&rates) {
+                let x = (r * dt).min(*b);
+                *s += x;
+                *b -= x;
+                if *b < EPS {
+                    *b = 0.0;
                 }
             }
             self.now = until;
@@ -337,8 +337,8 @@ pub fn worst_gap(tree: &RefTree, arrivals: &[Arrival], sent: &[Sent]) -> (f64, u
             (total - ftotal).abs() < 1e-3,
             "at {t}: sent {total}, fluid {ftotal}"
         );
-        for q in 0..pkt.len() {
-            let gap = (pkt[q] - fluid.served[q]).abs();
+        for (q, (p, f)) in pkt.iter().zip(&fluid.served).enumerate() {
+            let gap = (p - f).abs();
             if gap > worst.0 {
                 worst = (gap, q as u32, t);
             }
@@ -472,8 +472,8 @@ pub fn check_against_model<D: Discipline<usize>>(
         }
         prop_assert_eq!(d.len(), total);
         prop_assert_eq!(d.is_empty(), total == 0);
-        for q in 0..queues {
-            prop_assert_eq!(d.queue_len(q as u32), model[q].len());
+        for (q, m) in model.iter().enumerate() {
+            prop_assert_eq!(d.queue_len(q as u32), m.len());
         }
         prop_assert!(total <= limits.port);
     }
