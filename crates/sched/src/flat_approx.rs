@@ -100,12 +100,13 @@
 //! `examples/hier_cost.rs` counts instructions per cell cycle (one enqueue
 //! and one dequeue) under callgrind. When written, on x86-64 with 1,000
 //! backlogged leaves under three levels of classes, a cycle cost about 230
-//! to 265 instructions with the walk slow enough not to matter (about half
-//! in the two bucket queues), about 310 with a walk every 10 ms of an
-//! OC-3c line, and the walk about a hundred instructions a step: more than
-//! the 80 an i960 had per cell time, which the OPC's budget met only with
-//! the sorting in the Bellcore sequencer chip and the walk on another
-//! processor.
+//! to 265 instructions when the walk is too slow to matter (by source
+//! line: about 55 in the bucket queues, 80 in the rest of the leaf
+//! scheduler, most of the remainder vector indexing and bounds checks),
+//! about 310 with a walk every 10 ms of an OC-3c line, and a walk step
+//! about a hundred. That is well over the 80 instructions an i960 had per
+//! cell time on the Sunshine output port controller, where the sorting
+//! was the sequencer chip's and the i960 code alone still came to 88.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
