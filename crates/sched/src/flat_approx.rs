@@ -600,19 +600,19 @@ impl Calendar {
 
     /// The least bucket holding an id.
     #[inline(always)]
-    fn first(&mut self, next: &mut [u32]) -> Option<u64> {
+    fn first(&self) -> Option<u64> {
         let p0 = self.floor as usize & MASK;
         let (w0, b0) = (p0 >> 6, p0 & 63);
         let m = self.words[w0] >> b0;
         if m != 0 {
             return Some(self.floor + m.trailing_zeros() as u64);
         }
-        self.first_beyond(next, p0)
+        self.first_beyond(p0)
     }
 
     /// [`Calendar::first`] when the floor's word has nothing from the
     /// floor on.
-    fn first_beyond(&mut self, next: &mut [u32], p0: usize) -> Option<u64> {
+    fn first_beyond(&self, p0: usize) -> Option<u64> {
         let w0 = p0 >> 6;
         let above = if w0 == 63 {
             0
@@ -627,7 +627,8 @@ impl Calendar {
             self.summary & (2u64 << w0).wrapping_sub(1)
         };
         if s == 0 {
-            return self.first_far(next);
+            // The ring is empty: the heap's least bucket, if any.
+            return (self.far_min != u64::MAX).then_some(self.far_min);
         }
         let w = s.trailing_zeros() as usize;
         let pos = (w << 6) | self.words[w].trailing_zeros() as usize;
@@ -643,7 +644,7 @@ impl Calendar {
 
     /// The least bucket holding an id if it is no later than `limit`.
     #[inline(always)]
-    fn first_upto(&mut self, next: &mut [u32], limit: u64) -> Option<u64> {
+    fn first_upto(&self, limit: u64) -> Option<u64> {
         let span = limit.checked_sub(self.floor)?;
         let p0 = self.floor as usize & MASK;
         let b0 = p0 & 63;
@@ -652,22 +653,18 @@ impl Calendar {
             let m = (self.words[p0 >> 6] >> b0) & ((2u64 << span) - 1);
             return (m != 0).then(|| self.floor + m.trailing_zeros() as u64);
         }
-        self.first(next).filter(|&b| b <= limit)
+        self.first().filter(|&b| b <= limit)
     }
 
-    #[cold]
-    fn first_far(&mut self, next: &mut [u32]) -> Option<u64> {
-        if self.far_min == u64::MAX {
-            return None;
-        }
-        self.floor = self.far_min;
-        self.refile(next);
-        Some(self.floor)
-    }
-
-    /// Takes the first id of `bucket`, which must be [`Calendar::first`].
+    /// Takes the first id of `bucket`, which must be [`Calendar::first`],
+    /// and raises the floor to `bucket` or `cap`, whichever is less (a
+    /// caller that may later push below `bucket`, but not below `cap`,
+    /// keeps the order of what it pushes so).
     #[inline(always)]
-    fn pop(&mut self, next: &mut [u32], bucket: u64) -> u32 {
+    fn pop(&mut self, next: &mut [u32], bucket: u64, cap: u64) -> u32 {
+        if bucket - self.floor >= RING as u64 {
+            return self.pop_far(next, bucket.min(cap));
+        }
         let pos = bucket as usize & MASK;
         let id = self.head[pos];
         if id == self.tail[pos] {
@@ -675,14 +672,28 @@ impl Calendar {
         } else {
             self.head[pos] = next.get(id as usize).copied().unwrap_or(NIL);
         }
-        self.raise_floor(next, bucket);
+        self.raise_floor(next, bucket.min(cap));
+        id
+    }
+
+    /// [`Calendar::pop`] when the ring is empty: from the heap.
+    #[cold]
+    fn pop_far(&mut self, next: &mut [u32], floor: u64) -> u32 {
+        let id = self.far.pop().map_or(NIL, |r| r.0 .2);
+        self.far_min = self.far.peek().map_or(u64::MAX, |r| r.0 .0);
+        self.raise_floor(next, floor);
         id
     }
 
     /// Takes every id of `bucket`, which must be [`Calendar::first`]: the
     /// first, the rest linked by `next`, the last the one returned second.
+    /// The floor rises to `bucket`.
     #[inline(always)]
     fn take(&mut self, next: &mut [u32], bucket: u64) -> (u32, u32) {
+        if bucket - self.floor >= RING as u64 {
+            // The ring is empty: bring the heap's first buckets in.
+            self.raise_floor(next, bucket);
+        }
         let pos = bucket as usize & MASK;
         let ends = (self.head[pos], self.tail[pos]);
         self.clear(pos);
@@ -855,7 +866,7 @@ impl<T> MiniWf2q<T> {
             }
             return;
         }
-        while let Some(b) = self.waiting.first_upto(&mut self.next, vb) {
+        while let Some(b) = self.waiting.first_upto(vb) {
             let (mut q, last) = self.waiting.take(&mut self.next, b);
             loop {
                 let after = self.next.get(q as usize).copied().unwrap_or(NIL);
@@ -938,11 +949,13 @@ impl<T: Send> Discipline<T> for MiniWf2q<T> {
         }
         // Queues whose start tags V has reached become eligible.
         self.promote(self.v >> SHIFT);
-        let b = match self.eligible.first(&mut self.next) {
+        let b = match self.eligible.first() {
             Some(b) => b,
             None => self.jump()?,
         };
-        let q = self.eligible.pop(&mut self.next, b) as usize;
+        // Queues become eligible later with finish tags after V, so the
+        // floor stays at V's cell at most, to keep their order.
+        let q = self.eligible.pop(&mut self.next, b, self.v >> SHIFT) as usize;
         let at = self.queues[q].head as usize;
         let slot = &mut self.slots[at];
         let item = slot.item.take()?;
@@ -979,10 +992,10 @@ impl<T> MiniWf2q<T> {
     /// the queues there become eligible; the first eligible bucket.
     #[cold]
     fn jump(&mut self) -> Option<u64> {
-        let sb = self.waiting.first(&mut self.next)?;
+        let sb = self.waiting.first()?;
         self.v = self.v.max(sb << SHIFT);
         self.promote(sb);
-        self.eligible.first(&mut self.next)
+        self.eligible.first()
     }
 }
 
@@ -1020,23 +1033,40 @@ mod tests {
         c.push(n, 3, far);
         c.push(n, 4, 4000);
         let mut out = Vec::new();
-        while let Some(b) = c.first(n) {
-            out.push((b, c.pop(n, b)));
+        while let Some(b) = c.first() {
+            out.push((b, c.pop(n, b, u64::MAX)));
         }
         assert_eq!(out, [(3, 1), (5, 0), (5, 2), (4000, 4), (far, 3)]);
         // Below the floor goes into the floor's bucket, behind what is there.
         c.push(n, 5, far);
         c.push(n, 6, 0);
         c.push(n, 7, far + 1);
-        assert_eq!(c.first(n), Some(far));
-        assert_eq!(c.first_upto(n, far - 1), None);
-        assert_eq!(c.first_upto(n, far), Some(far));
+        assert_eq!(c.first(), Some(far));
+        assert_eq!(c.first_upto(far - 1), None);
+        assert_eq!(c.first_upto(far), Some(far));
         assert_eq!(c.take(n, far), (5, 6));
         assert_eq!(n[5], 6);
-        assert_eq!(c.first_upto(n, far), None);
-        assert_eq!(c.first_upto(n, far + 100), Some(far + 1));
-        assert_eq!(c.pop(n, far + 1), 7);
-        assert_eq!(c.first(n), None);
+        assert_eq!(c.first_upto(far), None);
+        assert_eq!(c.first_upto(far + 100), Some(far + 1));
+        assert_eq!(c.pop(n, far + 1, u64::MAX), 7);
+        assert_eq!(c.first(), None);
+    }
+
+    #[test]
+    fn a_capped_floor_keeps_later_pushes_in_order() {
+        let mut c = Calendar::new();
+        let n = &mut vec![NIL; 4][..];
+        c.push(n, 0, 20);
+        c.push(n, 1, 20);
+        // Popped at 20 with the floor held at 1: a push at 4 comes first.
+        assert_eq!(c.pop(n, 20, 1), 0);
+        c.push(n, 2, 4);
+        assert_eq!(c.first(), Some(4));
+        assert_eq!(c.pop(n, 4, 2), 2);
+        // Without the cap it would have gone behind 1, into bucket 20.
+        assert_eq!(c.pop(n, 20, u64::MAX), 1);
+        c.push(n, 3, 4);
+        assert_eq!(c.first(), Some(20));
     }
 
     #[test]
@@ -1047,12 +1077,12 @@ mod tests {
         c.push(n, 0, RING as u64 + 1);
         c.push(n, 1, RING as u64 - 1);
         c.push(n, 2, 2 * RING as u64 - 3);
-        assert_eq!(c.first_upto(n, RING as u64 + 1), Some(RING as u64 - 1));
-        assert_eq!(c.first(n), Some(RING as u64 - 1));
-        assert_eq!(c.pop(n, RING as u64 - 1), 1);
-        assert_eq!(c.first(n), Some(RING as u64 + 1));
-        assert_eq!(c.pop(n, RING as u64 + 1), 0);
-        assert_eq!(c.first(n), Some(2 * RING as u64 - 3));
+        assert_eq!(c.first_upto(RING as u64 + 1), Some(RING as u64 - 1));
+        assert_eq!(c.first(), Some(RING as u64 - 1));
+        assert_eq!(c.pop(n, RING as u64 - 1, u64::MAX), 1);
+        assert_eq!(c.first(), Some(RING as u64 + 1));
+        assert_eq!(c.pop(n, RING as u64 + 1, u64::MAX), 0);
+        assert_eq!(c.first(), Some(2 * RING as u64 - 3));
     }
 
     #[test]

@@ -137,6 +137,71 @@ fn sparse_calls_catch_up_within_the_step_budget() {
     assert_eq!(f.mappings(), 1);
 }
 
+/// Sends `cells` cells at the start when every queue holds `backlog`
+/// cells, returning the order of queues served.
+fn order<D: Discipline<usize>>(d: &mut D, queues: u32, backlog: usize, cells: usize) -> Vec<u32> {
+    for q in 0..queues {
+        for i in 0..backlog {
+            d.enqueue(q, i, 1, Instant::ZERO).unwrap();
+        }
+    }
+    (0..cells)
+        .map(|i| {
+            d.dequeue(Instant::from_nanos(i as i64 * CELL_NS as i64))
+                .unwrap()
+                .0
+        })
+        .collect()
+}
+
+#[test]
+fn eligibility_spreads_a_heavy_leafs_cells() {
+    // A leaf owning half the link next to a class of ten small ones, all
+    // backlogged from the start at their guaranteed shares (a walk a
+    // second, so the first mapping stands): WF2Q+ sends the heavy leaf
+    // every other cell, where a WFQ ordered by finish tags alone would
+    // send it ten times in a row first. (Twice in a row can happen: the
+    // bucket queues break ties between equal finish tags first come first
+    // served.)
+    let t = tree_of(
+        &[Shape::Leaf(1), Shape::Class(1, vec![Shape::Leaf(1); 10])],
+        0,
+    );
+    let mut f = flat(&t, Duration::from_secs(1));
+    let o = order(&mut f, 11, 20, 40);
+    assert_eq!(o.iter().filter(|&&q| q == 0).count(), 20, "{o:?}");
+    assert!(o.windows(3).all(|w| w != [0, 0, 0]), "{o:?}");
+    assert_eq!(f.mappings(), 0);
+}
+
+#[test]
+fn a_leaf_waking_gets_no_credit_for_its_idle_time() {
+    // Two equal leaves. The second is busy, idle for 1,000 cells while the
+    // first has the link, then busy again: from then on they alternate
+    // (a stale finish tag would let the second send its whole backlog).
+    let t = tree_of(&[Shape::Leaf(1), Shape::Leaf(1)], 0);
+    let mut f = flat(&t, Duration::ZERO);
+    let on = |slot: u64, q: u32| q == 0 || !(100..1100).contains(&slot);
+    let mut sent = [0u32; 2];
+    let mut seq = 0;
+    for slot in 0..1200u64 {
+        let now = Instant::from_nanos((slot * CELL_NS) as i64);
+        for q in 0..2 {
+            if on(slot, q) {
+                while f.queue_len(q) < 50 {
+                    f.enqueue(q, seq, 1, now).unwrap();
+                    seq += 1;
+                }
+            }
+        }
+        let (q, _) = f.dequeue(now).unwrap();
+        if slot >= 1100 && slot < 1140 {
+            sent[q as usize] += 1;
+        }
+    }
+    assert!(sent[1].abs_diff(20) <= 1, "{sent:?}");
+}
+
 /// The misallocated fraction of the link on a tree where classes switch on
 /// and off every few milliseconds, over 100 ms of an OC-3c line, measured
 /// per millisecond against H-GPS for the queues that are backlogged.

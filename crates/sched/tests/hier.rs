@@ -76,6 +76,27 @@ fn one_level_is_wf2q_plus() {
 }
 
 #[test]
+fn eligibility_spreads_a_heavy_leafs_cells() {
+    // A leaf owning half the link next to ten owning a twentieth each:
+    // WF2Q+ sends the heavy leaf every other cell, where WFQ by finish
+    // tags alone would send it ten times in a row first.
+    let mut leaves = vec![Shape::Leaf(10)];
+    leaves.extend(vec![Shape::Leaf(1); 10]);
+    let t = tree_of(&leaves, 0);
+    let mut h = hwfq(&t);
+    for q in 0..11 {
+        for i in 0..20 {
+            h.enqueue(q, i, 1, Instant::ZERO).unwrap();
+        }
+    }
+    let o: Vec<u32> = (0..40)
+        .map(|_| h.dequeue(Instant::ZERO).unwrap().0)
+        .collect();
+    assert_eq!(o.iter().filter(|&&q| q == 0).count(), 20, "{o:?}");
+    assert!(o.windows(2).all(|w| w[0] != 0 || w[1] != 0), "{o:?}");
+}
+
+#[test]
 fn lengths_are_counted_in_bytes() {
     // Two equal leaves, one sending 100-byte items, the other 50-byte
     // ones: equal bytes, so twice as many short items.
