@@ -195,7 +195,7 @@ fn a_leaf_waking_gets_no_credit_for_its_idle_time() {
             }
         }
         let (q, _) = f.dequeue(now).unwrap();
-        if slot >= 1100 && slot < 1140 {
+        if (1100..1140).contains(&slot) {
             sent[q as usize] += 1;
         }
     }
