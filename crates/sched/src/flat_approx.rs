@@ -545,6 +545,8 @@ const MASK: usize = RING - 1;
 #[derive(Clone, Debug)]
 struct Calendar {
     floor: u64,
+    /// No bucket from the floor up to here holds an id: scans start here.
+    low: u64,
     head: Box<[u32; RING]>,
     tail: Box<[u32; RING]>,
     words: [u64; RING / 64],
@@ -559,6 +561,7 @@ impl Calendar {
     fn new() -> Self {
         Calendar {
             floor: 0,
+            low: 0,
             head: Box::new([NIL; RING]),
             tail: Box::new([NIL; RING]),
             words: [0; RING / 64],
@@ -579,6 +582,7 @@ impl Calendar {
             self.push_far(id, b);
             return;
         }
+        self.low = self.low.min(b);
         let pos = b as usize & MASK;
         let tail = self.tail[pos];
         self.tail[pos] = id;
@@ -601,17 +605,18 @@ impl Calendar {
     /// The least bucket holding an id.
     #[inline(always)]
     fn first(&self) -> Option<u64> {
-        let p0 = self.floor as usize & MASK;
+        let p0 = self.low as usize & MASK;
         let (w0, b0) = (p0 >> 6, p0 & 63);
         let m = self.words[w0] >> b0;
         if m != 0 {
-            return Some(self.floor + m.trailing_zeros() as u64);
+            return Some(self.low + m.trailing_zeros() as u64);
         }
         self.first_beyond(p0)
     }
 
-    /// [`Calendar::first`] when the floor's word has nothing from the
-    /// floor on.
+    /// [`Calendar::first`] when the word of `low` has nothing from there
+    /// on. (Buckets from the floor to `low` are empty, so a scan wrapping
+    /// round the ring from `low` meets the least bucket first.)
     fn first_beyond(&self, p0: usize) -> Option<u64> {
         let w0 = p0 >> 6;
         let above = if w0 == 63 {
@@ -632,7 +637,7 @@ impl Calendar {
         }
         let w = s.trailing_zeros() as usize;
         let pos = (w << 6) | self.words[w].trailing_zeros() as usize;
-        Some(self.floor + (pos.wrapping_sub(p0) & MASK) as u64)
+        Some(self.low + (pos.wrapping_sub(p0) & MASK) as u64)
     }
 
     /// Whether `bucket`, in the ring, holds an id.
@@ -645,13 +650,13 @@ impl Calendar {
     /// The least bucket holding an id if it is no later than `limit`.
     #[inline(always)]
     fn first_upto(&self, limit: u64) -> Option<u64> {
-        let span = limit.checked_sub(self.floor)?;
-        let p0 = self.floor as usize & MASK;
+        let span = limit.checked_sub(self.low)?;
+        let p0 = self.low as usize & MASK;
         let b0 = p0 & 63;
         if span < (63 - b0) as u64 {
-            // Floor and limit in one word.
+            // `low` and `limit` in one word.
             let m = (self.words[p0 >> 6] >> b0) & ((2u64 << span) - 1);
-            return (m != 0).then(|| self.floor + m.trailing_zeros() as u64);
+            return (m != 0).then(|| self.low + m.trailing_zeros() as u64);
         }
         self.first().filter(|&b| b <= limit)
     }
@@ -672,6 +677,7 @@ impl Calendar {
         } else {
             self.head[pos] = next.get(id as usize).copied().unwrap_or(NIL);
         }
+        self.low = bucket;
         self.raise_floor(next, bucket.min(cap));
         id
     }
@@ -697,6 +703,7 @@ impl Calendar {
         let pos = bucket as usize & MASK;
         let ends = (self.head[pos], self.tail[pos]);
         self.clear(pos);
+        self.low = bucket;
         self.raise_floor(next, bucket);
         ends
     }
@@ -717,6 +724,7 @@ impl Calendar {
     fn raise_floor(&mut self, next: &mut [u32], to: u64) {
         if to > self.floor {
             self.floor = to;
+            self.low = self.low.max(to);
             if self.far_min < to + RING as u64 {
                 self.refile(next);
             }
@@ -860,10 +868,7 @@ impl<T> MiniWf2q<T> {
     fn promote(&mut self, vb: u64) {
         // Usually V has moved on by one cell: one bit to test.
         if vb == self.waiting.floor + 1 && !self.waiting.holds(vb) {
-            self.waiting.floor = vb;
-            if self.waiting.far_min < vb + RING as u64 {
-                self.waiting.refile(&mut self.next);
-            }
+            self.waiting.raise_floor(&mut self.next, vb);
             return;
         }
         while let Some(b) = self.waiting.first_upto(vb) {
