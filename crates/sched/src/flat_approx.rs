@@ -99,14 +99,15 @@
 //!
 //! `examples/hier_cost.rs` counts instructions per cell cycle (one enqueue
 //! and one dequeue) under callgrind. When written, on x86-64 with 1,000
-//! backlogged leaves under three levels of classes, a cycle cost about 230
-//! to 265 instructions when the walk is too slow to matter (by source
+//! backlogged leaves under three levels of classes, a cycle cost about 250
+//! to 295 instructions when the walk is too slow to matter (by source
 //! line: about 55 in the bucket queues, 80 in the rest of the leaf
 //! scheduler, most of the remainder vector indexing and bounds checks),
-//! about 310 with a walk every 10 ms of an OC-3c line, and a walk step
-//! about a hundred. That is well over the 80 instructions an i960 had per
-//! cell time on the Sunshine output port controller, where the sorting
-//! was the sequencer chip's and the i960 code alone still came to 88.
+//! about 340 with a walk every 10 ms of an OC-3c line and 630 with one
+//! every millisecond (1,222 steps a walk, about a hundred instructions a
+//! step). That is well over the 80 instructions an i960 had per cell time
+//! on the Sunshine output port controller, where the sorting was the
+//! sequencer chip's and the i960 code alone still came to 88.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
