@@ -136,3 +136,11 @@ pub trait Discipline<T>: Send {
         self.len() == 0
     }
 }
+
+pub mod flat_approx;
+pub mod hier;
+pub mod tree;
+
+pub use flat_approx::{FlatApprox, FlatConfig};
+pub use hier::Hwfq;
+pub use tree::{ClassSpec, ClassTree, NodeIdx, Share, TreeError};
