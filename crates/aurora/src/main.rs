@@ -172,6 +172,11 @@ enum Experiment {
     /// (examples/epd.toml): goodput in complete PDUs with tail drop, PPD,
     /// and EPD at thresholds from 10 % to 90 % of the buffer.
     Epd,
+    /// Link sharing at one port (examples/linkshare.toml, the seed's S13):
+    /// hierarchical WF2Q+ against the flat approximation with weight walks
+    /// from one cell time to 10 ms apart, each leaf's service against its
+    /// ideal hierarchical fluid share.
+    Linkshare,
 }
 
 #[derive(Subcommand)]
@@ -654,6 +659,7 @@ fn main() -> ExitCode {
         Command::Experiment { what, out, secs } => {
             let r = match what {
                 Experiment::Epd => experiment::epd(&out, secs),
+                Experiment::Linkshare => experiment::linkshare(&out, secs),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

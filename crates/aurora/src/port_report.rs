@@ -23,6 +23,8 @@ pub struct QueueRow {
     pub wait_us: [f64; 3],
     /// Cells served in each slice of `bin_us`, from time 0.
     pub series: Vec<u64>,
+    /// Microseconds of each slice the queue held cells.
+    pub busy_us: Vec<f64>,
     /// The slices' length, microseconds.
     pub bin_us: f64,
 }
@@ -60,6 +62,7 @@ pub fn report<F: aurora_net::Frame>(
                     wait_us: [s.delay.quantile(0.5), s.delay.quantile(0.99), s.delay.max()]
                         .map(|v| v as f64 / 1e3),
                     series: s.series.counts.clone(),
+                    busy_us: s.series.busy.iter().map(|&b| b as f64 / 1e3).collect(),
                     bin_us: s.series.bin.as_nanos() as f64 / 1e3,
                 })
                 .collect();

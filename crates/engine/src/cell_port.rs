@@ -23,6 +23,9 @@ use rustc_hash::FxHashMap;
 use crate::lateness::Histogram;
 use crate::port::Port;
 
+/// Why a port refused a cell of a VC it has no queue for.
+pub const NO_CLASS: &str = "no_class";
+
 /// The key a cell is classified by: the first four header bytes without
 /// the payload type and CLP bits (so VPI and VCI in either header format).
 pub fn vc_key(header: &[u8]) -> u32 {
@@ -30,15 +33,18 @@ pub fn vc_key(header: &[u8]) -> u32 {
     u32::from_be_bytes(b) >> 4
 }
 
-/// Cells a queue sent in each slice of time, in slices of `bin` from time
-/// 0. Bounded: when the slices would pass [`Series::MAX_BINS`], pairs of
-/// slices merge and `bin` doubles.
+/// Cells a queue sent in each slice of time, and how long it held cells
+/// in each, in slices of `bin` from time 0. Bounded: when the slices would
+/// pass [`Series::MAX_BINS`], pairs of slices merge and `bin` doubles.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Series {
     /// Length of a slice.
     pub bin: Duration,
     /// Cells sent per slice.
     pub counts: Vec<u64>,
+    /// Nanoseconds of each slice the queue held cells (a spell still
+    /// going on counts once it ends).
+    pub busy: Vec<u64>,
 }
 
 impl Series {
@@ -49,21 +55,45 @@ impl Series {
         Series {
             bin: Duration::from_nanos(bin.as_nanos().max(1)),
             counts: Vec::new(),
+            busy: Vec::new(),
         }
     }
 
-    fn count(&mut self, at: Instant) {
+    /// The slice `at` falls in, coarsening the slices until it fits, and
+    /// both vectors long enough to hold it.
+    fn slice(&mut self, at: Instant) -> usize {
         let mut i = (at.as_nanos().max(0) / self.bin.as_nanos()) as usize;
         while i >= Self::MAX_BINS {
-            let merged: Vec<u64> = self.counts.chunks(2).map(|p| p.iter().sum()).collect();
-            self.counts = merged;
+            let merge = |v: &[u64]| -> Vec<u64> { v.chunks(2).map(|p| p.iter().sum()).collect() };
+            self.counts = merge(&self.counts);
+            self.busy = merge(&self.busy);
             self.bin = Duration::from_nanos(self.bin.as_nanos().saturating_mul(2));
             i = (at.as_nanos().max(0) / self.bin.as_nanos()) as usize;
         }
         if self.counts.len() <= i {
             self.counts.resize(i + 1, 0);
+            self.busy.resize(i + 1, 0);
         }
+        i
+    }
+
+    fn count(&mut self, at: Instant) {
+        let i = self.slice(at);
         self.counts[i] += 1;
+    }
+
+    /// The queue held cells from `from` to `to`.
+    fn held(&mut self, from: Instant, to: Instant) {
+        let last = self.slice(to);
+        let bin = self.bin.as_nanos();
+        let mut t = from.as_nanos().max(0);
+        let end = to.as_nanos().max(t);
+        while t < end {
+            let i = ((t / bin) as usize).min(last);
+            let stop = ((i as i64 + 1) * bin).min(end);
+            self.busy[i] += (stop - t) as u64;
+            t = stop;
+        }
     }
 }
 
@@ -78,6 +108,8 @@ pub struct QueueStats {
     pub delay: Histogram,
     /// Cells sent per slice of time.
     pub series: Series,
+    /// Since when the queue has held cells, if it does.
+    busy_since: Option<Instant>,
 }
 
 impl QueueStats {
@@ -87,6 +119,7 @@ impl QueueStats {
             dropped: Vec::new(),
             delay: Histogram::default(),
             series: Series::new(bin),
+            busy_since: None,
         }
     }
 
@@ -109,9 +142,9 @@ pub struct CellPort {
     /// VC key ([`vc_key`]) to its queue and its number among the port's
     /// VCs.
     vcs: FxHashMap<u32, (QueueId, usize)>,
-    /// The queue of cells of any other VC (OAM and control cells of VCs
-    /// the port was not told about).
-    other: QueueId,
+    /// The queue of cells of any other VC, if the port has one (else they
+    /// are dropped as `no_class`).
+    other: Option<QueueId>,
     /// Cells one queue holds.
     queue_limit: usize,
     discard: Option<PduDiscard>,
@@ -122,7 +155,7 @@ impl CellPort {
     /// A port under `discipline`, which has `queues` queues of at most
     /// `queue_limit` cells: cells whose [`vc_key`] `vcs` names go to that
     /// queue (the VCs numbered 0 to `vcs.len() - 1`), all others to
-    /// `other`; with `discard`, PDU discard at those limits (its `size`
+    /// `other` (or, if `None`, dropped as `no_class`); with `discard`, PDU discard at those limits (its `size`
     /// the discipline's port limit). Cells served are counted in slices
     /// of `bin`.
     pub fn new(
@@ -130,7 +163,7 @@ impl CellPort {
         queues: usize,
         queue_limit: usize,
         vcs: FxHashMap<u32, (QueueId, usize)>,
-        other: QueueId,
+        other: Option<QueueId>,
         discard: Option<BufferLimits>,
         bin: Duration,
     ) -> Self {
@@ -169,9 +202,10 @@ impl Port<CellBytes> for CellPort {
         now: Instant,
         _on_line: usize,
     ) -> Result<(), (CellBytes, &'static str)> {
-        let (q, vc) = match self.vcs.get(&vc_key(&cell[..4])) {
-            Some(&(q, vc)) => (q, Some(vc)),
-            None => (self.other, None),
+        let (q, vc) = match (self.vcs.get(&vc_key(&cell[..4])), self.other) {
+            (Some(&(q, vc)), _) => (q, Some(vc)),
+            (None, Some(q)) => (q, None),
+            (None, None) => return Err((cell, NO_CLASS)),
         };
         if let (Some(d), Some(vc)) = (self.discard.as_mut(), vc) {
             let size = d.limits().size;
@@ -188,7 +222,12 @@ impl Port<CellBytes> for CellPort {
             }
         }
         match self.discipline.enqueue(q, (now, cell), 1, now) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                if let Some(s) = self.stats.get_mut(q as usize) {
+                    s.busy_since.get_or_insert(now);
+                }
+                Ok(())
+            }
             Err(d) => {
                 self.count_drop(q, d.reason.name());
                 Err((d.item.1, d.reason.name()))
@@ -203,6 +242,11 @@ impl Port<CellBytes> for CellPort {
             s.delay
                 .record(now.since(since).as_nanos().max(0).unsigned_abs());
             s.series.count(now);
+            if self.discipline.queue_len(q) == 0 {
+                if let Some(since) = s.busy_since.take() {
+                    s.series.held(since, now);
+                }
+            }
         }
         Some(cell)
     }

@@ -18,7 +18,7 @@ pub const NO_PORTS_HERE: &str =
      not in aurora node processes or beside ATOMIC parts yet";
 
 /// A port's discipline, with what it needs per queue.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum DisciplineSpec {
     /// First in, first out across all queues.
     Fifo,
@@ -30,6 +30,12 @@ pub enum DisciplineSpec {
     Wfq(Vec<u32>),
     /// WF2Q+, a weight per queue.
     Wf2qPlus(Vec<u32>),
+    /// Hierarchical WF2Q+ over a tree of classes whose leaves are the
+    /// queues.
+    Hwfq(aurora_sched::ClassTree),
+    /// One WF2Q+ over the tree's leaves, their weights recomputed from the
+    /// tree and the busy leaves in a walk every `update_period`.
+    Flat(aurora_sched::ClassTree, Duration),
 }
 
 impl DisciplineSpec {
@@ -41,6 +47,8 @@ impl DisciplineSpec {
             DisciplineSpec::Drr(_) => "drr",
             DisciplineSpec::Wfq(_) => "wfq",
             DisciplineSpec::Wf2qPlus(_) => "wf2q+",
+            DisciplineSpec::Hwfq(_) => "hwfq",
+            DisciplineSpec::Flat(..) => "flat",
         }
     }
 }
@@ -54,9 +62,13 @@ pub struct PortPlan {
     pub port: PortId,
     /// The discipline.
     pub discipline: DisciplineSpec,
-    /// Each queue's name (a PVC, a priority level, a class), in queue
-    /// order; the last is `other`, for cells of VCs no PVC set up.
+    /// Each queue's name (a PVC, a priority level, a leaf class), in queue
+    /// order.
     pub queues: Vec<String>,
+    /// The queue of cells of VCs no PVC set up (`other`, the last), if
+    /// the port has one (a port with a class tree has none: such cells
+    /// are dropped as `no_class`).
+    pub other: Option<QueueId>,
     /// The VC each PVC crossing the port has on its link, and its queue.
     pub vcs: Vec<(VcId, QueueId)>,
     /// Buffer limits in cells.
@@ -84,6 +96,12 @@ impl PortPlan {
                 limits,
             )),
             DisciplineSpec::Wf2qPlus(w) => Box::new(aurora_sched::Wf2qPlus::new(w, limits)),
+            DisciplineSpec::Hwfq(tree) => Box::new(aurora_sched::Hwfq::new(tree, limits)),
+            DisciplineSpec::Flat(tree, period) => Box::new(aurora_sched::FlatApprox::new(
+                tree,
+                limits,
+                aurora_sched::FlatConfig::new(*period),
+            )),
         };
         let vcs: FxHashMap<u32, (QueueId, usize)> = self
             .vcs
@@ -91,15 +109,7 @@ impl PortPlan {
             .enumerate()
             .map(|(i, &(vc, q))| (key_of(vc), (q, i)))
             .collect();
-        CellPort::new(
-            d,
-            n,
-            limits.queue,
-            vcs,
-            (n - 1) as QueueId,
-            self.discard,
-            self.bin,
-        )
+        CellPort::new(d, n, limits.queue, vcs, self.other, self.discard, self.bin)
     }
 }
 

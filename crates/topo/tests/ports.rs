@@ -212,10 +212,16 @@ fn bad_contracts_are_refused_with_their_place() {
     for (pvc, want) in [
         ("contract = \"cbr:pcr=fast\"", "QoS"),
         ("police = \"tag\"", "shape and police need a contract"),
-        ("contract = \"ubr\"\npolice = \"fine\"", "police \"fine\" is not tag, drop or none"),
+        (
+            "contract = \"ubr\"\npolice = \"fine\"",
+            "police \"fine\" is not tag, drop or none",
+        ),
     ] {
         let text = format!("{NET}{}", pvcs(pvc, ""));
-        let t = aurora_topo::load(&text, 1).err().map(|p| p.to_string()).unwrap_or_default();
+        let t = aurora_topo::load(&text, 1)
+            .err()
+            .map(|p| p.to_string())
+            .unwrap_or_default();
         assert!(t.contains(want), "{pvc}: {t}");
         assert!(t.contains("PVC \"a-c\""), "{pvc}: {t}");
     }

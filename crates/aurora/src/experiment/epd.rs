@@ -25,7 +25,11 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
     let buffer = 2000.0;
     let mut variants: Vec<(String, Option<f64>, String)> = Vec::new();
     let tail = with_field(&base, "port", "discard", Some("tail".into()))?;
-    variants.push(("tail drop".into(), None, with_field(&tail, "port", "epd", None)?));
+    variants.push((
+        "tail drop".into(),
+        None,
+        with_field(&tail, "port", "epd", None)?,
+    ));
     let ppd = with_field(&base, "port", "discard", Some("ppd".into()))?;
     variants.push(("PPD".into(), None, with_field(&ppd, "port", "epd", None)?));
     for k in 1..=9 {
@@ -48,7 +52,10 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
     println!(
         "aurora experiment epd: 8 greedy sources into one OC-3c port of 2,000 cells, {secs} s each\n"
     );
-    println!("{:<14} {:>14} {:>10} {:>12}", "discard", "PDUs complete", "Mb/s", "of the line");
+    println!(
+        "{:<14} {:>14} {:>10} {:>12}",
+        "discard", "PDUs complete", "Mb/s", "of the line"
+    );
     let mut csv = vec![vec![
         "discard".to_string(),
         "epd_threshold".into(),
@@ -73,10 +80,11 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
         ]);
     }
     let mut files = vec![write_csv(out, "epd", &csv)?];
-    let flat = |name: &str, v: f64| Series {
+    let flat = |name: &str, v: f64, color: usize| Series {
         name: name.into(),
         points: vec![(0.1, v), (0.9, v)],
         line: true,
+        color,
     };
     let series = [
         Series {
@@ -86,15 +94,19 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
                 .filter_map(|r| Some((r.threshold?, r.mbps / LINE_MBPS)))
                 .collect(),
             line: false,
+            color: 0,
         },
-        flat("tail drop", rows[0].mbps / LINE_MBPS),
-        flat("PPD", rows[1].mbps / LINE_MBPS),
+        flat("tail drop", rows[0].mbps / LINE_MBPS, 1),
+        flat("PPD", rows[1].mbps / LINE_MBPS, 2),
     ];
     files.extend(plot(
         out,
         "epd",
         "Goodput in complete PDUs, 8 sources into one OC-3c port",
-        ("EPD threshold, share of the 2,000-cell buffer", "goodput / OC-3c payload rate"),
+        (
+            "EPD threshold, share of the 2,000-cell buffer",
+            "goodput / OC-3c payload rate",
+        ),
         &series,
     )?);
     println!();

@@ -13,13 +13,17 @@ use plotters::prelude::*;
 use crate::run::{run_network, Clock, Report};
 
 mod epd;
+mod linkshare;
 
 pub use epd::main as epd;
+pub use linkshare::main as linkshare;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
 /// source, or from `examples/` under the current folder.
 fn example(name: &str) -> Result<String, String> {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name);
     let local = Path::new("examples").join(name);
     std::fs::read_to_string(&here)
         .or_else(|_| std::fs::read_to_string(&local))
@@ -46,7 +50,12 @@ fn run(text: &str, secs: f64) -> Result<Report, String> {
 
 /// `text` with field `key` of every `[[table]]` entry set to `value`
 /// (or removed when `None`).
-fn with_field(text: &str, table: &str, key: &str, value: Option<toml::Value>) -> Result<String, String> {
+fn with_field(
+    text: &str,
+    table: &str,
+    key: &str,
+    value: Option<toml::Value>,
+) -> Result<String, String> {
     let mut doc: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
     let Some(toml::Value::Array(entries)) = doc.get_mut(table) else {
         return Err(format!("the example has no [[{table}]]"));
@@ -66,19 +75,28 @@ fn with_field(text: &str, table: &str, key: &str, value: Option<toml::Value>) ->
     toml::to_string(&doc).map_err(|e| e.to_string())
 }
 
-/// A line of a plot: its name, its points and whether to draw them as a
-/// line (else as marks).
+/// A line of a plot: its name, its points, whether to draw them as a
+/// line (else as small marks), and its colour (an index into a palette).
 struct Series {
     name: String,
     points: Vec<(f64, f64)>,
     line: bool,
+    color: usize,
 }
 
 /// Writes `rows` (the first the header) as CSV to `out/name.csv`.
 fn write_csv(out: &Path, name: &str, rows: &[Vec<String>]) -> Result<PathBuf, String> {
     let mut s = String::new();
+    // A field with a comma or a quote is quoted, its quotes doubled.
+    let field = |f: &String| {
+        if f.contains([',', '"', '\n']) {
+            format!("\"{}\"", f.replace('"', "\"\""))
+        } else {
+            f.clone()
+        }
+    };
     for r in rows {
-        let _ = writeln!(s, "{}", r.join(","));
+        let _ = writeln!(s, "{}", r.iter().map(field).collect::<Vec<_>>().join(","));
     }
     let path = out.join(format!("{name}.csv"));
     std::fs::write(&path, s).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -102,9 +120,19 @@ fn plot(
         return Ok(Vec::new());
     }
     let svg = out.join(format!("{name}.svg"));
-    draw(SVGBackend::new(&svg, (900, 560)).into_drawing_area(), title, (x_desc, y_desc), series)?;
+    draw(
+        SVGBackend::new(&svg, (900, 560)).into_drawing_area(),
+        title,
+        (x_desc, y_desc),
+        series,
+    )?;
     let png = out.join(format!("{name}.png"));
-    draw(BitMapBackend::new(&png, (900, 560)).into_drawing_area(), title, (x_desc, y_desc), series)?;
+    draw(
+        BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
+        title,
+        (x_desc, y_desc),
+        series,
+    )?;
     Ok(vec![svg, png])
 }
 
@@ -142,20 +170,25 @@ where
         .y_desc(y_desc)
         .draw()
         .map_err(err)?;
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    for s in series {
+        let color = Palette99::pick(s.color).to_rgba();
         if s.line {
             chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))
+                .draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
                 .map_err(err)?
                 .label(s.name.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
+                });
         } else {
             chart
-                .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 2, color.filled())))
                 .map_err(err)?
                 .label(s.name.clone())
-                .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
+                .legend(move |(x, y)| Circle::new((x + 9, y), 2, color.filled()));
         }
     }
     chart

@@ -21,6 +21,11 @@ use crate::{PortDef, MAX_BUFFER};
 const LEVELS: u8 = 8;
 /// The largest weight.
 const MAX_WEIGHT: u32 = 1_000_000;
+/// The root class of a port's tree: the whole link.
+const ROOT: &str = "link";
+/// Weight walks of the flat approximation: 0 to 1 s.
+const PERIOD_RANGE: super::checks::DurationRange =
+    (Duration::ZERO, Duration::from_secs(1), "0 to 1s");
 /// Service slices: 1 µs to 1 s.
 const BIN_RANGE: super::checks::DurationRange = (
     Duration::from_micros(1),
@@ -269,6 +274,114 @@ impl Reader<'_> {
                     vcs.push((*vc, QueueId::from(level.min(LEVELS - 1))));
                 }
             }
+            "hwfq" | "flat" => {
+                // The leaves, in file order, are the queues.
+                let parents: BTreeSet<&str> =
+                    d.class.iter().filter_map(|k| k.parent.as_deref()).collect();
+                let mut spec = vec![aurora_sched::ClassSpec::new(
+                    ROOT,
+                    None,
+                    aurora_sched::Share::Fraction(1.0),
+                    None,
+                )];
+                for k in &d.class {
+                    let leaf = !parents.contains(k.name.as_str());
+                    let queue = leaf.then(|| {
+                        queues.push(k.name.clone());
+                        (queues.len() - 1) as QueueId
+                    });
+                    if !(k.share > 0.0 && k.share <= 1.0) {
+                        c.at(
+                            span.clone(),
+                            format!(
+                                "port \"{}\": class \"{}\" has share {}, not more than 0 and at most 1",
+                                d.at, k.name, k.share
+                            ),
+                        );
+                        ok = false;
+                    }
+                    spec.push(aurora_sched::ClassSpec::new(
+                        &k.name,
+                        Some(k.parent.as_deref().unwrap_or(ROOT)),
+                        aurora_sched::Share::Fraction(k.share.clamp(f64::MIN_POSITIVE, 1.0)),
+                        queue,
+                    ));
+                }
+                if d.class.is_empty() {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "port \"{}\": discipline \"{name}\" needs [[port.class]] entries",
+                            d.at
+                        ),
+                    );
+                    return None;
+                }
+                let tree = match aurora_sched::ClassTree::new(spec) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        c.at(span.clone(), format!("port \"{}\": {e}", d.at));
+                        return None;
+                    }
+                };
+                for (vc, p) in &crossing {
+                    let q = p
+                        .class
+                        .as_deref()
+                        .and_then(|k| queues.iter().position(|n| n == k));
+                    match q {
+                        Some(q) => vcs.push((*vc, q as QueueId)),
+                        None => {
+                            c.at(
+                                span.clone(),
+                                format!(
+                                    "PVC \"{}\" leaves by port \"{}\" but names no leaf class of its tree{}",
+                                    p.name,
+                                    d.at,
+                                    p.class.as_deref().map_or(String::new(), |k| format!(
+                                        " (\"{k}\" is not one)"
+                                    ))
+                                ),
+                            );
+                            ok = false;
+                        }
+                    }
+                }
+                let period = match &d.update_period {
+                    None => Some(Duration::ZERO),
+                    Some(s) => duration_in(c, span.clone(), "update_period", s, PERIOD_RANGE),
+                };
+                if !ok {
+                    return None;
+                }
+                let discipline = if name == "hwfq" {
+                    if d.update_period.is_some() {
+                        c.at(
+                            span,
+                            format!("port \"{}\": update_period is for flat ports", d.at),
+                        );
+                        return None;
+                    }
+                    DisciplineSpec::Hwfq(tree)
+                } else {
+                    DisciplineSpec::Flat(tree, period?)
+                };
+                return Some(PortPlan {
+                    node,
+                    port,
+                    discipline,
+                    queues,
+                    other: None,
+                    vcs,
+                    limits: Limits {
+                        port: buffer,
+                        queue: queue_buffer,
+                    },
+                    discard,
+                    rate,
+                    bin: bin?,
+                });
+            }
             "fifo" | "drr" | "wfq" | "wf2q+" => {
                 for (vc, p) in &crossing {
                     let w = p.weight.unwrap_or(1);
@@ -291,7 +404,7 @@ impl Reader<'_> {
                 c.at(
                     span.clone(),
                     format!(
-                        "port \"{}\": discipline \"{other}\" is not fifo, priority, drr, wfq or wf2q+",
+                        "port \"{}\": discipline \"{other}\" is not fifo, priority, drr, wfq, wf2q+, hwfq or flat",
                         d.at
                     ),
                 );
@@ -310,10 +423,21 @@ impl Reader<'_> {
         if !ok {
             return None;
         }
+        if !d.class.is_empty() || d.update_period.is_some() {
+            c.at(
+                span,
+                format!(
+                    "port \"{}\": classes and update_period are for hwfq and flat ports",
+                    d.at
+                ),
+            );
+            return None;
+        }
         Some(PortPlan {
             node,
             port,
             discipline,
+            other: Some((queues.len() - 1) as QueueId),
             queues,
             vcs,
             limits: Limits {

@@ -1,0 +1,61 @@
+//! The experiments run end to end: their tables say what the papers found.
+
+use std::process::Command;
+
+/// Runs `aurora experiment NAME` for `secs` per variant into a fresh
+/// folder; the CSV it wrote, as rows of fields (header first).
+fn experiment(name: &str, secs: &str) -> Vec<Vec<String>> {
+    let out = std::env::temp_dir().join(format!("aurora-exp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args(["experiment", name, "--secs", secs, "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join(format!("{name}.csv"))).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    csv.lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+fn num(s: &str) -> f64 {
+    s.parse().unwrap()
+}
+
+#[test]
+fn early_packet_discard_carries_most_of_the_line_in_whole_pdus() {
+    let rows = experiment("epd", "0.5");
+    let of_line = |name: &str| {
+        rows.iter()
+            .find(|r| r[0] == name)
+            .map(|r| num(&r[4]))
+            .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
+    };
+    let (tail, ppd) = (of_line("tail drop"), of_line("PPD"));
+    let epd = of_line("EPD at 1000");
+    assert!(tail < 0.5, "tail drop {tail}");
+    assert!(ppd > tail, "ppd {ppd}, tail {tail}");
+    assert!(epd > 0.85, "epd {epd}");
+}
+
+#[test]
+fn the_flat_approximation_errs_less_as_its_walks_come_closer() {
+    let rows = experiment("linkshare", "1");
+    let err = |name: &str| {
+        rows.iter()
+            .find(|r| r[0] == name)
+            .map(|r| num(&r[2]))
+            .unwrap_or_else(|| panic!("no row {name}: {rows:?}"))
+    };
+    let (ms10, ms1, us100) = (
+        err("flat every 10ms"),
+        err("flat every 1ms"),
+        err("flat every 100us"),
+    );
+    assert!(ms10 > 2.0 * ms1 && ms1 > us100, "{ms10} {ms1} {us100}");
+    // Walking at every change, the approximation is as close to the fluid
+    // as hierarchical WF2Q+ itself.
+    assert!(err("flat every 0") <= 1.5 * err("HWFQ") + 1e-3, "{rows:?}");
+}
