@@ -226,3 +226,59 @@ fn bad_contracts_are_refused_with_their_place() {
         assert!(t.contains("PVC \"a-c\""), "{pvc}: {t}");
     }
 }
+
+#[test]
+fn bad_class_trees_are_refused_with_their_place() {
+    let tree = |classes: &str, a: &str| {
+        let text = format!(
+            "{NET}{}\n[[port]]\nat = \"s:2\"\ndiscipline = \"hwfq\"\n{classes}",
+            pvcs(a, "class = \"y\"")
+        );
+        aurora_topo::load(&text, 1)
+            .err()
+            .map(|p| p.to_string())
+            .unwrap_or_default()
+    };
+    let class = |name: &str, parent: &str, share: f64| {
+        let parent = if parent.is_empty() {
+            String::new()
+        } else {
+            format!("parent = \"{parent}\"\n")
+        };
+        format!("\n[[port.class]]\nname = \"{name}\"\n{parent}share = {share}\n")
+    };
+    let good = format!("{}{}", class("x", "", 0.5), class("y", "", 0.5));
+    assert_eq!(tree(&good, "class = \"x\""), "");
+    // Shares above the whole.
+    let over = format!("{}{}", class("x", "", 0.7), class("y", "", 0.5));
+    let t = tree(&over, "class = \"x\"");
+    assert!(t.contains("port \"s:2\"") && t.contains("link"), "{t}");
+    // A PVC in no class, or in a class that is not a leaf.
+    let t = tree(&good, "");
+    assert!(
+        t.contains("PVC \"a-c\" leaves by port \"s:2\" but names no leaf class"),
+        "{t}"
+    );
+    let nested = format!(
+        "{}{}{}",
+        class("x", "", 0.5),
+        class("y", "", 0.5),
+        class("z", "x", 1.0)
+    );
+    let t = tree(&nested, "class = \"x\"");
+    assert!(t.contains("(\"x\" is not one)"), "{t}");
+    // Shares are fractions; flat ports take an update period, hwfq ports
+    // do not; a tree needs classes.
+    assert!(tree(
+        &format!("{}{}", class("x", "", 1.5), class("y", "", 0.5)),
+        "class = \"x\""
+    )
+    .contains("at most 1"));
+    assert!(
+        tree(&format!("update_period = \"1ms\"\n{good}"), "class = \"x\"")
+            .contains("for flat ports")
+    );
+    assert!(tree("", "class = \"x\"").contains("needs [[port.class]] entries"));
+    let line = format!("{NET}{}", pvcs("", "")).lines().count() + 2;
+    assert!(tree(&over, "class = \"x\"").starts_with(&format!("{line}:1: ")));
+}
