@@ -6,16 +6,17 @@ use std::path::Path;
 
 use super::{example, plot, run, with_field, write_csv, Series};
 
-/// OC-3c's payload rate, Mb/s: what the congested line could carry.
-const LINE_MBPS: f64 = 149.76;
+/// Cells of one 9180-byte PDU.
+const CELLS: u64 = 192;
 
-/// One variant's figures: complete PDUs delivered, goodput, and cells the
-/// port dropped.
+/// One variant's figures: complete PDUs delivered, goodput, and the share
+/// of the cells the congested line carried that were parts of them.
 struct Row {
     name: String,
     threshold: Option<f64>,
     pdus: u64,
     mbps: f64,
+    useful: f64,
 }
 
 /// Runs the experiment for `secs` of virtual time per variant and writes
@@ -41,11 +42,18 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
     let mut rows = Vec::new();
     for (name, threshold, text) in &variants {
         let r = run(text, secs)?;
+        let pdus: u64 = r.pvcs.iter().map(|p| p.delivered).sum();
+        let carried = r
+            .links
+            .iter()
+            .find(|l| l.dir.starts_with("sw:8"))
+            .map_or(0, |l| l.delivered);
         rows.push(Row {
             name: name.clone(),
             threshold: *threshold,
-            pdus: r.pvcs.iter().map(|p| p.delivered).sum(),
+            pdus,
             mbps: r.pvcs.iter().map(|p| p.mbps).sum(),
+            useful: (pdus * CELLS) as f64 / carried.max(1) as f64,
         });
     }
     std::fs::create_dir_all(out).map_err(|e| format!("cannot make {}: {e}", out.display()))?;
@@ -54,14 +62,14 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
     );
     println!(
         "{:<14} {:>14} {:>10} {:>12}",
-        "discard", "PDUs complete", "Mb/s", "of the line"
+        "discard", "PDUs complete", "Mb/s", "useful cells"
     );
     let mut csv = vec![vec![
         "discard".to_string(),
         "epd_threshold".into(),
         "pdus_complete".into(),
         "goodput_mbps".into(),
-        "of_line".into(),
+        "useful_share".into(),
     ]];
     for r in &rows {
         println!(
@@ -69,14 +77,14 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
             r.name,
             r.pdus,
             r.mbps,
-            100.0 * r.mbps / LINE_MBPS
+            100.0 * r.useful
         );
         csv.push(vec![
             r.name.clone(),
             r.threshold.map_or(String::new(), |t| format!("{t:.1}")),
             r.pdus.to_string(),
             format!("{:.2}", r.mbps),
-            format!("{:.4}", r.mbps / LINE_MBPS),
+            format!("{:.4}", r.useful),
         ]);
     }
     let mut files = vec![write_csv(out, "epd", &csv)?];
@@ -91,21 +99,21 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
             name: "EPD".into(),
             points: rows
                 .iter()
-                .filter_map(|r| Some((r.threshold?, r.mbps / LINE_MBPS)))
+                .filter_map(|r| Some((r.threshold?, r.useful)))
                 .collect(),
             line: false,
             color: 0,
         },
-        flat("tail drop", rows[0].mbps / LINE_MBPS, 1),
-        flat("PPD", rows[1].mbps / LINE_MBPS, 2),
+        flat("tail drop", rows[0].useful, 1),
+        flat("PPD", rows[1].useful, 2),
     ];
     files.extend(plot(
         out,
         "epd",
-        "Goodput in complete PDUs, 8 sources into one OC-3c port",
+        "Cells the congested line carried that were parts of complete PDUs",
         (
             "EPD threshold, share of the 2,000-cell buffer",
-            "goodput / OC-3c payload rate",
+            "share of the cells carried",
         ),
         &series,
     )?);
