@@ -527,7 +527,7 @@ fn aurora_processes(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<
     Ok((r, s, true, None))
 }
 
-fn cpu() -> String {
+pub(crate) fn cpu() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {

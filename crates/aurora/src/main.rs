@@ -12,6 +12,7 @@ mod bench_iperf;
 mod bench_net;
 mod bench_rt;
 mod bench_sar;
+mod bench_sched;
 mod bench_soak;
 mod demo;
 mod experiment;
@@ -264,6 +265,22 @@ enum Bench {
         /// Join h1 and h2 by one link, without the switch.
         #[arg(long)]
         direct: bool,
+    },
+    /// Output-port disciplines: the cost of a cell cycle (one enqueue and
+    /// one dequeue) with 1,000 busy queues, against OC-768c's cell rate
+    /// and a bare loop; `--callgrind` counts instructions instead.
+    Sched {
+        /// Count instructions under valgrind (repeatable) instead of
+        /// timing.
+        #[arg(long)]
+        callgrind: bool,
+        /// Run only this discipline and print its checksum (what
+        /// `--callgrind` runs under valgrind).
+        #[arg(long, hide = true)]
+        only: Option<String>,
+        /// Cell cycles per timed run, 1,000 to 1,000,000,000.
+        #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
+        cycles: u64,
     },
     /// Virtual-time engine events per second against a bare event queue.
     Sim {
@@ -669,6 +686,20 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Bench {
+            what:
+                Bench::Sched {
+                    callgrind,
+                    only,
+                    cycles,
+                },
+        } => match bench_sched::main(callgrind, only.as_deref(), cycles) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("aurora bench sched: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Bench { what: Bench::Rt } => match bench_rt::main() {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
