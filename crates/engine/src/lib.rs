@@ -457,12 +457,7 @@ impl<F: Frame> Engine<F> {
         port: PortId,
         stream: u32,
     ) -> Result<(), EngineError> {
-        if self.events() > 0 || self.in_flight() > 0 {
-            return Err(EngineError::Started);
-        }
-        let k = self
-            .dir_of(node, port)
-            .ok_or(EngineError::NoSuchPort(node, port))?;
+        let k = self.unstarted_dir(node, port)?;
         let seed = self.seed;
         for p in &mut self.parts {
             p.dirs[k].reseed(stream, seed);
@@ -805,6 +800,16 @@ impl<F: Frame> Engine<F> {
             })
     }
 
+    /// The direction leaving `port` of `node`, if the engine has not run
+    /// yet (what may change only before then).
+    fn unstarted_dir(&self, node: NodeId, port: PortId) -> Result<usize, EngineError> {
+        if self.events() > 0 || self.in_flight() > 0 {
+            return Err(EngineError::Started);
+        }
+        self.dir_of(node, port)
+            .ok_or(EngineError::NoSuchPort(node, port))
+    }
+
     /// The direction leaving `port` of `node`.
     fn dir_of(&self, node: NodeId, port: PortId) -> Option<usize> {
         let k = (*self.parts[0]
@@ -824,12 +829,7 @@ impl<F: Frame> Engine<F> {
         port: PortId,
         p: Box<dyn port::Port<F>>,
     ) -> Result<(), EngineError> {
-        if self.events() > 0 || self.in_flight() > 0 {
-            return Err(EngineError::Started);
-        }
-        let k = self
-            .dir_of(node, port)
-            .ok_or(EngineError::NoSuchPort(node, port))?;
+        let k = self.unstarted_dir(node, port)?;
         let h = self.home[node.0 as usize] as usize;
         self.parts[h].dirs[k].set_port(p);
         Ok(())

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{example, plot, run, with_field, write_csv, Series};
+use super::{example, plot, run, say_written, with_field, write_csv, Series};
 
 /// Cells of one 9180-byte PDU.
 const CELLS: u64 = 192;
@@ -117,9 +117,6 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
         ),
         &series,
     )?);
-    println!();
-    for f in files {
-        println!("wrote {}", f.display());
-    }
+    say_written(&files);
     Ok(())
 }

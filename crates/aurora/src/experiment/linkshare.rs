@@ -8,7 +8,7 @@ use std::path::Path;
 
 use aurora_topo::qos::DisciplineSpec;
 
-use super::{example, plot, run, with_field, write_csv, Series};
+use super::{example, plot, run, say_written, with_field, write_csv, Series};
 
 /// An OC-3c cell time, µs.
 const CELL_US: f64 = 1e6 / 353_207.0;
@@ -200,9 +200,6 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
             &series,
         )?);
     }
-    println!();
-    for f in files {
-        println!("wrote {}", f.display());
-    }
+    say_written(&files);
     Ok(())
 }

@@ -84,6 +84,14 @@ struct Series {
     color: usize,
 }
 
+/// Says which files an experiment wrote.
+fn say_written(files: &[PathBuf]) {
+    println!();
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+}
+
 /// Writes `rows` (the first the header) as CSV to `out/name.csv`.
 fn write_csv(out: &Path, name: &str, rows: &[Vec<String>]) -> Result<PathBuf, String> {
     let mut s = String::new();

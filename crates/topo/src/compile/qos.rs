@@ -11,11 +11,13 @@ use aurora_sched::{Limits, QueueId};
 use aurora_time::Duration;
 use aurora_tm::discard::BufferLimits;
 
+use aurora_wire::cell::VcId;
+
 use super::checks::duration_in;
-use super::Reader;
+use super::{Ctx, Reader};
 use crate::pvc::Kind;
 use crate::qos::{DisciplineSpec, PortPlan};
-use crate::{PortDef, MAX_BUFFER};
+use crate::{PortDef, PvcDef, MAX_BUFFER};
 
 /// Priority levels.
 const LEVELS: u8 = 8;
@@ -244,201 +246,39 @@ impl Reader<'_> {
             None => Some(Duration::from_millis(1)),
             Some(s) => duration_in(c, span.clone(), "bin", s, BIN_RANGE),
         };
-        // The PVCs leaving through the port, each a queue (priority: each
-        // level a queue), and a last queue for any other cells.
+        // The PVCs leaving through the port and their queues.
         let crossing = self
             .crossing
             .get(&(node.clone(), port))
             .cloned()
             .unwrap_or_default();
-        let mut queues: Vec<String> = Vec::new();
-        let mut vcs = Vec::new();
-        let mut weights = Vec::new();
         let name = d.discipline.as_deref().unwrap_or("fifo");
-        match name {
-            "priority" => {
-                queues = (0..LEVELS).map(|l| format!("level {l}")).collect();
-                for (vc, p) in &crossing {
-                    let level = p.priority.unwrap_or(LEVELS - 1);
-                    if level >= LEVELS {
-                        c.at(
-                            span.clone(),
-                            format!(
-                                "PVC \"{}\": priority {level} is outside 0 to {}",
-                                p.name,
-                                LEVELS - 1
-                            ),
-                        );
-                        ok = false;
-                    }
-                    vcs.push((*vc, QueueId::from(level.min(LEVELS - 1))));
-                }
-            }
-            "hwfq" | "flat" => {
-                // The leaves, in file order, are the queues.
-                let parents: BTreeSet<&str> =
-                    d.class.iter().filter_map(|k| k.parent.as_deref()).collect();
-                let mut spec = vec![aurora_sched::ClassSpec::new(
-                    ROOT,
-                    None,
-                    aurora_sched::Share::Fraction(1.0),
-                    None,
-                )];
-                for k in &d.class {
-                    let leaf = !parents.contains(k.name.as_str());
-                    let queue = leaf.then(|| {
-                        queues.push(k.name.clone());
-                        (queues.len() - 1) as QueueId
-                    });
-                    if !(k.share > 0.0 && k.share <= 1.0) {
-                        c.at(
-                            span.clone(),
-                            format!(
-                                "port \"{}\": class \"{}\" has share {}, not more than 0 and at most 1",
-                                d.at, k.name, k.share
-                            ),
-                        );
-                        ok = false;
-                    }
-                    spec.push(aurora_sched::ClassSpec::new(
-                        &k.name,
-                        Some(k.parent.as_deref().unwrap_or(ROOT)),
-                        aurora_sched::Share::Fraction(k.share.clamp(f64::MIN_POSITIVE, 1.0)),
-                        queue,
-                    ));
-                }
-                if d.class.is_empty() {
+        let queued = match name {
+            "hwfq" | "flat" => tree_queues(c, &span, d, name, &crossing),
+            _ => {
+                if !d.class.is_empty() || d.update_period.is_some() {
                     c.at(
                         span.clone(),
                         format!(
-                            "port \"{}\": discipline \"{name}\" needs [[port.class]] entries",
+                            "port \"{}\": classes and update_period are for hwfq and flat ports",
                             d.at
                         ),
                     );
-                    return None;
+                    ok = false;
                 }
-                let tree = match aurora_sched::ClassTree::new(spec) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        c.at(span.clone(), format!("port \"{}\": {e}", d.at));
-                        return None;
-                    }
-                };
-                for (vc, p) in &crossing {
-                    let q = p
-                        .class
-                        .as_deref()
-                        .and_then(|k| queues.iter().position(|n| n == k));
-                    match q {
-                        Some(q) => vcs.push((*vc, q as QueueId)),
-                        None => {
-                            c.at(
-                                span.clone(),
-                                format!(
-                                    "PVC \"{}\" leaves by port \"{}\" but names no leaf class of its tree{}",
-                                    p.name,
-                                    d.at,
-                                    p.class.as_deref().map_or(String::new(), |k| format!(
-                                        " (\"{k}\" is not one)"
-                                    ))
-                                ),
-                            );
-                            ok = false;
-                        }
-                    }
-                }
-                let period = match &d.update_period {
-                    None => Some(Duration::ZERO),
-                    Some(s) => duration_in(c, span.clone(), "update_period", s, PERIOD_RANGE),
-                };
-                if !ok {
-                    return None;
-                }
-                let discipline = if name == "hwfq" {
-                    if d.update_period.is_some() {
-                        c.at(
-                            span,
-                            format!("port \"{}\": update_period is for flat ports", d.at),
-                        );
-                        return None;
-                    }
-                    DisciplineSpec::Hwfq(tree)
-                } else {
-                    DisciplineSpec::Flat(tree, period?)
-                };
-                return Some(PortPlan {
-                    node,
-                    port,
-                    discipline,
-                    queues,
-                    other: None,
-                    vcs,
-                    limits: Limits {
-                        port: buffer,
-                        queue: queue_buffer,
-                    },
-                    discard,
-                    rate,
-                    bin: bin?,
-                });
+                vc_queues(c, &span, d, name, &crossing)
             }
-            "fifo" | "drr" | "wfq" | "wf2q+" => {
-                for (vc, p) in &crossing {
-                    let w = p.weight.unwrap_or(1);
-                    if !(1..=MAX_WEIGHT).contains(&w) {
-                        c.at(
-                            span.clone(),
-                            format!(
-                                "PVC \"{}\": weight {w} is outside 1 to {MAX_WEIGHT}",
-                                p.name
-                            ),
-                        );
-                        ok = false;
-                    }
-                    vcs.push((*vc, queues.len() as QueueId));
-                    queues.push(p.name.clone());
-                    weights.push(w.clamp(1, MAX_WEIGHT));
-                }
-            }
-            other => {
-                c.at(
-                    span.clone(),
-                    format!(
-                        "port \"{}\": discipline \"{other}\" is not fifo, priority, drr, wfq, wf2q+, hwfq or flat",
-                        d.at
-                    ),
-                );
-                return None;
-            }
-        }
-        queues.push("other".into());
-        weights.push(1);
-        let discipline = match name {
-            "fifo" => DisciplineSpec::Fifo,
-            "priority" => DisciplineSpec::Priority,
-            "drr" => DisciplineSpec::Drr(weights),
-            "wfq" => DisciplineSpec::Wfq(weights),
-            _ => DisciplineSpec::Wf2qPlus(weights),
         };
+        let (discipline, queues, vcs, other) = queued?;
         if !ok {
-            return None;
-        }
-        if !d.class.is_empty() || d.update_period.is_some() {
-            c.at(
-                span,
-                format!(
-                    "port \"{}\": classes and update_period are for hwfq and flat ports",
-                    d.at
-                ),
-            );
             return None;
         }
         Some(PortPlan {
             node,
             port,
             discipline,
-            other: Some((queues.len() - 1) as QueueId),
             queues,
+            other,
             vcs,
             limits: Limits {
                 port: buffer,
@@ -449,4 +289,187 @@ impl Reader<'_> {
             bin: bin?,
         })
     }
+}
+
+/// A port's discipline, its queues' names, each crossing PVC's VC and
+/// queue, and its queue for other cells.
+type Queued = (
+    DisciplineSpec,
+    Vec<String>,
+    Vec<(VcId, QueueId)>,
+    Option<QueueId>,
+);
+
+/// The queues of a port without a tree: one per crossing PVC, with its
+/// weight (a `priority` port: one per level), and a last one, `other`.
+fn vc_queues(
+    c: &mut Ctx,
+    span: &Range<usize>,
+    d: &PortDef,
+    name: &str,
+    crossing: &[(VcId, &PvcDef)],
+) -> Option<Queued> {
+    let mut ok = true;
+    let mut queues: Vec<String> = Vec::new();
+    let mut vcs = Vec::new();
+    let mut weights = Vec::new();
+    match name {
+        "priority" => {
+            queues = (0..LEVELS).map(|l| format!("level {l}")).collect();
+            for (vc, p) in crossing {
+                let level = p.priority.unwrap_or(LEVELS - 1);
+                if level >= LEVELS {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\": priority {level} is outside 0 to {}",
+                            p.name,
+                            LEVELS - 1
+                        ),
+                    );
+                    ok = false;
+                }
+                vcs.push((*vc, QueueId::from(level.min(LEVELS - 1))));
+            }
+        }
+        "fifo" | "drr" | "wfq" | "wf2q+" => {
+            for (vc, p) in crossing {
+                let w = p.weight.unwrap_or(1);
+                if !(1..=MAX_WEIGHT).contains(&w) {
+                    c.at(
+                        span.clone(),
+                        format!(
+                            "PVC \"{}\": weight {w} is outside 1 to {MAX_WEIGHT}",
+                            p.name
+                        ),
+                    );
+                    ok = false;
+                }
+                vcs.push((*vc, queues.len() as QueueId));
+                queues.push(p.name.clone());
+                weights.push(w.clamp(1, MAX_WEIGHT));
+            }
+        }
+        other => {
+            c.at(
+                span.clone(),
+                format!(
+                    "port \"{}\": discipline \"{other}\" is not fifo, priority, drr, wfq, wf2q+, hwfq or flat",
+                    d.at
+                ),
+            );
+            return None;
+        }
+    }
+    queues.push("other".into());
+    weights.push(1);
+    let discipline = match name {
+        "fifo" => DisciplineSpec::Fifo,
+        "priority" => DisciplineSpec::Priority,
+        "drr" => DisciplineSpec::Drr(weights),
+        "wfq" => DisciplineSpec::Wfq(weights),
+        _ => DisciplineSpec::Wf2qPlus(weights),
+    };
+    let other = Some((queues.len() - 1) as QueueId);
+    ok.then_some((discipline, queues, vcs, other))
+}
+
+/// The queues of a `hwfq` or `flat` port: its tree's leaves, in file
+/// order; every crossing PVC names one. No queue for other cells.
+fn tree_queues(
+    c: &mut Ctx,
+    span: &Range<usize>,
+    d: &PortDef,
+    name: &str,
+    crossing: &[(VcId, &PvcDef)],
+) -> Option<Queued> {
+    if d.class.is_empty() {
+        c.at(
+            span.clone(),
+            format!(
+                "port \"{}\": discipline \"{name}\" needs [[port.class]] entries",
+                d.at
+            ),
+        );
+        return None;
+    }
+    let mut ok = true;
+    let mut queues: Vec<String> = Vec::new();
+    let parents: BTreeSet<&str> = d.class.iter().filter_map(|k| k.parent.as_deref()).collect();
+    let mut spec = vec![aurora_sched::ClassSpec::new(
+        ROOT,
+        None,
+        aurora_sched::Share::Fraction(1.0),
+        None,
+    )];
+    for k in &d.class {
+        let leaf = !parents.contains(k.name.as_str());
+        let queue = leaf.then(|| {
+            queues.push(k.name.clone());
+            (queues.len() - 1) as QueueId
+        });
+        if !(k.share > 0.0 && k.share <= 1.0) {
+            c.at(
+                span.clone(),
+                format!(
+                    "port \"{}\": class \"{}\" has share {}, not more than 0 and at most 1",
+                    d.at, k.name, k.share
+                ),
+            );
+            ok = false;
+        }
+        spec.push(aurora_sched::ClassSpec::new(
+            &k.name,
+            Some(k.parent.as_deref().unwrap_or(ROOT)),
+            aurora_sched::Share::Fraction(k.share.clamp(f64::MIN_POSITIVE, 1.0)),
+            queue,
+        ));
+    }
+    let tree = match aurora_sched::ClassTree::new(spec) {
+        Ok(t) => t,
+        Err(e) => {
+            c.at(span.clone(), format!("port \"{}\": {e}", d.at));
+            return None;
+        }
+    };
+    let mut vcs = Vec::new();
+    for (vc, p) in crossing {
+        let q = p
+            .class
+            .as_deref()
+            .and_then(|k| queues.iter().position(|n| n == k));
+        match q {
+            Some(q) => vcs.push((*vc, q as QueueId)),
+            None => {
+                c.at(
+                    span.clone(),
+                    format!(
+                        "PVC \"{}\" leaves by port \"{}\" but names no leaf class of its tree{}",
+                        p.name,
+                        d.at,
+                        p.class
+                            .as_deref()
+                            .map_or(String::new(), |k| format!(" (\"{k}\" is not one)"))
+                    ),
+                );
+                ok = false;
+            }
+        }
+    }
+    let discipline = match (name, &d.update_period) {
+        ("hwfq", None) => DisciplineSpec::Hwfq(tree),
+        ("hwfq", Some(_)) => {
+            c.at(
+                span.clone(),
+                format!("port \"{}\": update_period is for flat ports", d.at),
+            );
+            return None;
+        }
+        (_, None) => DisciplineSpec::Flat(tree, Duration::ZERO),
+        (_, Some(s)) => DisciplineSpec::Flat(
+            tree,
+            duration_in(c, span.clone(), "update_period", s, PERIOD_RANGE)?,
+        ),
+    };
+    ok.then_some((discipline, queues, vcs, None))
 }
