@@ -1,8 +1,9 @@
 //! First in, first out over the whole port.
 
+use std::collections::VecDeque;
+
 use aurora_time::Instant;
 
-use crate::store::Queue;
 use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 
 /// One FIFO for all of a port's queues: items leave in the order they
@@ -11,7 +12,7 @@ use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 ///
 /// Lengths are ignored. Enqueue and dequeue are O(1).
 pub struct Fifo<T> {
-    ring: Queue<(QueueId, T), ()>,
+    ring: VecDeque<(QueueId, T)>,
     counts: Vec<u32>,
     port: usize,
     queue: u32,
@@ -25,7 +26,7 @@ impl<T> Fifo<T> {
     pub fn new(queues: usize, limits: Limits) -> Self {
         assert!(queues <= QueueId::MAX as usize, "too many queues");
         Fifo {
-            ring: Queue::new(()),
+            ring: VecDeque::new(),
             counts: vec![0; queues],
             port: limits.port.min(1 << 31),
             queue: limits.queue.min(u32::MAX as usize) as u32,
@@ -45,10 +46,10 @@ impl<T: Send> Discipline<T> for Fifo<T> {
         let reason = match self.counts.get_mut(queue as usize) {
             None => DropReason::NoSuchQueue,
             Some(c) if *c >= self.queue => DropReason::QueueFull,
-            Some(_) if self.ring.len() as usize >= self.port => DropReason::PortFull,
+            Some(_) if self.ring.len() >= self.port => DropReason::PortFull,
             Some(c) => {
                 *c += 1;
-                self.ring.push((queue, item), self.port);
+                self.ring.push_back((queue, item));
                 return Ok(());
             }
         };
@@ -57,13 +58,13 @@ impl<T: Send> Discipline<T> for Fifo<T> {
 
     #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
-        let (q, item) = self.ring.pop()?;
+        let (q, item) = self.ring.pop_front()?;
         self.counts[q as usize] -= 1;
         Some((q, item))
     }
 
     fn len(&self) -> usize {
-        self.ring.len() as usize
+        self.ring.len()
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {

@@ -15,7 +15,7 @@ use crate::{Discipline, Dropped, Limits, QueueId};
 /// two-level bitmap, O(1) up to 4,096 levels (one summary word per 4,096
 /// more).
 pub struct Priority<T> {
-    queues: Queues<T, ()>,
+    queues: Queues<T, (), ()>,
     busy: Bitmap,
 }
 
@@ -41,7 +41,7 @@ impl<T: Send> Discipline<T> for Priority<T> {
         _len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        match self.queues.push(queue, item, |item, _| item) {
+        match self.queues.push(queue, item, |_| ()) {
             Ok(was_empty) => {
                 if was_empty {
                     self.busy.set(queue as usize);
@@ -55,8 +55,8 @@ impl<T: Send> Discipline<T> for Priority<T> {
     #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
         let q = self.busy.first()?;
-        let (item, rest) = self.queues.pop(q)?;
-        if rest.len() == 0 {
+        let (item, (), rest) = self.queues.pop(q);
+        if rest == 0 {
             self.busy.clear(q);
         }
         Some((q as QueueId, item))

@@ -41,24 +41,39 @@ struct Entry {
     next: u32,
 }
 
+/// A bucket: a list of entries, sorted by key.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    head: u32,
+    tail: u32,
+}
+
 /// The queue; ids are `0..n`, each present at most once.
+///
+/// Invariant, on which the `unsafe` blocks rest: every id in a bucket's
+/// list (its `head`, `tail` and the `next` links from head to tail) is
+/// below `entries.len()`; `insert` checks the ids it is given.
 pub(crate) struct TagQueue {
     shift: u32,
+    /// Whether `pop` and `peek` must take the general path: no entry is in
+    /// a bucket, or some is in the heap.
+    slow: bool,
+    /// `min_kb & MASK` (meaningful while an entry is in a bucket).
+    min_b: usize,
     /// Absolute bucket number at or below every bucketed key's, with every
     /// bucketed key's below `anchor + BUCKETS`.
     anchor: u64,
     /// Absolute bucket number of the first bucketed entry; `u64::MAX` when
     /// no entry is in a bucket.
     min_kb: u64,
+    buckets: Box<[Bucket; BUCKETS]>,
+    entries: Box<[Entry]>,
     /// A bit per non-empty summary word; 0 when no entry is in a bucket.
     top: u64,
     /// A bit per non-empty bitmap word.
     mid: [u64; MIDS],
     /// A bit per non-empty bucket.
     words: Box<[u64; BUCKETS / 64]>,
-    head: Box<[u32; BUCKETS]>,
-    tail: Box<[u32; BUCKETS]>,
-    entries: Vec<Entry>,
     /// Keys outside the window: `(key, insertion number, id)`.
     overflow: BinaryHeap<Reverse<(u64, u64, u32)>>,
     /// The next heap insertion's number.
@@ -78,14 +93,18 @@ impl TagQueue {
     pub(crate) fn new(n: usize, shift: u32) -> Self {
         TagQueue {
             shift: shift.min(MAX_SHIFT),
+            slow: true,
+            min_b: 0,
             anchor: 0,
             min_kb: u64::MAX,
+            buckets: filled(Bucket {
+                head: NIL,
+                tail: NIL,
+            }),
+            entries: vec![Entry { key: 0, next: NIL }; n].into_boxed_slice(),
             top: 0,
             mid: [0; MIDS],
             words: filled(0),
-            head: filled(NIL),
-            tail: filled(NIL),
-            entries: vec![Entry { key: 0, next: NIL }; n],
             overflow: BinaryHeap::with_capacity(n),
             overflow_seq: 0,
         }
@@ -98,45 +117,90 @@ impl TagQueue {
     }
 
     /// Adds `id` with `key`; `id` must not be present.
+    ///
+    /// # Panics
+    /// If `id` is out of range.
     #[inline(always)]
     pub(crate) fn insert(&mut self, id: u32, key: u64) {
+        assert!((id as usize) < self.entries.len(), "id out of range");
+        // SAFETY: just checked.
+        unsafe { self.insert_unchecked(id, key) }
+    }
+
+    /// As [`TagQueue::insert`], unchecked.
+    ///
+    /// # Safety
+    /// `id` must be below the `n` the queue was made with.
+    #[inline(always)]
+    pub(crate) unsafe fn insert_unchecked(&mut self, id: u32, key: u64) {
+        debug_assert!((id as usize) < self.entries.len());
         let kb = key >> self.shift;
-        if kb.wrapping_sub(self.anchor) >= BUCKETS as u64 && !self.outside(id, key, kb) {
+        if kb.wrapping_sub(self.anchor) >= BUCKETS as u64 {
+            self.insert_outside(id, key, kb);
             return;
         }
-        if kb < self.min_kb {
-            self.min_kb = kb;
-        }
-        let b = kb as usize & MASK;
-        let e = &mut self.entries[id as usize];
+        // SAFETY: the caller keeps `id` in range.
+        unsafe { self.insert_in_window(id, key, kb) }
+    }
+
+    /// Adds `id` with `key`, whose bucket number `kb` is in the window.
+    ///
+    /// # Safety
+    /// `id` must be in range.
+    #[inline(always)]
+    unsafe fn insert_in_window(&mut self, id: u32, key: u64, kb: u64) {
+        // SAFETY: the caller keeps `id` in range.
+        let e = unsafe { self.entries.get_unchecked_mut(id as usize) };
         e.key = key;
         e.next = NIL;
-        let t = self.tail[b];
-        self.tail[b] = id;
+        let b = kb as usize & MASK;
+        let bucket = &mut self.buckets[b];
+        let t = bucket.tail;
+        bucket.tail = id;
         if t == NIL {
-            self.head[b] = id;
-            self.words[b >> 6] |= 1 << (b & 63);
-            self.mid[(b >> 12) & (MIDS - 1)] |= 1 << ((b >> 6) & 63);
-            self.top |= 1 << (b >> 12);
-        } else if self.entries[t as usize].key <= key {
-            self.entries[t as usize].next = id;
+            bucket.head = id;
+            self.occupied(b, kb);
+            return;
+        }
+        // SAFETY: `t`, a bucket's tail, is in range (the invariant).
+        let te = unsafe { self.entries.get_unchecked_mut(t as usize) };
+        if te.key <= key {
+            te.next = id;
         } else {
             self.insert_sorted(b, id, key, t);
         }
     }
 
-    /// A key outside the window: into the heap (false), or, when no entry
-    /// is in a bucket, a new window around it (true).
+    /// Bucket `b` (absolute number `kb`) has just got its first entry.
+    #[inline(never)]
+    fn occupied(&mut self, b: usize, kb: u64) {
+        self.words[b >> 6] |= 1 << (b & 63);
+        self.mid[(b >> 12) & (MIDS - 1)] |= 1 << ((b >> 6) & 63);
+        if self.top == 0 {
+            self.slow = !self.overflow.is_empty();
+        }
+        self.top |= 1 << (b >> 12);
+        if kb < self.min_kb {
+            self.min_kb = kb;
+            self.min_b = b;
+        }
+    }
+
+    /// A key outside the window: into the heap, or, when no entry is in a
+    /// bucket, into a bucket of a new window around it.
     #[cold]
     #[inline(never)]
-    fn outside(&mut self, id: u32, key: u64, kb: u64) -> bool {
+    fn insert_outside(&mut self, id: u32, key: u64, kb: u64) {
+        assert!((id as usize) < self.entries.len(), "id out of range");
         if self.top != 0 {
             self.overflow.push(Reverse((key, self.overflow_seq, id)));
             self.overflow_seq += 1;
-            return false;
+            self.slow = true;
+            return;
         }
         self.anchor = kb.saturating_sub(SLACK);
-        true
+        // SAFETY: checked above.
+        unsafe { self.insert_in_window(id, key, kb) }
     }
 
     /// Links `id` into bucket `b` before the first larger key (there is
@@ -144,16 +208,16 @@ impl TagQueue {
     #[cold]
     #[inline(never)]
     fn insert_sorted(&mut self, b: usize, id: u32, key: u64, t: u32) {
-        self.tail[b] = t;
+        self.buckets[b].tail = t;
         let mut prev = NIL;
-        let mut cur = self.head[b];
+        let mut cur = self.buckets[b].head;
         while self.entries[cur as usize].key <= key {
             prev = cur;
             cur = self.entries[cur as usize].next;
         }
         self.entries[id as usize].next = cur;
         if prev == NIL {
-            self.head[b] = id;
+            self.buckets[b].head = id;
         } else {
             self.entries[prev as usize].next = id;
         }
@@ -162,53 +226,87 @@ impl TagQueue {
     /// The first `(key, id)`: smallest key, first inserted among equals.
     #[inline(always)]
     pub(crate) fn peek(&self) -> Option<(u64, u32)> {
-        if self.top == 0 {
-            return self.overflow.peek().map(|&Reverse((k, _, id))| (k, id));
+        if self.slow {
+            return self.peek_slow();
         }
-        let id = self.head[self.min_kb as usize & MASK];
-        let key = self.entries[id as usize].key;
-        if !self.overflow.is_empty() {
-            if let Some(o) = self.overflow_first(key) {
-                return Some(o);
-            }
-        }
+        let id = self.buckets[self.min_b & MASK].head;
+        // SAFETY: a bucket's head is in range (the invariant).
+        let key = unsafe { self.entries.get_unchecked(id as usize) }.key;
         Some((key, id))
+    }
+
+    /// [`TagQueue::peek`] when the heap is not empty or no bucket is.
+    #[cold]
+    #[inline(never)]
+    fn peek_slow(&self) -> Option<(u64, u32)> {
+        let over = self.overflow.peek().map(|&Reverse((k, _, id))| (k, id));
+        if self.top == 0 {
+            return over;
+        }
+        let id = self.buckets[self.min_b & MASK].head;
+        let key = self.entries[id as usize].key;
+        match over {
+            Some((k, oid)) if k <= key => Some((k, oid)),
+            _ => Some((key, id)),
+        }
     }
 
     /// Removes and returns the first `(key, id)`.
     #[inline(always)]
     pub(crate) fn pop(&mut self) -> Option<(u64, u32)> {
-        if self.top == 0 {
-            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
+        if self.slow {
+            return self.pop_slow();
         }
-        let b = self.min_kb as usize & MASK;
-        let id = self.head[b];
-        let e = self.entries[id as usize];
-        if !self.overflow.is_empty() && self.overflow_first(e.key).is_some() {
-            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
-        }
-        self.head[b] = e.next;
+        Some(self.pop_bucketed())
+    }
+
+    /// Removes and returns the first bucketed entry; some entry must be in
+    /// a bucket.
+    #[inline(always)]
+    fn pop_bucketed(&mut self) -> (u64, u32) {
+        let b = self.min_b;
+        debug_assert!(b < BUCKETS);
+        // SAFETY: `min_b` is always a bucket index (it is only ever set to
+        // one, and starts at 0).
+        let bucket = unsafe { self.buckets.get_unchecked_mut(b) };
+        let id = bucket.head;
+        // SAFETY: a bucket's head is in range (the invariant).
+        let e = *unsafe { self.entries.get_unchecked(id as usize) };
+        bucket.head = e.next;
         if e.next == NIL {
             self.emptied(b);
         }
-        Some((e.key, id))
+        (e.key, id)
     }
 
-    /// The heap's first entry if it goes before a bucketed `key`.
+    /// [`TagQueue::pop`] when the heap is not empty or no bucket is.
     #[cold]
     #[inline(never)]
-    fn overflow_first(&self, key: u64) -> Option<(u64, u32)> {
-        match self.overflow.peek() {
-            Some(&Reverse((k, _, id))) if k <= key => Some((k, id)),
-            _ => None,
-        }
+    fn pop_slow(&mut self) -> Option<(u64, u32)> {
+        let from_heap = match self.overflow.peek() {
+            None => false,
+            Some(_) if self.top == 0 => true,
+            Some(&Reverse((k, _, _))) => {
+                let id = self.buckets[self.min_b & MASK].head;
+                k <= self.entries[id as usize].key
+            }
+        };
+        let first = if from_heap {
+            self.overflow.pop().map(|Reverse((k, _, id))| (k, id))
+        } else if self.top != 0 {
+            Some(self.pop_bucketed())
+        } else {
+            None
+        };
+        self.slow = self.top == 0 || !self.overflow.is_empty();
+        first
     }
 
     /// Bucket `b`, the first, has just emptied: finds the next first bucket
     /// and lets the anchor follow it.
-    #[inline(always)]
+    #[inline(never)]
     fn emptied(&mut self, b: usize) {
-        self.tail[b] = NIL;
+        self.buckets[b].tail = NIL;
         self.words[b >> 6] &= !(1 << (b & 63));
         if self.words[b >> 6] == 0 {
             let m = (b >> 12) & (MIDS - 1);
@@ -217,12 +315,14 @@ impl TagQueue {
                 self.top &= !(1 << m);
                 if self.top == 0 {
                     self.min_kb = u64::MAX;
+                    self.slow = true;
                     return;
                 }
             }
         }
         let nb = self.next_busy(b);
         self.min_kb += (nb.wrapping_sub(b) & MASK) as u64;
+        self.min_b = nb;
         let a = self.min_kb.saturating_sub(SLACK);
         if a > self.anchor {
             self.anchor = a;
@@ -268,7 +368,7 @@ impl TagQueue {
         let drop = delta >> self.shift;
         if self.top != 0 {
             for b in 0..BUCKETS {
-                let mut id = self.head[b];
+                let mut id = self.buckets[b].head;
                 while id != NIL {
                     let e = &mut self.entries[id as usize];
                     e.key = e.key.saturating_sub(delta);

@@ -63,16 +63,24 @@ struct Session {
 /// for the tags a busy port produces; see the crate's notes on bucket width
 /// and [`Wf2qPlus::with_typical_len`].
 pub struct Wf2qPlus<T> {
-    queues: Queues<(T, u32), Session>,
+    queues: Queues<T, u32, Session>,
     /// Backlogged sessions by finish tag, eligible or not (yet).
     by_finish: TagQueue,
     /// Backlogged sessions found not eligible, by start tag (all `> V`
     /// when parked).
     parked: TagQueue,
     v: u64,
-    /// Work not yet counted in `v`, in units of `1 / wsum` tag unit.
-    v_rem: u64,
+    /// Work not yet counted in `v`, in units of `1 / wsum` tag unit
+    /// (`v_rem`, below `wsum`), minus `wsum`, modulo 2^64.
+    v_rem_neg: u64,
     wsum: u64,
+    /// What one length unit adds to `v` and `v_rem`: `2^32 / wsum` and
+    /// `2^32 % wsum`.
+    v_step: u64,
+    v_step_rem: u64,
+    /// The smallest start tag parked, or [`REBASE_AT`] if smaller: `v` can
+    /// grow below it with nothing to unpark and no rebase.
+    v_limit: u64,
 }
 
 impl<T> Wf2qPlus<T> {
@@ -109,8 +117,11 @@ impl<T> Wf2qPlus<T> {
             by_finish: TagQueue::new(n, shift),
             parked: TagQueue::new(n, shift),
             v: 0,
-            v_rem: 0,
+            v_rem_neg: wsum.wrapping_neg(),
             wsum,
+            v_step: vt::ONE / wsum,
+            v_step_rem: vt::ONE % wsum,
+            v_limit: REBASE_AT,
         }
     }
 
@@ -124,13 +135,14 @@ impl<T> Wf2qPlus<T> {
     /// If `weight` is 0 or there is no such queue.
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
         let step = vt::step(weight);
-        let s = &mut self.queues.get_mut(queue as usize).state;
+        let rem = self.v_rem();
+        let s = self.queues.state_mut(queue as usize);
         self.wsum = self.wsum - u64::from(s.weight) + u64::from(weight);
         s.weight = weight;
         s.step = step;
-        if self.v_rem >= self.wsum {
-            self.v_rem = self.wsum - 1;
-        }
+        self.v_rem_neg = rem.min(self.wsum - 1).wrapping_sub(self.wsum);
+        self.v_step = vt::ONE / self.wsum;
+        self.v_step_rem = vt::ONE % self.wsum;
     }
 
     /// `queue`'s weight.
@@ -138,7 +150,7 @@ impl<T> Wf2qPlus<T> {
     /// # Panics
     /// If there is no such queue.
     pub fn weight(&self, queue: QueueId) -> u32 {
-        self.queues.get(queue as usize).state.weight
+        self.queues.state(queue as usize).weight
     }
 
     /// The system virtual time `V` in tag units (`2^-32` length unit per
@@ -156,9 +168,33 @@ impl<T> Wf2qPlus<T> {
                 break;
             }
             self.parked.pop();
-            let f = self.queues.get(q as usize).state.f;
+            let f = self.queues.state(q as usize).f;
             self.by_finish.insert(q, f);
         }
+        self.v_limit = self
+            .parked
+            .peek()
+            .map_or(REBASE_AT, |(s, _)| s.min(REBASE_AT));
+    }
+
+    /// Parks session `q`, found not eligible.
+    #[cold]
+    #[inline(never)]
+    fn park(&mut self, q: u32) {
+        let s = self.queues.state(q as usize).s;
+        self.parked.insert(q, s);
+        self.v_limit = self.v_limit.min(s);
+    }
+
+    /// `V` has reached `v_limit`: unparks, and lowers the tags if `V` is
+    /// that high.
+    #[cold]
+    #[inline(never)]
+    fn v_reached_limit(&mut self) {
+        while self.v >= REBASE_AT {
+            self.rebase();
+        }
+        self.unpark();
     }
 
     /// The first session by finish tag that is eligible, parking those that
@@ -169,11 +205,13 @@ impl<T> Wf2qPlus<T> {
         loop {
             match self.by_finish.pop() {
                 Some((_, q)) => {
-                    let s = self.queues.get(q as usize).state.s;
+                    // SAFETY: the calendars hold queue ids (checked on
+                    // insertion against their size, the queue count).
+                    let s = unsafe { self.queues.state_unchecked(q as usize) }.s;
                     if s <= self.v {
                         return Some(q);
                     }
-                    self.parked.insert(q, s);
+                    self.park(q);
                 }
                 None => {
                     let s = self.parked.peek()?.0;
@@ -181,6 +219,32 @@ impl<T> Wf2qPlus<T> {
                     self.unpark();
                 }
             }
+        }
+    }
+
+    /// Work not yet counted in `v`, in units of `1 / wsum` tag unit.
+    #[inline(always)]
+    fn v_rem(&self) -> u64 {
+        self.v_rem_neg.wrapping_add(self.wsum)
+    }
+
+    /// Counts `len` of work in `V`.
+    #[inline(always)]
+    fn count_work(&mut self, len: u32) {
+        if len == 1 {
+            // A cell: no division. `v_rem − wsum` (mod 2^64) plus the
+            // step's remainder wraps exactly when the remainder carries.
+            let (rem, carry) = self.v_rem_neg.overflowing_add(self.v_step_rem);
+            self.v += self.v_step + u64::from(carry);
+            self.v_rem_neg = if carry {
+                rem.wrapping_sub(self.wsum)
+            } else {
+                rem
+            };
+        } else {
+            let x = (clamp_len(len) << 32) + self.v_rem();
+            self.v += x / self.wsum;
+            self.v_rem_neg = (x % self.wsum).wrapping_sub(self.wsum);
         }
     }
 
@@ -193,6 +257,10 @@ impl<T> Wf2qPlus<T> {
         }
         self.by_finish.rebase(REBASE_BY);
         self.parked.rebase(REBASE_BY);
+        self.v_limit = self
+            .parked
+            .peek()
+            .map_or(REBASE_AT, |(s, _)| s.min(REBASE_AT));
     }
 }
 
@@ -205,7 +273,7 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
         len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        match self.queues.push(queue, item, |item, _| (item, len)) {
+        match self.queues.push(queue, item, |_| len) {
             Ok(false) => Ok(()),
             Ok(true) => {
                 self.backlogged(queue, len);
@@ -217,22 +285,24 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
 
     #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
-        if !self.parked.is_empty() {
-            self.unpark();
-        }
         let q = self.select()?;
-        let ((item, len), qu) = self.queues.pop(q as usize)?;
-        let x = (clamp_len(len) << 32) + self.v_rem;
-        self.v += x / self.wsum;
-        self.v_rem = x % self.wsum;
-        if let Some(&(_, next)) = qu.front() {
-            let s = &mut qu.state;
+        // SAFETY: `q` is a queue id (see `select`) of a backlogged session:
+        // in the calendars means holding items.
+        let (item, len, after) = unsafe { self.queues.pop_unchecked(q as usize) };
+        self.count_work(len);
+        if let Some(next) = after {
+            // SAFETY: as above.
+            let s = unsafe { self.queues.state_unchecked_mut(q as usize) };
+            // No overflow: a head's finish tag is within two spans (2^57)
+            // of `V` (< 2^62).
             s.s = s.f;
-            s.f = s.s.saturating_add(span(next, s.step));
-            self.by_finish.insert(q, s.f);
+            s.f = s.s + span(next, s.step);
+            let f = s.f;
+            // SAFETY: `q` is a queue id, below the calendar's size.
+            unsafe { self.by_finish.insert_unchecked(q, f) };
         }
-        while self.v >= REBASE_AT {
-            self.rebase();
+        if self.v >= self.v_limit {
+            self.v_reached_limit();
         }
         Some((q, item))
     }
@@ -251,7 +321,7 @@ impl<T> Wf2qPlus<T> {
     #[inline(never)]
     fn backlogged(&mut self, q: QueueId, len: u32) {
         let v = self.v;
-        let s = &mut self.queues.get_mut(q as usize).state;
+        let s = self.queues.state_mut(q as usize);
         s.s = s.f.max(v);
         s.f = s.s.saturating_add(span(len, s.step));
         self.by_finish.insert(q, s.f);

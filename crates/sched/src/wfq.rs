@@ -57,21 +57,31 @@ struct Session {
 /// work since, is filed again at the session's last tag instead of being
 /// updated on every arrival).
 pub struct Wfq<T> {
-    queues: Queues<(T, u32, u64), Session>,
+    queues: Queues<T, u64, Session>,
     /// Sessions with items, by the finish tag of their head item.
     select: TagQueue,
     /// Sessions in the fluid system, by a finish tag not after their last:
     /// an entry found stale (the session got more since) is filed again.
     gps: TagQueue,
+    /// `V` at `last`.
     v: u64,
-    /// Work done but not yet in `v`, in units of `2^-32` length unit.
+    /// Work done by `last` but not yet in `v`, in units of `2^-32` length
+    /// unit.
     carry: u64,
     /// `Σ in_gps`.
     wb: u64,
     /// The smallest key in `gps`, or [`REBASE_AT`] if smaller: `V` can
     /// move below it without a fluid departure or a rebase.
     fast_limit: u64,
+    /// How far the fluid system has been run.
     last: Instant,
+    /// The first instant at which `V` reaches `fast_limit`: before it, the
+    /// fluid system has nothing to do but let `V` grow, so it is only run
+    /// (to `now`) when a call's `now` reaches this, a session enters it,
+    /// or a weight changes.
+    t_limit: Instant,
+    /// The last call's `now`.
+    seen: Instant,
     /// Work per nanosecond in `2^-32` length units, times `2^RATE_FRAC`.
     per_ns: u64,
 }
@@ -119,26 +129,31 @@ impl<T> Wfq<T> {
             wb: 0,
             fast_limit: REBASE_AT,
             last: Instant::ZERO,
+            t_limit: Instant::MAX,
+            seen: Instant::ZERO,
             per_ns,
         }
     }
 
     /// Sets `queue`'s weight. If the fluid system is serving the session,
     /// its new weight counts in the busy sum (and so in how fast `V` grows)
-    /// from now on; items arriving from now on are stamped at the new
-    /// weight, items already waiting keep their stamps.
+    /// from the last call's `now` on; items arriving from now on are stamped
+    /// at the new weight, items already waiting keep their stamps.
     ///
     /// # Panics
     /// If `weight` is 0 or there is no such queue.
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
         let step = vt::step(weight);
-        let s = &mut self.queues.get_mut(queue as usize).state;
+        assert!((queue as usize) < self.queues.count(), "no such queue");
+        self.settle(self.seen);
+        let s = self.queues.state_mut(queue as usize);
         s.weight = weight;
         s.step = step;
         if s.in_gps > 0 {
             self.wb = self.wb - u64::from(s.in_gps) + u64::from(weight);
             s.in_gps = weight;
         }
+        self.set_t_limit();
     }
 
     /// `queue`'s weight.
@@ -146,44 +161,71 @@ impl<T> Wfq<T> {
     /// # Panics
     /// If there is no such queue.
     pub fn weight(&self, queue: QueueId) -> u32 {
-        self.queues.get(queue as usize).state.weight
+        self.queues.state(queue as usize).weight
     }
 
     /// The GPS virtual time `V` as of the last call, in tag units (`2^-32`
     /// length unit per unit of weight), lowered now and then by 2^61 to stay
     /// in range.
     pub fn virtual_time(&self) -> u64 {
-        self.v
+        // The last call came before `t_limit`: no departure since `last`.
+        if self.wb == 0 || self.seen <= self.last {
+            return self.v;
+        }
+        let x = self.work(self.seen).saturating_add(self.carry);
+        self.v.saturating_add(x / self.wb)
     }
 
-    /// Runs the fluid system from the last call to `now`.
-    #[inline(always)]
-    fn advance(&mut self, now: Instant) {
-        if now <= self.last {
-            return;
-        }
+    /// The work the line does from `last` to `now` (after `last`), in
+    /// `2^-32` length units.
+    fn work(&self, now: Instant) -> u64 {
         let dt = (now.as_nanos() as u64).wrapping_sub(self.last.as_nanos() as u64);
-        self.last = now;
-        if self.wb == 0 {
-            return;
-        }
         let work = (u128::from(dt) * u128::from(self.per_ns)) >> RATE_FRAC;
-        let x = u64::try_from(work)
-            .unwrap_or(u64::MAX)
-            .saturating_add(self.carry);
-        // The common case: no fluid departure before `now`.
-        let v = self.v + x / self.wb;
-        if v < self.fast_limit {
-            self.v = v;
-            self.carry = x % self.wb;
+        u64::try_from(work).unwrap_or(u64::MAX)
+    }
+
+    /// Runs the fluid system from `last` to `now` (if later), and finds the
+    /// next `t_limit`.
+    #[cold]
+    #[inline(never)]
+    fn settle(&mut self, now: Instant) {
+        if now > self.last && self.wb > 0 {
+            let x = self.work(now).saturating_add(self.carry);
+            let v = self.v.saturating_add(x / self.wb);
+            if v < self.fast_limit {
+                self.v = v;
+                self.carry = x % self.wb;
+            } else {
+                self.advance_past_departures(x);
+            }
+        }
+        self.last = self.last.max(now);
+        self.set_t_limit();
+    }
+
+    /// Sets `t_limit`: the first instant after `last` at which `V` reaches
+    /// `fast_limit`, that is at which the work done since `last`
+    /// (`dt · per_ns >> RATE_FRAC`, as [`Wfq::work`] counts it) reaches
+    /// `(fast_limit − v) · wb − carry`.
+    fn set_t_limit(&mut self) {
+        if self.wb == 0 {
+            // V stands still until a session enters.
+            self.t_limit = Instant::MAX;
             return;
         }
-        self.advance_past_departures(x);
+        let need = (u128::from(self.fast_limit.saturating_sub(self.v)) * u128::from(self.wb))
+            .saturating_sub(u128::from(self.carry));
+        let dt = if need >> (127 - RATE_FRAC) != 0 {
+            u128::MAX
+        } else {
+            ((need << RATE_FRAC) + u128::from(self.per_ns) - 1) / u128::from(self.per_ns)
+        };
+        let t = i128::from(self.last.as_nanos()) + i128::try_from(dt).unwrap_or(i128::MAX);
+        self.t_limit = Instant::from_nanos(i64::try_from(t).unwrap_or(i64::MAX));
     }
 
     /// Runs the fluid system through `x` work (`2^-32` length units), past
     /// one or more departures.
-    #[inline(never)]
     fn advance_past_departures(&mut self, mut x: u64) {
         loop {
             let Some((d, _)) = self.gps.peek() else {
@@ -217,7 +259,7 @@ impl<T> Wfq<T> {
                 break;
             }
             self.gps.pop();
-            let s = &mut self.queues.get_mut(q as usize).state;
+            let s = self.queues.state_mut(q as usize);
             if s.f_last > d {
                 self.gps.insert(q, s.f_last);
             } else {
@@ -234,10 +276,29 @@ impl<T> Wfq<T> {
             s.f_last = s.f_last.saturating_sub(REBASE_BY);
         }
         self.queues
-            .for_each_mut(|(_, _, f)| *f = f.saturating_sub(REBASE_BY));
+            .for_each_x_mut(|f| *f = f.saturating_sub(REBASE_BY));
         self.select.rebase(REBASE_BY);
         self.gps.rebase(REBASE_BY);
         self.fast_limit = self.gps.peek().map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
+    }
+
+    /// Stamps the item just filed for session `q`, which is not in the
+    /// fluid system, and files the session there.
+    #[cold]
+    #[inline(never)]
+    fn entered_gps(&mut self, q: QueueId, len: u32, now: Instant) -> u64 {
+        self.settle(now);
+        let v = self.v;
+        let s = self.queues.state_mut(q as usize);
+        let tag = v.saturating_add(span(len, s.step));
+        s.f_last = tag;
+        s.in_gps = s.weight;
+        self.wb += u64::from(s.weight);
+        self.queues.set_back_x(q as usize, tag);
+        self.gps.insert(q, tag);
+        self.fast_limit = self.fast_limit.min(tag);
+        self.set_t_limit();
+        tag
     }
 }
 
@@ -250,28 +311,28 @@ impl<T: Send> Discipline<T> for Wfq<T> {
         len: u32,
         now: Instant,
     ) -> Result<(), Dropped<T>> {
-        self.advance(now);
-        let v = self.v;
-        let mut tag = 0;
+        if now >= self.t_limit {
+            self.settle(now);
+        }
+        self.seen = now;
         let mut fresh = false;
-        let pushed = self.queues.push(queue, item, |item, s| {
-            // A session has a fluid-system entry exactly while `in_gps > 0`.
-            fresh = s.in_gps == 0;
-            let start = if fresh {
-                s.in_gps = s.weight;
-                v
-            } else {
-                s.f_last.max(v)
-            };
-            tag = start.saturating_add(span(len, s.step));
-            s.f_last = tag;
-            (item, len, tag)
+        let pushed = self.queues.push(queue, item, |s| {
+            // A session has a fluid-system entry exactly while `in_gps > 0`;
+            // then `V < fast_limit ≤ f_last`, so it starts at `f_last`.
+            if s.in_gps == 0 {
+                fresh = true;
+                return 0;
+            }
+            s.f_last = s.f_last.saturating_add(span(len, s.step));
+            s.f_last
         });
         match pushed {
             Ok(was_empty) => {
-                if fresh {
-                    self.entered_gps(queue);
-                }
+                let tag = if fresh {
+                    self.entered_gps(queue, len, now)
+                } else {
+                    self.queues.state(queue as usize).f_last
+                };
                 if was_empty {
                     self.select.insert(queue, tag);
                 }
@@ -283,10 +344,14 @@ impl<T: Send> Discipline<T> for Wfq<T> {
 
     #[inline(always)]
     fn dequeue(&mut self, now: Instant) -> Option<(QueueId, T)> {
-        self.advance(now);
+        if now >= self.t_limit {
+            self.settle(now);
+        }
+        self.seen = now;
         let (_, q) = self.select.pop()?;
-        let ((item, _, _), qu) = self.queues.pop(q as usize)?;
-        if let Some(&(_, _, f)) = qu.front() {
+        let (item, _, left) = self.queues.pop(q as usize);
+        if left > 0 {
+            let f = self.queues.front_x(q as usize);
             self.select.insert(q, f);
         }
         Some((q, item))
@@ -298,16 +363,5 @@ impl<T: Send> Discipline<T> for Wfq<T> {
 
     fn queue_len(&self, queue: QueueId) -> usize {
         self.queues.queue_len(queue)
-    }
-}
-
-impl<T> Wfq<T> {
-    /// Files session `q`, just tagged, in the fluid system.
-    #[inline(never)]
-    fn entered_gps(&mut self, q: QueueId) {
-        let s = &self.queues.get(q as usize).state;
-        self.wb += u64::from(s.weight);
-        self.gps.insert(q, s.f_last);
-        self.fast_limit = self.fast_limit.min(s.f_last);
     }
 }
