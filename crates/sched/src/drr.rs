@@ -2,12 +2,15 @@
 
 use aurora_time::Instant;
 
-use crate::store::{Queues, NIL};
-use crate::{Discipline, Dropped, Limits, QueueId};
+use crate::store::{Arena, List, NIL};
+use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 
-/// Per-queue round-robin state.
-#[derive(Clone, Copy)]
+/// A queue: its items and its round-robin state (32 bytes, so a queue id
+/// becomes an address with one shift).
+#[repr(align(32))]
 struct Slot {
+    /// The queue's items, used only with the discipline's arena.
+    list: List,
     /// Credit left, in length units: during the queue's turn, what it may
     /// still send; between turns, what it carries to the next.
     deficit: u64,
@@ -36,7 +39,9 @@ struct Slot {
 /// is at least the largest length; a smaller quantum costs extra turns
 /// until the deficit covers the head.
 pub struct Drr<T> {
-    queues: Queues<T, u32, Slot>,
+    qs: Vec<Slot>,
+    /// Items, with their lengths.
+    arena: Arena<T, u32>,
     /// The queue whose turn it is, or `NIL` when none is active.
     cur: u32,
     /// The queue before `cur` in the circular list.
@@ -50,15 +55,18 @@ impl<T> Drr<T> {
     /// If a quantum is 0 or there are more queues than [`QueueId`]s.
     pub fn new(quanta: &[u32], limits: Limits) -> Self {
         assert!(quanta.iter().all(|&q| q > 0), "a DRR quantum must be > 0");
+        assert!(quanta.len() <= QueueId::MAX as usize, "too many queues");
         Drr {
-            queues: Queues::new(
-                quanta.iter().map(|&quantum| Slot {
+            qs: quanta
+                .iter()
+                .map(|&quantum| Slot {
+                    list: List::EMPTY,
                     deficit: 0,
                     quantum,
                     next: NIL,
-                }),
-                limits,
-            ),
+                })
+                .collect(),
+            arena: Arena::new(limits),
             cur: NIL,
             prev: NIL,
         }
@@ -79,7 +87,7 @@ impl<T> Drr<T> {
     /// If `quantum` is 0 or there is no such queue.
     pub fn set_quantum(&mut self, queue: QueueId, quantum: u32) {
         assert!(quantum > 0, "a DRR quantum must be > 0");
-        self.queues.state_mut(queue as usize).quantum = quantum;
+        self.qs[queue as usize].quantum = quantum;
     }
 
     /// `queue`'s quantum.
@@ -87,7 +95,7 @@ impl<T> Drr<T> {
     /// # Panics
     /// If there is no such queue.
     pub fn quantum(&self, queue: QueueId) -> u32 {
-        self.queues.state(queue as usize).quantum
+        self.qs[queue as usize].quantum
     }
 
     /// Begins the turn of `c` (active, after `prev`): adds quanta, moving on
@@ -95,16 +103,16 @@ impl<T> Drr<T> {
     #[inline(always)]
     fn begin_turn(&mut self, mut c: u32) {
         loop {
-            // SAFETY: `c` is on the active list: a non-empty queue in range.
-            let slot = unsafe { self.queues.state_unchecked_mut(c as usize) };
+            // SAFETY: `c` is on the active list: a queue id whose list holds
+            // items (and is used only with `arena`).
+            let slot = unsafe { self.qs.get_unchecked_mut(c as usize) };
             slot.deficit += u64::from(slot.quantum);
-            let (deficit, next) = (slot.deficit, slot.next);
             // SAFETY: as above.
-            if u64::from(unsafe { self.queues.front_x_unchecked(c as usize) }) <= deficit {
+            if u64::from(unsafe { self.arena.front_x(&slot.list) }) <= slot.deficit {
                 break;
             }
             self.prev = c;
-            c = next;
+            c = slot.next;
         }
         self.cur = c;
     }
@@ -113,12 +121,12 @@ impl<T> Drr<T> {
     #[inline(never)]
     fn activate(&mut self, q: u32) {
         if self.cur == NIL {
-            self.queues.state_mut(q as usize).next = q;
+            self.qs[q as usize].next = q;
             self.prev = q;
             self.begin_turn(q);
         } else {
-            self.queues.state_mut(self.prev as usize).next = q;
-            self.queues.state_mut(q as usize).next = self.cur;
+            self.qs[self.prev as usize].next = q;
+            self.qs[q as usize].next = self.cur;
             self.prev = q;
         }
     }
@@ -126,14 +134,14 @@ impl<T> Drr<T> {
     /// Takes `c`, whose turn it is and which just emptied, out of the round.
     #[inline(never)]
     fn deactivate(&mut self, c: u32) {
-        let slot = self.queues.state_mut(c as usize);
+        let slot = &mut self.qs[c as usize];
         slot.deficit = 0;
         let next = slot.next;
         if self.prev == c {
             self.cur = NIL;
             self.prev = NIL;
         } else {
-            self.queues.state_mut(self.prev as usize).next = next;
+            self.qs[self.prev as usize].next = next;
             self.begin_turn(next);
         }
     }
@@ -148,7 +156,14 @@ impl<T: Send> Discipline<T> for Drr<T> {
         len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        match self.queues.push(queue, item, |_| len) {
+        let Some(slot) = self.qs.get_mut(queue as usize) else {
+            return Err(Dropped {
+                item,
+                reason: DropReason::NoSuchQueue,
+            });
+        };
+        // SAFETY: every queue's list is used only with `arena`.
+        match unsafe { self.arena.push(&mut slot.list, item, len) } {
             Ok(false) => Ok(()),
             Ok(true) => {
                 self.activate(queue);
@@ -164,10 +179,10 @@ impl<T: Send> Discipline<T> for Drr<T> {
         if c == NIL {
             return None;
         }
-        // SAFETY: `cur` is on the active list: a non-empty queue in range.
-        let (item, len, after) = unsafe { self.queues.pop_unchecked(c as usize) };
-        // SAFETY: as above.
-        let slot = unsafe { self.queues.state_unchecked_mut(c as usize) };
+        // SAFETY: `cur` is on the active list: a queue id whose list holds
+        // items (and is used only with `arena`).
+        let slot = unsafe { self.qs.get_unchecked_mut(c as usize) };
+        let (item, len, after) = unsafe { self.arena.pop(&mut slot.list) };
         // The head fitted: the turn's invariant.
         slot.deficit -= u64::from(len);
         match after {
@@ -184,10 +199,10 @@ impl<T: Send> Discipline<T> for Drr<T> {
     }
 
     fn len(&self) -> usize {
-        self.queues.len()
+        self.arena.len()
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {
-        self.queues.queue_len(queue)
+        self.qs.get(queue as usize).map_or(0, |s| s.list.len() as usize)
     }
 }

@@ -15,6 +15,10 @@
 //! entry goes first. Each session is in the queue at most once, so the heap
 //! never holds more than the session count and never reallocates.
 //!
+//! The calendar keeps no per-session record of its own: each session's key
+//! and link live in the caller's per-session state ([`Linked`]), which the
+//! caller touches anyway, and every operation is given that state's slice.
+//!
 //! The bucket width only tunes speed: keys that share a bucket cost a sorted
 //! insertion (O(1) when they arrive in order, the usual case), keys outside
 //! the window a heap operation.
@@ -35,40 +39,48 @@ const NIL: u32 = u32::MAX;
 /// The widest buckets: a window then spans 2^61 tag units.
 pub(crate) const MAX_SHIFT: u32 = 61 - BUCKETS.trailing_zeros();
 
-#[derive(Clone, Copy)]
-struct Entry {
-    key: u64,
-    next: u32,
+/// A session's record as calendar `K` sees it: its key while it is in the
+/// calendar (set by the caller before inserting it, and left alone until it
+/// is popped), and a link the calendar owns while it is in.
+pub(crate) trait Linked<const K: u8> {
+    /// The session's key.
+    fn key(&self) -> u64;
+    /// The next session of its bucket.
+    fn next(&self) -> u32;
+    /// Sets the next session of its bucket.
+    fn set_next(&mut self, next: u32);
 }
 
-/// A bucket: a list of entries, sorted by key.
+/// A bucket: a list of sessions, sorted by key.
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
     head: u32,
     tail: u32,
 }
 
-/// The queue; ids are `0..n`, each present at most once.
+/// The queue over session ids `0..n`, each present at most once, linked
+/// through the caller's records (of type `N: Linked<K>`).
 ///
-/// Invariant, on which the `unsafe` blocks rest: every id in a bucket's
-/// list (its `head`, `tail` and the `next` links from head to tail) is
-/// below `entries.len()`; `insert` checks the ids it is given.
-pub(crate) struct TagQueue {
+/// Every method that takes `nodes` is `unsafe` with one contract: `nodes`
+/// has the same length, at least `n`, in every call, and the ids given are
+/// below `n`. On that rests the invariant the `unsafe` blocks inside use:
+/// every id in a bucket's list (its `head`, `tail`, and the links from head
+/// to tail) is below `n`.
+pub(crate) struct TagQueue<const K: u8> {
     shift: u32,
-    /// Whether `pop` and `peek` must take the general path: no entry is in
-    /// a bucket, or some is in the heap.
+    /// Whether `pop` and `peek` must take the general path: no session is
+    /// in a bucket, or some is in the heap.
     slow: bool,
-    /// `min_kb & MASK` (meaningful while an entry is in a bucket).
+    /// `min_kb & MASK` (meaningful while a session is in a bucket).
     min_b: usize,
     /// Absolute bucket number at or below every bucketed key's, with every
     /// bucketed key's below `anchor + BUCKETS`.
     anchor: u64,
-    /// Absolute bucket number of the first bucketed entry; `u64::MAX` when
-    /// no entry is in a bucket.
+    /// Absolute bucket number of the first bucketed session; `u64::MAX`
+    /// when none is in a bucket.
     min_kb: u64,
     buckets: Box<[Bucket; BUCKETS]>,
-    entries: Box<[Entry]>,
-    /// A bit per non-empty summary word; 0 when no entry is in a bucket.
+    /// A bit per non-empty summary word; 0 when no session is in a bucket.
     top: u64,
     /// A bit per non-empty bitmap word.
     mid: [u64; MIDS],
@@ -78,6 +90,8 @@ pub(crate) struct TagQueue {
     overflow: BinaryHeap<Reverse<(u64, u64, u32)>>,
     /// The next heap insertion's number.
     overflow_seq: u64,
+    /// Session ids are below this.
+    n: usize,
 }
 
 /// A boxed array of `x`, built on the heap (not on the stack first).
@@ -88,7 +102,29 @@ fn filled<X: Copy + std::fmt::Debug, const N: usize>(x: X) -> Box<[X; N]> {
         .expect("a vector of N items")
 }
 
-impl TagQueue {
+/// `nodes[id]`, unchecked.
+///
+/// # Safety
+/// `id < nodes.len()`.
+#[inline(always)]
+unsafe fn node<N>(nodes: &[N], id: u32) -> &N {
+    debug_assert!((id as usize) < nodes.len());
+    // SAFETY: the caller keeps `id` in range.
+    unsafe { nodes.get_unchecked(id as usize) }
+}
+
+/// `nodes[id]`, unchecked, to change it.
+///
+/// # Safety
+/// `id < nodes.len()`.
+#[inline(always)]
+unsafe fn node_mut<N>(nodes: &mut [N], id: u32) -> &mut N {
+    debug_assert!((id as usize) < nodes.len());
+    // SAFETY: the caller keeps `id` in range.
+    unsafe { nodes.get_unchecked_mut(id as usize) }
+}
+
+impl<const K: u8> TagQueue<K> {
     /// An empty queue for ids `0..n` with buckets `2^shift` tag units wide.
     pub(crate) fn new(n: usize, shift: u32) -> Self {
         TagQueue {
@@ -101,58 +137,53 @@ impl TagQueue {
                 head: NIL,
                 tail: NIL,
             }),
-            entries: vec![Entry { key: 0, next: NIL }; n].into_boxed_slice(),
             top: 0,
             mid: [0; MIDS],
             words: filled(0),
             overflow: BinaryHeap::with_capacity(n),
             overflow_seq: 0,
+            n,
         }
     }
 
-    /// No entry.
+    /// No session.
     #[inline(always)]
     pub(crate) fn is_empty(&self) -> bool {
         self.top == 0 && self.overflow.is_empty()
     }
 
-    /// Adds `id` with `key`; `id` must not be present.
-    ///
-    /// # Panics
-    /// If `id` is out of range.
-    #[inline(always)]
-    pub(crate) fn insert(&mut self, id: u32, key: u64) {
-        assert!((id as usize) < self.entries.len(), "id out of range");
-        // SAFETY: just checked.
-        unsafe { self.insert_unchecked(id, key) }
-    }
-
-    /// As [`TagQueue::insert`], unchecked.
+    /// Adds `id`, not present, whose key in `nodes` is `key`.
     ///
     /// # Safety
-    /// `id` must be below the `n` the queue was made with.
+    /// As for every method that takes `nodes` (see [`TagQueue`]).
     #[inline(always)]
-    pub(crate) unsafe fn insert_unchecked(&mut self, id: u32, key: u64) {
-        debug_assert!((id as usize) < self.entries.len());
+    pub(crate) unsafe fn insert<N: Linked<K>>(&mut self, nodes: &mut [N], id: u32, key: u64) {
+        debug_assert!((id as usize) < self.n && nodes.len() >= self.n);
+        debug_assert_eq!(nodes[id as usize].key(), key);
         let kb = key >> self.shift;
         if kb.wrapping_sub(self.anchor) >= BUCKETS as u64 {
-            self.insert_outside(id, key, kb);
+            // SAFETY: the caller's contract.
+            unsafe { self.insert_outside(nodes, id, key, kb) };
             return;
         }
-        // SAFETY: the caller keeps `id` in range.
-        unsafe { self.insert_in_window(id, key, kb) }
+        // SAFETY: the caller's contract.
+        unsafe { self.insert_in_window(nodes, id, key, kb) }
     }
 
     /// Adds `id` with `key`, whose bucket number `kb` is in the window.
     ///
     /// # Safety
-    /// `id` must be in range.
+    /// As for [`TagQueue::insert`].
     #[inline(always)]
-    unsafe fn insert_in_window(&mut self, id: u32, key: u64, kb: u64) {
+    unsafe fn insert_in_window<N: Linked<K>>(
+        &mut self,
+        nodes: &mut [N],
+        id: u32,
+        key: u64,
+        kb: u64,
+    ) {
         // SAFETY: the caller keeps `id` in range.
-        let e = unsafe { self.entries.get_unchecked_mut(id as usize) };
-        e.key = key;
-        e.next = NIL;
+        unsafe { node_mut(nodes, id) }.set_next(NIL);
         let b = kb as usize & MASK;
         let bucket = &mut self.buckets[b];
         let t = bucket.tail;
@@ -163,15 +194,16 @@ impl TagQueue {
             return;
         }
         // SAFETY: `t`, a bucket's tail, is in range (the invariant).
-        let te = unsafe { self.entries.get_unchecked_mut(t as usize) };
-        if te.key <= key {
-            te.next = id;
+        let tn = unsafe { node_mut(nodes, t) };
+        if tn.key() <= key {
+            tn.set_next(id);
         } else {
-            self.insert_sorted(b, id, key, t);
+            // SAFETY: the caller's contract.
+            unsafe { self.insert_sorted(nodes, b, id, key, t) };
         }
     }
 
-    /// Bucket `b` (absolute number `kb`) has just got its first entry.
+    /// Bucket `b` (absolute number `kb`) has just got its first session.
     #[inline(never)]
     fn occupied(&mut self, b: usize, kb: u64) {
         self.words[b >> 6] |= 1 << (b & 63);
@@ -186,12 +218,14 @@ impl TagQueue {
         }
     }
 
-    /// A key outside the window: into the heap, or, when no entry is in a
-    /// bucket, into a bucket of a new window around it.
+    /// A key outside the window: into the heap, or, when no session is in
+    /// a bucket, into a bucket of a new window around it.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::insert`].
     #[cold]
     #[inline(never)]
-    fn insert_outside(&mut self, id: u32, key: u64, kb: u64) {
-        assert!((id as usize) < self.entries.len(), "id out of range");
+    unsafe fn insert_outside<N: Linked<K>>(&mut self, nodes: &mut [N], id: u32, key: u64, kb: u64) {
         if self.top != 0 {
             self.overflow.push(Reverse((key, self.overflow_seq, id)));
             self.overflow_seq += 1;
@@ -199,71 +233,99 @@ impl TagQueue {
             return;
         }
         self.anchor = kb.saturating_sub(SLACK);
-        // SAFETY: checked above.
-        unsafe { self.insert_in_window(id, key, kb) }
+        // SAFETY: the caller's contract.
+        unsafe { self.insert_in_window(nodes, id, key, kb) }
     }
 
     /// Links `id` into bucket `b` before the first larger key (there is
     /// one: the old tail `t`, which stays the tail).
+    ///
+    /// # Safety
+    /// As for [`TagQueue::insert`].
     #[cold]
     #[inline(never)]
-    fn insert_sorted(&mut self, b: usize, id: u32, key: u64, t: u32) {
+    unsafe fn insert_sorted<N: Linked<K>>(
+        &mut self,
+        nodes: &mut [N],
+        b: usize,
+        id: u32,
+        key: u64,
+        t: u32,
+    ) {
         self.buckets[b].tail = t;
         let mut prev = NIL;
         let mut cur = self.buckets[b].head;
-        while self.entries[cur as usize].key <= key {
+        // SAFETY (all three blocks): ids in a bucket are in range (the
+        // invariant), and the caller keeps `id` in range.
+        while unsafe { node(nodes, cur) }.key() <= key {
             prev = cur;
-            cur = self.entries[cur as usize].next;
+            cur = unsafe { node(nodes, cur) }.next();
         }
-        self.entries[id as usize].next = cur;
+        unsafe { node_mut(nodes, id) }.set_next(cur);
         if prev == NIL {
             self.buckets[b].head = id;
         } else {
-            self.entries[prev as usize].next = id;
+            unsafe { node_mut(nodes, prev) }.set_next(id);
         }
     }
 
     /// The first `(key, id)`: smallest key, first inserted among equals.
+    ///
+    /// # Safety
+    /// As for every method that takes `nodes` (see [`TagQueue`]).
     #[inline(always)]
-    pub(crate) fn peek(&self) -> Option<(u64, u32)> {
+    pub(crate) unsafe fn peek<N: Linked<K>>(&self, nodes: &[N]) -> Option<(u64, u32)> {
         if self.slow {
-            return self.peek_slow();
+            // SAFETY: the caller's contract.
+            return unsafe { self.peek_slow(nodes) };
         }
         let id = self.buckets[self.min_b & MASK].head;
         // SAFETY: a bucket's head is in range (the invariant).
-        let key = unsafe { self.entries.get_unchecked(id as usize) }.key;
-        Some((key, id))
+        Some((unsafe { node(nodes, id) }.key(), id))
     }
 
     /// [`TagQueue::peek`] when the heap is not empty or no bucket is.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::peek`].
     #[cold]
     #[inline(never)]
-    fn peek_slow(&self) -> Option<(u64, u32)> {
+    unsafe fn peek_slow<N: Linked<K>>(&self, nodes: &[N]) -> Option<(u64, u32)> {
         let over = self.overflow.peek().map(|&Reverse((k, _, id))| (k, id));
         if self.top == 0 {
             return over;
         }
         let id = self.buckets[self.min_b & MASK].head;
-        let key = self.entries[id as usize].key;
+        // SAFETY: a bucket's head is in range (the invariant).
+        let key = unsafe { node(nodes, id) }.key();
         match over {
             Some((k, oid)) if k <= key => Some((k, oid)),
             _ => Some((key, id)),
         }
     }
 
-    /// Removes and returns the first `(key, id)`.
+    /// Removes and returns the first session's id: smallest key, first
+    /// inserted among equals.
+    ///
+    /// # Safety
+    /// As for every method that takes `nodes` (see [`TagQueue`]).
     #[inline(always)]
-    pub(crate) fn pop(&mut self) -> Option<(u64, u32)> {
+    pub(crate) unsafe fn pop<N: Linked<K>>(&mut self, nodes: &[N]) -> Option<u32> {
         if self.slow {
-            return self.pop_slow();
+            // SAFETY: the caller's contract.
+            return unsafe { self.pop_slow(nodes) };
         }
-        Some(self.pop_bucketed())
+        // SAFETY: the caller's contract.
+        Some(unsafe { self.pop_bucketed(nodes) })
     }
 
-    /// Removes and returns the first bucketed entry; some entry must be in
-    /// a bucket.
+    /// Removes and returns the first bucketed session; some session must be
+    /// in a bucket.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::pop`].
     #[inline(always)]
-    fn pop_bucketed(&mut self) -> (u64, u32) {
+    unsafe fn pop_bucketed<N: Linked<K>>(&mut self, nodes: &[N]) -> u32 {
         let b = self.min_b;
         debug_assert!(b < BUCKETS);
         // SAFETY: `min_b` is always a bucket index (it is only ever set to
@@ -271,30 +333,35 @@ impl TagQueue {
         let bucket = unsafe { self.buckets.get_unchecked_mut(b) };
         let id = bucket.head;
         // SAFETY: a bucket's head is in range (the invariant).
-        let e = *unsafe { self.entries.get_unchecked(id as usize) };
-        bucket.head = e.next;
-        if e.next == NIL {
+        let next = unsafe { node(nodes, id) }.next();
+        bucket.head = next;
+        if next == NIL {
             self.emptied(b);
         }
-        (e.key, id)
+        id
     }
 
     /// [`TagQueue::pop`] when the heap is not empty or no bucket is.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::pop`].
     #[cold]
     #[inline(never)]
-    fn pop_slow(&mut self) -> Option<(u64, u32)> {
+    unsafe fn pop_slow<N: Linked<K>>(&mut self, nodes: &[N]) -> Option<u32> {
         let from_heap = match self.overflow.peek() {
             None => false,
             Some(_) if self.top == 0 => true,
             Some(&Reverse((k, _, _))) => {
                 let id = self.buckets[self.min_b & MASK].head;
-                k <= self.entries[id as usize].key
+                // SAFETY: a bucket's head is in range (the invariant).
+                k <= unsafe { node(nodes, id) }.key()
             }
         };
         let first = if from_heap {
-            self.overflow.pop().map(|Reverse((k, _, id))| (k, id))
+            self.overflow.pop().map(|Reverse((_, _, id))| id)
         } else if self.top != 0 {
-            Some(self.pop_bucketed())
+            // SAFETY: the caller's contract.
+            Some(unsafe { self.pop_bucketed(nodes) })
         } else {
             None
         };
@@ -361,25 +428,19 @@ impl TagQueue {
         (w << 6) | self.words[w].trailing_zeros() as usize
     }
 
-    /// Subtracts `delta`, a multiple of `2^(shift + 12)`, from every key
-    /// (saturating at 0), keeping every entry's bucket.
+    /// Every key is about to be lowered by `delta`, a multiple of
+    /// `2^(shift + 14)` (the caller lowers the keys in its records, at most
+    /// to 0, which keeps every session's bucket): lowers the window and
+    /// the heap's keys to match.
     pub(crate) fn rebase(&mut self, delta: u64) {
         debug_assert_eq!(delta % ((BUCKETS as u64) << self.shift), 0);
         let drop = delta >> self.shift;
         if self.top != 0 {
-            for b in 0..BUCKETS {
-                let mut id = self.buckets[b].head;
-                while id != NIL {
-                    let e = &mut self.entries[id as usize];
-                    e.key = e.key.saturating_sub(delta);
-                    id = e.next;
-                }
-            }
             self.min_kb = self.min_kb.saturating_sub(drop);
         }
         self.anchor = self.anchor.saturating_sub(drop);
         let old = std::mem::take(&mut self.overflow).into_vec();
-        self.overflow = BinaryHeap::with_capacity(self.entries.len());
+        self.overflow = BinaryHeap::with_capacity(self.n);
         for Reverse((k, s, id)) in old {
             self.overflow
                 .push(Reverse((k.saturating_sub(delta), s, id)));
@@ -403,6 +464,65 @@ mod tests {
         }
     }
 
+    #[derive(Clone, Copy)]
+    struct Node {
+        key: u64,
+        next: u32,
+    }
+
+    impl Linked<0> for Node {
+        fn key(&self) -> u64 {
+            self.key
+        }
+        fn next(&self) -> u32 {
+            self.next
+        }
+        fn set_next(&mut self, next: u32) {
+            self.next = next;
+        }
+    }
+
+    /// A calendar with its records, used only through safe calls that keep
+    /// the contract (one slice of `n` records throughout, ids below `n`).
+    struct Checked {
+        q: TagQueue<0>,
+        nodes: Vec<Node>,
+    }
+
+    impl Checked {
+        fn new(n: usize, shift: u32) -> Self {
+            Checked {
+                q: TagQueue::new(n, shift),
+                nodes: vec![Node { key: 0, next: NIL }; n],
+            }
+        }
+        fn insert(&mut self, id: u32, key: u64) {
+            assert!((id as usize) < self.nodes.len());
+            self.nodes[id as usize].key = key;
+            // SAFETY: the same records throughout, `id` in range.
+            unsafe { self.q.insert(&mut self.nodes, id, key) }
+        }
+        fn peek(&self) -> Option<(u64, u32)> {
+            // SAFETY: as above.
+            unsafe { self.q.peek(&self.nodes) }
+        }
+        fn pop(&mut self) -> Option<(u64, u32)> {
+            // The key of a popped id: from the heap's copy or the record,
+            // which agree (`rebase` lowers both).
+            let first = self.peek();
+            // SAFETY: as above.
+            let id = unsafe { self.q.pop(&self.nodes) };
+            assert_eq!(id, first.map(|f| f.1));
+            first
+        }
+        fn rebase(&mut self, delta: u64) {
+            self.q.rebase(delta);
+            for n in &mut self.nodes {
+                n.key = n.key.saturating_sub(delta);
+            }
+        }
+    }
+
     /// Against a plain sorted set: random inserts (some far ahead, some
     /// behind the minimum) and pops, with ties.
     #[test]
@@ -410,7 +530,7 @@ mod tests {
         for shift in [0, 3, 10] {
             let mut rng = Lcg(shift as u64 + 1);
             let n = 300;
-            let mut q = TagQueue::new(n, shift);
+            let mut q = Checked::new(n, shift);
             let mut model = std::collections::BTreeSet::new();
             let mut seq = 0u64;
             let mut present = vec![false; n];
@@ -440,7 +560,7 @@ mod tests {
                         floor = floor.max(k);
                     }
                 }
-                assert_eq!(q.is_empty(), model.is_empty());
+                assert_eq!(q.q.is_empty(), model.is_empty());
             }
             while let Some((k, _, id)) = model.pop_first() {
                 assert_eq!(q.pop(), Some((k, id)));
@@ -451,7 +571,7 @@ mod tests {
 
     #[test]
     fn rebase_keeps_order() {
-        let mut q = TagQueue::new(8, 2);
+        let mut q = Checked::new(8, 2);
         let base = 5u64 << 40;
         for (id, k) in [(0, 7), (1, 3), (2, 100_000), (3, 3), (4, 1 << 30)] {
             q.insert(id, base + k);

@@ -3,23 +3,71 @@
 
 use aurora_time::Instant;
 
-use crate::store::Queues;
-use crate::tagq::TagQueue;
+use crate::store::{Arena, List, NIL};
+use crate::tagq::{Linked, TagQueue};
 use crate::vt::{self, span, REBASE_AT, REBASE_BY};
-use crate::{Discipline, Dropped, Limits, QueueId};
+use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 
 /// Fraction bits of [`Wfq`]'s work-per-nanosecond constant.
 const RATE_FRAC: u32 = 24;
 
-#[derive(Clone, Copy)]
+/// A session: its items and its tags. 64 bytes, so a queue id becomes an
+/// address with one shift.
+#[repr(align(64))]
 struct Session {
+    /// The session's items, used only with the discipline's arena.
+    list: List,
     /// Finish tag of the session's last arrival.
     f_last: u64,
     step: u64,
+    /// The session's key in `select` (its head item's finish tag), while
+    /// there.
+    sel_key: u64,
+    /// The session's key in `gps`, while there.
+    gps_key: u64,
     weight: u32,
     /// The weight the session adds to the fluid system's busy sum: its
     /// weight while the fluid GPS system still serves it, else 0.
     in_gps: u32,
+    /// The next session of its bucket in `select`.
+    sel_next: u32,
+    /// The next session of its bucket in `gps`.
+    gps_next: u32,
+}
+
+/// The calendar of sessions with items.
+const SELECT: u8 = 0;
+/// The calendar of sessions in the fluid system.
+const FLUID: u8 = 1;
+
+impl Linked<SELECT> for Session {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.sel_key
+    }
+    #[inline(always)]
+    fn next(&self) -> u32 {
+        self.sel_next
+    }
+    #[inline(always)]
+    fn set_next(&mut self, next: u32) {
+        self.sel_next = next;
+    }
+}
+
+impl Linked<FLUID> for Session {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.gps_key
+    }
+    #[inline(always)]
+    fn next(&self) -> u32 {
+        self.gps_next
+    }
+    #[inline(always)]
+    fn set_next(&mut self, next: u32) {
+        self.gps_next = next;
+    }
 }
 
 /// Weighted fair queueing (Demers, Keshav and Shenker; Parekh and
@@ -56,13 +104,20 @@ struct Session {
 /// per fluid departure (an entry found stale, because its session got more
 /// work since, is filed again at the session's last tag instead of being
 /// updated on every arrival).
+///
+/// Safety of the calendar calls: both calendars are made for the session
+/// count and always given the whole `sessions` slice, whose length that
+/// is; the ids given are session ids found in range or taken from a
+/// calendar.
 pub struct Wfq<T> {
-    queues: Queues<T, u64, Session>,
+    sessions: Vec<Session>,
+    /// Items, with their finish tags.
+    arena: Arena<T, u64>,
     /// Sessions with items, by the finish tag of their head item.
-    select: TagQueue,
+    select: TagQueue<SELECT>,
     /// Sessions in the fluid system, by a finish tag not after their last:
     /// an entry found stale (the session got more since) is filed again.
-    gps: TagQueue,
+    gps: TagQueue<FLUID>,
     /// `V` at `last`.
     v: u64,
     /// Work done by `last` but not yet in `v`, in units of `2^-32` length
@@ -112,16 +167,23 @@ impl<T> Wfq<T> {
         let wmin = weights.iter().copied().min().unwrap_or(1);
         let shift = vt::calendar_shift(len, wsum, wmin);
         let n = weights.len();
+        assert!(n <= QueueId::MAX as usize, "too many queues");
         Wfq {
-            queues: Queues::new(
-                weights.iter().map(|&w| Session {
+            sessions: weights
+                .iter()
+                .map(|&w| Session {
+                    list: List::EMPTY,
                     f_last: 0,
                     step: vt::step(w),
+                    sel_key: 0,
+                    gps_key: 0,
                     weight: w,
                     in_gps: 0,
-                }),
-                limits,
-            ),
+                    sel_next: NIL,
+                    gps_next: NIL,
+                })
+                .collect(),
+            arena: Arena::new(limits),
             select: TagQueue::new(n, shift),
             gps: TagQueue::new(n, shift + 3),
             v: 0,
@@ -144,9 +206,9 @@ impl<T> Wfq<T> {
     /// If `weight` is 0 or there is no such queue.
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
         let step = vt::step(weight);
-        assert!((queue as usize) < self.queues.count(), "no such queue");
+        assert!((queue as usize) < self.sessions.len(), "no such queue");
         self.settle(self.seen);
-        let s = self.queues.state_mut(queue as usize);
+        let s = &mut self.sessions[queue as usize];
         s.weight = weight;
         s.step = step;
         if s.in_gps > 0 {
@@ -161,7 +223,7 @@ impl<T> Wfq<T> {
     /// # Panics
     /// If there is no such queue.
     pub fn weight(&self, queue: QueueId) -> u32 {
-        self.queues.state(queue as usize).weight
+        self.sessions[queue as usize].weight
     }
 
     /// The GPS virtual time `V` as of the last call, in tag units (`2^-32`
@@ -228,7 +290,7 @@ impl<T> Wfq<T> {
     /// one or more departures.
     fn advance_past_departures(&mut self, mut x: u64) {
         loop {
-            let Some((d, _)) = self.gps.peek() else {
+            let Some((d, _)) = self.gps_first() else {
                 unreachable!("a busy fluid system has a session");
             };
             let need = u128::from(d - self.v) * u128::from(self.wb);
@@ -248,20 +310,29 @@ impl<T> Wfq<T> {
         while self.v >= REBASE_AT {
             self.rebase();
         }
-        self.fast_limit = self.gps.peek().map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
+        self.fast_limit = self.gps_first().map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
+    }
+
+    /// The first session of the fluid system and its key.
+    fn gps_first(&self) -> Option<(u64, u32)> {
+        // SAFETY: see the struct's notes.
+        unsafe { self.gps.peek(&self.sessions) }
     }
 
     /// Takes the sessions whose last finish tag is `d` (= `V`) out of the
     /// fluid system, and files again the entries that are stale.
     fn depart(&mut self, d: u64) {
-        while let Some((k, q)) = self.gps.peek() {
+        while let Some((k, q)) = self.gps_first() {
             if k > d {
                 break;
             }
-            self.gps.pop();
-            let s = self.queues.state_mut(q as usize);
+            // SAFETY (calendar calls): see the struct's notes.
+            unsafe { self.gps.pop(&self.sessions) };
+            let s = &mut self.sessions[q as usize];
             if s.f_last > d {
-                self.gps.insert(q, s.f_last);
+                s.gps_key = s.f_last;
+                let key = s.f_last;
+                unsafe { self.gps.insert(&mut self.sessions, q, key) };
             } else {
                 self.wb -= u64::from(s.in_gps);
                 s.in_gps = 0;
@@ -272,14 +343,16 @@ impl<T> Wfq<T> {
     #[cold]
     fn rebase(&mut self) {
         self.v -= REBASE_BY;
-        for s in self.queues.states_mut() {
+        for s in &mut self.sessions {
             s.f_last = s.f_last.saturating_sub(REBASE_BY);
+            s.sel_key = s.sel_key.saturating_sub(REBASE_BY);
+            s.gps_key = s.gps_key.saturating_sub(REBASE_BY);
         }
-        self.queues
+        self.arena
             .for_each_x_mut(|f| *f = f.saturating_sub(REBASE_BY));
         self.select.rebase(REBASE_BY);
         self.gps.rebase(REBASE_BY);
-        self.fast_limit = self.gps.peek().map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
+        self.fast_limit = self.gps_first().map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
     }
 
     /// Stamps the item just filed for session `q`, which is not in the
@@ -289,13 +362,17 @@ impl<T> Wfq<T> {
     fn entered_gps(&mut self, q: QueueId, len: u32, now: Instant) -> u64 {
         self.settle(now);
         let v = self.v;
-        let s = self.queues.state_mut(q as usize);
+        let s = &mut self.sessions[q as usize];
         let tag = v.saturating_add(span(len, s.step));
         s.f_last = tag;
         s.in_gps = s.weight;
+        s.gps_key = tag;
         self.wb += u64::from(s.weight);
-        self.queues.set_back_x(q as usize, tag);
-        self.gps.insert(q, tag);
+        // SAFETY: the list holds the item just pushed, and is used only
+        // with `arena`.
+        unsafe { self.arena.set_back_x(&s.list, tag) };
+        // SAFETY: see the struct's notes.
+        unsafe { self.gps.insert(&mut self.sessions, q, tag) };
         self.fast_limit = self.fast_limit.min(tag);
         self.set_t_limit();
         tag
@@ -315,26 +392,30 @@ impl<T: Send> Discipline<T> for Wfq<T> {
             self.settle(now);
         }
         self.seen = now;
-        let mut fresh = false;
-        let pushed = self.queues.push(queue, item, |s| {
-            // A session has a fluid-system entry exactly while `in_gps > 0`;
-            // then `V < fast_limit ≤ f_last`, so it starts at `f_last`.
-            if s.in_gps == 0 {
-                fresh = true;
-                return 0;
-            }
-            s.f_last = s.f_last.saturating_add(span(len, s.step));
-            s.f_last
-        });
-        match pushed {
+        let Some(s) = self.sessions.get_mut(queue as usize) else {
+            return Err(Dropped {
+                item,
+                reason: DropReason::NoSuchQueue,
+            });
+        };
+        // A session has a fluid-system entry exactly while `in_gps > 0`;
+        // then `V < fast_limit ≤ f_last`, so it starts at `f_last`. A
+        // session not there is stamped by `entered_gps` once filed.
+        let fresh = s.in_gps == 0;
+        let tag = s.f_last.saturating_add(span(len, s.step));
+        // SAFETY: every session's list is used only with `arena`.
+        match unsafe { self.arena.push(&mut s.list, item, tag) } {
             Ok(was_empty) => {
                 let tag = if fresh {
                     self.entered_gps(queue, len, now)
                 } else {
-                    self.queues.state(queue as usize).f_last
+                    s.f_last = tag;
+                    tag
                 };
                 if was_empty {
-                    self.select.insert(queue, tag);
+                    self.sessions[queue as usize].sel_key = tag;
+                    // SAFETY: see the struct's notes.
+                    unsafe { self.select.insert(&mut self.sessions, queue, tag) };
                 }
                 Ok(())
             }
@@ -348,20 +429,27 @@ impl<T: Send> Discipline<T> for Wfq<T> {
             self.settle(now);
         }
         self.seen = now;
-        let (_, q) = self.select.pop()?;
-        let (item, _, left) = self.queues.pop(q as usize);
-        if left > 0 {
-            let f = self.queues.front_x(q as usize);
-            self.select.insert(q, f);
+        // SAFETY: see the struct's notes.
+        let q = unsafe { self.select.pop(&self.sessions) }?;
+        // SAFETY: `select` holds session ids of sessions with items (whose
+        // lists are used only with `arena`).
+        let s = unsafe { self.sessions.get_unchecked_mut(q as usize) };
+        let (item, _, after) = unsafe { self.arena.pop(&mut s.list) };
+        if let Some(f) = after {
+            s.sel_key = f;
+            // SAFETY: see the struct's notes.
+            unsafe { self.select.insert(&mut self.sessions, q, f) };
         }
         Some((q, item))
     }
 
     fn len(&self) -> usize {
-        self.queues.len()
+        self.arena.len()
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {
-        self.queues.queue_len(queue)
+        self.sessions
+            .get(queue as usize)
+            .map_or(0, |s| s.list.len() as usize)
     }
 }
