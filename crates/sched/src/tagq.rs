@@ -204,7 +204,7 @@ impl<const K: u8> TagQueue<K> {
     }
 
     /// Bucket `b` (absolute number `kb`) has just got its first session.
-    #[inline(never)]
+    #[inline(always)]
     fn occupied(&mut self, b: usize, kb: u64) {
         self.words[b >> 6] |= 1 << (b & 63);
         self.mid[(b >> 12) & (MIDS - 1)] |= 1 << ((b >> 6) & 63);
@@ -371,7 +371,7 @@ impl<const K: u8> TagQueue<K> {
 
     /// Bucket `b`, the first, has just emptied: finds the next first bucket
     /// and lets the anchor follow it.
-    #[inline(never)]
+    #[inline(always)]
     fn emptied(&mut self, b: usize) {
         self.buckets[b].tail = NIL;
         self.words[b >> 6] &= !(1 << (b & 63));

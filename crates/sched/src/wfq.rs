@@ -207,7 +207,7 @@ impl<T> Wfq<T> {
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
         let step = vt::step(weight);
         assert!((queue as usize) < self.sessions.len(), "no such queue");
-        self.settle(self.seen);
+        self.run_to(self.seen);
         let s = &mut self.sessions[queue as usize];
         s.weight = weight;
         s.step = step;
@@ -251,6 +251,13 @@ impl<T> Wfq<T> {
     #[cold]
     #[inline(never)]
     fn settle(&mut self, now: Instant) {
+        self.run_to(now);
+        self.set_t_limit();
+    }
+
+    /// Runs the fluid system from `last` to `now` (if later); `t_limit` is
+    /// the caller's to set again.
+    fn run_to(&mut self, now: Instant) {
         if now > self.last && self.wb > 0 {
             let x = self.work(now).saturating_add(self.carry);
             let v = self.v.saturating_add(x / self.wb);
@@ -262,28 +269,36 @@ impl<T> Wfq<T> {
             }
         }
         self.last = self.last.max(now);
-        self.set_t_limit();
     }
 
-    /// Sets `t_limit`: the first instant after `last` at which `V` reaches
-    /// `fast_limit`, that is at which the work done since `last`
-    /// (`dt · per_ns >> RATE_FRAC`, as [`Wfq::work`] counts it) reaches
-    /// `(fast_limit − v) · wb − carry`.
+    /// Sets `t_limit` to an instant no later than the first after `last` at
+    /// which `V` reaches `fast_limit`, that is at which the work done since
+    /// `last` (`dt · per_ns >> RATE_FRAC`, as [`Wfq::work`] counts it)
+    /// reaches `(fast_limit − v) · wb − carry`: exactly that instant when
+    /// `per_ns` is a whole multiple of `2^RATE_FRAC`, else a little earlier.
+    /// Earlier is harmless (a call then runs the fluid system for nothing
+    /// and sets it again), so the need may saturate and the work per
+    /// nanosecond be rounded up.
     fn set_t_limit(&mut self) {
         if self.wb == 0 {
             // V stands still until a session enters.
             self.t_limit = Instant::MAX;
             return;
         }
-        let need = (u128::from(self.fast_limit.saturating_sub(self.v)) * u128::from(self.wb))
-            .saturating_sub(u128::from(self.carry));
-        let dt = if need >> (127 - RATE_FRAC) != 0 {
-            u128::MAX
+        let need = (self.fast_limit.saturating_sub(self.v))
+            .saturating_mul(self.wb)
+            .saturating_sub(self.carry);
+        let whole = self.per_ns >> RATE_FRAC;
+        let dt = if whole << RATE_FRAC == self.per_ns && need < u64::MAX {
+            need.div_ceil(whole)
         } else {
-            ((need << RATE_FRAC) + u128::from(self.per_ns) - 1) / u128::from(self.per_ns)
+            need / (whole + 1)
         };
-        let t = i128::from(self.last.as_nanos()) + i128::try_from(dt).unwrap_or(i128::MAX);
-        self.t_limit = Instant::from_nanos(i64::try_from(t).unwrap_or(i64::MAX));
+        let t = self
+            .last
+            .as_nanos()
+            .saturating_add(i64::try_from(dt).unwrap_or(i64::MAX));
+        self.t_limit = Instant::from_nanos(t);
     }
 
     /// Runs the fluid system through `x` work (`2^-32` length units), past
@@ -360,7 +375,7 @@ impl<T> Wfq<T> {
     #[cold]
     #[inline(never)]
     fn entered_gps(&mut self, q: QueueId, len: u32, now: Instant) -> u64 {
-        self.settle(now);
+        self.run_to(now);
         let v = self.v;
         let s = &mut self.sessions[q as usize];
         let tag = v.saturating_add(span(len, s.step));
