@@ -203,6 +203,8 @@ impl<T: Send> Discipline<T> for Drr<T> {
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {
-        self.qs.get(queue as usize).map_or(0, |s| s.list.len() as usize)
+        self.qs
+            .get(queue as usize)
+            .map_or(0, |s| s.list.len() as usize)
     }
 }

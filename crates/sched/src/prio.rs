@@ -82,6 +82,8 @@ impl<T: Send> Discipline<T> for Priority<T> {
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {
-        self.levels.get(queue as usize).map_or(0, |l| l.len() as usize)
+        self.levels
+            .get(queue as usize)
+            .map_or(0, |l| l.len() as usize)
     }
 }

@@ -33,8 +33,10 @@ struct Slot<T, X> {
 /// One queue's items: a list through an [`Arena`].
 ///
 /// A list is only ever used with one arena, from [`List::EMPTY`] on; the
-/// arena's `unsafe` methods rely on that.
+/// arena's `unsafe` methods rely on that. 16 bytes, so that an array of
+/// lists, or of records starting with one, has a power-of-two stride.
 #[derive(Debug)]
+#[repr(align(16))]
 pub(crate) struct List {
     /// First slot (meaningful while `len > 0`).
     head: u32,

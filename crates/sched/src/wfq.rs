@@ -325,7 +325,9 @@ impl<T> Wfq<T> {
         while self.v >= REBASE_AT {
             self.rebase();
         }
-        self.fast_limit = self.gps_first().map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
+        self.fast_limit = self
+            .gps_first()
+            .map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
     }
 
     /// The first session of the fluid system and its key.
@@ -367,7 +369,9 @@ impl<T> Wfq<T> {
             .for_each_x_mut(|f| *f = f.saturating_sub(REBASE_BY));
         self.select.rebase(REBASE_BY);
         self.gps.rebase(REBASE_BY);
-        self.fast_limit = self.gps_first().map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
+        self.fast_limit = self
+            .gps_first()
+            .map_or(REBASE_AT, |(k, _)| k.min(REBASE_AT));
     }
 
     /// Stamps the item just filed for session `q`, which is not in the
