@@ -316,7 +316,7 @@ mod tests {
             let mut model: Vec<VecDeque<u32>> = vec![VecDeque::new(); 4];
             for k in 0..5_000u32 {
                 let q = (rng.next() % 4) as usize;
-                if rng.next() % 2 == 0 {
+                if rng.next().is_multiple_of(2) {
                     let r = a.push(q, (k, token.clone()), k ^ 7);
                     let held: usize = model.iter().map(VecDeque::len).sum();
                     let want = if model[q].len() >= queue {

@@ -147,8 +147,8 @@ impl<const K: u8> TagQueue<K> {
     }
 
     /// No session.
-    #[inline(always)]
-    pub(crate) fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.top == 0 && self.overflow.is_empty()
     }
 

@@ -103,7 +103,9 @@ impl Linked<START> for Session {
 /// until `V` reaches it, so each is parked at most once per item sent. With
 /// equal weights and lengths no session is ever parked. O(1) per operation
 /// for the tags a busy port produces; see the crate's notes on bucket width
-/// and [`Wf2qPlus::with_typical_len`].
+/// and [`Wf2qPlus::with_typical_len`]. A cell's work is counted in `V`
+/// without a division (`2^32 / Σ weights` and its remainder are kept, and
+/// the remainder carried exactly); a longer item takes one.
 ///
 /// Safety of the calendar calls: both calendars are made for the session
 /// count and always given the whole `sessions` slice, whose length that

@@ -99,11 +99,16 @@ impl Linked<FLUID> for Session {
 /// check this against an independent fluid simulation).
 ///
 /// Cost per item: a calendar queue of sessions by head finish tag (one pop
-/// and one insertion per item sent), and the fluid clock: a multiplication
-/// and a division per call whose `now` moved, plus one calendar operation
-/// per fluid departure (an entry found stale, because its session got more
-/// work since, is filed again at the session's last tag instead of being
-/// updated on every arrival).
+/// and one insertion per item sent), and the fluid clock, which runs only
+/// when it has something to do: a call compares its `now` with the instant
+/// the next fluid departure is due (kept up to date whenever the fluid
+/// system changes), so while the busy set stays the same an item costs no
+/// multiplication or division; `V` is brought up to date when a session
+/// enters the fluid system, a departure falls due, a weight changes or
+/// [`Wfq::virtual_time`] is read. Each fluid departure costs one calendar
+/// operation (an entry found stale, because its session got more work
+/// since, is filed again at the session's last tag instead of being updated
+/// on every arrival).
 ///
 /// Safety of the calendar calls: both calendars are made for the session
 /// count and always given the whole `sessions` slice, whose length that
@@ -236,6 +241,21 @@ impl<T> Wfq<T> {
         }
         let x = self.work(self.seen).saturating_add(self.carry);
         self.v.saturating_add(x / self.wb)
+    }
+
+    /// Takes the time of a call. At or before the latest `now` seen, there is
+    /// nothing to do: that is no later than `t_limit`, and no later than
+    /// `last` if equal to it (a `t_limit` is after its `last` unless the
+    /// fluid system has a departure due at `last`, and a call at `last`
+    /// runs nothing).
+    #[inline(always)]
+    fn clock(&mut self, now: Instant) {
+        if now > self.seen {
+            self.seen = now;
+            if now >= self.t_limit {
+                self.settle(now);
+            }
+        }
     }
 
     /// The work the line does from `last` to `now` (after `last`), in
@@ -378,8 +398,9 @@ impl<T> Wfq<T> {
     /// fluid system, and files the session there.
     #[cold]
     #[inline(never)]
-    fn entered_gps(&mut self, q: QueueId, len: u32, now: Instant) -> u64 {
-        self.run_to(now);
+    fn entered_gps(&mut self, q: QueueId, len: u32) -> u64 {
+        // To the latest `now` seen: an earlier one counts as no time passing.
+        self.run_to(self.seen);
         let v = self.v;
         let s = &mut self.sessions[q as usize];
         let tag = v.saturating_add(span(len, s.step));
@@ -407,10 +428,7 @@ impl<T: Send> Discipline<T> for Wfq<T> {
         len: u32,
         now: Instant,
     ) -> Result<(), Dropped<T>> {
-        if now >= self.t_limit {
-            self.settle(now);
-        }
-        self.seen = now;
+        self.clock(now);
         let Some(s) = self.sessions.get_mut(queue as usize) else {
             return Err(Dropped {
                 item,
@@ -426,7 +444,7 @@ impl<T: Send> Discipline<T> for Wfq<T> {
         match unsafe { self.arena.push(&mut s.list, item, tag) } {
             Ok(was_empty) => {
                 let tag = if fresh {
-                    self.entered_gps(queue, len, now)
+                    self.entered_gps(queue, len)
                 } else {
                     s.f_last = tag;
                     tag
@@ -444,10 +462,7 @@ impl<T: Send> Discipline<T> for Wfq<T> {
 
     #[inline(always)]
     fn dequeue(&mut self, now: Instant) -> Option<(QueueId, T)> {
-        if now >= self.t_limit {
-            self.settle(now);
-        }
-        self.seen = now;
+        self.clock(now);
         // SAFETY: see the struct's notes.
         let q = unsafe { self.select.pop(&self.sessions) }?;
         // SAFETY: `select` holds session ids of sessions with items (whose
