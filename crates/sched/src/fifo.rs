@@ -144,3 +144,35 @@ impl<T: Send> Discipline<T> for Fifo<T> {
         self.counts.get(queue as usize).map_or(0, |&c| c as usize)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Ring;
+    use std::rc::Rc;
+
+    /// Order kept across growth and wrap-around; every item dropped once,
+    /// those left in the ring when it goes too.
+    #[test]
+    fn ring_keeps_order_and_drops_once() {
+        let token = Rc::new(());
+        let mut r = Ring::new();
+        let (mut next_in, mut next_out) = (0u32, 0u32);
+        for round in 0..60 {
+            for _ in 0..(round % 7 + 1) {
+                r.push((next_in, token.clone()));
+                next_in += 1;
+            }
+            for _ in 0..(round % 5) {
+                if let Some((x, _)) = r.pop() {
+                    assert_eq!(x, next_out);
+                    next_out += 1;
+                }
+            }
+            assert_eq!(r.len as u32, next_in - next_out);
+            assert!(r.buf.len().is_power_of_two());
+            assert_eq!(Rc::strong_count(&token), 1 + r.len);
+        }
+        drop(r);
+        assert_eq!(Rc::strong_count(&token), 1);
+    }
+}

@@ -220,17 +220,6 @@ impl<T, X: Copy + Default> Arena<T, X> {
         unsafe { self.slots.get_unchecked_mut(list.tail as usize) }.x = x;
     }
 
-    /// Which slots are free.
-    fn free_slots(&self) -> Vec<bool> {
-        let mut free = vec![false; self.slots.len()];
-        let mut slot = self.free;
-        while slot != NIL {
-            free[slot as usize] = true;
-            slot = self.slots[slot as usize].next;
-        }
-        free
-    }
-
     /// Every waiting item's word, for in-place edits.
     pub(crate) fn for_each_x_mut(&mut self, mut f: impl FnMut(&mut X)) {
         let free = self.free_slots();
@@ -242,17 +231,25 @@ impl<T, X: Copy + Default> Arena<T, X> {
     }
 }
 
-impl<T, X> Drop for Arena<T, X> {
-    fn drop(&mut self) {
-        if !std::mem::needs_drop::<T>() {
-            return;
-        }
+impl<T, X> Arena<T, X> {
+    /// Which slots are free.
+    fn free_slots(&self) -> Vec<bool> {
         let mut free = vec![false; self.slots.len()];
         let mut slot = self.free;
         while slot != NIL {
             free[slot as usize] = true;
             slot = self.slots[slot as usize].next;
         }
+        free
+    }
+}
+
+impl<T, X> Drop for Arena<T, X> {
+    fn drop(&mut self) {
+        if !std::mem::needs_drop::<T>() {
+            return;
+        }
+        let free = self.free_slots();
         for (s, free) in self.slots.iter_mut().zip(free) {
             if !free {
                 // SAFETY: a slot not free holds an initialised item, dropped
