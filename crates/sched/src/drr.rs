@@ -2,22 +2,22 @@
 
 use aurora_time::Instant;
 
-use crate::store::Queues;
-use crate::{Discipline, Dropped, Limits, QueueId};
+use crate::store::{Arena, List, NIL};
+use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 
-const NIL: u32 = u32::MAX;
-
-/// Per-queue round-robin state.
-#[derive(Clone, Copy)]
+/// A queue: its items and its round-robin state (32 bytes, so a queue id
+/// becomes an address with one shift).
+#[repr(align(32))]
 struct Slot {
-    /// Credit left in this round, in length units.
+    /// The queue's items, used only with the discipline's arena.
+    list: List,
+    /// Credit left, in length units: during the queue's turn, what it may
+    /// still send; between turns, what it carries to the next.
     deficit: u64,
-    /// Credit a visit adds.
+    /// Credit a turn adds.
     quantum: u32,
     /// The next queue of the circular active list (valid while active).
     next: u32,
-    /// The length of the queue's head item (valid while active).
-    head: u32,
 }
 
 /// Deficit round robin: the non-empty queues take turns in a circular list;
@@ -33,17 +33,19 @@ struct Slot {
 /// `2 + Lmax/Q_i + Lmax/Q_j` (bounded by the deficit argument of the
 /// paper; the tests check it).
 ///
-/// Each enqueue and dequeue is O(1) when every quantum is at least the
-/// largest length; a smaller quantum costs extra turns until the deficit
-/// covers the head.
+/// A turn begins as soon as the one before it ends (or the queue becomes
+/// the only busy one), so the head of the queue whose turn it is always
+/// fits its deficit. Each enqueue and dequeue is O(1) when every quantum
+/// is at least the largest length; a smaller quantum costs extra turns
+/// until the deficit covers the head.
 pub struct Drr<T> {
-    queues: Queues<(T, u32), Slot>,
+    qs: Vec<Slot>,
+    /// Items, with their lengths.
+    arena: Arena<T, u32>,
     /// The queue whose turn it is, or `NIL` when none is active.
     cur: u32,
     /// The queue before `cur` in the circular list.
     prev: u32,
-    /// Whether `cur`'s quantum has been added for this turn.
-    fresh: bool,
 }
 
 impl<T> Drr<T> {
@@ -53,19 +55,20 @@ impl<T> Drr<T> {
     /// If a quantum is 0 or there are more queues than [`QueueId`]s.
     pub fn new(quanta: &[u32], limits: Limits) -> Self {
         assert!(quanta.iter().all(|&q| q > 0), "a DRR quantum must be > 0");
+        assert!(quanta.len() <= QueueId::MAX as usize, "too many queues");
         Drr {
-            queues: Queues::new(
-                quanta.iter().map(|&quantum| Slot {
+            qs: quanta
+                .iter()
+                .map(|&quantum| Slot {
+                    list: List::EMPTY,
                     deficit: 0,
                     quantum,
                     next: NIL,
-                    head: 0,
-                }),
-                limits,
-            ),
+                })
+                .collect(),
+            arena: Arena::new(limits),
             cur: NIL,
             prev: NIL,
-            fresh: false,
         }
     }
 
@@ -77,13 +80,14 @@ impl<T> Drr<T> {
         Self::new(&vec![quantum; queues], limits)
     }
 
-    /// Changes `queue`'s quantum; it counts from the queue's next turn.
+    /// Changes `queue`'s quantum; it counts from the queue's next turn (a
+    /// turn that has begun, even with nothing sent yet, keeps the old one).
     ///
     /// # Panics
     /// If `quantum` is 0 or there is no such queue.
     pub fn set_quantum(&mut self, queue: QueueId, quantum: u32) {
         assert!(quantum > 0, "a DRR quantum must be > 0");
-        self.queues.get_mut(queue as usize).state.quantum = quantum;
+        self.qs[queue as usize].quantum = quantum;
     }
 
     /// `queue`'s quantum.
@@ -91,35 +95,54 @@ impl<T> Drr<T> {
     /// # Panics
     /// If there is no such queue.
     pub fn quantum(&self, queue: QueueId) -> u32 {
-        self.queues.get(queue as usize).state.quantum
+        self.qs[queue as usize].quantum
+    }
+
+    /// Begins the turn of `c` (active, after `prev`): adds quanta, moving on
+    /// while a head does not fit.
+    #[inline(always)]
+    fn begin_turn(&mut self, mut c: u32) {
+        loop {
+            // SAFETY: `c` is on the active list: a queue id whose list holds
+            // items (and is used only with `arena`).
+            let slot = unsafe { self.qs.get_unchecked_mut(c as usize) };
+            slot.deficit += u64::from(slot.quantum);
+            // SAFETY: as above.
+            if u64::from(unsafe { self.arena.front_x(&slot.list) }) <= slot.deficit {
+                break;
+            }
+            self.prev = c;
+            c = slot.next;
+        }
+        self.cur = c;
     }
 
     /// Puts `q` at the end of the round: just before `cur`.
     #[inline(never)]
     fn activate(&mut self, q: u32) {
         if self.cur == NIL {
-            self.queues.get_mut(q as usize).state.next = q;
-            self.cur = q;
+            self.qs[q as usize].next = q;
             self.prev = q;
-            self.fresh = false;
+            self.begin_turn(q);
         } else {
-            self.queues.get_mut(self.prev as usize).state.next = q;
-            self.queues.get_mut(q as usize).state.next = self.cur;
+            self.qs[self.prev as usize].next = q;
+            self.qs[q as usize].next = self.cur;
             self.prev = q;
         }
     }
 
-    /// Takes `c` (which just emptied) out of the round.
+    /// Takes `c`, whose turn it is and which just emptied, out of the round.
     #[inline(never)]
-    fn deactivate(&mut self, c: u32, next: u32) {
-        self.queues.get_mut(c as usize).state.deficit = 0;
-        self.fresh = false;
+    fn deactivate(&mut self, c: u32) {
+        let slot = &mut self.qs[c as usize];
+        slot.deficit = 0;
+        let next = slot.next;
         if self.prev == c {
             self.cur = NIL;
             self.prev = NIL;
         } else {
-            self.queues.get_mut(self.prev as usize).state.next = next;
-            self.cur = next;
+            self.qs[self.prev as usize].next = next;
+            self.begin_turn(next);
         }
     }
 }
@@ -133,10 +156,16 @@ impl<T: Send> Discipline<T> for Drr<T> {
         len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        match self.queues.push(queue, item, |item, _| (item, len)) {
+        let Some(slot) = self.qs.get_mut(queue as usize) else {
+            return Err(Dropped {
+                item,
+                reason: DropReason::NoSuchQueue,
+            });
+        };
+        // SAFETY: every queue's list is used only with `arena`.
+        match unsafe { self.arena.push(&mut slot.list, item, len) } {
             Ok(false) => Ok(()),
             Ok(true) => {
-                self.queues.get_mut(queue as usize).state.head = len;
                 self.activate(queue);
                 Ok(())
             }
@@ -146,46 +175,36 @@ impl<T: Send> Discipline<T> for Drr<T> {
 
     #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
-        if self.cur == NIL {
+        let c = self.cur;
+        if c == NIL {
             return None;
         }
-        loop {
-            let c = self.cur;
-            let slot = &mut self.queues.get_mut(c as usize).state;
-            if !self.fresh {
-                slot.deficit += u64::from(slot.quantum);
-                self.fresh = true;
+        // SAFETY: `cur` is on the active list: a queue id whose list holds
+        // items (and is used only with `arena`).
+        let slot = unsafe { self.qs.get_unchecked_mut(c as usize) };
+        let (item, len, after) = unsafe { self.arena.pop(&mut slot.list) };
+        // The head fitted: the turn's invariant.
+        slot.deficit -= u64::from(len);
+        match after {
+            None => self.deactivate(c),
+            // The turn ends as soon as the next head does not fit.
+            Some(next_len) if u64::from(next_len) > slot.deficit => {
+                let next = slot.next;
+                self.prev = c;
+                self.begin_turn(next);
             }
-            let head = u64::from(slot.head);
-            if head <= slot.deficit {
-                slot.deficit -= head;
-                let (deficit, next) = (slot.deficit, slot.next);
-                let (item, rest) = self.queues.pop(c as usize)?;
-                match rest.front() {
-                    None => self.deactivate(c, next),
-                    Some(&(_, len)) => {
-                        rest.state.head = len;
-                        // The turn ends as soon as the next head does not fit.
-                        if u64::from(len) > deficit {
-                            self.prev = c;
-                            self.cur = next;
-                            self.fresh = false;
-                        }
-                    }
-                }
-                return Some((c, item.0));
-            }
-            self.prev = c;
-            self.cur = slot.next;
-            self.fresh = false;
+            Some(_) => {}
         }
+        Some((c, item))
     }
 
     fn len(&self) -> usize {
-        self.queues.len()
+        self.arena.len()
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {
-        self.queues.queue_len(queue)
+        self.qs
+            .get(queue as usize)
+            .map_or(0, |s| s.list.len() as usize)
     }
 }

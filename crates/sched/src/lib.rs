@@ -14,15 +14,16 @@
 //! | type | discipline | state per item | cost per item |
 //! |---|---|---|---|
 //! | [`Fifo`] | one FIFO for the port | none | O(1) |
-//! | [`Priority`] | strict priority, queue id = level, 0 highest | none | O(1) (≤ 4,096 levels) |
+//! | [`Priority`] | strict priority, queue id = level, 0 highest | none | O(1) (≤ 262,144 levels) |
 //! | [`Drr`] | deficit round robin, quantum per queue | length | O(1) (quantum ≥ max length) |
-//! | [`Wfq`] | PGPS with the exact GPS virtual time | length, finish tag | O(1) typical, see below |
+//! | [`Wfq`] | PGPS with the exact GPS virtual time | finish tag | O(1) typical, see below |
 //! | [`Wf2qPlus`] | WF2Q+ | length | O(1) typical, see below |
 //!
 //! Every discipline is built with its queue count, fixed from then on, and
-//! its [`Limits`]. Items of a queue wait in that queue's ring buffer, which
-//! grows by doubling up to the queue's limit and never shrinks, so after a
-//! warm-up nothing allocates per item. A refused item comes back in
+//! its [`Limits`]. Items wait in per-queue lists linked through one arena
+//! of slots for the port ([`Fifo`]: one ring buffer), made on demand up to
+//! the port limit and reused, so after a warm-up nothing allocates per
+//! item. A refused item comes back in
 //! [`Dropped`]: a queue id out of range first, then a full queue, then a full
 //! port.
 //!
@@ -45,13 +46,17 @@
 //! buckets: each enqueue and dequeue is then O(1). Unusual tags (very
 //! unequal weights, lengths far from the typical one) cost a sorted
 //! insertion or a heap operation, never a wrong order. Each calendar takes
-//! about 130 KB plus 16 bytes a queue; [`Wfq`] and [`Wf2qPlus`] have two.
+//! about 130 KB (its links live in the queues' own records); [`Wfq`] and
+//! [`Wf2qPlus`] have two.
 //!
 //! # Cost
 //!
 //! `examples/cost.rs` counts instructions per enqueue + dequeue under
 //! callgrind with 1,000 busy queues of cells; see its documentation for the
-//! figures and how to run it.
+//! figures and how to run it. The hot paths index without bounds checks
+//! where an invariant of the structure guarantees the index (each such
+//! `unsafe` block says which); that documentation also gives what it
+//! saves.
 
 use aurora_time::Instant;
 

@@ -3,8 +3,8 @@
 use aurora_time::Instant;
 
 use crate::bits::Bitmap;
-use crate::store::Queues;
-use crate::{Discipline, Dropped, Limits, QueueId};
+use crate::store::{Arena, List};
+use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 
 /// Strict priority over a fixed number of levels: the queue id is the
 /// level, 0 the highest. [`Discipline::dequeue`] always takes the oldest
@@ -15,7 +15,10 @@ use crate::{Discipline, Dropped, Limits, QueueId};
 /// two-level bitmap, O(1) up to 4,096 levels (one summary word per 4,096
 /// more).
 pub struct Priority<T> {
-    queues: Queues<T, ()>,
+    /// One list per level, each used only with `arena`.
+    levels: Vec<List>,
+    arena: Arena<T, ()>,
+    /// The non-empty levels.
     busy: Bitmap,
 }
 
@@ -25,8 +28,10 @@ impl<T> Priority<T> {
     /// # Panics
     /// If `levels` does not fit a [`QueueId`].
     pub fn new(levels: usize, limits: Limits) -> Self {
+        assert!(levels <= QueueId::MAX as usize, "too many levels");
         Priority {
-            queues: Queues::new((0..levels).map(|_| ()), limits),
+            levels: (0..levels).map(|_| List::EMPTY).collect(),
+            arena: Arena::new(limits),
             busy: Bitmap::new(levels),
         }
     }
@@ -41,7 +46,14 @@ impl<T: Send> Discipline<T> for Priority<T> {
         _len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        match self.queues.push(queue, item, |item, _| item) {
+        let Some(list) = self.levels.get_mut(queue as usize) else {
+            return Err(Dropped {
+                item,
+                reason: DropReason::NoSuchQueue,
+            });
+        };
+        // SAFETY: every level's list is used only with `arena`.
+        match unsafe { self.arena.push(list, item, ()) } {
             Ok(was_empty) => {
                 if was_empty {
                     self.busy.set(queue as usize);
@@ -55,18 +67,23 @@ impl<T: Send> Discipline<T> for Priority<T> {
     #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
         let q = self.busy.first()?;
-        let (item, rest) = self.queues.pop(q)?;
-        if rest.len() == 0 {
+        // SAFETY: the bitmap has a bit per level and marks only non-empty
+        // levels, whose lists are used only with `arena`.
+        let list = unsafe { self.levels.get_unchecked_mut(q) };
+        let (item, (), after) = unsafe { self.arena.pop(list) };
+        if after.is_none() {
             self.busy.clear(q);
         }
         Some((q as QueueId, item))
     }
 
     fn len(&self) -> usize {
-        self.queues.len()
+        self.arena.len()
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {
-        self.queues.queue_len(queue)
+        self.levels
+            .get(queue as usize)
+            .map_or(0, |l| l.len() as usize)
     }
 }

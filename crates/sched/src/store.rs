@@ -1,204 +1,261 @@
-//! The per-queue FIFOs every discipline keeps its items in.
+//! The per-queue FIFOs every discipline keeps its items in: intrusive
+//! linked lists through one arena of slots for the whole port.
 //!
-//! Each queue is a ring buffer of its own whose capacity is a power of two,
-//! next to the discipline's per-queue state (so one index reaches both). A
-//! ring starts empty and doubles when it is full, up to the power of two at
-//! or above the smaller of [`Limits::queue`] and [`Limits::port`], so after
-//! a warm-up (each queue once as long as it ever gets) nothing allocates.
-//! The port-wide count enforces [`Limits::port`]. Memory is bounded by
-//! `queues × that power of two` slots, and in practice by the longest each
-//! queue has been.
+//! A slot holds an item, the discipline's word about it (`X`: its length,
+//! or its finish tag) and the index of the next slot of its list. Each
+//! queue is a [`List`] (head, tail and count), kept by the discipline next
+//! to its own state for the queue, so one index reaches both; free slots
+//! form one more list, in the [`Arena`]. Pushing takes the first free slot
+//! and links it at the queue's tail, popping unlinks the head and frees its
+//! slot: a handful of instructions each, whatever the queue. Slots are
+//! created on demand, at most [`Limits::port`] of them, and reused from
+//! then on, so after a warm-up (the port once as full as it ever gets)
+//! nothing allocates. Memory is bounded by the port limit whatever the
+//! queue count and queue limit.
 
-use crate::{DropReason, Limits, QueueId};
+use std::mem::MaybeUninit;
 
-/// One queue: a ring over `buf`, whose length is 0 or a power of two, and
-/// the discipline's state for the queue.
-pub(crate) struct Queue<P, S> {
-    buf: Box<[Option<P>]>,
-    head: u32,
-    len: u32,
-    /// The discipline's per-queue state.
-    pub(crate) state: S,
+use crate::{DropReason, Limits};
+
+/// The end of a list.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// One slot of the arena.
+struct Slot<T, X> {
+    /// The item: initialised exactly while the slot is in a queue's list.
+    item: MaybeUninit<T>,
+    /// The discipline's word about the item.
+    x: X,
+    /// The next slot of the slot's list (a queue or the free list).
+    next: u32,
 }
 
-impl<P, S> Queue<P, S> {
-    pub(crate) fn new(state: S) -> Self {
-        Queue {
-            buf: Box::new([]),
-            head: 0,
-            len: 0,
-            state,
-        }
-    }
+/// One queue's items: a list through an [`Arena`].
+///
+/// A list is only ever used with one arena, from [`List::EMPTY`] on; the
+/// arena's `unsafe` methods rely on that. 16 bytes, so that an array of
+/// lists, or of records starting with one, has a power-of-two stride.
+#[derive(Debug)]
+#[repr(align(16))]
+pub(crate) struct List {
+    /// First slot (meaningful while `len > 0`).
+    head: u32,
+    /// Last slot (meaningful while `len > 0`).
+    tail: u32,
+    len: u32,
+}
+
+impl List {
+    /// No items.
+    pub(crate) const EMPTY: List = List {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
 
     /// Items waiting.
     #[inline(always)]
     pub(crate) fn len(&self) -> u32 {
         self.len
     }
-
-    /// Appends `p`; grows the ring, never past `max` slots, when it is full.
-    #[inline(always)]
-    pub(crate) fn push(&mut self, p: P, max: usize) {
-        if self.len as usize == self.buf.len() {
-            self.grow(max);
-        }
-        let mask = self.buf.len() - 1;
-        let i = (self.head as usize + self.len as usize) & mask;
-        self.buf[i] = Some(p);
-        self.len += 1;
-    }
-
-    /// Takes the oldest item.
-    #[inline(always)]
-    pub(crate) fn pop(&mut self) -> Option<P> {
-        if self.len == 0 {
-            return None;
-        }
-        let mask = self.buf.len() - 1;
-        let i = self.head as usize;
-        let p = self.buf[i].take();
-        self.head = ((i + 1) & mask) as u32;
-        self.len -= 1;
-        p
-    }
-
-    /// The oldest item.
-    #[inline(always)]
-    pub(crate) fn front(&self) -> Option<&P> {
-        if self.len == 0 {
-            return None;
-        }
-        self.buf[self.head as usize].as_ref()
-    }
-
-    /// Every waiting item, oldest first, for in-place edits.
-    fn for_each_mut(&mut self, mut f: impl FnMut(&mut P)) {
-        let mask = self.buf.len().wrapping_sub(1);
-        for k in 0..self.len as usize {
-            if let Some(p) = self.buf[(self.head as usize + k) & mask].as_mut() {
-                f(p);
-            }
-        }
-    }
-
-    /// Doubles the ring (to at least 4 slots, at most `max` rounded up to a
-    /// power of two), keeping the order.
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, max: usize) {
-        let old = self.buf.len();
-        let new = (old * 2).max(4).min(max.next_power_of_two().max(1));
-        assert!(new > old, "ring grown past its limit");
-        let mut buf: Vec<Option<P>> = Vec::with_capacity(new);
-        for k in 0..old {
-            buf.push(self.buf[(self.head as usize + k) & (old - 1)].take());
-        }
-        buf.resize_with(new, || None);
-        self.buf = buf.into_boxed_slice();
-        self.head = 0;
-    }
 }
 
-/// A fixed set of queues under one port's limits.
-pub(crate) struct Queues<P, S> {
-    qs: Vec<Queue<P, S>>,
-    len: usize,
-    port: usize,
+/// The slots of one port, and its limits.
+///
+/// Invariants, on which every `unsafe` block here rests, given that each
+/// list is only used with this arena (the contract of every `unsafe`
+/// method):
+/// - every slot index this or a list holds (a list's `head` and `tail`
+///   while its `len > 0`, the first `len − 1` `next` links from its head,
+///   `free` unless [`NIL`], and the `next` links of the free list until
+///   [`NIL`]) is below `slots.len()`, which never shrinks;
+/// - each slot is either among the first `len` slots of exactly one list,
+///   with its item initialised, or in the free list with its item
+///   uninitialised; `free_len` counts the latter.
+pub(crate) struct Arena<T, X> {
+    slots: Vec<Slot<T, X>>,
+    /// First free slot, or [`NIL`] when every slot made so far is in use.
+    free: u32,
+    /// Items waiting in all.
+    len: u32,
+    /// Slots the port may have: [`Limits::port`].
+    port: u32,
+    /// Items a list may hold: [`Limits::queue`].
     queue: u32,
-    ring_max: usize,
 }
 
-impl<P, S> Queues<P, S> {
-    /// One queue per state in `states`, under `limits`.
-    ///
-    /// # Panics
-    /// If there are more queues than [`QueueId`]s.
-    pub(crate) fn new(states: impl IntoIterator<Item = S>, limits: Limits) -> Self {
-        let qs: Vec<Queue<P, S>> = states.into_iter().map(Queue::new).collect();
-        assert!(
-            qs.len() <= QueueId::MAX as usize,
-            "too many queues for a QueueId"
-        );
-        Queues {
-            qs,
+impl<T, X: Copy + Default> Arena<T, X> {
+    /// An arena under `limits`.
+    pub(crate) fn new(limits: Limits) -> Self {
+        Arena {
+            slots: Vec::new(),
+            free: NIL,
             len: 0,
-            port: limits.port,
+            // NIL is no slot.
+            port: limits.port.min(NIL as usize) as u32,
             queue: limits.queue.min(u32::MAX as usize) as u32,
-            ring_max: limits.queue.min(limits.port).min(1 << 31),
         }
     }
 
     /// Items waiting in all.
     #[inline(always)]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
-    /// Items waiting in `q` (0 for no such queue).
-    #[inline]
-    pub(crate) fn queue_len(&self, q: QueueId) -> usize {
-        self.qs.get(q as usize).map_or(0, |r| r.len() as usize)
-    }
-
-    /// Queue `q`.
+    /// Appends `item` with the word `x` to `list`, if it fits: a full list
+    /// is refused first, then a full port. On success, says whether `list`
+    /// was empty before; on refusal `item` comes back.
+    ///
+    /// # Safety
+    /// `list` is only ever used with this arena.
     #[inline(always)]
-    pub(crate) fn get(&self, q: usize) -> &Queue<P, S> {
-        &self.qs[q]
-    }
-
-    /// Queue `q`, to change its state.
-    #[inline(always)]
-    pub(crate) fn get_mut(&mut self, q: usize) -> &mut Queue<P, S> {
-        &mut self.qs[q]
-    }
-
-    /// Every queue's state.
-    pub(crate) fn states_mut(&mut self) -> impl Iterator<Item = &mut S> {
-        self.qs.iter_mut().map(|q| &mut q.state)
-    }
-
-    /// Appends the item `make` builds from `q`'s state, if it fits: a
-    /// missing queue is refused first, then a full queue, then a full port.
-    /// On success, says whether `q` was empty before; on refusal `make` is
-    /// not called and `item` comes back.
-    #[inline(always)]
-    pub(crate) fn push<T>(
+    pub(crate) unsafe fn push(
         &mut self,
-        q: QueueId,
+        list: &mut List,
         item: T,
-        make: impl FnOnce(T, &mut S) -> P,
+        x: X,
     ) -> Result<bool, (T, DropReason)> {
-        let Some(qu) = self.qs.get_mut(q as usize) else {
-            return Err((item, DropReason::NoSuchQueue));
-        };
-        if qu.len >= self.queue {
+        let n = list.len;
+        if n >= self.queue {
             return Err((item, DropReason::QueueFull));
         }
-        if self.len >= self.port {
-            return Err((item, DropReason::PortFull));
+        let mut slot = self.free;
+        if slot == NIL {
+            if self.slots.len() >= self.port as usize {
+                return Err((item, DropReason::PortFull));
+            }
+            slot = self.grow();
         }
-        let was_empty = qu.len == 0;
-        let p = make(item, &mut qu.state);
-        qu.push(p, self.ring_max);
+        let slots = self.slots.as_mut_ptr();
+        // SAFETY: `slot` is `free` (not NIL) or was just made: in range.
+        let s = unsafe { &mut *slots.add(slot as usize) };
+        self.free = s.next;
+        s.item.write(item);
+        s.x = x;
+        if n == 0 {
+            list.head = slot;
+        } else {
+            // SAFETY: the list is not empty, so its tail is in range (and is
+            // not `slot`, which was free).
+            unsafe { (*slots.add(list.tail as usize)).next = slot };
+        }
+        list.tail = slot;
+        list.len = n + 1;
         self.len += 1;
-        Ok(was_empty)
+        Ok(n == 0)
     }
 
-    /// Takes the oldest item of `q`, and gives `q` for a look at what is
-    /// next.
+    /// A new free slot, the only one (the free list being empty).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) -> u32 {
+        let slot = self.slots.len() as u32;
+        if self.slots.len() == self.slots.capacity() {
+            // Double, but never past the port limit.
+            let want = (self.slots.len() * 2)
+                .max(16)
+                .min(self.port as usize)
+                .max(self.slots.len() + 1);
+            self.slots.reserve_exact(want - self.slots.len());
+        }
+        self.slots.push(Slot {
+            item: MaybeUninit::uninit(),
+            x: X::default(),
+            next: NIL,
+        });
+        slot
+    }
+
+    /// Takes the oldest item of `list` with its word, and the word of the
+    /// item that is now the oldest, if any.
+    ///
+    /// # Safety
+    /// `list` is only ever used with this arena, and holds an item.
     #[inline(always)]
-    pub(crate) fn pop(&mut self, q: usize) -> Option<(P, &mut Queue<P, S>)> {
-        let qu = &mut self.qs[q];
-        let p = qu.pop()?;
+    pub(crate) unsafe fn pop(&mut self, list: &mut List) -> (T, X, Option<X>) {
+        debug_assert!(list.len > 0);
+        let slots = self.slots.as_mut_ptr();
+        let slot = list.head;
+        // SAFETY: the list is not empty (the caller says), so its head is in
+        // range and its item initialised; the slot goes to the free list, so
+        // the item is read once.
+        let s = unsafe { &mut *slots.add(slot as usize) };
+        let item = unsafe { s.item.assume_init_read() };
+        let (x, next) = (s.x, s.next);
+        s.next = self.free;
+        self.free = slot;
+        list.head = next;
+        list.len -= 1;
         self.len -= 1;
-        Some((p, qu))
+        let after = if list.len > 0 {
+            // SAFETY: the list still holds an item, so `next`, its new head,
+            // is in range.
+            Some(unsafe { (*slots.add(next as usize)).x })
+        } else {
+            None
+        };
+        (item, x, after)
     }
 
-    /// Every waiting item, for in-place edits.
-    pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(&mut P)) {
-        for q in &mut self.qs {
-            q.for_each_mut(&mut f);
+    /// The word of `list`'s oldest item.
+    ///
+    /// # Safety
+    /// `list` is only ever used with this arena, and holds an item.
+    #[inline(always)]
+    pub(crate) unsafe fn front_x(&self, list: &List) -> X {
+        debug_assert!(list.len > 0);
+        // SAFETY: the list holds an item, so its head is in range.
+        unsafe { self.slots.get_unchecked(list.head as usize) }.x
+    }
+
+    /// Sets the word of `list`'s newest item.
+    ///
+    /// # Safety
+    /// `list` is only ever used with this arena, and holds an item.
+    #[inline(always)]
+    pub(crate) unsafe fn set_back_x(&mut self, list: &List, x: X) {
+        debug_assert!(list.len > 0);
+        // SAFETY: the list holds an item, so its tail is in range.
+        unsafe { self.slots.get_unchecked_mut(list.tail as usize) }.x = x;
+    }
+
+    /// Every waiting item's word, for in-place edits.
+    pub(crate) fn for_each_x_mut(&mut self, mut f: impl FnMut(&mut X)) {
+        let free = self.free_slots();
+        for (s, free) in self.slots.iter_mut().zip(free) {
+            if !free {
+                f(&mut s.x);
+            }
+        }
+    }
+}
+
+impl<T, X> Arena<T, X> {
+    /// Which slots are free.
+    fn free_slots(&self) -> Vec<bool> {
+        let mut free = vec![false; self.slots.len()];
+        let mut slot = self.free;
+        while slot != NIL {
+            free[slot as usize] = true;
+            slot = self.slots[slot as usize].next;
+        }
+        free
+    }
+}
+
+impl<T, X> Drop for Arena<T, X> {
+    fn drop(&mut self) {
+        if !std::mem::needs_drop::<T>() {
+            return;
+        }
+        let free = self.free_slots();
+        for (s, free) in self.slots.iter_mut().zip(free) {
+            if !free {
+                // SAFETY: a slot not free holds an initialised item, dropped
+                // once here.
+                unsafe { s.item.assume_init_drop() };
+            }
         }
     }
 }
@@ -207,50 +264,91 @@ impl<P, S> Queues<P, S> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn ring_keeps_order_across_growth_and_wrap() {
-        let mut r: Queue<u32, ()> = Queue::new(());
-        let mut next_in = 0u32;
-        let mut next_out = 0u32;
-        for round in 0..50 {
-            for _ in 0..(round % 7 + 1) {
-                if r.len() == 40 {
-                    break;
-                }
-                r.push(next_in, 40);
-                next_in += 1;
-            }
-            for _ in 0..(round % 5) {
-                if let Some(x) = r.pop() {
-                    assert_eq!(x, next_out);
-                    next_out += 1;
-                }
-            }
-            assert_eq!(r.len(), next_in - next_out);
-            assert!(r.buf.len() <= 64);
-            assert!(r.buf.is_empty() || r.buf.len().is_power_of_two());
+    /// A deterministic generator, so these tests need no dependency.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
         }
-        while let Some(x) = r.pop() {
-            assert_eq!(x, next_out);
-            next_out += 1;
-        }
-        assert_eq!(next_out, next_in);
     }
 
+    /// An arena and its lists, used only through calls that keep the
+    /// contract (each list with this arena only; pops from non-empty
+    /// lists).
+    struct Checked<T> {
+        arena: Arena<T, u32>,
+        lists: Vec<List>,
+    }
+
+    impl<T> Checked<T> {
+        fn push(&mut self, q: usize, item: T, x: u32) -> Result<bool, (T, DropReason)> {
+            // SAFETY: the list is this arena's.
+            unsafe { self.arena.push(&mut self.lists[q], item, x) }
+        }
+        fn pop(&mut self, q: usize) -> Option<(T, u32, Option<u32>)> {
+            let list = &mut self.lists[q];
+            // SAFETY: the list is this arena's, and not empty.
+            (list.len() > 0).then(|| unsafe { self.arena.pop(list) })
+        }
+    }
+
+    /// Against one `VecDeque` per list: random pushes and pops over a few
+    /// lists, under limits that refuse some pushes; items that need
+    /// dropping, so a leak or a double drop shows in the count.
     #[test]
-    fn admission_order_of_reasons() {
-        let mut qs: Queues<u8, ()> = Queues::new([(), ()], Limits { port: 3, queue: 2 });
-        let keep = |x: u8, _: &mut ()| x;
-        assert_eq!(qs.push(2, 7, keep), Err((7, DropReason::NoSuchQueue)));
-        assert_eq!(qs.push(0, 0, keep), Ok(true));
-        assert_eq!(qs.push(0, 0, keep), Ok(false));
-        assert_eq!(qs.push(0, 9, keep), Err((9, DropReason::QueueFull)));
-        assert_eq!(qs.push(1, 1, keep), Ok(true));
-        assert_eq!(qs.push(1, 8, keep), Err((8, DropReason::PortFull)));
-        assert_eq!(qs.len(), 3);
-        assert_eq!(qs.queue_len(0), 2);
-        assert_eq!(qs.queue_len(9), 0);
-        assert_eq!(qs.pop(0).map(|(p, q)| (p, q.len())), Some((0, 1)));
-        assert_eq!(qs.len(), 2);
+    fn lists_match_a_deque_per_list() {
+        use std::collections::VecDeque;
+        use std::rc::Rc;
+        let token = Rc::new(());
+        for (port, queue) in [(1, 1), (7, 3), (40, 40), (1000, 9)] {
+            let mut rng = Lcg(port as u64);
+            let mut a = Checked {
+                arena: Arena::new(Limits { port, queue }),
+                lists: (0..4).map(|_| List::EMPTY).collect(),
+            };
+            let mut model: Vec<VecDeque<u32>> = vec![VecDeque::new(); 4];
+            for k in 0..5_000u32 {
+                let q = (rng.next() % 4) as usize;
+                if rng.next().is_multiple_of(2) {
+                    let r = a.push(q, (k, token.clone()), k ^ 7);
+                    let held: usize = model.iter().map(VecDeque::len).sum();
+                    let want = if model[q].len() >= queue {
+                        Err(DropReason::QueueFull)
+                    } else if held >= port {
+                        Err(DropReason::PortFull)
+                    } else {
+                        Ok(model[q].is_empty())
+                    };
+                    assert_eq!(r.as_ref().map_err(|e| e.1).copied(), want);
+                    if want.is_ok() {
+                        model[q].push_back(k);
+                    }
+                } else if let Some(want) = model[q].pop_front() {
+                    // SAFETY: the list is this arena's, and not empty.
+                    assert_eq!(unsafe { a.arena.front_x(&a.lists[q]) }, want ^ 7);
+                    let ((got, _), x, after) = a.pop(q).expect("an item");
+                    assert_eq!((got, x), (want, want ^ 7));
+                    assert_eq!(after, model[q].front().map(|k| k ^ 7));
+                } else {
+                    assert!(a.pop(q).is_none());
+                }
+                let held: usize = model.iter().map(VecDeque::len).sum();
+                assert_eq!(a.arena.len(), held);
+                assert!(a.arena.slots.len() <= port);
+                for (list, m) in a.lists.iter().zip(&model) {
+                    assert_eq!(list.len() as usize, m.len());
+                }
+                assert_eq!(Rc::strong_count(&token), 1 + held);
+            }
+            let mut words = 0;
+            a.arena.for_each_x_mut(|_| words += 1);
+            assert_eq!(words, a.arena.len());
+            drop(a);
+            assert_eq!(Rc::strong_count(&token), 1);
+        }
     }
 }

@@ -15,6 +15,10 @@
 //! entry goes first. Each session is in the queue at most once, so the heap
 //! never holds more than the session count and never reallocates.
 //!
+//! The calendar keeps no per-session record of its own: each session's key
+//! and link live in the caller's per-session state ([`Linked`]), which the
+//! caller touches anyway, and every operation is given that state's slice.
+//!
 //! The bucket width only tunes speed: keys that share a bucket cost a sorted
 //! insertion (O(1) when they arrive in order, the usual case), keys outside
 //! the window a heap operation.
@@ -35,34 +39,59 @@ const NIL: u32 = u32::MAX;
 /// The widest buckets: a window then spans 2^61 tag units.
 pub(crate) const MAX_SHIFT: u32 = 61 - BUCKETS.trailing_zeros();
 
-#[derive(Clone, Copy)]
-struct Entry {
-    key: u64,
-    next: u32,
+/// A session's record as calendar `K` sees it: its key while it is in the
+/// calendar (set by the caller before inserting it, and left alone until it
+/// is popped), and a link the calendar owns while it is in.
+pub(crate) trait Linked<const K: u8> {
+    /// The session's key.
+    fn key(&self) -> u64;
+    /// The next session of its bucket.
+    fn next(&self) -> u32;
+    /// Sets the next session of its bucket.
+    fn set_next(&mut self, next: u32);
 }
 
-/// The queue; ids are `0..n`, each present at most once.
-pub(crate) struct TagQueue {
+/// A bucket: a list of sessions, sorted by key.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    head: u32,
+    tail: u32,
+}
+
+/// The queue over session ids `0..n`, each present at most once, linked
+/// through the caller's records (of type `N: Linked<K>`).
+///
+/// Every method that takes `nodes` is `unsafe` with one contract: `nodes`
+/// has the same length, at least `n`, in every call, and the ids given are
+/// below `n`. On that rests the invariant the `unsafe` blocks inside use:
+/// every id in a bucket's list (its `head`, `tail`, and the links from head
+/// to tail) is below `n`.
+pub(crate) struct TagQueue<const K: u8> {
     shift: u32,
+    /// Whether `pop` and `peek` must take the general path: no session is
+    /// in a bucket, or some is in the heap.
+    slow: bool,
+    /// `min_kb & MASK` (meaningful while a session is in a bucket).
+    min_b: usize,
     /// Absolute bucket number at or below every bucketed key's, with every
     /// bucketed key's below `anchor + BUCKETS`.
     anchor: u64,
-    /// Absolute bucket number of the first bucketed entry; `u64::MAX` when
-    /// no entry is in a bucket.
+    /// Absolute bucket number of the first bucketed session; `u64::MAX`
+    /// when none is in a bucket.
     min_kb: u64,
-    /// A bit per non-empty summary word; 0 when no entry is in a bucket.
+    buckets: Box<[Bucket; BUCKETS]>,
+    /// A bit per non-empty summary word; 0 when no session is in a bucket.
     top: u64,
     /// A bit per non-empty bitmap word.
     mid: [u64; MIDS],
     /// A bit per non-empty bucket.
     words: Box<[u64; BUCKETS / 64]>,
-    head: Box<[u32; BUCKETS]>,
-    tail: Box<[u32; BUCKETS]>,
-    entries: Vec<Entry>,
     /// Keys outside the window: `(key, insertion number, id)`.
     overflow: BinaryHeap<Reverse<(u64, u64, u32)>>,
     /// The next heap insertion's number.
     overflow_seq: u64,
+    /// Session ids are below this.
+    n: usize,
 }
 
 /// A boxed array of `x`, built on the heap (not on the stack first).
@@ -73,142 +102,278 @@ fn filled<X: Copy + std::fmt::Debug, const N: usize>(x: X) -> Box<[X; N]> {
         .expect("a vector of N items")
 }
 
-impl TagQueue {
+/// `nodes[id]`, unchecked.
+///
+/// # Safety
+/// `id < nodes.len()`.
+#[inline(always)]
+unsafe fn node<N>(nodes: &[N], id: u32) -> &N {
+    debug_assert!((id as usize) < nodes.len());
+    // SAFETY: the caller keeps `id` in range.
+    unsafe { nodes.get_unchecked(id as usize) }
+}
+
+/// `nodes[id]`, unchecked, to change it.
+///
+/// # Safety
+/// `id < nodes.len()`.
+#[inline(always)]
+unsafe fn node_mut<N>(nodes: &mut [N], id: u32) -> &mut N {
+    debug_assert!((id as usize) < nodes.len());
+    // SAFETY: the caller keeps `id` in range.
+    unsafe { nodes.get_unchecked_mut(id as usize) }
+}
+
+impl<const K: u8> TagQueue<K> {
     /// An empty queue for ids `0..n` with buckets `2^shift` tag units wide.
     pub(crate) fn new(n: usize, shift: u32) -> Self {
         TagQueue {
             shift: shift.min(MAX_SHIFT),
+            slow: true,
+            min_b: 0,
             anchor: 0,
             min_kb: u64::MAX,
+            buckets: filled(Bucket {
+                head: NIL,
+                tail: NIL,
+            }),
             top: 0,
             mid: [0; MIDS],
             words: filled(0),
-            head: filled(NIL),
-            tail: filled(NIL),
-            entries: vec![Entry { key: 0, next: NIL }; n],
             overflow: BinaryHeap::with_capacity(n),
             overflow_seq: 0,
+            n,
         }
     }
 
-    /// No entry.
-    #[inline(always)]
-    pub(crate) fn is_empty(&self) -> bool {
+    /// No session.
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.top == 0 && self.overflow.is_empty()
     }
 
-    /// Adds `id` with `key`; `id` must not be present.
+    /// Adds `id`, not present, whose key in `nodes` is `key`.
+    ///
+    /// # Safety
+    /// As for every method that takes `nodes` (see [`TagQueue`]).
     #[inline(always)]
-    pub(crate) fn insert(&mut self, id: u32, key: u64) {
+    pub(crate) unsafe fn insert<N: Linked<K>>(&mut self, nodes: &mut [N], id: u32, key: u64) {
+        debug_assert!((id as usize) < self.n && nodes.len() >= self.n);
+        debug_assert_eq!(nodes[id as usize].key(), key);
         let kb = key >> self.shift;
-        if kb.wrapping_sub(self.anchor) >= BUCKETS as u64 && !self.outside(id, key, kb) {
+        if kb.wrapping_sub(self.anchor) >= BUCKETS as u64 {
+            // SAFETY: the caller's contract.
+            unsafe { self.insert_outside(nodes, id, key, kb) };
             return;
         }
-        if kb < self.min_kb {
-            self.min_kb = kb;
-        }
+        // SAFETY: the caller's contract.
+        unsafe { self.insert_in_window(nodes, id, key, kb) }
+    }
+
+    /// Adds `id` with `key`, whose bucket number `kb` is in the window.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::insert`].
+    #[inline(always)]
+    unsafe fn insert_in_window<N: Linked<K>>(
+        &mut self,
+        nodes: &mut [N],
+        id: u32,
+        key: u64,
+        kb: u64,
+    ) {
+        // SAFETY: the caller keeps `id` in range.
+        unsafe { node_mut(nodes, id) }.set_next(NIL);
         let b = kb as usize & MASK;
-        let e = &mut self.entries[id as usize];
-        e.key = key;
-        e.next = NIL;
-        let t = self.tail[b];
-        self.tail[b] = id;
+        let bucket = &mut self.buckets[b];
+        let t = bucket.tail;
+        bucket.tail = id;
         if t == NIL {
-            self.head[b] = id;
-            self.words[b >> 6] |= 1 << (b & 63);
-            self.mid[(b >> 12) & (MIDS - 1)] |= 1 << ((b >> 6) & 63);
-            self.top |= 1 << (b >> 12);
-        } else if self.entries[t as usize].key <= key {
-            self.entries[t as usize].next = id;
+            bucket.head = id;
+            self.occupied(b, kb);
+            return;
+        }
+        // SAFETY: `t`, a bucket's tail, is in range (the invariant).
+        let tn = unsafe { node_mut(nodes, t) };
+        if tn.key() <= key {
+            tn.set_next(id);
         } else {
-            self.insert_sorted(b, id, key, t);
+            // SAFETY: the caller's contract.
+            unsafe { self.insert_sorted(nodes, b, id, key, t) };
         }
     }
 
-    /// A key outside the window: into the heap (false), or, when no entry
-    /// is in a bucket, a new window around it (true).
+    /// Bucket `b` (absolute number `kb`) has just got its first session.
+    #[inline(always)]
+    fn occupied(&mut self, b: usize, kb: u64) {
+        self.words[b >> 6] |= 1 << (b & 63);
+        self.mid[(b >> 12) & (MIDS - 1)] |= 1 << ((b >> 6) & 63);
+        if self.top == 0 {
+            self.slow = !self.overflow.is_empty();
+        }
+        self.top |= 1 << (b >> 12);
+        if kb < self.min_kb {
+            self.min_kb = kb;
+            self.min_b = b;
+        }
+    }
+
+    /// A key outside the window: into the heap, or, when no session is in
+    /// a bucket, into a bucket of a new window around it.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::insert`].
     #[cold]
     #[inline(never)]
-    fn outside(&mut self, id: u32, key: u64, kb: u64) -> bool {
+    unsafe fn insert_outside<N: Linked<K>>(&mut self, nodes: &mut [N], id: u32, key: u64, kb: u64) {
         if self.top != 0 {
             self.overflow.push(Reverse((key, self.overflow_seq, id)));
             self.overflow_seq += 1;
-            return false;
+            self.slow = true;
+            return;
         }
         self.anchor = kb.saturating_sub(SLACK);
-        true
+        // SAFETY: the caller's contract.
+        unsafe { self.insert_in_window(nodes, id, key, kb) }
     }
 
     /// Links `id` into bucket `b` before the first larger key (there is
     /// one: the old tail `t`, which stays the tail).
+    ///
+    /// # Safety
+    /// As for [`TagQueue::insert`].
     #[cold]
     #[inline(never)]
-    fn insert_sorted(&mut self, b: usize, id: u32, key: u64, t: u32) {
-        self.tail[b] = t;
+    unsafe fn insert_sorted<N: Linked<K>>(
+        &mut self,
+        nodes: &mut [N],
+        b: usize,
+        id: u32,
+        key: u64,
+        t: u32,
+    ) {
+        self.buckets[b].tail = t;
         let mut prev = NIL;
-        let mut cur = self.head[b];
-        while self.entries[cur as usize].key <= key {
+        let mut cur = self.buckets[b].head;
+        // SAFETY (all three blocks): ids in a bucket are in range (the
+        // invariant), and the caller keeps `id` in range.
+        while unsafe { node(nodes, cur) }.key() <= key {
             prev = cur;
-            cur = self.entries[cur as usize].next;
+            cur = unsafe { node(nodes, cur) }.next();
         }
-        self.entries[id as usize].next = cur;
+        unsafe { node_mut(nodes, id) }.set_next(cur);
         if prev == NIL {
-            self.head[b] = id;
+            self.buckets[b].head = id;
         } else {
-            self.entries[prev as usize].next = id;
+            unsafe { node_mut(nodes, prev) }.set_next(id);
         }
     }
 
     /// The first `(key, id)`: smallest key, first inserted among equals.
+    ///
+    /// # Safety
+    /// As for every method that takes `nodes` (see [`TagQueue`]).
     #[inline(always)]
-    pub(crate) fn peek(&self) -> Option<(u64, u32)> {
-        if self.top == 0 {
-            return self.overflow.peek().map(|&Reverse((k, _, id))| (k, id));
+    pub(crate) unsafe fn peek<N: Linked<K>>(&self, nodes: &[N]) -> Option<(u64, u32)> {
+        if self.slow {
+            // SAFETY: the caller's contract.
+            return unsafe { self.peek_slow(nodes) };
         }
-        let id = self.head[self.min_kb as usize & MASK];
-        let key = self.entries[id as usize].key;
-        if !self.overflow.is_empty() {
-            if let Some(o) = self.overflow_first(key) {
-                return Some(o);
-            }
-        }
-        Some((key, id))
+        let id = self.buckets[self.min_b & MASK].head;
+        // SAFETY: a bucket's head is in range (the invariant).
+        Some((unsafe { node(nodes, id) }.key(), id))
     }
 
-    /// Removes and returns the first `(key, id)`.
-    #[inline(always)]
-    pub(crate) fn pop(&mut self) -> Option<(u64, u32)> {
-        if self.top == 0 {
-            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
-        }
-        let b = self.min_kb as usize & MASK;
-        let id = self.head[b];
-        let e = self.entries[id as usize];
-        if !self.overflow.is_empty() && self.overflow_first(e.key).is_some() {
-            return self.overflow.pop().map(|Reverse((k, _, id))| (k, id));
-        }
-        self.head[b] = e.next;
-        if e.next == NIL {
-            self.emptied(b);
-        }
-        Some((e.key, id))
-    }
-
-    /// The heap's first entry if it goes before a bucketed `key`.
+    /// [`TagQueue::peek`] when the heap is not empty or no bucket is.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::peek`].
     #[cold]
     #[inline(never)]
-    fn overflow_first(&self, key: u64) -> Option<(u64, u32)> {
-        match self.overflow.peek() {
-            Some(&Reverse((k, _, id))) if k <= key => Some((k, id)),
-            _ => None,
+    unsafe fn peek_slow<N: Linked<K>>(&self, nodes: &[N]) -> Option<(u64, u32)> {
+        let over = self.overflow.peek().map(|&Reverse((k, _, id))| (k, id));
+        if self.top == 0 {
+            return over;
         }
+        let id = self.buckets[self.min_b & MASK].head;
+        // SAFETY: a bucket's head is in range (the invariant).
+        let key = unsafe { node(nodes, id) }.key();
+        match over {
+            Some((k, oid)) if k <= key => Some((k, oid)),
+            _ => Some((key, id)),
+        }
+    }
+
+    /// Removes and returns the first session's id: smallest key, first
+    /// inserted among equals.
+    ///
+    /// # Safety
+    /// As for every method that takes `nodes` (see [`TagQueue`]).
+    #[inline(always)]
+    pub(crate) unsafe fn pop<N: Linked<K>>(&mut self, nodes: &[N]) -> Option<u32> {
+        if self.slow {
+            // SAFETY: the caller's contract.
+            return unsafe { self.pop_slow(nodes) };
+        }
+        // SAFETY: the caller's contract.
+        Some(unsafe { self.pop_bucketed(nodes) })
+    }
+
+    /// Removes and returns the first bucketed session; some session must be
+    /// in a bucket.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::pop`].
+    #[inline(always)]
+    unsafe fn pop_bucketed<N: Linked<K>>(&mut self, nodes: &[N]) -> u32 {
+        let b = self.min_b;
+        debug_assert!(b < BUCKETS);
+        // SAFETY: `min_b` is always a bucket index (it is only ever set to
+        // one, and starts at 0).
+        let bucket = unsafe { self.buckets.get_unchecked_mut(b) };
+        let id = bucket.head;
+        // SAFETY: a bucket's head is in range (the invariant).
+        let next = unsafe { node(nodes, id) }.next();
+        bucket.head = next;
+        if next == NIL {
+            self.emptied(b);
+        }
+        id
+    }
+
+    /// [`TagQueue::pop`] when the heap is not empty or no bucket is.
+    ///
+    /// # Safety
+    /// As for [`TagQueue::pop`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn pop_slow<N: Linked<K>>(&mut self, nodes: &[N]) -> Option<u32> {
+        let from_heap = match self.overflow.peek() {
+            None => false,
+            Some(_) if self.top == 0 => true,
+            Some(&Reverse((k, _, _))) => {
+                let id = self.buckets[self.min_b & MASK].head;
+                // SAFETY: a bucket's head is in range (the invariant).
+                k <= unsafe { node(nodes, id) }.key()
+            }
+        };
+        let first = if from_heap {
+            self.overflow.pop().map(|Reverse((_, _, id))| id)
+        } else if self.top != 0 {
+            // SAFETY: the caller's contract.
+            Some(unsafe { self.pop_bucketed(nodes) })
+        } else {
+            None
+        };
+        self.slow = self.top == 0 || !self.overflow.is_empty();
+        first
     }
 
     /// Bucket `b`, the first, has just emptied: finds the next first bucket
     /// and lets the anchor follow it.
     #[inline(always)]
     fn emptied(&mut self, b: usize) {
-        self.tail[b] = NIL;
+        self.buckets[b].tail = NIL;
         self.words[b >> 6] &= !(1 << (b & 63));
         if self.words[b >> 6] == 0 {
             let m = (b >> 12) & (MIDS - 1);
@@ -217,12 +382,14 @@ impl TagQueue {
                 self.top &= !(1 << m);
                 if self.top == 0 {
                     self.min_kb = u64::MAX;
+                    self.slow = true;
                     return;
                 }
             }
         }
         let nb = self.next_busy(b);
         self.min_kb += (nb.wrapping_sub(b) & MASK) as u64;
+        self.min_b = nb;
         let a = self.min_kb.saturating_sub(SLACK);
         if a > self.anchor {
             self.anchor = a;
@@ -261,25 +428,19 @@ impl TagQueue {
         (w << 6) | self.words[w].trailing_zeros() as usize
     }
 
-    /// Subtracts `delta`, a multiple of `2^(shift + 12)`, from every key
-    /// (saturating at 0), keeping every entry's bucket.
+    /// Every key is about to be lowered by `delta`, a multiple of
+    /// `2^(shift + 14)` (the caller lowers the keys in its records, at most
+    /// to 0, which keeps every session's bucket): lowers the window and
+    /// the heap's keys to match.
     pub(crate) fn rebase(&mut self, delta: u64) {
         debug_assert_eq!(delta % ((BUCKETS as u64) << self.shift), 0);
         let drop = delta >> self.shift;
         if self.top != 0 {
-            for b in 0..BUCKETS {
-                let mut id = self.head[b];
-                while id != NIL {
-                    let e = &mut self.entries[id as usize];
-                    e.key = e.key.saturating_sub(delta);
-                    id = e.next;
-                }
-            }
             self.min_kb = self.min_kb.saturating_sub(drop);
         }
         self.anchor = self.anchor.saturating_sub(drop);
         let old = std::mem::take(&mut self.overflow).into_vec();
-        self.overflow = BinaryHeap::with_capacity(self.entries.len());
+        self.overflow = BinaryHeap::with_capacity(self.n);
         for Reverse((k, s, id)) in old {
             self.overflow
                 .push(Reverse((k.saturating_sub(delta), s, id)));
@@ -303,6 +464,65 @@ mod tests {
         }
     }
 
+    #[derive(Clone, Copy)]
+    struct Node {
+        key: u64,
+        next: u32,
+    }
+
+    impl Linked<0> for Node {
+        fn key(&self) -> u64 {
+            self.key
+        }
+        fn next(&self) -> u32 {
+            self.next
+        }
+        fn set_next(&mut self, next: u32) {
+            self.next = next;
+        }
+    }
+
+    /// A calendar with its records, used only through safe calls that keep
+    /// the contract (one slice of `n` records throughout, ids below `n`).
+    struct Checked {
+        q: TagQueue<0>,
+        nodes: Vec<Node>,
+    }
+
+    impl Checked {
+        fn new(n: usize, shift: u32) -> Self {
+            Checked {
+                q: TagQueue::new(n, shift),
+                nodes: vec![Node { key: 0, next: NIL }; n],
+            }
+        }
+        fn insert(&mut self, id: u32, key: u64) {
+            assert!((id as usize) < self.nodes.len());
+            self.nodes[id as usize].key = key;
+            // SAFETY: the same records throughout, `id` in range.
+            unsafe { self.q.insert(&mut self.nodes, id, key) }
+        }
+        fn peek(&self) -> Option<(u64, u32)> {
+            // SAFETY: as above.
+            unsafe { self.q.peek(&self.nodes) }
+        }
+        fn pop(&mut self) -> Option<(u64, u32)> {
+            // The key of a popped id: from the heap's copy or the record,
+            // which agree (`rebase` lowers both).
+            let first = self.peek();
+            // SAFETY: as above.
+            let id = unsafe { self.q.pop(&self.nodes) };
+            assert_eq!(id, first.map(|f| f.1));
+            first
+        }
+        fn rebase(&mut self, delta: u64) {
+            self.q.rebase(delta);
+            for n in &mut self.nodes {
+                n.key = n.key.saturating_sub(delta);
+            }
+        }
+    }
+
     /// Against a plain sorted set: random inserts (some far ahead, some
     /// behind the minimum) and pops, with ties.
     #[test]
@@ -310,7 +530,7 @@ mod tests {
         for shift in [0, 3, 10] {
             let mut rng = Lcg(shift as u64 + 1);
             let n = 300;
-            let mut q = TagQueue::new(n, shift);
+            let mut q = Checked::new(n, shift);
             let mut model = std::collections::BTreeSet::new();
             let mut seq = 0u64;
             let mut present = vec![false; n];
@@ -340,7 +560,7 @@ mod tests {
                         floor = floor.max(k);
                     }
                 }
-                assert_eq!(q.is_empty(), model.is_empty());
+                assert_eq!(q.q.is_empty(), model.is_empty());
             }
             while let Some((k, _, id)) = model.pop_first() {
                 assert_eq!(q.pop(), Some((k, id)));
@@ -351,7 +571,7 @@ mod tests {
 
     #[test]
     fn rebase_keeps_order() {
-        let mut q = TagQueue::new(8, 2);
+        let mut q = Checked::new(8, 2);
         let base = 5u64 << 40;
         for (id, k) in [(0, 7), (1, 3), (2, 100_000), (3, 3), (4, 1 << 30)] {
             q.insert(id, base + k);

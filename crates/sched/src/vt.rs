@@ -19,7 +19,7 @@ pub(crate) const REBASE_AT: u64 = 1 << 62;
 /// How far tags are lowered.
 pub(crate) const REBASE_BY: u64 = 1 << 61;
 /// Longest length counted in tags.
-const MAX_LEN: u32 = 1 << 24;
+pub(crate) const MAX_LEN: u32 = 1 << 24;
 
 /// Tag units per length unit for a session of `weight`: `⌊2^32 / weight⌋`.
 /// Rounding down keeps a session's tags from running ahead of a virtual
@@ -37,6 +37,14 @@ pub(crate) fn step(weight: u32) -> u64 {
 #[inline]
 pub(crate) fn span(len: u32, step: u64) -> u64 {
     u64::from(len.min(MAX_LEN)) * step
+}
+
+/// The span of an item of `len` (already clamped to [`MAX_LEN`]) at
+/// `step`.
+#[inline(always)]
+pub(crate) fn span_clamped(len: u32, step: u64) -> u64 {
+    debug_assert!(len <= MAX_LEN);
+    u64::from(len) * step
 }
 
 /// `len` as counted in tags.

@@ -2,14 +2,21 @@
 
 use aurora_time::Instant;
 
-use crate::store::Queues;
-use crate::tagq::TagQueue;
-use crate::vt::{self, clamp_len, span, REBASE_AT, REBASE_BY};
-use crate::{Discipline, Dropped, Limits, QueueId};
+use crate::store::{Arena, List, NIL};
+use crate::tagq::{Linked, TagQueue};
+use crate::vt::{self, span_clamped, MAX_LEN, REBASE_AT, REBASE_BY};
+use crate::{Discipline, DropReason, Dropped, Limits, QueueId};
 
-/// A session's tags, in tag units (see the crate's virtual-time notes).
-#[derive(Clone, Copy)]
+/// A session: its items and its tags, in tag units (see the crate's
+/// virtual-time notes). 64 bytes, so a queue id becomes an address with one
+/// shift.
+#[repr(align(64))]
 struct Session {
+    /// The session's items, used only with the discipline's arena.
+    list: List,
+    /// The next session of its calendar bucket (a session is in at most
+    /// one of the two calendars).
+    next: u32,
     /// Start tag of the head item (while backlogged).
     s: u64,
     /// Finish tag of the head item while backlogged; of the last item sent
@@ -18,6 +25,41 @@ struct Session {
     /// Tag units per length unit: `2^32 / weight`.
     step: u64,
     weight: u32,
+}
+
+/// The calendar by finish tag.
+const FINISH: u8 = 0;
+/// The calendar by start tag.
+const START: u8 = 1;
+
+impl Linked<FINISH> for Session {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.f
+    }
+    #[inline(always)]
+    fn next(&self) -> u32 {
+        self.next
+    }
+    #[inline(always)]
+    fn set_next(&mut self, next: u32) {
+        self.next = next;
+    }
+}
+
+impl Linked<START> for Session {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.s
+    }
+    #[inline(always)]
+    fn next(&self) -> u32 {
+        self.next
+    }
+    #[inline(always)]
+    fn set_next(&mut self, next: u32) {
+        self.next = next;
+    }
 }
 
 /// Worst-case fair weighted fair queueing, the WF2Q+ variant: a fair queue
@@ -61,18 +103,35 @@ struct Session {
 /// until `V` reaches it, so each is parked at most once per item sent. With
 /// equal weights and lengths no session is ever parked. O(1) per operation
 /// for the tags a busy port produces; see the crate's notes on bucket width
-/// and [`Wf2qPlus::with_typical_len`].
+/// and [`Wf2qPlus::with_typical_len`]. A cell's work is counted in `V`
+/// without a division (`2^32 / Σ weights` and its remainder are kept, and
+/// the remainder carried exactly); a longer item takes one.
+///
+/// Safety of the calendar calls: both calendars are made for the session
+/// count and always given the whole `sessions` slice, whose length that
+/// is; the ids given are session ids found in range or taken from a
+/// calendar.
 pub struct Wf2qPlus<T> {
-    queues: Queues<(T, u32), Session>,
+    sessions: Vec<Session>,
+    /// Items, with their lengths (clamped to [`MAX_LEN`]).
+    arena: Arena<T, u32>,
     /// Backlogged sessions by finish tag, eligible or not (yet).
-    by_finish: TagQueue,
+    by_finish: TagQueue<FINISH>,
     /// Backlogged sessions found not eligible, by start tag (all `> V`
     /// when parked).
-    parked: TagQueue,
+    parked: TagQueue<START>,
     v: u64,
-    /// Work not yet counted in `v`, in units of `1 / wsum` tag unit.
-    v_rem: u64,
+    /// Work not yet counted in `v`, in units of `1 / wsum` tag unit
+    /// (`v_rem`, below `wsum`), minus `wsum`, modulo 2^64.
+    v_rem_neg: u64,
     wsum: u64,
+    /// What one length unit adds to `v` and `v_rem`: `2^32 / wsum` and
+    /// `2^32 % wsum`.
+    v_step: u64,
+    v_step_rem: u64,
+    /// The smallest start tag parked, or [`REBASE_AT`] if smaller: `v` can
+    /// grow below it with nothing to unpark and no rebase.
+    v_limit: u64,
 }
 
 impl<T> Wf2qPlus<T> {
@@ -92,25 +151,32 @@ impl<T> Wf2qPlus<T> {
     /// # Panics
     /// As [`Wf2qPlus::new`].
     pub fn with_typical_len(weights: &[u32], limits: Limits, len: u32) -> Self {
+        assert!(weights.len() <= QueueId::MAX as usize, "too many queues");
         let wsum: u64 = weights.iter().map(|&w| u64::from(w)).sum::<u64>().max(1);
         let wmin = weights.iter().copied().min().unwrap_or(1);
         let shift = vt::calendar_shift(len, wsum, wmin);
         let n = weights.len();
         Wf2qPlus {
-            queues: Queues::new(
-                weights.iter().map(|&w| Session {
+            sessions: weights
+                .iter()
+                .map(|&w| Session {
+                    list: List::EMPTY,
+                    next: NIL,
                     s: 0,
                     f: 0,
                     step: vt::step(w),
                     weight: w,
-                }),
-                limits,
-            ),
+                })
+                .collect(),
+            arena: Arena::new(limits),
             by_finish: TagQueue::new(n, shift),
             parked: TagQueue::new(n, shift),
             v: 0,
-            v_rem: 0,
+            v_rem_neg: wsum.wrapping_neg(),
             wsum,
+            v_step: vt::ONE / wsum,
+            v_step_rem: vt::ONE % wsum,
+            v_limit: REBASE_AT,
         }
     }
 
@@ -124,13 +190,14 @@ impl<T> Wf2qPlus<T> {
     /// If `weight` is 0 or there is no such queue.
     pub fn set_weight(&mut self, queue: QueueId, weight: u32) {
         let step = vt::step(weight);
-        let s = &mut self.queues.get_mut(queue as usize).state;
+        let rem = self.v_rem();
+        let s = &mut self.sessions[queue as usize];
         self.wsum = self.wsum - u64::from(s.weight) + u64::from(weight);
         s.weight = weight;
         s.step = step;
-        if self.v_rem >= self.wsum {
-            self.v_rem = self.wsum - 1;
-        }
+        self.v_rem_neg = rem.min(self.wsum - 1).wrapping_sub(self.wsum);
+        self.v_step = vt::ONE / self.wsum;
+        self.v_step_rem = vt::ONE % self.wsum;
     }
 
     /// `queue`'s weight.
@@ -138,7 +205,7 @@ impl<T> Wf2qPlus<T> {
     /// # Panics
     /// If there is no such queue.
     pub fn weight(&self, queue: QueueId) -> u32 {
-        self.queues.get(queue as usize).state.weight
+        self.sessions[queue as usize].weight
     }
 
     /// The system virtual time `V` in tag units (`2^-32` length unit per
@@ -147,52 +214,117 @@ impl<T> Wf2qPlus<T> {
         self.v
     }
 
+    /// Work not yet counted in `v`, in units of `1 / wsum` tag unit.
+    #[inline(always)]
+    fn v_rem(&self) -> u64 {
+        self.v_rem_neg.wrapping_add(self.wsum)
+    }
+
     /// Back in the running: the parked sessions whose start tag `V` has
     /// reached.
     #[inline(never)]
     fn unpark(&mut self) {
-        while let Some((s, q)) = self.parked.peek() {
+        // SAFETY (calendar calls): see the struct's notes.
+        while let Some((s, q)) = unsafe { self.parked.peek(&self.sessions) } {
             if s > self.v {
                 break;
             }
-            self.parked.pop();
-            let f = self.queues.get(q as usize).state.f;
-            self.by_finish.insert(q, f);
+            unsafe { self.parked.pop(&self.sessions) };
+            let f = self.sessions[q as usize].f;
+            unsafe { self.by_finish.insert(&mut self.sessions, q, f) };
+        }
+        self.v_limit = self.parked_min();
+    }
+
+    /// The smallest start tag parked, or [`REBASE_AT`] if smaller.
+    fn parked_min(&self) -> u64 {
+        // SAFETY: see the struct's notes.
+        unsafe { self.parked.peek(&self.sessions) }.map_or(REBASE_AT, |(s, _)| s.min(REBASE_AT))
+    }
+
+    /// Parks session `q`, found not eligible.
+    #[cold]
+    #[inline(never)]
+    fn park(&mut self, q: u32) {
+        let s = self.sessions[q as usize].s;
+        // SAFETY: see the struct's notes.
+        unsafe { self.parked.insert(&mut self.sessions, q, s) };
+        self.v_limit = self.v_limit.min(s);
+    }
+
+    /// With no session eligible in `by_finish`: `V` rises to the least
+    /// start tag (`V = max(V + W, min S)`) and those sessions come back.
+    /// False if no session is backlogged.
+    #[cold]
+    #[inline(never)]
+    fn jump(&mut self) -> bool {
+        // SAFETY: see the struct's notes.
+        let Some((s, _)) = (unsafe { self.parked.peek(&self.sessions) }) else {
+            return false;
+        };
+        self.v = self.v.max(s);
+        self.unpark();
+        true
+    }
+
+    /// `V` has reached `v_limit`: lowers the tags if `V` is that high, and
+    /// unparks.
+    #[cold]
+    #[inline(never)]
+    fn v_reached_limit(&mut self) {
+        while self.v >= REBASE_AT {
+            self.rebase();
+        }
+        self.unpark();
+    }
+
+    /// Counts `len` (clamped) of work in `V`.
+    #[inline(always)]
+    fn count_work(&mut self, len: u32) {
+        if len == 1 {
+            // A cell: no division. `v_rem − wsum` (mod 2^64) plus the
+            // step's remainder wraps exactly when the remainder carries.
+            let (rem, carry) = self.v_rem_neg.overflowing_add(self.v_step_rem);
+            self.v += self.v_step + u64::from(carry);
+            // `wsum` if it carried, else 0.
+            let fix = self.wsum & u64::from(carry).wrapping_neg();
+            self.v_rem_neg = rem.wrapping_sub(fix);
+        } else {
+            self.count_long(len);
         }
     }
 
-    /// The first session by finish tag that is eligible, parking those that
-    /// are not; with none eligible, `V` rises to the least start tag
-    /// (`V = max(V + W, min S)`).
-    #[inline(always)]
-    fn select(&mut self) -> Option<u32> {
-        loop {
-            match self.by_finish.pop() {
-                Some((_, q)) => {
-                    let s = self.queues.get(q as usize).state.s;
-                    if s <= self.v {
-                        return Some(q);
-                    }
-                    self.parked.insert(q, s);
-                }
-                None => {
-                    let s = self.parked.peek()?.0;
-                    self.v = self.v.max(s);
-                    self.unpark();
-                }
-            }
-        }
+    /// [`Wf2qPlus::count_work`] for an item other than a cell.
+    #[inline(never)]
+    fn count_long(&mut self, len: u32) {
+        let x = (u64::from(len) << 32) + self.v_rem();
+        self.v += x / self.wsum;
+        self.v_rem_neg = (x % self.wsum).wrapping_sub(self.wsum);
     }
 
     #[cold]
     fn rebase(&mut self) {
         self.v -= REBASE_BY;
-        for s in self.queues.states_mut() {
+        for s in &mut self.sessions {
             s.s = s.s.saturating_sub(REBASE_BY);
             s.f = s.f.saturating_sub(REBASE_BY);
         }
         self.by_finish.rebase(REBASE_BY);
         self.parked.rebase(REBASE_BY);
+        self.v_limit = self.parked_min();
+    }
+
+    /// Tags session `q`, which just became backlogged with an item of
+    /// (clamped) `len`, and files it.
+    #[inline(never)]
+    fn backlogged(&mut self, q: QueueId, len: u32) {
+        let v = self.v;
+        let s = &mut self.sessions[q as usize];
+        s.s = s.f.max(v);
+        s.f = s.s.saturating_add(span_clamped(len, s.step));
+        let f = s.f;
+        // SAFETY: see the struct's notes.
+        unsafe { self.by_finish.insert(&mut self.sessions, q, f) };
     }
 }
 
@@ -205,7 +337,15 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
         len: u32,
         _now: Instant,
     ) -> Result<(), Dropped<T>> {
-        match self.queues.push(queue, item, |item, _| (item, len)) {
+        let Some(s) = self.sessions.get_mut(queue as usize) else {
+            return Err(Dropped {
+                item,
+                reason: DropReason::NoSuchQueue,
+            });
+        };
+        let len = len.min(MAX_LEN);
+        // SAFETY: every session's list is used only with `arena`.
+        match unsafe { self.arena.push(&mut s.list, item, len) } {
             Ok(false) => Ok(()),
             Ok(true) => {
                 self.backlogged(queue, len);
@@ -217,43 +357,52 @@ impl<T: Send> Discipline<T> for Wf2qPlus<T> {
 
     #[inline(always)]
     fn dequeue(&mut self, _now: Instant) -> Option<(QueueId, T)> {
-        if !self.parked.is_empty() {
-            self.unpark();
-        }
-        let q = self.select()?;
-        let ((item, len), qu) = self.queues.pop(q as usize)?;
-        let x = (clamp_len(len) << 32) + self.v_rem;
-        self.v += x / self.wsum;
-        self.v_rem = x % self.wsum;
-        if let Some(&(_, next)) = qu.front() {
-            let s = &mut qu.state;
+        // The first session by finish tag that is eligible, parking those
+        // that are not.
+        let q = loop {
+            // SAFETY: see the struct's notes.
+            match unsafe { self.by_finish.pop(&self.sessions) } {
+                Some(q) => {
+                    // SAFETY: a calendar's ids are session ids.
+                    if unsafe { self.sessions.get_unchecked(q as usize) }.s <= self.v {
+                        break q;
+                    }
+                    self.park(q);
+                }
+                None => {
+                    if !self.jump() {
+                        return None;
+                    }
+                }
+            }
+        };
+        // SAFETY: a calendar's ids are session ids of backlogged sessions:
+        // their lists hold items (and are used only with `arena`).
+        let s = unsafe { self.sessions.get_unchecked_mut(q as usize) };
+        let (item, len, after) = unsafe { self.arena.pop(&mut s.list) };
+        if let Some(next) = after {
+            // No overflow: a head's finish tag is within two spans (2^57)
+            // of `V` (< 2^62).
             s.s = s.f;
-            s.f = s.s.saturating_add(span(next, s.step));
-            self.by_finish.insert(q, s.f);
+            s.f += span_clamped(next, s.step);
+            let f = s.f;
+            // SAFETY: see the struct's notes.
+            unsafe { self.by_finish.insert(&mut self.sessions, q, f) };
         }
-        while self.v >= REBASE_AT {
-            self.rebase();
+        self.count_work(len);
+        if self.v >= self.v_limit {
+            self.v_reached_limit();
         }
         Some((q, item))
     }
 
     fn len(&self) -> usize {
-        self.queues.len()
+        self.arena.len()
     }
 
     fn queue_len(&self, queue: QueueId) -> usize {
-        self.queues.queue_len(queue)
-    }
-}
-
-impl<T> Wf2qPlus<T> {
-    /// Tags a session that just became backlogged with an item of `len`.
-    #[inline(never)]
-    fn backlogged(&mut self, q: QueueId, len: u32) {
-        let v = self.v;
-        let s = &mut self.queues.get_mut(q as usize).state;
-        s.s = s.f.max(v);
-        s.f = s.s.saturating_add(span(len, s.step));
-        self.by_finish.insert(q, s.f);
+        self.sessions
+            .get(queue as usize)
+            .map_or(0, |s| s.list.len() as usize)
     }
 }

@@ -154,6 +154,25 @@ fn wfq_tracks_fluid_departures_in_virtual_time() {
     assert_eq!(d.virtual_time(), 7 * V1);
 }
 
+/// An earlier `now` counts as no time passing: one session of weight 1 on
+/// a line of one unit per ns, busy from t=0, has `V` = 4 at t=4, and calls
+/// at t=2 afterwards (one of them filing a new session) leave it there.
+#[test]
+fn wfq_an_earlier_now_is_no_time_passing() {
+    let mut d = Wfq::new(&[1, 1], 1_000_000_000, ROOMY);
+    d.enqueue(0, 1, 10, at(0)).unwrap();
+    assert_eq!(d.dequeue(at(0)), Some((0, 1)));
+    d.enqueue(0, 2, 10, at(4)).unwrap();
+    assert_eq!(d.virtual_time(), 4 * V1);
+    assert_eq!(d.dequeue(at(2)), Some((0, 2)));
+    assert_eq!(d.virtual_time(), 4 * V1);
+    d.enqueue(1, 3, 10, at(2)).unwrap();
+    assert_eq!(d.virtual_time(), 4 * V1);
+    // Now two sessions share the line: V grows half a unit per ns.
+    assert_eq!(d.dequeue(at(8)), Some((1, 3)));
+    assert_eq!(d.virtual_time(), 6 * V1);
+}
+
 /// Bennett and Zhang's example: session 0 has half the line and 9 cells,
 /// sessions 1 to 8 a sixteenth each and a cell each, all at t=0.
 fn half_and_eighths() -> (Vec<u32>, Vec<QueueId>) {
