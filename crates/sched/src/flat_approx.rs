@@ -187,16 +187,27 @@ struct Walker {
     nodes: Vec<WalkNode>,
     /// The mapping being computed, indexed by queue id.
     staged: Vec<f64>,
-    /// The next node to enter.
-    next: u32,
-    /// Classes entered and not yet left.
-    stack: Vec<u32>,
+    /// The walk's steps in order, each a node index with the kind of step
+    /// in the top bits ([`DOWN`], [`LEAF`] or [`UP`]): the walk is the same
+    /// every time, so it is laid out once.
+    ops: Vec<u32>,
+    /// The next step of `ops`.
+    pos: u32,
     steps_total: u32,
 }
 
+/// A walk step entering a class: the rates pass.
+const DOWN: u32 = 0;
+/// A walk step at a leaf: both passes.
+const LEAF: u32 = 1 << 30;
+/// A walk step leaving a class: the activity pass.
+const UP: u32 = 2 << 30;
+/// The node index in a walk step.
+const NODE: u32 = LEAF - 1;
+
 impl Walker {
     fn new(tree: &ClassTree) -> Self {
-        let nodes = (0..tree.len())
+        let nodes: Vec<WalkNode> = (0..tree.len())
             .map(|i| WalkNode {
                 parent: tree.parent(i).map_or(NIL, |p| p as u32),
                 end: tree.subtree_end(i) as u32,
@@ -211,45 +222,68 @@ impl Walker {
                 rate: 0.0,
             })
             .collect();
+        // What `down` and `up` rely on.
+        let slots = tree.queue_slots();
+        for n in &nodes {
+            assert!(n.parent == NIL || (n.parent as usize) < nodes.len());
+            assert!(n.queue == NIL || (n.queue as usize) < slots);
+        }
         let mut w = Walker {
             nodes,
-            staged: vec![0.0; tree.queue_slots()],
-            next: 0,
-            stack: Vec::with_capacity(tree.depth() + 1),
+            staged: vec![0.0; slots],
+            ops: Vec::new(),
+            pos: 0,
             steps_total: (0..tree.len())
                 .map(|i| if tree.children(i).is_empty() { 1 } else { 2 })
                 .sum(),
         };
+        w.ops = Self::layout(&w.nodes);
+        assert!(!w.ops.is_empty(), "a tree has a root");
         // The starting mapping: every leaf active.
         for i in 0..tree.len() {
-            w.down(i);
+            // SAFETY: `i` is a node.
+            unsafe { w.down(i) };
         }
         w
     }
 
     /// The rates pass at node `i`.
-    fn down(&mut self, i: usize) {
-        let n = self.nodes[i];
-        let r = match self.nodes.get(n.parent as usize) {
-            None => 1.0,
-            Some(p) => {
-                let sum = if n.active {
-                    p.active_sum
-                } else {
-                    p.active_sum + n.share
-                };
-                p.rate * n.share / sum
-            }
+    ///
+    /// # Safety
+    /// `i` must be a node (below `nodes.len()`).
+    #[inline(always)]
+    unsafe fn down(&mut self, i: usize) {
+        debug_assert!(i < self.nodes.len());
+        // SAFETY: `i` is a node (the caller's promise), and `new` checked that every node's parent
+        // is a node or NIL and every leaf's queue indexes `staged`.
+        let n = unsafe { *self.nodes.get_unchecked(i) };
+        let r = if n.parent == NIL {
+            1.0
+        } else {
+            let p = unsafe { self.nodes.get_unchecked(n.parent as usize) };
+            let sum = if n.active {
+                p.active_sum
+            } else {
+                p.active_sum + n.share
+            };
+            p.rate * n.share / sum
         };
-        self.nodes[i].rate = r;
-        if let Some(s) = self.staged.get_mut(n.queue as usize) {
-            *s = r;
+        unsafe { self.nodes.get_unchecked_mut(i) }.rate = r;
+        if n.queue != NIL {
+            *unsafe { self.staged.get_unchecked_mut(n.queue as usize) } = r;
         }
     }
 
     /// The activity pass at node `i`.
-    fn up(&mut self, i: usize, busy: &impl Fn(QueueId) -> bool) {
-        let n = &mut self.nodes[i];
+    ///
+    /// # Safety
+    /// `i` must be a node (below `nodes.len()`).
+    #[inline(always)]
+    unsafe fn up(&mut self, i: usize, busy: &impl Fn(QueueId) -> bool) {
+        debug_assert!(i < self.nodes.len());
+        // SAFETY: `i` is a node (the caller's promise), and `new` checked that every node's parent
+        // is a node or NIL.
+        let n = unsafe { self.nodes.get_unchecked_mut(i) };
         let a = if n.queue != NIL {
             busy(n.queue)
         } else {
@@ -259,58 +293,80 @@ impl Walker {
         };
         n.active = a;
         let (p, share) = (n.parent, n.share);
-        if a {
-            if let Some(p) = self.nodes.get_mut(p as usize) {
-                p.acc += share;
+        if a && p != NIL {
+            unsafe { self.nodes.get_unchecked_mut(p as usize) }.acc += share;
+        }
+    }
+
+    /// The steps of a walk over `nodes` (in pre-order): each class is
+    /// entered on the way down and left once its subtree is done, each leaf
+    /// visited once.
+    fn layout(nodes: &[WalkNode]) -> Vec<u32> {
+        assert!(nodes.len() <= NODE as usize, "too many nodes");
+        let mut ops = Vec::with_capacity(2 * nodes.len());
+        let mut stack: Vec<u32> = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            while let Some(&top) = stack.last() {
+                if nodes[top as usize].end > i as u32 {
+                    break;
+                }
+                stack.pop();
+                ops.push(UP | top);
+            }
+            if n.queue != NIL {
+                ops.push(LEAF | i as u32);
+            } else {
+                ops.push(DOWN | i as u32);
+                stack.push(i as u32);
             }
         }
+        while let Some(top) = stack.pop() {
+            ops.push(UP | top);
+        }
+        ops
     }
 
     /// One step of the pipelined walk; true when it completes the walk
     /// (then `staged` holds the new mapping).
+    #[inline(always)]
     fn step(&mut self, busy: &impl Fn(QueueId) -> bool) -> bool {
-        if let Some(&top) = self.stack.last() {
-            if self.nodes[top as usize].end <= self.next {
-                self.stack.pop();
-                self.up(top as usize, busy);
-                let done = self.stack.is_empty();
-                if done {
-                    self.next = 0;
+        // SAFETY: `pos` is below `ops.len()` (it goes back to 0 on reaching
+        // it, and `ops` is not empty); `layout` steps only at nodes.
+        let op = *unsafe { self.ops.get_unchecked(self.pos as usize) };
+        self.pos += 1;
+        let i = (op & NODE) as usize;
+        unsafe {
+            if op & UP != 0 {
+                self.up(i, busy);
+            } else {
+                self.down(i);
+                if op & LEAF != 0 {
+                    self.up(i, busy);
                 }
-                return done;
             }
         }
-        let i = self.next as usize;
-        self.next += 1;
-        self.down(i);
-        if self.nodes[i].queue != NIL {
-            self.up(i, busy);
-            // Only a root that is a leaf ends a walk here.
-            if i == 0 {
-                self.next = 0;
-            }
-            i == 0
-        } else {
-            self.stack.push(i as u32);
-            false
+        let done = self.pos as usize == self.ops.len();
+        if done {
+            self.pos = 0;
         }
+        done
     }
 
     /// Starts the next walk.
     fn restart(&mut self) {
-        self.next = 0;
-        self.stack.clear();
+        self.pos = 0;
     }
 
     /// Both passes at once from the current activity (the exact limit).
     fn recompute(&mut self, busy: &impl Fn(QueueId) -> bool) {
         let n = self.nodes.len();
         self.nodes.iter_mut().for_each(|x| x.acc = 0.0);
+        // SAFETY: every `i` is a node.
         for i in (0..n).rev() {
-            self.up(i, busy);
+            unsafe { self.up(i, busy) };
         }
         for i in 0..n {
-            self.down(i);
+            unsafe { self.down(i) };
         }
         self.restart();
     }
@@ -333,9 +389,11 @@ pub struct FlatApprox<T> {
     /// steps done over the steps in a walk, kept as whole nanoseconds per
     /// step and a remainder.
     next_due: Instant,
-    step_ns: i64,
-    step_rem: i64,
-    rem_acc: i64,
+    /// When step `j` of a walk is due after the walk's start, for `j` up
+    /// to the steps in a walk: `⌊j · update_period / steps⌋` ns.
+    due: Vec<i64>,
+    /// Steps done in the current walk.
+    done: usize,
     mappings: u64,
 }
 
@@ -375,9 +433,15 @@ impl<T: Send> FlatApprox<T> {
             exact: config.update_period <= Duration::ZERO,
             walk_start: Instant::ZERO,
             next_due: Instant::ZERO,
-            step_ns: config.update_period.as_nanos() / total as i64,
-            step_rem: config.update_period.as_nanos() % total as i64,
-            rem_acc: 0,
+            due: if config.update_period > Duration::ZERO {
+                let p = i128::from(config.update_period.as_nanos());
+                (0..=total)
+                    .map(|j| (i128::from(j) * p / i128::from(total)) as i64)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            done: 0,
             mappings: 0,
         }
     }
@@ -429,7 +493,6 @@ impl<T: Send> FlatApprox<T> {
 
     #[inline(never)]
     fn catch_up(&mut self, now: Instant) {
-        let total = self.walker.steps_total as i64;
         let mut budget = self.config.max_steps_per_op;
         while budget > 0 && now >= self.next_due {
             budget -= 1;
@@ -440,16 +503,30 @@ impl<T: Send> FlatApprox<T> {
                 let end = self.walk_start + self.config.update_period;
                 self.walk_start = end.max(now);
                 self.next_due = self.walk_start;
-                self.rem_acc = 0;
+                self.done = 0;
             } else {
-                self.next_due += Duration::from_nanos(self.step_ns);
-                self.rem_acc += self.step_rem;
-                if self.rem_acc >= total {
-                    self.rem_acc -= total;
-                    self.next_due += Duration::from_nanos(1);
-                }
+                self.done += 1;
+                self.next_due = self.walk_start + Duration::from_nanos(self.due_after(self.done));
             }
         }
+    }
+
+    /// When step `j` of a walk is due after the walk's start (a walk may
+    /// take more steps than [`Walker::steps_total`] only if the tree's
+    /// layout says so).
+    #[inline(always)]
+    fn due_after(&self, j: usize) -> i64 {
+        match self.due.get(j) {
+            Some(&d) => d,
+            None => self.due_beyond(j),
+        }
+    }
+
+    #[cold]
+    fn due_beyond(&self, j: usize) -> i64 {
+        let total = i128::from(self.walker.steps_total.max(1));
+        let p = i128::from(self.config.update_period.as_nanos());
+        (j as i128 * p / total).min(i128::from(i64::MAX)) as i64
     }
 
     #[inline(never)]
@@ -532,9 +609,6 @@ struct Wf2qLeaves<T> {
     wf2q: Wf2qPlus<T>,
     /// The weights in force, as fractions of the link, by queue.
     fractions: Vec<f64>,
-    /// The same as [`Wf2qPlus`] weights (kept to avoid an allocation per
-    /// install).
-    ints: Vec<u32>,
     /// The port's limit on items.
     port: usize,
 }
@@ -547,7 +621,6 @@ impl<T> Wf2qLeaves<T> {
         Wf2qLeaves {
             wf2q: Wf2qPlus::with_typical_len(&ints, limits, cell_len),
             fractions: weights.to_vec(),
-            ints,
             port: limits.port,
         }
     }
@@ -590,9 +663,7 @@ impl<T: Send> LeafScheduler<T> for Wf2qLeaves<T> {
     fn set_weight(&mut self, queue: QueueId, weight: f64) {
         if let Some(w) = self.fractions.get_mut(queue as usize) {
             *w = weight;
-            let int = int_weight(weight);
-            self.ints[queue as usize] = int;
-            self.wf2q.set_weight(queue, int);
+            self.wf2q.set_weight(queue, int_weight(weight));
         }
     }
 
@@ -603,10 +674,8 @@ impl<T: Send> LeafScheduler<T> for Wf2qLeaves<T> {
     fn install(&mut self, weights: &mut Vec<f64>) {
         debug_assert_eq!(weights.len(), self.fractions.len());
         std::mem::swap(&mut self.fractions, weights);
-        for (i, &w) in self.ints.iter_mut().zip(&self.fractions) {
-            *i = int_weight(w);
-        }
-        self.wf2q.set_weights(&self.ints);
+        self.wf2q
+            .set_weights(self.fractions.iter().map(|&w| int_weight(w)));
     }
 }
 
