@@ -603,6 +603,14 @@ fn int_weight(fraction: f64) -> u32 {
     ((fraction * WEIGHT_ONE + 0.5) as u32).max(1)
 }
 
+/// The bytes of `x` (compared with `memcmp`: equal bytes are equal
+/// weights).
+fn bytes(x: &[f64]) -> &[u8] {
+    // SAFETY: an `f64` is 8 initialised bytes with no padding, and `u8` has
+    // no alignment; the slice borrows `x`.
+    unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<u8>(), std::mem::size_of_val(x)) }
+}
+
 /// The crate's [`Wf2qPlus`] over the leaves, with the fractions of the link
 /// it was given (its weights are integers: each fraction times 2^20).
 struct Wf2qLeaves<T> {
@@ -673,7 +681,14 @@ impl<T: Send> LeafScheduler<T> for Wf2qLeaves<T> {
 
     fn install(&mut self, weights: &mut Vec<f64>) {
         debug_assert_eq!(weights.len(), self.fractions.len());
+        // Under steady load a mapping is the one in force: then WF2Q+
+        // would be given the weights it has (and its sum, so nothing else
+        // changes either).
+        let same = bytes(&self.fractions) == bytes(weights);
         std::mem::swap(&mut self.fractions, weights);
+        if same {
+            return;
+        }
         self.wf2q
             .set_weights(self.fractions.iter().map(|&w| int_weight(w)));
     }
