@@ -45,13 +45,16 @@
 //! `update_period` P > 0, walk k starts at `T(k)` and its step j of M is due
 //! at `T(k) + P·j/M`; each [`Discipline::enqueue`] and
 //! [`Discipline::dequeue`] first performs the steps due at its `now`, at
-//! most [`FlatConfig::max_steps_per_op`]. A step costs about a hundred
+//! most [`FlatConfig::max_steps_per_op`]. The walk's steps are laid out
+//! once as a list (node and kind: enter a class, leave it, or visit a
+//! leaf), and the offsets `⌊P·j/M⌋` kept in a table. A step costs about 75
 //! instructions, so under load, when a call comes every cell time `c`, the
 //! cost per cell is bounded by about `M·c/P` steps plus the check. When the
 //! walk ends the new weights are put in force at once: the vector of
-//! fractions is swapped for the leaf scheduler's and converted to its
-//! integer weights in one pass (O(leaves) once a walk), and walk k+1 starts
-//! at `max(T(k) + P, now)`. [`FlatApprox::mappings`] counts the mappings
+//! fractions is swapped for the leaf scheduler's and, unless it is the same
+//! as the one in force (compared byte for byte), converted to its integer
+//! weights in one pass (O(leaves) once a walk), and walk k+1 starts at
+//! `max(T(k) + P, now)`. [`FlatApprox::mappings`] counts the mappings
 //! put in force.
 //!
 //! With `update_period` 0 the approximation is exact: every enqueue that
@@ -93,8 +96,10 @@
 //! an OC-3c line. With the module's first leaf scheduler (a stand-in
 //! WF2Q+ with bucket queues of one cell) a cycle cost about 336
 //! instructions with a walk every 10 ms and 631 with one every millisecond
-//! (about a hundred instructions a step); with [`Wf2qPlus`], 189 and 512.
-//! That is well over the 80 instructions an i960 had per cell time on the
+//! (about a hundred instructions a step); with [`Wf2qPlus`], 189 and 512;
+//! with the walk laid out as a list, the due times in a table and an
+//! unchanged mapping not reinstalled, 179 and 419 (of which WF2Q+ alone
+//! is about 132, with the harness's loop). That is well over the 80 instructions an i960 had per cell time on the
 //! Sunshine output port controller, where the sorting was the sequencer
 //! chip's and the i960 code alone still came to 88.
 
