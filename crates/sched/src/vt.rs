@@ -28,6 +28,7 @@ pub(crate) const MAX_LEN: u32 = 1 << 24;
 ///
 /// # Panics
 /// If `weight` is 0.
+#[inline]
 pub(crate) fn step(weight: u32) -> u64 {
     assert!(weight > 0, "a session weight must be > 0");
     ONE / u64::from(weight)

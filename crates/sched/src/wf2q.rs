@@ -200,6 +200,29 @@ impl<T> Wf2qPlus<T> {
         self.v_step_rem = vt::ONE % self.wsum;
     }
 
+    /// Sets every queue's weight at once, queue `q` to the `q`th of
+    /// `weights`: as [`Wf2qPlus::set_weight`] for each, with `V`'s rate
+    /// recomputed once.
+    ///
+    /// # Panics
+    /// If a weight is 0 or `weights` does not give one per queue.
+    pub fn set_weights(&mut self, weights: impl IntoIterator<Item = u32>) {
+        let rem = self.v_rem();
+        let mut wsum = 0;
+        let mut n = 0;
+        for (s, w) in self.sessions.iter_mut().zip(weights) {
+            s.step = vt::step(w);
+            s.weight = w;
+            wsum += u64::from(w);
+            n += 1;
+        }
+        assert_eq!(n, self.sessions.len(), "one weight per queue");
+        self.wsum = wsum.max(1);
+        self.v_rem_neg = rem.min(self.wsum - 1).wrapping_sub(self.wsum);
+        self.v_step = vt::ONE / self.wsum;
+        self.v_step_rem = vt::ONE % self.wsum;
+    }
+
     /// `queue`'s weight.
     ///
     /// # Panics
