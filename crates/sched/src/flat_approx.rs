@@ -90,8 +90,8 @@
 //! # Cost
 //!
 //! `aurora bench sched --callgrind` ("flat walk 10ms" and "flat walk 1ms")
-//! and `examples/hier_cost.rs` count instructions per cell cycle (one
-//! enqueue and one dequeue) under callgrind, on x86-64 with 1,000
+//! counts instructions per cell cycle (one enqueue and one dequeue) under
+//! callgrind, on x86-64 with 1,000
 //! backlogged leaves under three levels of classes (1,222 walk steps) and
 //! an OC-3c line. With the module's first leaf scheduler (a stand-in
 //! WF2Q+ with bucket queues of one cell) a cycle cost about 336
