@@ -149,3 +149,20 @@ pub mod tree;
 pub use flat_approx::{FlatApprox, FlatConfig};
 pub use hier::Hwfq;
 pub use tree::{ClassSpec, ClassTree, NodeIdx, Share, TreeError};
+
+/// A deterministic generator for the unit tests, so they need no
+/// dependency.
+#[cfg(test)]
+mod test_rng {
+    pub(crate) struct Lcg(pub(crate) u64);
+
+    impl Lcg {
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+    }
+}

@@ -264,17 +264,7 @@ impl<T, X> Drop for Arena<T, X> {
 mod tests {
     use super::*;
 
-    /// A deterministic generator, so these tests need no dependency.
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-    }
+    use crate::test_rng::Lcg;
 
     /// An arena and its lists, used only through calls that keep the
     /// contract (each list with this arena only; pops from non-empty

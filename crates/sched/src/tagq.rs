@@ -452,17 +452,7 @@ impl<const K: u8> TagQueue<K> {
 mod tests {
     use super::*;
 
-    /// A deterministic generator, so these tests need no dependency.
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-    }
+    use crate::test_rng::Lcg;
 
     #[derive(Clone, Copy)]
     struct Node {
