@@ -56,7 +56,12 @@ pub enum Variant {
 
 impl Variant {
     /// Every variant, in the order reports list them.
-    pub const ALL: [Variant; 4] = [Variant::Tahoe, Variant::Reno, Variant::NewReno, Variant::Sack];
+    pub const ALL: [Variant; 4] = [
+        Variant::Tahoe,
+        Variant::Reno,
+        Variant::NewReno,
+        Variant::Sack,
+    ];
 
     /// The variant's name in topology files and reports.
     pub fn name(self) -> &'static str {
@@ -669,11 +674,13 @@ impl Connection {
         self.fin_received
     }
 
-    /// Ends this side: a FIN follows the data written.
+    /// Ends this side: a FIN follows the data written (after the
+    /// handshake, if it has not ended). To drop a connection at once, use
+    /// [`Connection::abort`].
     pub fn close(&mut self) {
         match self.state {
-            State::SynSent => self.finish(CloseReason::Done),
-            State::SynReceived | State::Established | State::CloseWait => {
+            // Before the handshake ends the FIN waits, like data.
+            State::SynSent | State::SynReceived | State::Established | State::CloseWait => {
                 if !self.fin_queued {
                     self.fin_queued = true;
                     self.want_output = true;
@@ -685,6 +692,7 @@ impl Connection {
 
     /// Drops the connection at once, sending a RST if it was synchronized.
     pub fn abort(&mut self, now: Instant, tx: &mut dyn FnMut(&[u8])) {
+        self.now = now;
         if matches!(
             self.state,
             State::SynReceived
@@ -695,11 +703,14 @@ impl Connection {
                 | State::Closing
                 | State::LastAck
         ) {
-            let r = self.repr(Flags {
-                rst: true,
-                ack: true,
-                ..Flags::default()
-            }, self.snd_nxt);
+            let r = self.repr(
+                Flags {
+                    rst: true,
+                    ack: true,
+                    ..Flags::default()
+                },
+                self.snd_nxt,
+            );
             self.emit(&r, None, tx);
         }
         self.finish(CloseReason::Aborted);
@@ -910,7 +921,10 @@ impl Connection {
     }
 
     fn may_receive(&self) -> bool {
-        matches!(self.state, State::Established | State::FinWait1 | State::FinWait2)
+        matches!(
+            self.state,
+            State::Established | State::FinWait1 | State::FinWait2
+        )
     }
 
     /// The ACK part of an acceptable segment; false if the segment is to
@@ -927,9 +941,7 @@ impl Connection {
         let old = ack < self.snd_una;
         // Window update (RFC 9293 3.10.7.4, fifth check).
         let window_changed = window != self.snd_wnd;
-        if !old
-            && (self.snd_wl1 < r.seq || (self.snd_wl1 == r.seq && self.snd_wl2 <= ack))
-        {
+        if !old && (self.snd_wl1 < r.seq || (self.snd_wl1 == r.seq && self.snd_wl2 <= ack)) {
             if window > self.snd_wnd {
                 self.want_output = true;
             }
@@ -951,6 +963,7 @@ impl Connection {
         if newly > 0 {
             self.new_ack(now, ack, newly, r.timestamp);
         } else if self.snd_max > self.snd_una
+            && window != 0
             && p.payload.is_empty()
             && !r.flags.syn
             && !r.flags.fin
@@ -1105,7 +1118,12 @@ impl Connection {
         self.recover_set = true;
         self.partial_seen = false;
         self.stats.fast_retransmits += 1;
-        self.trace.push(now, Event::FastRetransmit { recover: self.recover });
+        self.trace.push(
+            now,
+            Event::FastRetransmit {
+                recover: self.recover,
+            },
+        );
         match variant {
             Variant::Tahoe => {
                 self.cwnd = self.smss;
@@ -1239,7 +1257,12 @@ impl Connection {
             }
             self.rtt.back_off();
             self.stats.timeouts += 1;
-            self.trace.push(now, Event::Timeout { backoff: self.rtt.backoffs() });
+            self.trace.push(
+                now,
+                Event::Timeout {
+                    backoff: self.rtt.backoffs(),
+                },
+            );
             self.timing = None;
             self.syn_due = true;
             return;
@@ -1260,7 +1283,12 @@ impl Connection {
         self.stats.timeouts += 1;
         let first = self.rtt.backoffs() == 0;
         self.rtt.back_off();
-        self.trace.push(now, Event::Timeout { backoff: self.rtt.backoffs() });
+        self.trace.push(
+            now,
+            Event::Timeout {
+                backoff: self.rtt.backoffs(),
+            },
+        );
         if self.snd_max > self.snd_una {
             if first {
                 let flight = self.snd_max.since(self.snd_una);
@@ -1315,8 +1343,17 @@ impl Connection {
             }
         }
         self.want_output = false;
+        // The timer runs while anything is in flight, and (as the persist
+        // timer) while data waits behind a shut window.
+        let waiting = self.data_end() + u32::from(self.fin_queued) > self.snd_nxt;
+        if self.rto_at.is_none()
+            && synchronized
+            && (self.snd_max > self.snd_una || (self.snd_wnd == 0 && waiting))
+        {
+            self.rto_at = Some(self.timer_from(now));
+        }
         if self.ack_now && !sent && self.state != State::Closed && self.state != State::SynSent {
-            self.send_ack(now, tx);
+            self.send_ack(tx);
         }
     }
 
@@ -1337,14 +1374,15 @@ impl Connection {
                     if std::mem::take(&mut self.probe_due) {
                         // One byte beyond the shut window (the first
                         // unACKed one if a probe is already out).
-                        let at = if self.snd_nxt > self.snd_una { self.snd_una } else { self.snd_nxt };
+                        let at = if self.snd_nxt > self.snd_una {
+                            self.snd_una
+                        } else {
+                            self.snd_nxt
+                        };
                         let len = self.segment_len(at, 1);
                         self.send_segment(now, at, len, tx);
                         self.snd_nxt = self.snd_nxt.max(at + len);
                         sent = true;
-                    }
-                    if self.rto_at.is_none() {
-                        self.rto_at = Some(self.timer_from(now));
                     }
                 }
                 break;
@@ -1370,25 +1408,36 @@ impl Connection {
     /// RFC 6675's transmission during SACK recovery: while `pipe` leaves
     /// room in `cwnd`, lost holes first, then new data, then holes not yet
     /// thought lost.
-    fn output_sack_recovery(&mut self, now: Instant, budget: &mut u32, tx: &mut dyn FnMut(&[u8])) -> bool {
+    fn output_sack_recovery(
+        &mut self,
+        now: Instant,
+        budget: &mut u32,
+        tx: &mut dyn FnMut(&[u8]),
+    ) -> bool {
         let mut sent = false;
         let (dt, mss) = (self.cfg.dupthresh, self.smss);
         while *budget > 0 {
-            let pipe = self.board.pipe(self.snd_una, self.snd_max, self.high_rxt, dt, mss);
+            let pipe = self
+                .board
+                .pipe(self.snd_una, self.snd_max, self.high_rxt, dt, mss);
             if self.cwnd < pipe + mss.min(self.cwnd) {
                 break;
             }
             let end = self.data_end() + u32::from(self.fin_queued);
-            let (at, cap, rxt) = if let Some((s, n)) = self.board.next_lost(self.snd_una, self.high_rxt, dt, mss) {
-                (s, n, true)
-            } else if self.snd_max < end && self.snd_max.since(self.snd_una) < self.snd_wnd {
-                let room = (self.snd_una + self.snd_wnd).since(self.snd_max);
-                (self.snd_max, room, false)
-            } else if let Some((s, n)) = self.board.next_unsacked(self.snd_una, self.high_rxt, dt, mss) {
-                (s, n, true)
-            } else {
-                break;
-            };
+            let (at, cap, rxt) =
+                if let Some((s, n)) = self.board.next_lost(self.snd_una, self.high_rxt, dt, mss) {
+                    (s, n, true)
+                } else if self.snd_max < end && self.snd_max.since(self.snd_una) < self.snd_wnd {
+                    let room = (self.snd_una + self.snd_wnd).since(self.snd_max);
+                    (self.snd_max, room, false)
+                } else if let Some((s, n)) =
+                    self.board
+                        .next_unsacked(self.snd_una, self.high_rxt, dt, mss)
+                {
+                    (s, n, true)
+                } else {
+                    break;
+                };
             let len = self.segment_len(at, cap);
             if len == 0 {
                 break;
@@ -1440,7 +1489,14 @@ impl Connection {
         } else if self.timing.is_none() && !self.ts_ok {
             self.timing = Some((at, now));
         }
-        self.trace.push(now, Event::Send { seq: at, len, retransmit });
+        self.trace.push(
+            now,
+            Event::Send {
+                seq: at,
+                len,
+                retransmit,
+            },
+        );
         if at + len > self.snd_max {
             self.snd_max = at + len;
         }
@@ -1494,13 +1550,20 @@ impl Connection {
         } else {
             self.timing = Some((self.iss, now));
         }
-        self.trace.push(now, Event::Send { seq: self.iss, len: 1, retransmit });
+        self.trace.push(
+            now,
+            Event::Send {
+                seq: self.iss,
+                len: 1,
+                retransmit,
+            },
+        );
         self.snd_nxt = self.iss + 1;
         self.snd_max = self.iss + 1;
         self.rto_at = Some(self.timer_from(now));
     }
 
-    fn send_ack(&mut self, now: Instant, tx: &mut dyn FnMut(&[u8])) {
+    fn send_ack(&mut self, tx: &mut dyn FnMut(&[u8])) {
         let r = self.repr(
             Flags {
                 ack: true,
@@ -1581,7 +1644,14 @@ impl Connection {
             }
         }
         let mut out = std::mem::take(&mut self.scratch);
-        seg::emit(self.local.addr, self.remote.addr, self.ident, r, &payload, &mut out);
+        seg::emit(
+            self.local.addr,
+            self.remote.addr,
+            self.ident,
+            r,
+            &payload,
+            &mut out,
+        );
         self.ident = self.ident.wrapping_add(1);
         tx(&out);
         self.scratch = out;
@@ -1612,7 +1682,14 @@ pub fn reset_reply(p: &Parsed<'_>, out: &mut Vec<u8>) -> bool {
         return false;
     }
     let (seq, ack, flags) = if r.flags.ack {
-        (r.ack, Seq(0), Flags { rst: true, ..Flags::default() })
+        (
+            r.ack,
+            Seq(0),
+            Flags {
+                rst: true,
+                ..Flags::default()
+            },
+        )
     } else {
         (
             Seq(0),

@@ -34,6 +34,11 @@ pub struct Pipe {
     pub cut: bool,
     /// Packets lost to the cut.
     pub cut_drops: u64,
+    /// Lose each packet with this probability (a seeded generator).
+    pub loss: f64,
+    rng: u64,
+    /// Packets lost at random.
+    pub random_drops: u64,
 }
 
 impl Pipe {
@@ -49,6 +54,9 @@ impl Pipe {
             offered: 0,
             cut: false,
             cut_drops: 0,
+            loss: 0.0,
+            rng: 0x9E37_79B9_7F4A_7C15,
+            random_drops: 0,
         }
     }
 
@@ -57,6 +65,16 @@ impl Pipe {
         if self.cut {
             self.cut_drops += 1;
             return;
+        }
+        if self.loss > 0.0 {
+            self.rng = self
+                .rng
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            if ((self.rng >> 11) as f64 / (1u64 << 53) as f64) < self.loss {
+                self.random_drops += 1;
+                return;
+            }
         }
         while self.queued.front().is_some_and(|&t| t <= now) {
             self.queued.pop_front();
@@ -70,7 +88,8 @@ impl Pipe {
         let tx = Duration::from_nanos(bits * 1_000_000_000 / self.rate as i64);
         self.free_at = start + tx;
         self.queued.push_back(self.free_at);
-        self.flight.push_back((self.free_at + self.delay, pkt.to_vec()));
+        self.flight
+            .push_back((self.free_at + self.delay, pkt.to_vec()));
     }
 
     fn next_at(&self) -> Option<Instant> {
@@ -98,6 +117,10 @@ pub struct Path {
     pub read: u64,
     /// Bytes to send in all.
     pub total: u64,
+    /// When the last byte reached `b`'s reader.
+    pub all_read_at: Option<Instant>,
+    /// `b`'s application reads what arrives (else it leaves it).
+    pub b_reads: bool,
 }
 
 /// The byte at offset `i` of a transfer.
@@ -139,12 +162,16 @@ impl Path {
             written: 0,
             read: 0,
             total,
+            all_read_at: None,
+            b_reads: true,
         }
     }
 
     fn fill(&mut self) {
         while self.written < self.total && self.a.send_space() > 0 {
-            let n = (self.total - self.written).min(self.a.send_space() as u64).min(65_536);
+            let n = (self.total - self.written)
+                .min(self.a.send_space() as u64)
+                .min(65_536);
             let chunk: Vec<u8> = (self.written..self.written + n).map(pattern).collect();
             let took = self.a.send(&chunk) as u64;
             self.written += took;
@@ -159,8 +186,9 @@ impl Path {
 
     /// Runs until both sides are closed or `until`.
     pub fn run(&mut self, until: Instant) {
-        self.fill();
         loop {
+            self.read_b();
+            self.fill();
             let next = [
                 self.a.poll_at(),
                 self.b.poll_at(),
@@ -198,13 +226,7 @@ impl Path {
             for p in out.drain(..) {
                 self.ba.send(now, &p);
             }
-            let read = &mut self.read;
-            self.b.recv(&mut |d| {
-                for &x in d {
-                    assert_eq!(x, pattern(*read), "byte {} differs", *read);
-                    *read += 1;
-                }
-            });
+            self.read_b();
             if self.b.peer_closed() && self.b.state() == State::CloseWait {
                 self.b.close();
             }
@@ -212,6 +234,23 @@ impl Path {
             if self.a.state() == State::Closed && self.b.state() == State::Closed {
                 break;
             }
+        }
+    }
+
+    /// `b`'s application reads (if it does), checking every byte.
+    fn read_b(&mut self) {
+        if !self.b_reads {
+            return;
+        }
+        let read = &mut self.read;
+        self.b.recv(&mut |d| {
+            for &x in d {
+                assert_eq!(x, pattern(*read), "byte {} differs", *read);
+                *read += 1;
+            }
+        });
+        if self.read == self.total && self.all_read_at.is_none() {
+            self.all_read_at = Some(self.now);
         }
     }
 
