@@ -101,7 +101,10 @@ mod tests {
         assert_eq!(r.rto(), ms(1000));
         r.sample(ms(100));
         // SRTT 100, RTTVAR 50: RTO = 100 + 4·50 = 300.
-        assert_eq!((r.srtt(), r.rttvar(), r.rto()), (Some(ms(100)), ms(50), ms(300)));
+        assert_eq!(
+            (r.srtt(), r.rttvar(), r.rto()),
+            (Some(ms(100)), ms(50), ms(300))
+        );
         r.sample(ms(200));
         // RTTVAR = 3/4·50 + 1/4·100 = 62.5; SRTT = 7/8·100 + 1/8·200 = 112.5.
         assert_eq!(r.rttvar(), Duration::from_micros(62_500));

@@ -101,20 +101,23 @@ impl Scoreboard {
         let mut above_bytes: u32 = self.sacked_bytes();
         let n = self.ranges.len();
         let mut prev = una;
-        self.ranges.iter().enumerate().filter_map(move |(i, &(a, b))| {
-            let hole = (prev < a).then(|| {
-                let ranges_above = (n - i) as u32;
-                Hole {
-                    start: prev,
-                    end: a,
-                    lost: ranges_above >= dupthresh
-                        || above_bytes > dupthresh.saturating_sub(1) * mss,
-                }
-            });
-            above_bytes -= b.since(a);
-            prev = b;
-            hole
-        })
+        self.ranges
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, &(a, b))| {
+                let hole = (prev < a).then(|| {
+                    let ranges_above = (n - i) as u32;
+                    Hole {
+                        start: prev,
+                        end: a,
+                        lost: ranges_above >= dupthresh
+                            || above_bytes > dupthresh.saturating_sub(1) * mss,
+                    }
+                });
+                above_bytes -= b.since(a);
+                prev = b;
+                hole
+            })
     }
 
     /// RFC 6675's `pipe`: bytes between `una` and `max` thought to be in
@@ -138,7 +141,13 @@ impl Scoreboard {
     /// RFC 6675's NextSeg rule 1: the first lost, unSACKed byte above
     /// `high_rxt` (the highest byte retransmitted so far, exclusive), and
     /// how many bytes of its hole follow it.
-    pub fn next_lost(&self, una: Seq, high_rxt: Seq, dupthresh: u32, mss: u32) -> Option<(Seq, u32)> {
+    pub fn next_lost(
+        &self,
+        una: Seq,
+        high_rxt: Seq,
+        dupthresh: u32,
+        mss: u32,
+    ) -> Option<(Seq, u32)> {
         self.holes(una, dupthresh, mss)
             .filter(|h| h.lost && h.end > high_rxt)
             .map(|h| {
@@ -150,7 +159,13 @@ impl Scoreboard {
 
     /// NextSeg rule 3: the first unSACKed byte above `high_rxt` in a hole
     /// not (yet) lost, and how many bytes of its hole follow it.
-    pub fn next_unsacked(&self, una: Seq, high_rxt: Seq, dupthresh: u32, mss: u32) -> Option<(Seq, u32)> {
+    pub fn next_unsacked(
+        &self,
+        una: Seq,
+        high_rxt: Seq,
+        dupthresh: u32,
+        mss: u32,
+    ) -> Option<(Seq, u32)> {
         self.holes(una, dupthresh, mss)
             .filter(|h| h.end > high_rxt)
             .map(|h| {
@@ -182,7 +197,12 @@ mod tests {
     fn board(sacked: &[u32]) -> Scoreboard {
         let mut b = Scoreboard::new();
         for &k in sacked {
-            b.add(Seq(1000 + k * MSS), Seq(1100 + k * MSS), Seq(1000), Seq(100_000));
+            b.add(
+                Seq(1000 + k * MSS),
+                Seq(1100 + k * MSS),
+                Seq(1000),
+                Seq(100_000),
+            );
         }
         b
     }
@@ -191,7 +211,10 @@ mod tests {
     fn ranges_merge_and_the_ack_trims_them() {
         let mut b = board(&[2, 3, 5]);
         assert_eq!(b.ranges(), [(Seq(1200), Seq(1400)), (Seq(1500), Seq(1600))]);
-        assert!(!b.add(Seq(1200), Seq(1300), Seq(1000), Seq(100_000)), "nothing new");
+        assert!(
+            !b.add(Seq(1200), Seq(1300), Seq(1000), Seq(100_000)),
+            "nothing new"
+        );
         assert!(b.add(Seq(1400), Seq(1500), Seq(1000), Seq(100_000)));
         assert_eq!(b.ranges(), [(Seq(1200), Seq(1600))]);
         b.ack(Seq(1300));
@@ -206,7 +229,14 @@ mod tests {
         // with 3 too, it is.
         let b = board(&[1, 2]);
         let h: Vec<_> = b.holes(Seq(1000), 3, MSS).collect();
-        assert_eq!(h, [Hole { start: Seq(1000), end: Seq(1100), lost: false }]);
+        assert_eq!(
+            h,
+            [Hole {
+                start: Seq(1000),
+                end: Seq(1100),
+                lost: false
+            }]
+        );
         let b = board(&[1, 2, 3]);
         assert!(b.holes(Seq(1000), 3, MSS).all(|h| h.lost));
         // Three separate ranges above count too.
@@ -224,11 +254,17 @@ mod tests {
         // Hole 0 lost (7 segments above), hole 4 lost (4 above): pipe is
         // only segment 9.
         assert_eq!(b.pipe(Seq(1000), max, Seq(1000), 3, MSS), 100);
-        assert_eq!(b.next_lost(Seq(1000), Seq(1000), 3, MSS), Some((Seq(1000), 100)));
+        assert_eq!(
+            b.next_lost(Seq(1000), Seq(1000), 3, MSS),
+            Some((Seq(1000), 100))
+        );
         // Segment 0 retransmitted: it is in the pipe again, and the next
         // lost byte is segment 4.
         assert_eq!(b.pipe(Seq(1000), max, Seq(1100), 3, MSS), 200);
-        assert_eq!(b.next_lost(Seq(1000), Seq(1100), 3, MSS), Some((Seq(1400), 100)));
+        assert_eq!(
+            b.next_lost(Seq(1000), Seq(1100), 3, MSS),
+            Some((Seq(1400), 100))
+        );
         assert_eq!(b.next_lost(Seq(1000), Seq(1500), 3, MSS), None);
         assert_eq!(b.next_unsacked(Seq(1000), Seq(1500), 3, MSS), None);
     }
