@@ -678,15 +678,10 @@ impl Connection {
     /// handshake, if it has not ended). To drop a connection at once, use
     /// [`Connection::abort`].
     pub fn close(&mut self) {
-        match self.state {
-            // Before the handshake ends the FIN waits, like data.
-            State::SynSent | State::SynReceived | State::Established | State::CloseWait => {
-                if !self.fin_queued {
-                    self.fin_queued = true;
-                    self.want_output = true;
-                }
-            }
-            _ => {}
+        // Before the handshake ends the FIN waits, like data.
+        if self.can_write() && !self.fin_queued {
+            self.fin_queued = true;
+            self.want_output = true;
         }
     }
 
@@ -1370,20 +1365,18 @@ impl Connection {
                 break;
             }
             if room == 0 {
-                if self.snd_wnd == 0 {
-                    if std::mem::take(&mut self.probe_due) {
-                        // One byte beyond the shut window (the first
-                        // unACKed one if a probe is already out).
-                        let at = if self.snd_nxt > self.snd_una {
-                            self.snd_una
-                        } else {
-                            self.snd_nxt
-                        };
-                        let len = self.segment_len(at, 1);
-                        self.send_segment(now, at, len, tx);
-                        self.snd_nxt = self.snd_nxt.max(at + len);
-                        sent = true;
-                    }
+                if self.snd_wnd == 0 && std::mem::take(&mut self.probe_due) {
+                    // One byte beyond the shut window (the first
+                    // unACKed one if a probe is already out).
+                    let at = if self.snd_nxt > self.snd_una {
+                        self.snd_una
+                    } else {
+                        self.snd_nxt
+                    };
+                    let len = self.segment_len(at, 1);
+                    self.send_segment(now, at, len, tx);
+                    self.snd_nxt = self.snd_nxt.max(at + len);
+                    sent = true;
                 }
                 break;
             }

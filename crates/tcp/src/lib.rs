@@ -12,6 +12,7 @@
 //! | [`rtt`] | RFC 6298's round-trip estimate and retransmission timeout |
 //! | [`sack`] | the sender's SACK scoreboard (RFC 6675) |
 //! | [`trace`] | a connection's time-sequence trace |
+//! | [`host`] | a host on the cell network whose local side is TCP sources and sinks |
 //!
 //! The segment format uses `etherparse` for the TCP header and its
 //! options; the rest is this crate's own. smoltcp's TCP was considered and
@@ -20,6 +21,7 @@
 //! scoreboard), and the recovery algorithms are what this crate is for.
 
 pub mod conn;
+pub mod host;
 pub mod reasm;
 pub mod rtt;
 pub mod sack;
