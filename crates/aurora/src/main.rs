@@ -14,6 +14,7 @@ mod bench_rt;
 mod bench_sar;
 mod bench_sched;
 mod bench_soak;
+mod bench_tcp;
 mod demo;
 mod experiment;
 mod lateness;
@@ -233,6 +234,14 @@ enum Bench {
         /// Memory samples taken.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..=10_000))]
         samples: u32,
+    },
+    /// A bulk TCP transfer through a two-hop OC-12c ATM path in virtual
+    /// time: virtual seconds per wall second, segments and cells per
+    /// second on one core, against the same cells without TCP.
+    Tcp {
+        /// Virtual seconds to run, more than 0 and at most 60.
+        #[arg(long, default_value_t = 2.0, value_parser = positive_secs)]
+        secs: f64,
     },
     /// The same topologies in virtual and wall-clock time: round trips,
     /// PDUs missing, lateness, goodput against line rate, start-up time,
@@ -697,6 +706,15 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("aurora bench sched: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Bench {
+            what: Bench::Tcp { secs },
+        } => match bench_tcp::main(secs) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("aurora bench tcp: {e}");
                 ExitCode::FAILURE
             }
         },
