@@ -22,6 +22,8 @@ mod node;
 mod ping;
 mod port_report;
 mod run;
+#[allow(dead_code)] // used by the TCP report and experiments (issue 14), being wired in
+mod tcp_trace;
 mod ttcp;
 
 /// Aurora: a software gigabit-networking testbed.
