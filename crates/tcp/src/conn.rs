@@ -905,7 +905,7 @@ impl Connection {
         }
         // Data.
         if !p.payload.is_empty() && self.may_receive() {
-            self.take_data(now, r.seq, p.payload, r.flags.psh);
+            self.take_data(now, r.seq, p.payload);
         }
         if r.flags.fin && self.may_receive() {
             let at = r.seq + p.payload.len() as u32;
@@ -1068,8 +1068,12 @@ impl Connection {
             return;
         }
         self.dupacks = 0;
+        if drained == 0 {
+            // Only the SYN or FIN: no data, no growth.
+            return;
+        }
         let inc = if self.cwnd < self.ssthresh {
-            newly.min(self.smss)
+            (drained as u32).min(self.smss)
         } else {
             (u64::from(self.smss) * u64::from(self.smss) / u64::from(self.cwnd.max(1))).max(1)
                 as u32
@@ -1149,7 +1153,7 @@ impl Connection {
         }
     }
 
-    fn take_data(&mut self, now: Instant, seq: Seq, data: &[u8], push: bool) {
+    fn take_data(&mut self, now: Instant, seq: Seq, data: &[u8]) {
         let Some(reasm) = self.reasm.as_mut() else {
             return;
         };
@@ -1167,7 +1171,6 @@ impl Connection {
             // duplicates are ACKed at once.
             self.ack_now = true;
         } else {
-            let _ = push;
             self.unacked += ins.delivered as u32;
             match self.cfg.delayed_ack {
                 Some(d) if self.unacked < 2 * self.smss => {
