@@ -21,6 +21,7 @@ mod node;
 mod ping;
 mod port_report;
 mod run;
+mod tcp_report;
 mod ttcp;
 
 /// Aurora: a software gigabit-networking testbed.
