@@ -24,6 +24,7 @@ mod port_report;
 mod run;
 #[allow(dead_code)] // used by the TCP report and experiments (issue 14), being wired in
 mod tcp_trace;
+mod tcp_report;
 mod ttcp;
 
 /// Aurora: a software gigabit-networking testbed.

@@ -289,12 +289,26 @@ pub struct Report {
     /// hosts and Mosaic nodes' drops.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub atomic: Option<crate::atomic_report::AtomicReport>,
+    /// TCP transfers (`[[tcp]]`): each end's connection and each TCP
+    /// host's books.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<crate::tcp_report::TcpReport>,
 }
 
 impl Report {
-    /// `None` when every PVC's books balance; otherwise one sentence naming
-    /// the PVCs that do not.
+    /// `None` when every PVC's and TCP host's books balance and no TCP
+    /// sink read a wrong byte; otherwise one sentence naming what does not.
     pub fn imbalance(&self) -> Option<String> {
+        let tcp = self.tcp.as_ref().and_then(crate::tcp_report::imbalance);
+        let pvcs = self.pvc_imbalance();
+        match (pvcs, tcp) {
+            (Some(p), Some(t)) => Some(format!("{p}; {t}")),
+            (p, t) => p.or(t),
+        }
+    }
+
+    /// The PVCs whose books do not balance, in one sentence.
+    fn pvc_imbalance(&self) -> Option<String> {
         let bad: Vec<String> = self
             .pvcs
             .iter()
@@ -575,6 +589,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     if let Some(a) = &net.atomic {
         r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
+    r.tcp = crate::tcp_report::report(&net, end + drain);
     match wall {
         None => r.mode = "virtual time".into(),
         Some(w) => {
@@ -814,6 +829,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
         ports: Vec::new(),
         contracts: Vec::new(),
         atomic: None,
+        tcp: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
     }
@@ -916,6 +932,9 @@ pub fn text(r: &Report) -> String {
     if let Some(a) = &r.atomic {
         s += "\n";
         s += &crate::atomic_report::text(a);
+    }
+    if let Some(t) = &r.tcp {
+        s += &crate::tcp_report::text(t);
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

@@ -249,6 +249,12 @@ impl TcpHost {
         }
     }
 
+    /// Replaces the seed of its initial sequence numbers (before it
+    /// opens any connection: a driver seeds it from the run's seed).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
     /// Its address.
     pub fn addr(&self) -> Ipv4Addr {
         self.addr

@@ -47,6 +47,12 @@
 //! count = 10
 //! interval = "1ms"
 //! segment = false           # true: answered by the first switch instead
+//!
+//! [[tcp]]                   # a TCP transfer between two IP hosts (see `tcp`)
+//! name = "bulk"
+//! from = "h1"
+//! to = "h3"
+//! bytes = "20MB"            # or duration = "5s"
 //! ```
 
 use std::fmt;
@@ -67,6 +73,7 @@ mod mixed;
 mod process;
 mod pvc;
 pub mod qos;
+pub mod tcp;
 pub use atomic::AtomicNet;
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 pub use mixed::{AtomicPart, MixedProcess};
@@ -117,6 +124,9 @@ pub struct File {
     /// discard.
     #[serde(default)]
     pub port: Vec<Spanned<PortDef>>,
+    /// TCP transfers between IP hosts.
+    #[serde(default)]
+    pub tcp: Vec<Spanned<tcp::TcpDef>>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).
@@ -512,6 +522,8 @@ pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
     pub tuns: Vec<(NodeId, TunSpec)>,
     /// Output ports under a discipline: the node and the plan.
     pub ports: Vec<(NodeId, qos::PortPlan)>,
+    /// TCP transfers (`[[tcp]]`), in file order.
+    pub tcp: Vec<tcp::TcpInfo>,
 }
 
 impl<F: aurora_net::Frame> Network<F> {
@@ -764,6 +776,8 @@ pub struct Blueprint {
     pub atomic: Option<AtomicNet>,
     /// Output ports under a discipline.
     pub ports: Vec<qos::PortPlan>,
+    /// TCP transfers (`[[tcp]]`), in file order.
+    pub tcp: Vec<tcp::TcpInfo>,
 }
 
 /// A blueprint's names and circuits, kept for reporting after a run.
@@ -870,7 +884,8 @@ impl Blueprint {
 
     /// The network in the virtual-time driver, its random streams seeded
     /// from `seed`.
-    pub fn into_sim(self, seed: u64) -> Result<Network, Problems> {
+    pub fn into_sim(mut self, seed: u64) -> Result<Network, Problems> {
+        self.seed_tcp_hosts(seed);
         let mut sim = Engine::new(seed);
         for n in self.nodes {
             sim.add_boxed(n as Box<dyn aurora_engine::EngineNode>);
@@ -916,6 +931,18 @@ impl Blueprint {
             atomic: None,
             tuns: self.tuns,
             ports,
+            tcp: self.tcp,
         })
+    }
+
+    /// Seeds each TCP host's initial sequence numbers from `seed` and its
+    /// node id, so a run's seed decides them as it does the links' loss.
+    pub(crate) fn seed_tcp_hosts(&mut self, seed: u64) {
+        for (i, n) in self.nodes.iter_mut().enumerate() {
+            let node: &mut dyn std::any::Any = n.as_mut();
+            if let Some(h) = node.downcast_mut::<aurora_tcp::host::TcpHost>() {
+                h.set_seed(tcp::host_seed(seed, NodeId(i as u32)));
+            }
+        }
     }
 }

@@ -297,6 +297,7 @@ impl Blueprint {
     /// random streams seeded from `seed`; a node's id is its index (see
     /// the module's introduction).
     pub fn into_mixed(mut self, seed: u64) -> Result<Network<Unit>, Problems> {
+        self.seed_tcp_hosts(seed);
         let mut w = self.whole(seed).map_err(problem)?;
         let members = std::mem::take(&mut w.members);
         let all: Vec<String> = Vec::new();
@@ -320,6 +321,7 @@ impl Blueprint {
             tuns,
             atomic: Some(atomic),
             ports: Vec::new(),
+            tcp: self.tcp,
         })
     }
 
@@ -328,6 +330,7 @@ impl Blueprint {
     /// units: links among them the engine's own, cell links to other
     /// processes over UDP or shared memory, cables over UDP.
     pub fn mixed_process(mut self, names: &[String], seed: u64) -> Result<MixedProcess, String> {
+        self.seed_tcp_hosts(seed);
         let mut w = self.whole(seed)?;
         let known: Vec<(&str, usize)> = w.known.iter().map(|(s, i)| (s.as_str(), *i)).collect();
         let ids = members_named(names, &known, "node, mesh or ATOMIC host")?;

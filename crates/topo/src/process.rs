@@ -287,10 +287,11 @@ impl Blueprint {
     /// in the other drivers. The other nodes are other processes, started
     /// with their own names.
     pub fn node_process(
-        self,
+        mut self,
         names: &[String],
         seed: u64,
     ) -> Result<(NodeProcess, BlueprintInfo), String> {
+        self.seed_tcp_hosts(seed);
         let Blueprint {
             nodes,
             hosts,
@@ -304,6 +305,7 @@ impl Blueprint {
             pins: _,
             atomic: _,
             ports,
+            tcp: _,
         } = self;
         if !ports.is_empty() {
             return Err(crate::qos::NO_PORTS_HERE.into());

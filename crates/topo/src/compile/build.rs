@@ -5,9 +5,11 @@
 use std::collections::BTreeMap;
 
 use aurora_engine::NodeId;
+use aurora_ip::node::IpNode;
 use aurora_net::oam::Ping;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::vunet::VunetSwitch;
+use aurora_tcp::host::{SinkSpec, SourceSpec, TcpHost};
 use aurora_wire::cell::Format;
 
 use super::ip::ip_node;
@@ -33,6 +35,7 @@ impl Reader<'_> {
             atomic,
             port_plans,
             contracts,
+            tcp_plans,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -72,11 +75,26 @@ impl Reader<'_> {
                 ends_at.entry(p.to).or_default().push(i);
             }
         }
+        // The hosts whose local side is Aurora's TCP: their sources and
+        // sinks. Such a host gets no TUN interface.
+        let mut tcp_at: BTreeMap<&str, (Vec<SourceSpec>, Vec<SinkSpec>)> = BTreeMap::new();
+        for p in &tcp_plans {
+            if let Some(s) = &p.source {
+                tcp_at.entry(&p.info.from).or_default().0.push(s.clone());
+            }
+            if p.sink_here {
+                let sinks = &mut tcp_at.entry(&p.info.to).or_default().1;
+                sinks.extend(p.sink.clone());
+            }
+        }
         let mut add_ip_node = |name: &str, id: NodeId| -> Result<Box<dyn BuiltNode>, Problems> {
             let (cfg, tun) = ipcfg.remove(name).expect("IP nodes have settings");
             let here = ends_at.get(name).into_iter().flatten().map(|&i| &routed[i]);
             let n = ip_node(name, cfg, here, &atm_of)?;
             ip_nodes.push((name.to_string(), id));
+            if let Some((sources, sinks)) = tcp_at.remove(name) {
+                return Ok(Box::new(tcp_host(name, id, n, sources, sinks)?));
+            }
             if let Some(t) = tun {
                 tuns.push((id, t));
             }
@@ -216,6 +234,15 @@ impl Reader<'_> {
             )
             .filter_map(|(name, w)| Some((*ids.get(name)?, w?)))
             .collect();
+        let tcp = tcp_plans
+            .into_iter()
+            .map(|p| {
+                let mut info = p.info;
+                info.from_node = p.source.as_ref().and_then(|_| ids.get(&info.from).copied());
+                info.to_node = p.sink_here.then(|| ids.get(&info.to).copied()).flatten();
+                info
+            })
+            .collect();
         Ok(Blueprint {
             nodes,
             hosts: hosts_out,
@@ -229,6 +256,33 @@ impl Reader<'_> {
             pins,
             atomic,
             ports: port_plans,
+            tcp,
         })
     }
+}
+
+/// The TCP host `name` (node `id`): IP node `ip` with `sources` and
+/// `sinks`, seeded from its id until a driver seeds it from the run.
+fn tcp_host(
+    name: &str,
+    id: NodeId,
+    ip: IpNode,
+    sources: Vec<SourceSpec>,
+    sinks: Vec<SinkSpec>,
+) -> Result<TcpHost, Problems> {
+    if ip.config().interfaces.iter().flatten().next().is_none() {
+        return Err(Problems(vec![crate::Problem {
+            line: 0,
+            col: 0,
+            msg: format!("\"{name}\": a TCP host needs an IP address"),
+        }]));
+    }
+    let mut h = TcpHost::new(ip, crate::tcp::host_seed(0, id));
+    for s in sources {
+        h.add_source(s);
+    }
+    for s in sinks {
+        h.add_sink(s);
+    }
+    Ok(h)
 }

@@ -11,6 +11,7 @@
 //! | [`Reader::pvcs`] | `pvc.rs` | PVCs: paths, hops, VCs, table entries |
 //! | [`Reader::ports`] | `qos.rs` | output ports' disciplines, buffers and PDU discard |
 //! | [`Reader::flows`], [`Reader::pings`] | `traffic.rs` | flows and pings on PVCs |
+//! | [`Reader::tcp`] | `tcp.rs` | TCP transfers: their ends, amounts and settings |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -37,6 +38,7 @@ mod links;
 mod nodes;
 mod pvc;
 mod qos;
+mod tcp;
 mod traffic;
 
 pub(crate) use checks::plain_name;
@@ -157,6 +159,10 @@ pub(crate) struct Reader<'f> {
     /// Pings, each with its PVC's name.
     pings: Vec<(&'f str, Ping)>,
 
+    // TCP.
+    /// TCP transfers without problems, in file order.
+    tcp_plans: Vec<tcp::TcpPlan>,
+
     // ATOMIC.
     /// The ATOMIC part, once compiled.
     atomic: Option<AtomicNet>,
@@ -183,6 +189,7 @@ impl<'f> Reader<'f> {
             contracts: BTreeMap::new(),
             flows: Vec::new(),
             pings: Vec::new(),
+            tcp_plans: Vec::new(),
             atomic: None,
         }
     }
@@ -205,6 +212,7 @@ impl<'f> Reader<'f> {
         self.ports();
         self.flows();
         self.pings();
+        self.tcp();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }
