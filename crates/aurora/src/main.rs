@@ -22,9 +22,8 @@ mod node;
 mod ping;
 mod port_report;
 mod run;
-#[allow(dead_code)] // used by the TCP report and experiments (issue 14), being wired in
-mod tcp_trace;
 mod tcp_report;
+mod tcp_trace;
 mod ttcp;
 
 /// Aurora: a software gigabit-networking testbed.
@@ -182,6 +181,12 @@ enum Experiment {
     /// from one cell time to 10 ms apart, each leaf's service against its
     /// ideal hierarchical fluid share.
     Linkshare,
+    /// The single-window loss study (examples/s14.toml, the seed's S14,
+    /// after Fall and Floyd 1996): Tahoe, Reno, NewReno and SACK TCP with
+    /// one to four segments dropped from one window; timeouts, recovery
+    /// time and a time-sequence plot for each. Runs at least 10 s of
+    /// virtual time per case.
+    TcpDrops,
 }
 
 #[derive(Subcommand)]
@@ -689,6 +694,7 @@ fn main() -> ExitCode {
             let r = match what {
                 Experiment::Epd => experiment::epd(&out, secs),
                 Experiment::Linkshare => experiment::linkshare(&out, secs),
+                Experiment::TcpDrops => experiment::tcp_drops(&out, secs.max(10.0)),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

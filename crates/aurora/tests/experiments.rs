@@ -59,3 +59,32 @@ fn the_flat_approximation_errs_less_as_its_walks_come_closer() {
     // as hierarchical WF2Q+ itself.
     assert!(err("flat every 0") <= 1.5 * err("HWFQ") + 1e-3, "{rows:?}");
 }
+
+#[test]
+fn reno_alone_waits_for_its_timer_when_a_window_loses_three_segments() {
+    let rows = experiment("tcp-drops", "10");
+    let get = |variant: &str, drops: &str, col: usize| {
+        rows.iter()
+            .find(|r| r[0] == variant && r[1] == drops)
+            .map(|r| num(&r[col]))
+            .unwrap_or_else(|| panic!("no row {variant} {drops}: {rows:?}"))
+    };
+    for drops in ["1", "2", "3", "4"] {
+        for v in ["tahoe", "newreno", "sack"] {
+            assert_eq!(get(v, drops, 2), 0.0, "{v} with {drops} drops timed out");
+        }
+        let reno = get("reno", drops, 2);
+        assert_eq!(
+            reno > 0.0,
+            drops == "3" || drops == "4",
+            "reno, {drops} drops: {reno} timeouts"
+        );
+    }
+    // NewReno repairs one loss a round trip (about 0.21 s); SACK repairs
+    // four in less than three.
+    let newreno = get("newreno", "4", 5);
+    assert!((0.8..0.9).contains(&newreno), "{newreno}");
+    assert!(get("sack", "4", 5) < 0.6);
+    // Reno halves twice for two drops, with two fast retransmits.
+    assert_eq!(get("reno", "2", 3), 2.0);
+}

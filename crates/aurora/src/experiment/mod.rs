@@ -14,9 +14,11 @@ use crate::run::{run_network, Clock, Report};
 
 mod epd;
 mod linkshare;
+mod tcp_drops;
 
 pub use epd::main as epd;
 pub use linkshare::main as linkshare;
+pub use tcp_drops::main as tcp_drops;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
 /// source, or from `examples/` under the current folder.
