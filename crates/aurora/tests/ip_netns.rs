@@ -10,8 +10,10 @@
 
 mod common;
 
+use common::{Netns, Proc};
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Tests whose ATOMIC LAN maps itself against the wall clock run one at a
@@ -21,74 +23,6 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn aurora() -> &'static str {
     env!("CARGO_BIN_EXE_aurora")
-}
-
-/// A network namespace, deleted when dropped.
-struct Netns(String);
-
-impl Netns {
-    fn new(name: String) -> Netns {
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        let out = Command::new("ip")
-            .args(["netns", "add", &name])
-            .output()
-            .expect("run ip");
-        assert!(
-            out.status.success(),
-            "cannot create network namespace {name} (needs root or CAP_SYS_ADMIN): {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // Loopback up, for the tools' own use.
-        let _ = Command::new("ip")
-            .args(["netns", "exec", &name, "ip", "link", "set", "lo", "up"])
-            .output();
-        Netns(name)
-    }
-
-    /// `cmd` run inside the namespace.
-    fn cmd(&self, prog: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.0, prog]);
-        c
-    }
-
-    fn run(&self, prog: &str, args: &[&str]) -> Output {
-        self.cmd(prog)
-            .args(args)
-            .output()
-            .expect("run in namespace")
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
-
-/// A child process, killed when dropped.
-struct Proc(Option<Child>);
-
-impl Proc {
-    /// Stops it with SIGINT (as Ctrl-C would) and returns its output.
-    fn interrupt(mut self) -> Output {
-        let child = self.0.take().expect("running");
-        // SAFETY: kill() takes a process id and a signal number; the child
-        // is ours and has not been waited for, so its id is still its own.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
-        }
-        child.wait_with_output().expect("wait")
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 fn node(ns: Option<&Netns>, topo: &Path, name: &str, extra: &[&str]) -> Proc {

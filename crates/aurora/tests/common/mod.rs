@@ -13,6 +13,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::process::{Child, Command, Output};
 
 /// The font the plots use.
 pub const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
@@ -98,4 +99,72 @@ pub fn ready(test: &str, needs: &[&str]) -> bool {
         }
     }
     false
+}
+
+/// A network namespace, deleted when dropped.
+pub struct Netns(pub String);
+
+impl Netns {
+    pub fn new(name: String) -> Netns {
+        let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        let out = Command::new("ip")
+            .args(["netns", "add", &name])
+            .output()
+            .expect("run ip");
+        assert!(
+            out.status.success(),
+            "cannot create network namespace {name} (needs root or CAP_SYS_ADMIN): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Loopback up, for the tools' own use.
+        let _ = Command::new("ip")
+            .args(["netns", "exec", &name, "ip", "link", "set", "lo", "up"])
+            .output();
+        Netns(name)
+    }
+
+    /// `cmd` run inside the namespace.
+    pub fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0, prog]);
+        c
+    }
+
+    pub fn run(&self, prog: &str, args: &[&str]) -> Output {
+        self.cmd(prog)
+            .args(args)
+            .output()
+            .expect("run in namespace")
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// A child process, killed when dropped.
+pub struct Proc(pub Option<Child>);
+
+impl Proc {
+    /// Stops it with SIGINT (as Ctrl-C would) and returns its output.
+    pub fn interrupt(mut self) -> Output {
+        let child = self.0.take().expect("running");
+        // SAFETY: kill() takes a process id and a signal number; the child
+        // is ours and has not been waited for, so its id is still its own.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+        }
+        child.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
