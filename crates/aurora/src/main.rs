@@ -187,6 +187,10 @@ enum Experiment {
     /// time and a time-sequence plot for each. Runs at least 10 s of
     /// virtual time per case.
     TcpDrops,
+    /// TCP over ATM (examples/tcp-epd.toml, after Romanow and Floyd 1995):
+    /// eight TCP connections through one congested port with tail drop,
+    /// PPD and EPD, segment size and buffer swept; effective throughput.
+    TcpEpd,
 }
 
 #[derive(Subcommand)]
@@ -695,6 +699,7 @@ fn main() -> ExitCode {
                 Experiment::Epd => experiment::epd(&out, secs),
                 Experiment::Linkshare => experiment::linkshare(&out, secs),
                 Experiment::TcpDrops => experiment::tcp_drops(&out, secs.max(10.0)),
+                Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

@@ -88,3 +88,28 @@ fn reno_alone_waits_for_its_timer_when_a_window_loses_three_segments() {
     // Reno halves twice for two drops, with two fast retransmits.
     assert_eq!(get("reno", "2", 3), 2.0);
 }
+
+#[test]
+fn early_packet_discard_helps_tcp_through_a_port_with_room_for_it() {
+    let rows = experiment("tcp-epd", "4");
+    let get = |discard: &str, mss: &str, buffer: &str, col: usize| {
+        rows.iter()
+            .find(|r| r[0] == discard && r[1] == mss && r[2] == buffer)
+            .map(|r| num(&r[col]))
+            .unwrap_or_else(|| panic!("no row {discard} {mss} {buffer}: {rows:?}"))
+    };
+    for r in &rows[1..] {
+        let e = num(&r[3]);
+        assert!(e > 0.3 && e < 1.0, "{r:?}");
+    }
+    // 9 KB segments, 1,000 cells: EPD carries more than tail drop, with
+    // fewer timeouts; with buffers of 1,000 cells and more, EPD always
+    // times out less.
+    assert!(get("epd", "9140", "1000", 3) > get("tail", "9140", "1000", 3) + 0.03);
+    for b in ["1000", "2000", "4000"] {
+        assert!(
+            get("epd", "9140", b, 5) < get("tail", "9140", b, 5),
+            "buffer {b}"
+        );
+    }
+}

@@ -15,10 +15,12 @@ use crate::run::{run_network, Clock, Report};
 mod epd;
 mod linkshare;
 mod tcp_drops;
+mod tcp_epd;
 
 pub use epd::main as epd;
 pub use linkshare::main as linkshare;
 pub use tcp_drops::main as tcp_drops;
+pub use tcp_epd::main as tcp_epd;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
 /// source, or from `examples/` under the current folder.
