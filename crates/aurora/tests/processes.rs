@@ -313,19 +313,34 @@ fn kept_up(reports: &[&Value]) -> bool {
     reports.iter().all(|r| r["lateness"]["faithful"] == true)
 }
 
-/// Runs `trial` until its processes all say they kept up, at most three
-/// times; checks `always` of every run, and returns the last run's reports
-/// if they kept up.
+/// Whether an ATOMIC host took the AC's role during the run: a race at
+/// start-up, seen across processes in real time about one run in ten (and
+/// before issue 14's changes too): the host hears no AC in time although
+/// the file's AC has mapped the LAN, and two ACs then hand out routes. Not
+/// yet understood; such a run says nothing about the LAN's forwarding, so
+/// it is run again like one that fell behind.
+fn took_over(reports: &[&Value]) -> bool {
+    reports.iter().any(|r| {
+        r["atomic"]["hosts"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["took_over"].as_u64().unwrap_or(0) > 0))
+    })
+}
+
+/// Runs `trial` until its processes all say they kept up and no host took
+/// over as AC, at most three times; checks `always` of every run, and
+/// returns the last run's reports if it was clean.
 fn judged(trial: impl Fn() -> Vec<Value>, always: impl Fn(&[Value])) -> Option<Vec<Value>> {
     for _ in 0..3 {
         let r = trial();
         always(&r);
-        if kept_up(&r.iter().collect::<Vec<_>>()) {
+        let all: Vec<&Value> = r.iter().collect();
+        if kept_up(&all) && !took_over(&all) {
             return Some(r);
         }
     }
     eprintln!(
-        "the processes did not keep up with real time three times; only their books were checked"
+        "three runs fell behind real time or had a host take over as AC; only their books were checked"
     );
     None
 }
