@@ -16,7 +16,7 @@
 //! |---|---|---|---|
 //! | Tahoe | `ssthresh` = flight/2, `cwnd` = 1 segment, go back to `snd_una` (slow start) | — | — |
 //! | Reno (RFC 5681) | retransmit the first unACKed segment, `cwnd` = `ssthresh` + 3 | `cwnd` grows a segment per duplicate ACK | ends recovery (`cwnd` = `ssthresh`): a second loss waits for 3 more duplicates or the timer |
-//! | NewReno (RFC 6582) | as Reno, remembering `recover` = highest sent | as Reno | retransmits the next hole and stays in recovery (Hoe's rule); the first resets the timer |
+//! | NewReno (RFC 6582) | as Reno, remembering `recover` = highest sent | as Reno | retransmits the next hole and stays in recovery (Hoe's rule); like every ACK of new data it restarts the timer (RFC 6298), so this is RFC 6582's "slow but steady" form |
 //! | SACK (RFC 6675) | `cwnd` = `ssthresh`, retransmit the first segment | sends while `pipe` < `cwnd`: lost holes first, then new data | stays in recovery |
 //!
 //! All of them: recovery ends when everything sent before it began is
@@ -374,8 +374,6 @@ pub struct Connection {
     rexmit_una: bool,
     /// The persist timer fired: probe the zero window.
     probe_due: bool,
-    /// The first partial ACK of this recovery has been seen.
-    partial_seen: bool,
 
     // Timers.
     rtt: Rtt,
@@ -404,7 +402,10 @@ pub struct Connection {
 }
 
 impl Connection {
-    fn new(cfg: Config, local: Endpoint, remote: Endpoint, iss: Seq, now: Instant) -> Self {
+    fn new(mut cfg: Config, local: Endpoint, remote: Endpoint, iss: Seq, now: Instant) -> Self {
+        // A window is at most 2^30 bytes (RFC 7323); so are the buffers.
+        cfg.send_buffer = cfg.send_buffer.min(1 << 30);
+        cfg.recv_buffer = cfg.recv_buffer.clamp(1, 1 << 30);
         let rtt = Rtt::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max, cfg.granularity);
         let trace = Trace::new(cfg.trace_limit);
         let rcv_shift = if cfg.window_scale {
@@ -459,7 +460,6 @@ impl Connection {
             board: Scoreboard::new(),
             rexmit_una: false,
             probe_due: false,
-            partial_seen: false,
             rtt,
             timing: None,
             rto_at: None,
@@ -829,8 +829,11 @@ impl Connection {
         let seg_len = r.seq_len(p.payload.len());
         let wnd = self.rcv_adv.since(rcv_nxt);
         let acceptable = match (seg_len, wnd) {
-            (0, 0) => r.seq == rcv_nxt,
-            (0, _) => r.seq.within(rcv_nxt, rcv_nxt + wnd),
+            // A segment without data is taken anywhere up to the window's
+            // right edge: a peer that filled the window (or sent a probe)
+            // ACKs from beyond it, and its ACKs must get through (RFC 9293
+            // asks for this allowance; Linux makes it).
+            (0, _) => r.seq >= rcv_nxt && r.seq <= rcv_nxt + wnd,
             (_, 0) => false,
             (n, _) => {
                 r.seq.within(rcv_nxt, rcv_nxt + wnd)
@@ -854,10 +857,6 @@ impl Connection {
             }
             self.stats.rejected.out_of_window += 1;
             self.ack_now = true;
-            // Its ACK may still be news (RFC 9293 processes the ACK of a
-            // segment whose data is a duplicate only if acceptable; Linux
-            // does too, so only a zero window case differs). Keep it
-            // simple and strict.
             return;
         }
         if r.flags.rst {
@@ -1056,10 +1055,6 @@ impl Connection {
                             self.cwnd += self.smss;
                         }
                         self.cwnd = self.cwnd.max(self.smss);
-                        if !self.partial_seen {
-                            self.partial_seen = true;
-                            self.rto_at = Some(self.timer_from(now));
-                        }
                         self.trace_window();
                     }
                     Variant::Sack | Variant::Tahoe => {}
@@ -1108,14 +1103,15 @@ impl Connection {
         }
         // RFC 6582's guard: duplicates for data sent before the last
         // recovery or timeout do not start another (Reno has no guard).
-        if variant != Variant::Reno && self.recover_set && ack <= self.recover {
+        // `recover` is one past the highest byte sent then, so an ACK equal
+        // to it covers everything sent before.
+        if variant != Variant::Reno && self.recover_set && ack < self.recover {
             return;
         }
         let flight = self.snd_max.since(self.snd_una);
         self.ssthresh = (flight / 2).max(2 * self.smss);
         self.recover = self.snd_max;
         self.recover_set = true;
-        self.partial_seen = false;
         self.stats.fast_retransmits += 1;
         self.trace.push(
             now,
@@ -1364,23 +1360,23 @@ impl Connection {
             let limit = self.snd_una + wnd;
             let room = limit.since(self.snd_nxt);
             let end = self.data_end() + u32::from(self.fin_queued);
-            if self.snd_nxt >= end {
-                break;
-            }
-            if room == 0 {
-                if self.snd_wnd == 0 && std::mem::take(&mut self.probe_due) {
-                    // One byte beyond the shut window (the first
-                    // unACKed one if a probe is already out).
-                    let at = if self.snd_nxt > self.snd_una {
-                        self.snd_una
-                    } else {
-                        self.snd_nxt
-                    };
-                    let len = self.segment_len(at, 1);
+            if self.snd_wnd == 0 && std::mem::take(&mut self.probe_due) {
+                // The persist timer fired: one byte (or the FIN) beyond the
+                // shut window, the first unACKed one if a probe is out.
+                let at = if self.snd_nxt > self.snd_una {
+                    self.snd_una
+                } else {
+                    self.snd_nxt
+                };
+                let len = self.segment_len(at, 1);
+                if len > 0 {
                     self.send_segment(now, at, len, tx);
                     self.snd_nxt = self.snd_nxt.max(at + len);
                     sent = true;
                 }
+                break;
+            }
+            if self.snd_nxt >= end || room == 0 {
                 break;
             }
             let len = self.segment_len(self.snd_nxt, room);
@@ -1390,7 +1386,11 @@ impl Connection {
             // Sender-side silly window avoidance: a short segment goes
             // only if it is all there is or nothing is in flight.
             let data_left = self.data_end().since(self.snd_nxt);
-            if len < self.smss && len < data_left && self.snd_max > self.snd_una {
+            if len < self.smss
+                && len < data_left
+                && self.snd_max > self.snd_una
+                && self.snd_nxt >= self.snd_max
+            {
                 break;
             }
             self.send_segment(now, self.snd_nxt, len, tx);
@@ -1454,9 +1454,31 @@ impl Connection {
     /// a segment of data, plus the FIN if it reaches the end of the data.
     fn segment_len(&self, at: Seq, cap: u32) -> u32 {
         let data_end = self.data_end();
-        let data = data_end.since(at).min(self.smss).min(cap);
+        let data = data_end
+            .since(at)
+            .min(self.smss.saturating_sub(self.sack_option_len()).max(1))
+            .min(cap);
         let fin = self.fin_queued && at + data == data_end && data < cap;
         data + u32::from(fin)
+    }
+
+    /// Bytes the SACK option takes in the segments sent now (blocks go
+    /// with every segment while data is held out of order), so a full
+    /// segment still fits the peer's MSS (RFC 6691).
+    fn sack_option_len(&self) -> u32 {
+        let held = self.sack_ok && self.reasm.as_ref().is_some_and(|r| r.held() > 0);
+        if !held {
+            return 0;
+        }
+        let mut blocks = Vec::new();
+        if let Some(r) = &self.reasm {
+            r.sack_blocks(if self.ts_ok { 3 } else { 4 }, &mut blocks);
+        }
+        if blocks.is_empty() {
+            0
+        } else {
+            4 + 8 * blocks.len() as u32
+        }
     }
 
     /// Sends the segment `[at, at + len)` of sequence space (data, and
@@ -1670,8 +1692,9 @@ impl Connection {
     }
 }
 
-/// The RST answering a segment that belongs to no connection (RFC 9293
-/// 3.10.7.1), or `None` if the segment is itself a RST.
+/// Writes into `out` the RST answering a segment that belongs to no
+/// connection (RFC 9293 3.10.7.1) and returns true, or returns false if the
+/// segment is itself a RST.
 pub fn reset_reply(p: &Parsed<'_>, out: &mut Vec<u8>) -> bool {
     let r = &p.repr;
     if r.flags.rst {

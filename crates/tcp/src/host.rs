@@ -33,6 +33,15 @@ pub fn pattern(offset: u64) -> u8 {
     (offset % 251) as u8
 }
 
+/// SplitMix64 of `seed` and `n`: well-spread numbers from a seed and a
+/// count (initial sequence numbers, hosts' seeds).
+pub fn mix(seed: u64, n: u64) -> u64 {
+    let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// How much a source sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Amount {
@@ -58,8 +67,9 @@ pub struct SourceSpec {
     /// How much it sends.
     pub amount: Amount,
     /// Data segments (numbered from 1 in sequence order, `smss` bytes
-    /// each) lost on their first transmission, before they reach the
-    /// network: the forced drops of the classic single-window studies.
+    /// each, within the first 2 GiB of the transfer) lost on their first
+    /// transmission, before they reach the network: the forced drops of
+    /// the classic single-window studies.
     pub drop_segments: Vec<u32>,
 }
 
@@ -97,7 +107,7 @@ pub struct HostCounters {
     /// Not a valid segment (bad checksum, truncated, bad options): dropped.
     pub bad_segment: u64,
     /// For no connection and no listener: dropped, answered with a RST
-    /// (unless itself a RST).
+    /// (unless itself a RST); or not addressed to this host: dropped.
     pub no_connection: u64,
     /// A SYN for a listener that had no room for another connection:
     /// dropped, answered with a RST.
@@ -302,14 +312,9 @@ impl TcpHost {
     }
 
     fn next_iss(&mut self) -> Seq {
-        // SplitMix64 of the seed and a count: deterministic per run.
+        // Deterministic per run: the seed mixed with a count.
         self.opened += 1;
-        let mut z = self
-            .seed
-            .wrapping_add(self.opened.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Seq((z ^ (z >> 31)) as u32)
+        Seq(mix(self.seed, self.opened) as u32)
     }
 
     /// Room for one more connection: forgets the oldest closed one if the
@@ -479,11 +484,11 @@ impl TcpHost {
                 if finished {
                     c.close();
                 }
-                if f.done.is_none()
-                    && finished
-                    && c.unacked_len() == 0
-                    && matches!(c.state(), State::FinWait2 | State::TimeWait | State::Closed)
-                {
+                // Done: everything ACKed and the FIN too; a connection that
+                // was reset or timed out is not.
+                let fin_acked = matches!(c.state(), State::FinWait2 | State::TimeWait)
+                    || c.close_reason() == Some(crate::conn::CloseReason::Done);
+                if f.done.is_none() && finished && c.unacked_len() == 0 && fin_acked {
                     f.done = Some(now);
                 }
             }

@@ -239,3 +239,36 @@ fn maxburst_limits_what_one_ack_releases() {
     assert!(burst(None) > 2);
     assert_eq!(burst(Some(2)), 2);
 }
+
+/// The window shuts exactly at the end of the data, so the FIN waits
+/// behind it; the reader's window update is lost. The persist timer's
+/// probe carries the FIN, and the connection still ends.
+#[test]
+fn a_probe_carries_the_fin_when_the_window_update_is_lost() {
+    let cfg = Config {
+        recv_buffer: 16 * 1024,
+        ..Config::default()
+    };
+    let total = 16 * 1024;
+    let mut p = Path::new(
+        cfg.clone(),
+        cfg,
+        pipe_ms(10_000_000, 1, 100),
+        pipe_ms(10_000_000, 1, 100),
+        total,
+    );
+    p.b_reads = false;
+    p.run(Instant::from_millis(3_000));
+    assert_eq!(p.b.recv_len(), total as usize);
+    assert!(!p.b.peer_closed(), "the FIN did not fit");
+    // The reader returns, but its window update is lost.
+    p.ba.cut = true;
+    p.b_reads = true;
+    p.run(Instant::from_millis(3_100));
+    assert!(p.ba.cut_drops > 0);
+    p.ba.cut = false;
+    p.run(Instant::from_millis(600_000));
+    assert_eq!(p.read, total);
+    assert_eq!(p.a.close_reason(), Some(CloseReason::Done));
+    assert_eq!(p.b.close_reason(), Some(CloseReason::Done));
+}

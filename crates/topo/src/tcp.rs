@@ -279,14 +279,10 @@ pub struct TcpInfo {
     pub amount: Option<Amount>,
 }
 
-/// The seed of the TCP host at node `id` in a run seeded with `seed`
-/// (SplitMix64 of the two): different for every host, the same for the
-/// same run.
+/// The seed of the TCP host at node `id` in a run seeded with `seed`:
+/// different for every host, the same for the same run.
 pub fn host_seed(seed: u64, id: NodeId) -> u64 {
-    let mut z = seed ^ (u64::from(id.0) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    aurora_tcp::host::mix(seed, u64::from(id.0) + 1)
 }
 
 #[cfg(test)]

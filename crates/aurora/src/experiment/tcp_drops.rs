@@ -43,7 +43,8 @@ struct Row {
     /// From the first drop's detection (fast retransmit or timeout) to the
     /// ACK that covers every dropped segment, seconds.
     recovery: f64,
-    /// When the last byte was read, seconds.
+    /// When the sender's last ACK arrived (its FIN's, after every byte),
+    /// seconds.
     done: f64,
 }
 
