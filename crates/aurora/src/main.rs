@@ -191,6 +191,10 @@ enum Experiment {
     /// eight TCP connections through one congested port with tail drop,
     /// PPD and EPD, segment size and buffer swept; effective throughput.
     TcpEpd,
+    /// ACK compression (examples/ack-compression.toml): a transfer's ACKs
+    /// queued behind another transfer's data going the other way; the
+    /// spacing of its ACKs and the bursts it sends, with and without.
+    AckCompression,
 }
 
 #[derive(Subcommand)]
@@ -700,6 +704,7 @@ fn main() -> ExitCode {
                 Experiment::Linkshare => experiment::linkshare(&out, secs),
                 Experiment::TcpDrops => experiment::tcp_drops(&out, secs.max(10.0)),
                 Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
+                Experiment::AckCompression => experiment::ack_compression(&out, secs),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

@@ -134,6 +134,9 @@ struct Points {
     /// The highest packet number reached (the end of the highest segment
     /// sent, or the highest ACK).
     top: f64,
+    /// The lowest packet number of a segment sent or an ACK (`f64::MAX`
+    /// when there is none).
+    bottom: f64,
 }
 
 impl Points {
@@ -143,6 +146,7 @@ impl Points {
         let mut p = Points {
             t0: f64::MAX,
             t1: f64::MIN,
+            bottom: f64::MAX,
             ..Points::default()
         };
         for &(at, e) in trace.events() {
@@ -157,6 +161,7 @@ impl Points {
                 } => {
                     let s = u.at(seq);
                     p.top = p.top.max((s + u64::from(len)) as f64 / mss);
+                    p.bottom = p.bottom.min(s as f64 / mss);
                     let pt = (t, s as f64 / mss);
                     if retransmit {
                         p.retransmits.push(pt);
@@ -167,6 +172,7 @@ impl Points {
                 Event::Ack { ack, .. } => {
                     let a = u.at(ack) as f64 / mss;
                     p.top = p.top.max(a);
+                    p.bottom = p.bottom.min(a);
                     p.acks.push((t, a));
                 }
                 Event::Window { cwnd, ssthresh } => p.windows.push((
@@ -300,12 +306,19 @@ where
     let (upper, lower) = area.split_vertically(area.dim_in_pixel().1 * 7 / 10);
 
     // Time against packet number.
-    let y1 = p.top * 1.1 + 1.0;
+    // From 0, unless the trace is a stretch far from the start: then from
+    // just below its lowest mark.
+    let y0 = if p.bottom != f64::MAX && p.bottom > 0.2 * p.top {
+        (p.bottom - (p.top - p.bottom) * 0.05 - 1.0).max(0.0)
+    } else {
+        0.0
+    };
+    let y1 = p.top + (p.top - y0) * 0.1 + 1.0;
     let mut chart = ChartBuilder::on(&upper)
         .margin(12)
         .x_label_area_size(30)
         .y_label_area_size(64)
-        .build_cartesian_2d(p.time_axis(), 0.0..y1)
+        .build_cartesian_2d(p.time_axis(), y0..y1)
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -357,11 +370,9 @@ where
             continue;
         }
         chart
-            .draw_series(
-                times
-                    .iter()
-                    .map(|&t| PathElement::new([(t, y1 * 0.94), (t, y1)], color.stroke_width(2))),
-            )
+            .draw_series(times.iter().map(|&t| {
+                PathElement::new([(t, y1 - (y1 - y0) * 0.06), (t, y1)], color.stroke_width(2))
+            }))
             .map_err(err)?
             .label(name)
             .legend(move |(x, y)| {

@@ -113,3 +113,18 @@ fn early_packet_discard_helps_tcp_through_a_port_with_room_for_it() {
         );
     }
 }
+
+#[test]
+fn acks_behind_the_other_way_s_data_arrive_bunched_and_release_bursts() {
+    let rows = experiment("ack-compression", "3");
+    let get = |case: &str, col: usize| {
+        rows.iter()
+            .find(|r| r[0] == case)
+            .map(|r| num(&r[col]))
+            .unwrap_or_else(|| panic!("no row {case}: {rows:?}"))
+    };
+    assert_eq!(get("a alone", 3), 0.0, "alone, no ACK is compressed");
+    assert!(get("a alone", 5) <= 3.0);
+    assert!(get("a with b", 3) > 0.1, "{rows:?}");
+    assert!(get("a with b", 5) >= 8.0, "{rows:?}");
+}

@@ -12,11 +12,13 @@ use plotters::prelude::*;
 
 use crate::run::{run_network, Clock, Report};
 
+mod ack_compression;
 mod epd;
 mod linkshare;
 mod tcp_drops;
 mod tcp_epd;
 
+pub use ack_compression::main as ack_compression;
 pub use epd::main as epd;
 pub use linkshare::main as linkshare;
 pub use tcp_drops::main as tcp_drops;
