@@ -195,6 +195,10 @@ enum Experiment {
     /// queued behind another transfer's data going the other way; the
     /// spacing of its ACKs and the bursts it sends, with and without.
     AckCompression,
+    /// A long, fast path (examples/tcp-long.toml): OC-12c with a 40 ms
+    /// round trip; the coarse timer of the older TCPs, and Hoe's larger
+    /// window after a loss with a burst limit.
+    TcpLong,
 }
 
 #[derive(Subcommand)]
@@ -705,6 +709,7 @@ fn main() -> ExitCode {
                 Experiment::TcpDrops => experiment::tcp_drops(&out, secs.max(10.0)),
                 Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
                 Experiment::AckCompression => experiment::ack_compression(&out, secs),
+                Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

@@ -128,3 +128,20 @@ fn acks_behind_the_other_way_s_data_arrive_bunched_and_release_bursts() {
     assert!(get("a with b", 3) > 0.1, "{rows:?}");
     assert!(get("a with b", 5) >= 8.0, "{rows:?}");
 }
+
+#[test]
+fn a_coarse_timer_costs_reno_and_a_larger_window_after_loss_pays() {
+    let rows = experiment("tcp-long", "10");
+    let get = |case: &str, col: usize| {
+        rows.iter()
+            .find(|r| r[0] == case)
+            .map(|r| num(&r[col]))
+            .unwrap_or_else(|| panic!("no row {case}: {rows:?}"))
+    };
+    assert!(get("reno", 2) >= 1.0, "Reno waits for its timer");
+    assert_eq!(get("newreno", 2), 0.0);
+    assert_eq!(get("sack", 2), 0.0);
+    assert!(get("reno", 1) > get("reno coarse timer", 1) * 1.1);
+    assert!(get("newreno", 1) > get("reno", 1));
+    assert!(get("newreno keep 3/4", 1) > get("newreno", 1) * 1.1);
+}

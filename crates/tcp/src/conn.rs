@@ -119,6 +119,10 @@ pub struct Config {
     /// [`Connection::poll`] (the host calls it after each segment it
     /// hands in, so this limits what one ACK releases).
     pub maxburst: Option<u32>,
+    /// The share of the flight kept as `ssthresh` after a loss: 0.5 is
+    /// the standard halving; more is Hoe's larger window after a loss
+    /// (best with `maxburst`). Kept within 0.1 to 0.95.
+    pub decrease: f64,
     /// Retransmission timeout before any round-trip sample.
     pub rto_initial: Duration,
     /// Smallest timeout.
@@ -156,6 +160,7 @@ impl Default for Config {
             delayed_ack: Some(Duration::from_millis(40)),
             initial_window: None,
             maxburst: None,
+            decrease: 0.5,
             rto_initial: Duration::from_secs(1),
             rto_min: Duration::from_millis(200),
             rto_max: Duration::from_secs(60),
@@ -1109,7 +1114,7 @@ impl Connection {
             return;
         }
         let flight = self.snd_max.since(self.snd_una);
-        self.ssthresh = (flight / 2).max(2 * self.smss);
+        self.ssthresh = self.after_loss(flight);
         self.recover = self.snd_max;
         self.recover_set = true;
         self.stats.fast_retransmits += 1;
@@ -1139,6 +1144,13 @@ impl Connection {
         }
         self.trace_window();
         self.want_output = true;
+    }
+
+    /// `ssthresh` after a loss with `flight` bytes out (RFC 5681's
+    /// equation 4 with the configured share instead of a half).
+    fn after_loss(&self, flight: u32) -> u32 {
+        let share = self.cfg.decrease.clamp(0.1, 0.95);
+        ((f64::from(flight) * share) as u32).max(2 * self.smss)
     }
 
     /// The variant in force: SACK needs the peer's agreement.
@@ -1286,7 +1298,7 @@ impl Connection {
         if self.snd_max > self.snd_una {
             if first {
                 let flight = self.snd_max.since(self.snd_una);
-                self.ssthresh = (flight / 2).max(2 * self.smss);
+                self.ssthresh = self.after_loss(flight);
             }
             self.cwnd = self.smss;
             self.in_recovery = false;

@@ -40,6 +40,7 @@
 //! | `delayed_ack` | 40ms | up to 500ms, or `off` |
 //! | `sack`, `timestamps`, `window_scale` | true | |
 //! | `maxburst` | none | 1 to 65535 segments |
+//! | `decrease` | 0.5 | 0.1 to 0.95: the share of the flight kept as `ssthresh` after a loss |
 //! | `initial_window` | RFC 5681 | 1 to 1000 segments |
 //! | `rto_min` | 200ms | 1us to 60s |
 //! | `rto_initial` | 1s | 1us to 60s |
@@ -131,6 +132,10 @@ pub struct TcpDef {
     /// At most this many segments released at once (default: no limit).
     #[serde(default)]
     pub maxburst: Option<i64>,
+    /// The share of the flight kept as `ssthresh` after a loss (default
+    /// 0.5; 0.1 to 0.95).
+    #[serde(default)]
+    pub decrease: Option<f64>,
     /// The initial window in segments (default: RFC 5681's rule).
     #[serde(default)]
     pub initial_window: Option<i64>,

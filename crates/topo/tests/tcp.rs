@@ -191,6 +191,10 @@ fn every_mistake_is_refused_with_its_line() {
             "name = \"e24\"\nfrom = \"h1\"\nto = \"h2\"\nbytes = 1000\nrto_min = \"0\"\ntick = \"20s\"\ndrop = [0]",
             "tcp \"e24\": rto_min must be more than 0",
         ),
+        (
+            "name = \"e25\"\nfrom = \"h1\"\nto = \"h2\"\nbytes = 1000\nport = 7005\ndecrease = 1.5",
+            "tcp \"e25\": decrease 1.5 is outside 0.1 to 0.95",
+        ),
     ];
     let bodies: Vec<&str> = cases.iter().map(|c| c.0).collect();
     let (text, lines) = with_entries(&bodies);

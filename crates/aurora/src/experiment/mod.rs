@@ -17,12 +17,14 @@ mod epd;
 mod linkshare;
 mod tcp_drops;
 mod tcp_epd;
+mod tcp_long;
 
 pub use ack_compression::main as ack_compression;
 pub use epd::main as epd;
 pub use linkshare::main as linkshare;
 pub use tcp_drops::main as tcp_drops;
 pub use tcp_epd::main as tcp_epd;
+pub use tcp_long::main as tcp_long;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
 /// source, or from `examples/` under the current folder.

@@ -87,6 +87,7 @@ struct Settings {
     timestamps: bool,
     window_scale: bool,
     maxburst: Option<u32>,
+    decrease: f64,
     initial_window: Option<u32>,
     rto_min: Duration,
     rto_initial: Duration,
@@ -110,6 +111,7 @@ impl Settings {
             delayed_ack: self.delayed_ack,
             initial_window: self.initial_window,
             maxburst: self.maxburst,
+            decrease: self.decrease,
             rto_initial: self.rto_initial,
             rto_min: self.rto_min,
             timer_tick: self.tick,
@@ -504,6 +506,17 @@ fn settings(c: &mut Ctx, span: Range<usize>, me: &str, d: &TcpDef) -> Option<Set
         d.maxburst,
         65_535,
     );
+    let decrease = match d.decrease {
+        None => Some(0.5),
+        Some(x) if (0.1..=0.95).contains(&x) => Some(x),
+        Some(x) => {
+            c.at(
+                span.clone(),
+                format!("{me}: decrease {x} is outside 0.1 to 0.95"),
+            );
+            None
+        }
+    };
     let initial_window = count(
         c,
         span.clone(),
@@ -539,6 +552,7 @@ fn settings(c: &mut Ctx, span: Range<usize>, me: &str, d: &TcpDef) -> Option<Set
         timestamps: d.timestamps.unwrap_or(true),
         window_scale: d.window_scale.unwrap_or(true),
         maxburst: maxburst?,
+        decrease: decrease?,
         initial_window: initial_window?,
         rto_min: rto_min?,
         rto_initial: rto_initial?,
