@@ -9,7 +9,7 @@ use aurora_tcp::host::TcpHost;
 use aurora_tcp::trace::{Event, Trace};
 use aurora_time::{Duration, Instant};
 
-use super::{example, run, say_written, write_csv};
+use super::{example, host_id, run, say_written, virtual_net, write_csv};
 use crate::tcp_trace::plot_time_sequence;
 
 /// Gaps shorter than this between two ACKs count as compressed, and data
@@ -94,18 +94,8 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
     for (case, text) in [("a alone", &alone), ("a with b", &both)] {
         // The books, through the same path as `aurora run`.
         run(text, secs)?;
-        let mut net = aurora_topo::load(text, 1).map_err(|p| p.to_string())?;
-        net.sim
-            .run_until(Instant::ZERO + Duration::from_nanos((secs * 1e9) as i64));
-        let id = |name: &str| {
-            net.hosts
-                .iter()
-                .chain(&net.ip_nodes)
-                .find(|(n, _)| n == name)
-                .map(|&(_, id)| id)
-                .ok_or_else(|| format!("no host {name}"))
-        };
-        let (h1, h2) = (id("h1")?, id("h2")?);
+        let net = virtual_net(text, secs)?;
+        let (h1, h2) = (host_id(&net, "h1")?, host_id(&net, "h2")?);
         let src = net.sim.node::<TcpHost>(h1).ok_or("h1 is not a TCP host")?;
         let sink = net.sim.node::<TcpHost>(h2).ok_or("h2 is not a TCP host")?;
         let flow = src

@@ -56,6 +56,25 @@ fn run(text: &str, secs: f64) -> Result<Report, String> {
     Ok(r)
 }
 
+/// Topology `text` run in virtual time for `secs`, the network kept so
+/// its nodes (TCP hosts and their traces) can be read.
+fn virtual_net(text: &str, secs: f64) -> Result<aurora_topo::Network, String> {
+    let mut net = aurora_topo::load(text, 1).map_err(|p| p.to_string())?;
+    net.sim
+        .run_until(aurora_time::Instant::ZERO + Duration::from_nanos((secs * 1e9) as i64));
+    Ok(net)
+}
+
+/// The node id of host (or IP node) `name` in `net`.
+fn host_id(net: &aurora_topo::Network, name: &str) -> Result<aurora_engine::NodeId, String> {
+    net.hosts
+        .iter()
+        .chain(&net.ip_nodes)
+        .find(|(n, _)| n == name)
+        .map(|&(_, id)| id)
+        .ok_or_else(|| format!("no host {name}"))
+}
+
 /// `text` with field `key` of every `[[table]]` entry set to `value`
 /// (or removed when `None`).
 fn with_field(

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use aurora_tcp::conn::Variant;
 use aurora_tcp::host::TcpHost;
 use aurora_tcp::trace::Event;
-use aurora_time::{Duration, Instant};
+use aurora_time::Instant;
 
-use super::{example, run, say_written, with_field, write_csv};
+use super::{example, host_id, run, say_written, virtual_net, with_field, write_csv};
 use crate::tcp_trace::{plot_time_sequence, trace_json};
 
 /// The drop sets, in segment numbers from 1 (the study's packets 14; 14
@@ -64,18 +64,8 @@ fn trace_run<R>(
     secs: f64,
     f: impl FnOnce(&TcpHost, u64, u64) -> Result<R, String>,
 ) -> Result<R, String> {
-    let mut net = aurora_topo::load(text, 1).map_err(|p| p.to_string())?;
-    net.sim
-        .run_until(Instant::ZERO + Duration::from_nanos((secs * 1e9) as i64));
-    let id = |name: &str| {
-        net.hosts
-            .iter()
-            .chain(&net.ip_nodes)
-            .find(|(n, _)| n == name)
-            .map(|&(_, id)| id)
-            .ok_or_else(|| format!("no host {name}"))
-    };
-    let (s1, k1) = (id("s1")?, id("k1")?);
+    let net = virtual_net(text, secs)?;
+    let (s1, k1) = (host_id(&net, "s1")?, host_id(&net, "k1")?);
     let sink = net.sim.node::<TcpHost>(k1).ok_or("k1 is not a TCP host")?;
     let read = sink.flows().first().map_or(0, |f| f.app_bytes());
     let errors = sink.flows().first().map_or(0, |f| f.pattern_errors());
