@@ -14,7 +14,7 @@
 use std::net::Ipv4Addr;
 use std::time::Instant as Wall;
 
-use aurora_engine::{Engine, LinkSpec};
+use aurora_engine::{Engine, EngineNode, LinkSpec, NodeId};
 use aurora_ip::node::{Interface, IpConfig, IpNode};
 use aurora_net::switch::AtmSwitch;
 use aurora_net::traffic::{Flow, TrafficHost};
@@ -36,6 +36,20 @@ fn links() -> [LinkSpec; 3] {
         LinkSpec::clean(OC12, Duration::from_millis(2), 16_384),
         LinkSpec::clean(OC12, Duration::from_micros(100), 16_384),
     ]
+}
+
+/// An engine holding h1 — sw1 — sw2 — h2, and the hosts' ids.
+fn path(h1: impl EngineNode, h2: impl EngineNode) -> Result<(Engine, NodeId, NodeId), String> {
+    let mut sim = Engine::new(1);
+    let (sa, sb) = switches();
+    let (h1, h2) = (sim.add_node(h1), sim.add_node(h2));
+    let (sa, sb) = (sim.add_node(sa), sim.add_node(sb));
+    let [a, t, b] = links();
+    let e = |e: aurora_engine::EngineError| e.to_string();
+    sim.connect((h1, 0), (sa, 0), a).map_err(e)?;
+    sim.connect((sa, 1), (sb, 1), t).map_err(e)?;
+    sim.connect((sb, 0), (h2, 0), b).map_err(e)?;
+    Ok((sim, h1, h2))
 }
 
 /// Two switches with `vc` relayed both ways between host ports 0 and the
@@ -101,17 +115,7 @@ fn tcp_run(secs: f64) -> Result<TcpRun, String> {
         cfg,
         check: true,
     });
-    let mut sim = Engine::new(1);
-    let (sa, sb) = switches();
-    let (h1, h2) = (sim.add_node(h1), sim.add_node(h2));
-    let (sa, sb) = (sim.add_node(sa), sim.add_node(sb));
-    let [a, t, b] = links();
-    sim.connect((h1, 0), (sa, 0), a)
-        .map_err(|e| e.to_string())?;
-    sim.connect((sa, 1), (sb, 1), t)
-        .map_err(|e| e.to_string())?;
-    sim.connect((sb, 0), (h2, 0), b)
-        .map_err(|e| e.to_string())?;
+    let (mut sim, h1, h2) = path(h1, h2)?;
     let t0 = Wall::now();
     sim.run_until(Instant::from_nanos((secs * 1e9) as i64));
     let wall = t0.elapsed().as_secs_f64();
@@ -152,17 +156,7 @@ fn cell_run(secs: f64, sdu_len: usize, pdus_per_s: f64) -> Result<f64, String> {
     })
     .map_err(|e| e.to_string())?;
     h2.expect(VC);
-    let mut sim = Engine::new(1);
-    let (sa, sb) = switches();
-    let (h1, h2) = (sim.add_node(h1), sim.add_node(h2));
-    let (sa, sb) = (sim.add_node(sa), sim.add_node(sb));
-    let [a, t, b] = links();
-    sim.connect((h1, 0), (sa, 0), a)
-        .map_err(|e| e.to_string())?;
-    sim.connect((sa, 1), (sb, 1), t)
-        .map_err(|e| e.to_string())?;
-    sim.connect((sb, 0), (h2, 0), b)
-        .map_err(|e| e.to_string())?;
+    let (mut sim, _, _) = path(h1, h2)?;
     let t0 = Wall::now();
     sim.run_until(Instant::from_nanos((secs * 1e9) as i64));
     Ok(t0.elapsed().as_secs_f64())
