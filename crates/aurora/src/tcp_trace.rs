@@ -287,6 +287,22 @@ pub fn plot_time_sequence(
     Ok(vec![svg, png])
 }
 
+/// The series' legend, in the upper left corner of `chart`.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
@@ -379,13 +395,7 @@ where
                 PathElement::new([(x + 9, y - 5), (x + 9, y + 5)], color.stroke_width(2))
             });
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(err)?;
+    legend(&mut chart).map_err(err)?;
 
     // The window, in packets.
     let cwnd: Vec<_> = p.windows.iter().map(|&(t, c, _)| (t, Some(c))).collect();
@@ -428,13 +438,7 @@ where
         }
     }
     if !p.windows.is_empty() {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart).map_err(err)?;
     }
     root.present().map_err(err)?;
     Ok(())
