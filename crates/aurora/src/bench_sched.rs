@@ -72,6 +72,9 @@ impl Discipline<u32> for Null {
     fn queue_len(&self, _queue: QueueId) -> usize {
         usize::from(self.0.is_some())
     }
+    fn for_each(&self, f: &mut dyn FnMut(&u32)) {
+        self.0.iter().for_each(|(_, item)| f(item));
+    }
 }
 
 /// Three levels of `fan` classes below the link, `fan`^3 leaves, equal

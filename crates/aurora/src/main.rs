@@ -17,6 +17,7 @@ mod bench_soak;
 mod bench_tcp;
 mod demo;
 mod experiment;
+mod ip_books;
 mod lateness;
 mod node;
 mod ping;

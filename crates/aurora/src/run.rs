@@ -257,6 +257,8 @@ pub struct Report {
     pub host_drops: Vec<(String, String, u64)>,
     /// IP hosts and routers.
     pub ip: Vec<IpRow>,
+    /// Per direction of each PVC between IP nodes, its books by PDU.
+    pub ip_pvcs: Vec<crate::ip_books::IpPvcRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records, cells
     /// dropped by the capture).
     pub captures: Vec<aurora_capture::Written>,
@@ -296,15 +298,18 @@ pub struct Report {
 }
 
 impl Report {
-    /// `None` when every PVC's and TCP host's books balance and no TCP
+    /// `None` when every PVC's (traffic and IP) and TCP host's books balance and no TCP
     /// sink read a wrong byte; otherwise one sentence naming what does not.
     pub fn imbalance(&self) -> Option<String> {
-        let tcp = self.tcp.as_ref().and_then(crate::tcp_report::imbalance);
-        let pvcs = self.pvc_imbalance();
-        match (pvcs, tcp) {
-            (Some(p), Some(t)) => Some(format!("{p}; {t}")),
-            (p, t) => p.or(t),
-        }
+        let all: Vec<String> = [
+            self.pvc_imbalance(),
+            crate::ip_books::imbalance(&self.ip_pvcs),
+            self.tcp.as_ref().and_then(crate::tcp_report::imbalance),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!all.is_empty()).then(|| all.join("; "))
     }
 
     /// The PVCs whose books do not balance, in one sentence.
@@ -549,17 +554,15 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         .into_inner()
         .map_err(|_| "the ledger was left half-written".to_string())?;
     let written = finish_captures(captures)?;
-    let mut r = build_report(
-        &Names {
-            pvcs: &net.pvcs,
-            links: &net.links,
-            hosts: &net.hosts,
-            switches: &net.switches,
-            ip_nodes: &net.ip_nodes,
-        },
-        &net.sim,
-        &ledger,
-    );
+    let names = Names {
+        pvcs: &net.pvcs,
+        links: &net.links,
+        hosts: &net.hosts,
+        switches: &net.switches,
+        ip_nodes: &net.ip_nodes,
+    };
+    let mut r = build_report(&names, &net.sim, &ledger);
+    r.ip_pvcs = crate::ip_books::report(&net.pvcs, &net.sim, &ledger, &node_names(&names));
     r.virtual_secs = duration.as_secs_f64();
     r.drain_secs = drain.as_secs_f64();
     r.events = net.sim.events();
@@ -707,14 +710,19 @@ fn loss_rows<'a>(
     .collect()
 }
 
-fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> Report {
-    let node_names: BTreeMap<u32, &str> = names
+/// Every node's name, by its number.
+fn node_names<'a>(names: &Names<'a>) -> BTreeMap<u32, &'a str> {
+    names
         .hosts
         .iter()
         .chain(names.ip_nodes)
         .map(|(n, id)| (id.0, n.as_str()))
         .chain(names.switches.iter().map(|(n, id, _)| (id.0, n.as_str())))
-        .collect();
+        .collect()
+}
+
+fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> Report {
+    let node_names = node_names(names);
     // PVCs between traffic hosts; IP nodes report their own figures. A
     // PVC's flow number is its index (see the topology compiler).
     let pvcs: Vec<PvcRow> = names
@@ -813,6 +821,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                     .map(|x| ip_row(n, x))
             })
             .collect(),
+        ip_pvcs: Vec::new(),
         captures: Vec::new(),
         drain_secs: 0.0,
         cell_losses: loss_rows(&node_names, ledger.cells().iter()),
@@ -916,6 +925,7 @@ pub fn text(r: &Report) -> String {
         }
     }
     s += &ip_text(&r.ip);
+    s += &crate::ip_books::text(&r.ip_pvcs);
     for (f, cells, pdus, dropped) in &r.captures {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"

@@ -254,4 +254,8 @@ impl Port<CellBytes> for CellPort {
     fn len(&self) -> usize {
         self.discipline.len()
     }
+
+    fn for_each(&self, f: &mut dyn FnMut(&CellBytes)) {
+        self.discipline.for_each(&mut |(_, cell)| f(cell));
+    }
 }

@@ -784,6 +784,16 @@ impl<F: Frame> Engine<F> {
         self.parts.iter().map(|p| p.in_flight).sum()
     }
 
+    /// Shows `f` every frame between a sending node and a receiving one,
+    /// with its link's sending end (node, port): waiting in a port, on a
+    /// line, or passing between workers. For the books at the end of a
+    /// run: it walks every queue.
+    pub fn for_each_in_flight(&self, f: &mut dyn FnMut(NodeId, PortId, &F)) {
+        for p in &self.parts {
+            p.for_each_in_flight(&mut |(n, port), x| f(NodeId(n), port, x));
+        }
+    }
+
     /// A digest of every delivery so far: each node's digest of what it
     /// received, folded in node order (so it does not depend on how
     /// deliveries to different nodes interleaved, or on the workers). An

@@ -301,6 +301,19 @@ impl<F: Frame> Part<F> {
         self.dirs.push(dir);
     }
 
+    /// Shows `f` every frame this partition holds between a sending node
+    /// and a receiving one, with the sending end of its link: waiting in
+    /// a port, on a line, or in the mail for another partition.
+    pub(crate) fn for_each_in_flight(&self, f: &mut dyn FnMut((u32, PortId), &F)) {
+        for d in &self.dirs {
+            d.port.for_each(&mut |x| f(d.from, x));
+            d.arrivals.iter().for_each(|x| f(d.from, x));
+        }
+        for (_, k, x) in self.outgoing.iter().flatten() {
+            f(self.dirs[*k as usize].from, x);
+        }
+    }
+
     /// The time of the next event, if any.
     pub(crate) fn next_time(&self) -> Option<Instant> {
         self.queue.peek().map(|(t, _)| t)

@@ -33,6 +33,9 @@ pub trait Port<F>: std::any::Any + Send {
     fn dequeue(&mut self, now: Instant) -> Option<F>;
     /// Frames waiting (not counting one on the line).
     fn len(&self) -> usize;
+    /// Shows `f` every frame waiting, in no particular order (for the
+    /// books at the end of a run, not the data path).
+    fn for_each(&self, f: &mut dyn FnMut(&F));
     /// No frame waits.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -87,6 +90,10 @@ impl<F: Send + 'static> Port<F> for Fifo<F> {
     fn len(&self) -> usize {
         self.queue.len()
     }
+
+    fn for_each(&self, f: &mut dyn FnMut(&F)) {
+        self.queue.iter().for_each(f);
+    }
 }
 
 /// A port's discipline as a link direction holds it: FIFO (the common
@@ -128,6 +135,13 @@ impl<F: Send + 'static> Port<F> for AnyPort<F> {
         match self {
             AnyPort::Fifo(p) => p.len(),
             AnyPort::Other(p) => p.len(),
+        }
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&F)) {
+        match self {
+            AnyPort::Fifo(p) => p.for_each(f),
+            AnyPort::Other(p) => p.for_each(f),
         }
     }
 }

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 use aurora_net::{oam, Node, Outbox, PacketPort, PortId};
-use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, Status, VcConfig};
+use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, Status, VcConfig, VcCounters};
 use aurora_time::{Duration, Instant};
 use aurora_wire::atmarp::{AtmAddr, AtmarpRepr, Op, MAX_LEN as ATMARP_MAX};
 use aurora_wire::cell::{Format, VcId};
@@ -389,6 +389,17 @@ impl IpNode {
         let mut c = self.core.counters;
         c.sdus_dropped = self.rx.iter().map(|r| r.stats().pdus_dropped.total()).sum();
         c
+    }
+
+    /// PVC `vc` on `port`'s counters: PDUs sent (`tx`, `tx_err`) and
+    /// received (`rx`, `rx_err`, `rx_drop`, `rx_eoms`).
+    pub fn vc_counters(&self, port: PortId, vc: VcId) -> Option<VcCounters> {
+        let i = *self.core.by_vc.get(&(port, vc))?;
+        let mut c = self.rx.get(usize::from(port))?.vc_counters(vc)?;
+        let tx = self.core.vcs[i].tx.counters();
+        c.tx = tx.tx;
+        c.tx_err = tx.tx_err;
+        Some(c)
     }
 
     /// The address found at the far end of each PVC: (port, VC, address).

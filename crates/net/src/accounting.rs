@@ -105,6 +105,11 @@ pub struct Ledger {
     /// Which flow each (place, VC) carries, learnt from the tagged cells
     /// dropped there (bounded: a place and VC per flow, at most).
     vc_flow: FxHashMap<(Place, VcId), u16>,
+    /// End-of-message cells dropped, per place, reason and the VC in
+    /// their header: each is one PDU its sender finished that can no
+    /// longer reach its receiver (AAL5's books by PDU, whatever the
+    /// PDU carries).
+    ends: BTreeMap<(Loss, VcId), u64>,
     overflow: u64,
 }
 
@@ -127,6 +132,13 @@ impl Ledger {
         }
         let loss = Loss { place, reason };
         *self.cells.entry(loss).or_default() += 1;
+        if c[3] & 0x02 != 0 {
+            if self.ends.len() < MAX_RECORDS || self.ends.contains_key(&(loss, vc_of(&c))) {
+                *self.ends.entry((loss, vc_of(&c))).or_default() += 1;
+            } else {
+                self.overflow += 1;
+            }
+        }
         match Tag::of_cell(&c) {
             Some(t) => {
                 if self.vc_flow.len() < MAX_RECORDS {
@@ -167,6 +179,9 @@ impl Ledger {
         for (k, f) in other.vc_flow {
             self.vc_flow.entry(k).or_insert(f);
         }
+        for (k, n) in other.ends {
+            *self.ends.entry(k).or_default() += n;
+        }
         self.overflow += other.overflow;
     }
 
@@ -180,7 +195,13 @@ impl Ledger {
         &self.untagged
     }
 
-    /// PDUs charged that did not fit in the ledger.
+    /// End-of-message data cells dropped, per place, reason and VC.
+    pub fn ends(&self) -> &BTreeMap<(Loss, VcId), u64> {
+        &self.ends
+    }
+
+    /// Records that did not fit in the ledger (PDUs charged, or places
+    /// and VCs of dropped end cells).
     pub fn overflow(&self) -> u64 {
         self.overflow
     }

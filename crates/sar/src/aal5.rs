@@ -793,6 +793,7 @@ impl Aal5Rx {
                 done += n;
                 if ended {
                     st.discarding = None;
+                    st.counters.rx_eoms += 1;
                 }
                 continue;
             }
@@ -875,6 +876,7 @@ impl Aal5Rx {
             cur.cells += n as u64;
             done += n;
             if ended {
+                st.counters.rx_eoms += 1;
                 let cur = st.cur.take().expect("present");
                 Self::complete(stats, pool, vc, st, cur, deliver);
             }

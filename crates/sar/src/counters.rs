@@ -157,6 +157,12 @@ pub struct VcCounters {
     pub rx_err: u64,
     /// PDUs dropped for lack of receiver resources.
     pub rx_drop: u64,
+    /// End-of-message cells received: each closes one PDU its sender
+    /// finished, whatever became of it (`rx`, `rx_err` or `rx_drop`), so
+    /// `tx` at the sender = `rx_eoms` + end cells lost on the way + end
+    /// cells still on their way. (A reassembly that times out or is
+    /// flushed had no end cell and is not among them.)
+    pub rx_eoms: u64,
 }
 
 /// Totals kept by a reassembler.

@@ -441,3 +441,39 @@ fn sender_refuses_what_it_cannot_carry() {
     assert!(Aal5Tx::new(VcId::new(300, 1), Format::Uni).is_err());
     assert!(Aal5Tx::new(VcId::new(300, 1), Format::Nni).is_ok());
 }
+
+/// Each end-of-message cell that arrives is counted once, whatever
+/// becomes of its PDU; a PDU whose end cell was lost is not among them
+/// (its cells merge into the next, which fails), nor is one dropped for
+/// its size (its end cell ends the discard and is counted).
+#[test]
+fn end_cells_received_count_the_pdus_the_sender_finished_that_arrived() {
+    let mut tx = Aal5Tx::new(A, Format::Uni).unwrap();
+    let vcfg = VcConfig {
+        max_sdu: 200,
+        ..VcConfig::default()
+    };
+    let mut rx = rx_with(Kernel::best(), &[A], vcfg);
+    let mut wire = Vec::new();
+    // 1: whole. 2: a middle cell lost. 3: its end cell lost (merges
+    // into 4, which fails). 5: too big. 6: whole.
+    wire.extend(segment(&mut tx, &[1u8; 150]));
+    let mut two = segment(&mut tx, &[2u8; 150]);
+    two.remove(1);
+    wire.extend(two);
+    let mut three = segment(&mut tx, &[3u8; 150]);
+    three.pop();
+    wire.extend(three);
+    wire.extend(segment(&mut tx, &[4u8; 20]));
+    wire.extend(segment(&mut tx, &[5u8; 1000]));
+    wire.extend(segment(&mut tx, &[6u8; 20]));
+    let mut got = Vec::new();
+    rx.push(Instant::ZERO, &wire, &mut |d| got.push(d.into_sdu()));
+    assert_eq!(got, vec![vec![1u8; 150], vec![6u8; 20]]);
+    let c = rx.vc_counters(A).unwrap();
+    assert_eq!(tx.counters().tx, 6);
+    assert_eq!(c.rx, 2);
+    // Six sent, one end cell lost: five arrived.
+    assert_eq!(c.rx_eoms, 5);
+    assert_eq!(c.rx_eoms, c.rx + c.rx_err + c.rx_drop);
+}

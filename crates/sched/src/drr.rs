@@ -207,4 +207,11 @@ impl<T: Send> Discipline<T> for Drr<T> {
             .get(queue as usize)
             .map_or(0, |s| s.list.len() as usize)
     }
+
+    fn for_each(&self, f: &mut dyn FnMut(&T)) {
+        for s in &self.qs {
+            // SAFETY: every queue's list is used only with `arena`.
+            unsafe { self.arena.for_each(&s.list, f) };
+        }
+    }
 }

@@ -53,6 +53,16 @@ impl<P> Ring<P> {
         Some(p)
     }
 
+    /// Shows `f` the items, oldest first.
+    fn for_each(&self, f: &mut dyn FnMut(&P)) {
+        for k in 0..self.len {
+            let i = (self.head + k) & (self.buf.len() - 1);
+            // SAFETY: `i` is one of the `len` slots from `head`, masked
+            // into range, so it holds an initialised item.
+            f(unsafe { self.buf.get_unchecked(i).assume_init_ref() });
+        }
+    }
+
     /// Doubles the capacity (at least 16), keeping the order.
     #[cold]
     #[inline(never)]
@@ -142,6 +152,10 @@ impl<T: Send> Discipline<T> for Fifo<T> {
 
     fn queue_len(&self, queue: QueueId) -> usize {
         self.counts.get(queue as usize).map_or(0, |&c| c as usize)
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&T)) {
+        self.ring.for_each(&mut |(_, item)| f(item));
     }
 }
 

@@ -592,6 +592,10 @@ impl<T: Send> Discipline<T> for FlatApprox<T> {
     fn queue_len(&self, queue: QueueId) -> usize {
         self.leaves.queue_len(queue)
     }
+
+    fn for_each(&self, f: &mut dyn FnMut(&T)) {
+        self.leaves.for_each(f);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -669,6 +673,10 @@ impl<T: Send> Discipline<T> for Wf2qLeaves<T> {
     #[inline(always)]
     fn queue_len(&self, queue: QueueId) -> usize {
         self.wf2q.queue_len(queue)
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&T)) {
+        self.wf2q.for_each(f);
     }
 }
 

@@ -281,4 +281,8 @@ impl<T: Send> Discipline<T> for Hwfq<T> {
     fn queue_len(&self, queue: QueueId) -> usize {
         self.leaf(queue).map_or(0, |l| self.fifo[l].len())
     }
+
+    fn for_each(&self, f: &mut dyn FnMut(&T)) {
+        self.fifo.iter().flatten().for_each(|(item, _)| f(item));
+    }
 }

@@ -136,6 +136,9 @@ pub trait Discipline<T>: Send {
     fn len(&self) -> usize;
     /// Items waiting in `queue`.
     fn queue_len(&self, queue: QueueId) -> usize;
+    /// Shows `f` every item waiting, in no particular order (for books
+    /// and reports, not the data path).
+    fn for_each(&self, f: &mut dyn FnMut(&T));
     /// No item waits.
     fn is_empty(&self) -> bool {
         self.len() == 0

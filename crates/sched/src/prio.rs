@@ -86,4 +86,11 @@ impl<T: Send> Discipline<T> for Priority<T> {
             .get(queue as usize)
             .map_or(0, |l| l.len() as usize)
     }
+
+    fn for_each(&self, f: &mut dyn FnMut(&T)) {
+        for l in &self.levels {
+            // SAFETY: every level's list is used only with `arena`.
+            unsafe { self.arena.for_each(l, f) };
+        }
+    }
 }

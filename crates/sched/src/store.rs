@@ -167,6 +167,21 @@ impl<T, X: Copy + Default> Arena<T, X> {
         slot
     }
 
+    /// Shows `f` the items of `list`, oldest first.
+    ///
+    /// # Safety
+    /// `list` is only ever used with this arena.
+    pub(crate) unsafe fn for_each(&self, list: &List, f: &mut dyn FnMut(&T)) {
+        let mut slot = list.head;
+        for _ in 0..list.len {
+            // SAFETY: the first `len` slots from a list's head are in range
+            // and hold initialised items (the arena's invariants).
+            let s = unsafe { self.slots.get_unchecked(slot as usize) };
+            f(unsafe { s.item.assume_init_ref() });
+            slot = s.next;
+        }
+    }
+
     /// Takes the oldest item of `list` with its word, and the word of the
     /// item that is now the oldest, if any.
     ///

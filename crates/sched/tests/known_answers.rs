@@ -405,3 +405,56 @@ fn disciplines_are_usable_as_trait_objects() {
         assert!(p.is_empty());
     }
 }
+
+/// `for_each` shows exactly the items waiting, whatever the discipline:
+/// after a mix of enqueues, refusals and dequeues, the multiset it shows
+/// is what went in and was neither refused nor taken out.
+#[test]
+fn every_discipline_shows_exactly_what_waits() {
+    use aurora_sched::tree::{ClassSpec, ClassTree, Share};
+    use aurora_sched::{FlatApprox, FlatConfig, Hwfq};
+    let tight = Limits {
+        port: 40,
+        queue: 12,
+    };
+    let tree = ClassTree::new(vec![
+        ClassSpec::new("link", None, Share::Fraction(1.0), None),
+        ClassSpec::new("a", Some("link"), Share::Fraction(0.25), Some(0)),
+        ClassSpec::new("b", Some("link"), Share::Fraction(0.25), Some(1)),
+        ClassSpec::new("c", Some("link"), Share::Fraction(0.5), Some(2)),
+    ])
+    .unwrap();
+    let ports: Vec<Box<dyn Discipline<u32>>> = vec![
+        Box::new(Fifo::new(3, tight)),
+        Box::new(Priority::new(3, tight)),
+        Box::new(Drr::equal(3, 1, tight)),
+        Box::new(Wfq::new(&[1, 2, 3], 1_000_000, tight)),
+        Box::new(Wf2qPlus::new(&[1, 2, 3], tight)),
+        Box::new(Hwfq::new(&tree, tight)),
+        Box::new(FlatApprox::new(
+            &tree,
+            tight,
+            FlatConfig::new(aurora_time::Duration::from_micros(10)),
+        )),
+    ];
+    for mut p in ports {
+        let mut waiting: Vec<u32> = Vec::new();
+        for i in 0..60u32 {
+            if p.enqueue((i % 3) as QueueId, i, 1, at(i64::from(i)))
+                .is_ok()
+            {
+                waiting.push(i);
+            }
+            if i % 4 == 3 {
+                let (_, x) = p.dequeue(at(i64::from(i))).unwrap();
+                waiting.retain(|&w| w != x);
+            }
+        }
+        let mut shown = Vec::new();
+        p.for_each(&mut |&x| shown.push(x));
+        shown.sort_unstable();
+        waiting.sort_unstable();
+        assert_eq!(shown, waiting);
+        assert_eq!(shown.len(), p.len());
+    }
+}

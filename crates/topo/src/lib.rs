@@ -479,6 +479,8 @@ pub struct PvcInfo {
     pub to: NodeId,
     /// VC it arrives on.
     pub to_vc: VcId,
+    /// Its hops from the sender, in order.
+    pub hops: Vec<PvcHop>,
     /// Index of each of its flows in the sending host.
     pub flows: Vec<usize>,
     /// Its pings: index in the sending host, and whether end-to-end.
@@ -488,6 +490,19 @@ pub struct PvcInfo {
     /// Where it is policed: the first switch, its input port and the VC
     /// there.
     pub policed_at: Option<(NodeId, PortId, VcId)>,
+}
+
+/// One hop of a PVC, in the direction from its sender: the node and port
+/// its cells leave by, the node and port they arrive by, and the VC in
+/// their header on the way (cells coming back use the same VC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PvcHop {
+    /// Sending node and port.
+    pub from: (NodeId, PortId),
+    /// Receiving node and port.
+    pub to: (NodeId, PortId),
+    /// The VC on the link.
+    pub vc: VcId,
 }
 
 /// One end of a link: node name, node, port.

@@ -30,6 +30,12 @@ struct Row {
     retransmits: u64,
     /// Retransmission timeouts of all sources.
     timeouts: u64,
+    /// Segments towards the sink lost whole at the port (their end cell
+    /// dropped there), from the IP PVCs' books.
+    lost_at_port: u64,
+    /// Segments that reached the sink damaged (a cell dropped before
+    /// their end cell) and failed reassembly: line time wasted.
+    failed_at_sink: u64,
 }
 
 /// Cells of one full segment: TCP/IP headers, LLC/SNAP and the AAL5
@@ -69,7 +75,19 @@ fn one(base: &str, discard: &'static str, buffer: i64, mss: u32, secs: f64) -> R
             timeouts += c.timeouts;
         }
     }
+    let (mut lost_at_port, mut failed_at_sink) = (0, 0);
+    for p in r.ip_pvcs.iter().filter(|p| p.name.ends_with("-> sink")) {
+        for l in &p.losses {
+            if l.reason == crate::ip_books::FAILED {
+                failed_at_sink += l.count;
+            } else {
+                lost_at_port += l.count;
+            }
+        }
+    }
     Ok(Row {
+        lost_at_port,
+        failed_at_sink,
         discard,
         mss,
         buffer,
@@ -102,11 +120,13 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("cannot make {}: {e}", out.display()))?;
     println!(
         "aurora experiment tcp-epd: 8 Reno connections into one OC-3c port; {secs} s of virtual \
-         time each; effective throughput = goodput / the line's cell payload rate (135.6 Mb/s)"
+         time each; effective throughput = goodput / the line's cell payload rate (135.6 Mb/s); \
+         lost = segments dropped whole at the port, damaged = segments that crossed the line \
+         with a cell missing and failed at the sink (every run's books balance by PDU)"
     );
     println!(
-        "{:<8} {:>6} {:>7} {:>10} {:>8} {:>9}",
-        "discard", "mss", "buffer", "effective", "resent", "timeouts"
+        "{:<8} {:>6} {:>7} {:>10} {:>8} {:>9} {:>9} {:>11}",
+        "discard", "mss", "buffer", "effective", "resent", "timeouts", "lost", "damaged"
     );
     let mut csv = vec![vec![
         "discard".to_string(),
@@ -115,11 +135,20 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
         "effective_throughput".into(),
         "retransmits".into(),
         "timeouts".into(),
+        "segments_lost_at_port".into(),
+        "segments_damaged_at_sink".into(),
     ]];
     for r in &rows {
         println!(
-            "{:<8} {:>6} {:>7} {:>10.3} {:>8} {:>9}",
-            r.discard, r.mss, r.buffer, r.effective, r.retransmits, r.timeouts
+            "{:<8} {:>6} {:>7} {:>10.3} {:>8} {:>9} {:>9} {:>11}",
+            r.discard,
+            r.mss,
+            r.buffer,
+            r.effective,
+            r.retransmits,
+            r.timeouts,
+            r.lost_at_port,
+            r.failed_at_sink
         );
         csv.push(vec![
             r.discard.into(),
@@ -128,6 +157,8 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
             format!("{:.4}", r.effective),
             r.retransmits.to_string(),
             r.timeouts.to_string(),
+            r.lost_at_port.to_string(),
+            r.failed_at_sink.to_string(),
         ]);
     }
     let mut files = vec![write_csv(out, "tcp-epd", &csv)?];

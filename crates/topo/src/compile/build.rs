@@ -16,7 +16,7 @@ use super::ip::ip_node;
 use super::nodes::{atm_switch, relay};
 use super::Reader;
 use crate::pvc::Kind;
-use crate::{Blueprint, BuiltNode, Problems, PvcInfo};
+use crate::{Blueprint, BuiltNode, Problems, PvcHop, PvcInfo};
 
 impl Reader<'_> {
     /// The problems found, in file order, or the network built.
@@ -202,6 +202,15 @@ impl Reader<'_> {
                 from_vc: p.from_vc,
                 to: ids[p.to],
                 to_vc: p.to_vc,
+                hops: p
+                    .hops
+                    .iter()
+                    .map(|(a, ap, b, bp, vc)| PvcHop {
+                        from: (ids[a.as_str()], *ap),
+                        to: (ids[b.as_str()], *bp),
+                        vc: *vc,
+                    })
+                    .collect(),
                 flows,
                 pings,
             })

@@ -13,7 +13,7 @@ use crate::pvc::{Hop, Kind};
 use crate::{is_reserved_vc, parse_vc, PvcDef};
 
 /// A PVC routed without problems.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) struct RoutedPvc<'f> {
     pub(super) name: &'f str,
     pub(super) from: &'f str,
@@ -29,6 +29,9 @@ pub(super) struct RoutedPvc<'f> {
     /// The first node after the sender, the port the PVC enters it by and
     /// its VC there.
     pub(super) first_hop: (&'f str, PortId, VcId),
+    /// Each hop from the sender: the node and port it leaves by, the node
+    /// and port it arrives by, and its VC there.
+    pub(super) hops: Vec<(String, PortId, String, PortId, VcId)>,
     /// Its definition.
     pub(super) def: &'f PvcDef,
 }
@@ -246,6 +249,11 @@ impl<'f> Reader<'f> {
             from_port: hops[0].from_port,
             to_port: hops[hops.len() - 1].to_port,
             first_hop: (&d.path[1], hops[0].to_port, vcs[0]),
+            hops: hops
+                .iter()
+                .zip(&vcs)
+                .map(|(h, vc)| (h.from.clone(), h.from_port, h.to.clone(), h.to_port, *vc))
+                .collect(),
             def: d,
         })
     }
