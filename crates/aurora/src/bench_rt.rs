@@ -158,7 +158,7 @@ fn go(text: &str, ms: i64, clock: Clock, workers: usize) -> Result<(Report, f64,
         net,
         Duration::from_millis(ms),
         Duration::from_millis(20),
-        None,
+        (None, None),
         clock,
         None,
     )?;

@@ -106,7 +106,7 @@ pub fn run(cells: u64, samples: u32) -> Result<Soak, String> {
         net,
         duration,
         Duration::from_millis(10),
-        None,
+        (None, None),
         crate::run::Clock::Virtual,
         Some((every, &mut watch)),
     )?;

@@ -43,7 +43,7 @@ pub fn main(
                 clock: run::Clock::Wall { spin: false },
                 workers: 1,
             };
-            run::run(&topo, args, capture.as_ref(), live)
+            run::run(&topo, args, capture.as_ref(), None, live)
         })
     };
     if !quiet {

@@ -92,6 +92,11 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Folder for the time-sequence traces (JSON) and plots of the
+        /// connections of `[[tcp]]` entries with `trace = true` (made only
+        /// when there are some).
+        #[arg(long, default_value = "out/run")]
+        out: std::path::PathBuf,
         #[command(flatten)]
         capture: CaptureOpts,
     },
@@ -806,6 +811,7 @@ fn main() -> ExitCode {
             drain,
             seed,
             json,
+            out,
             capture,
         } => {
             let capture = capture.arg();
@@ -829,7 +835,7 @@ fn main() -> ExitCode {
                 clock,
                 workers,
             };
-            let result = run::run(&file, args, capture.as_ref(), None);
+            let result = run::run(&file, args, capture.as_ref(), Some(&out), None);
             // An unfaithful run still reports (exit 0), but says so on
             // stderr too, so a script reading only the JSON or the exit
             // status's neighbours sees it.

@@ -407,6 +407,7 @@ pub fn run(
     path: &Path,
     args: RunArgs,
     capture: Option<&CaptureArg>,
+    traces: Option<&Path>,
     live: Option<Arc<Mutex<Live>>>,
 ) -> Result<Report, String> {
     let RunArgs {
@@ -433,12 +434,12 @@ pub fn run(
                         net,
                         duration,
                         drain,
-                        capture,
+                        (capture, traces),
                         clock,
                         Some((LIVE_EVERY, &mut show)),
                     )
                 }
-                None => run_network(net, duration, drain, capture, clock, None),
+                None => run_network(net, duration, drain, (capture, traces), clock, None),
             }
         }
         Some(_) => {
@@ -447,7 +448,7 @@ pub fn run(
                 tun_workers(&net, clock, workers),
                 aurora_engine::plan::MIN_CUT,
             )?;
-            run_network(net, duration, drain, capture, clock, None)
+            run_network(net, duration, drain, (capture, traces), clock, None)
         }
     }
 }
@@ -471,12 +472,14 @@ const LIVE_EVERY: Duration = Duration::from_millis(100);
 pub(crate) type Watch<'a, F = CellBytes> = (Duration, &'a mut dyn FnMut(&Engine<F>));
 
 /// Runs a loaded network for `duration` (senders then stop) and `drain`
-/// under `clock`, showing it to `watch` every period, and reports.
+/// under `clock`, showing it to `watch` every period, and reports. What it
+/// writes: captures as `files.0` says, and the TCP connections' traces
+/// (those of `[[tcp]]` entries with `trace = true`) to folder `files.1`.
 pub(crate) fn run_network<F: Carries<CellBytes>>(
     mut net: aurora_topo::Network<F>,
     duration: Duration,
     drain: Duration,
-    capture: Option<&CaptureArg>,
+    (capture, traces): (Option<&CaptureArg>, Option<&Path>),
     clock: Clock,
     watch: Option<Watch<'_, F>>,
 ) -> Result<Report, String> {
@@ -593,6 +596,9 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
     r.tcp = crate::tcp_report::report(&net, end + drain);
+    if let (Some(t), Some(dir)) = (r.tcp.as_mut(), traces) {
+        t.traces = crate::tcp_trace::write_traces(&net, dir)?;
+    }
     match wall {
         None => r.mode = "virtual time".into(),
         Some(w) => {

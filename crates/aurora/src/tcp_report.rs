@@ -17,6 +17,9 @@ pub struct TcpReport {
     pub flows: Vec<TcpFlowRow>,
     /// Per TCP host.
     pub hosts: Vec<TcpHostRow>,
+    /// Trace files written (JSON and plots), for entries with
+    /// `trace = true`.
+    pub traces: Vec<String>,
 }
 
 /// One transfer.
@@ -191,15 +194,20 @@ fn conn_row(host: &str, f: &Flow, end: Instant) -> ConnRow {
     }
 }
 
-/// The rows of transfer `t` in `sim`.
-fn flow_row<F: aurora_net::Frame>(t: &TcpInfo, sim: &Engine<F>, end: Instant) -> TcpFlowRow {
-    let mut connections = Vec::new();
+/// Aurora's ends of transfer `t` in `sim`, each with its host's name: the
+/// source's (if the source is Aurora's), then each connection the sink
+/// accepted from it.
+pub fn ends_of<'a, F: aurora_net::Frame>(
+    t: &'a TcpInfo,
+    sim: &'a Engine<F>,
+) -> Vec<(&'a str, &'a Flow)> {
+    let mut ends = Vec::new();
     if let Some(h) = t.from_node.and_then(|id| sim.node::<TcpHost>(id)) {
-        connections.extend(
+        ends.extend(
             h.flows()
                 .iter()
                 .filter(|f| f.role() == Role::Source && f.name() == t.name)
-                .map(|f| conn_row(&t.from, f, end)),
+                .map(|f| (t.from.as_str(), f)),
         );
     }
     if let Some(h) = t.to_node.and_then(|id| sim.node::<TcpHost>(id)) {
@@ -211,13 +219,22 @@ fn flow_row<F: aurora_net::Frame>(t: &TcpInfo, sim: &Engine<F>, end: Instant) ->
                 && c.remote().addr == t.from_addr
                 && (t.from_node.is_none() || c.remote().port == t.local_port)
         };
-        connections.extend(
+        ends.extend(
             h.flows()
                 .iter()
                 .filter(|f| f.role() == Role::Sink && f.connection().is_some_and(mine))
-                .map(|f| conn_row(&t.to, f, end)),
+                .map(|f| (t.to.as_str(), f)),
         );
     }
+    ends
+}
+
+/// The rows of transfer `t` in `sim`.
+fn flow_row<F: aurora_net::Frame>(t: &TcpInfo, sim: &Engine<F>, end: Instant) -> TcpFlowRow {
+    let connections = ends_of(t, sim)
+        .into_iter()
+        .map(|(host, f)| conn_row(host, f, end))
+        .collect();
     TcpFlowRow {
         name: t.name.clone(),
         from: t.from.clone(),
@@ -280,7 +297,11 @@ pub fn report<F: aurora_net::Frame>(
             })
         })
         .collect();
-    Some(TcpReport { flows, hosts })
+    Some(TcpReport {
+        flows,
+        hosts,
+        traces: Vec::new(),
+    })
 }
 
 /// `None` when every TCP host's books balance and no sink read a byte
@@ -399,6 +420,9 @@ pub fn text(r: &TcpReport) -> String {
         if h.forgotten > 0 {
             s += &format!("{:<12} forgot {} closed connections\n", "", h.forgotten);
         }
+    }
+    for f in &r.traces {
+        s += &format!("wrote {f}\n");
     }
     s
 }

@@ -133,3 +133,61 @@ fn the_text_report_has_a_tcp_part() {
     );
     assert!(text.contains("balance"), "{text}");
 }
+
+#[test]
+fn a_transfer_with_trace_on_leaves_its_time_sequence_trace_and_plot() {
+    let text = std::fs::read_to_string(EXAMPLE)
+        .unwrap()
+        .replace(
+            "variant = \"sack\"",
+            "variant = \"reno\"\ntrace = true\ndrop = [30]",
+        )
+        .replace("bytes = \"10MB\"", "bytes = \"1MB\"");
+    let dir = std::env::temp_dir().join(format!("aurora-tcp-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tcp.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("traces");
+    let (r, ok, stderr) = run(&file, &["--duration", "1s", "--out", out.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let listed: Vec<&str> = r["tcp"]["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    let json = out.join("bulk-source-h1.json");
+    assert!(listed.contains(&json.to_str().unwrap()), "{listed:?}");
+    assert!(
+        listed.iter().any(|f| f.ends_with("bulk-source-h1.svg")),
+        "{listed:?}"
+    );
+    assert!(
+        listed.iter().any(|f| f.ends_with("bulk-sink-h2.json")),
+        "{listed:?}"
+    );
+    for f in &listed {
+        assert!(std::path::Path::new(f).is_file(), "{f}");
+    }
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let sends = t["send"].as_array().unwrap();
+    // 1 MB in segments of the agreed size, the SYN and the FIN, and the
+    // dropped segment again.
+    let (src, _) = ends(&r);
+    let mss = u(src, "mss");
+    assert!(
+        sends.len() as u64 >= 1_000_000 / mss + 3,
+        "{} of {mss}",
+        sends.len()
+    );
+    let again: Vec<&Value> = sends.iter().filter(|s| s["retransmit"] == true).collect();
+    assert!(!again.is_empty());
+    assert_eq!(
+        t["fast_retransmit"].as_array().unwrap().len(),
+        1,
+        "{}",
+        t["fast_retransmit"]
+    );
+    assert_eq!(t["lost"], 0);
+    std::fs::remove_dir_all(&dir).ok();
+}

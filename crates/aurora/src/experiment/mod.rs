@@ -46,7 +46,7 @@ fn run(text: &str, secs: f64) -> Result<Report, String> {
         net,
         Duration::from_nanos((secs * 1e9) as i64),
         Duration::from_millis(100),
-        None,
+        (None, None),
         Clock::Virtual,
         None,
     )?;
