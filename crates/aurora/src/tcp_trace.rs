@@ -444,6 +444,74 @@ where
     Ok(())
 }
 
+/// Writes the trace of every Aurora end of every `[[tcp]]` entry of `net`
+/// that kept one (`trace = true`) to folder `dir`: as JSON
+/// (`NAME-ROLE-HOST.json`, a sink's further connections from the same
+/// source numbered `-2`, `-3`...) and as a time-sequence plot (`.svg` and
+/// `.png`, for a connection that sent data). Returns the files written.
+pub fn write_traces<F: aurora_net::Frame>(
+    net: &aurora_topo::Network<F>,
+    dir: &Path,
+) -> Result<Vec<String>, String> {
+    let mut files = Vec::new();
+    for t in &net.tcp {
+        let mut seen: Vec<String> = Vec::new();
+        for (host, flow) in crate::tcp_report::ends_of(t, &net.sim) {
+            let Some(conn) = flow.connection() else {
+                continue;
+            };
+            if conn.trace().events().is_empty() {
+                continue;
+            }
+            let role = match flow.role() {
+                aurora_tcp::host::Role::Source => "source",
+                aurora_tcp::host::Role::Sink => "sink",
+            };
+            let mut name = format!("{}-{role}-{host}", t.name);
+            let n = seen.iter().filter(|s| **s == name).count();
+            seen.push(name.clone());
+            if n > 0 {
+                name += &format!("-{}", n + 1);
+            }
+            if files.is_empty() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+            }
+            let json = dir.join(format!("{name}.json"));
+            let text = serde_json::to_string(&trace_json(conn.trace(), flow.iss()))
+                .map_err(|e| e.to_string())?;
+            std::fs::write(&json, text)
+                .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+            files.push(json.display().to_string());
+            // A sink that sent no data (its SYN and FIN only) has no
+            // sequence plot worth drawing; its JSON says what it did.
+            let data = conn
+                .trace()
+                .events()
+                .iter()
+                .any(|(_, e)| matches!(e, Event::Send { len, .. } if *len > 1));
+            if !data {
+                continue;
+            }
+            let title = format!(
+                "{} ({} TCP), {role} at {host}",
+                t.name,
+                conn.config().variant
+            );
+            for p in plot_time_sequence(
+                conn.trace(),
+                flow.iss(),
+                conn.smss(),
+                &title,
+                &dir.join(&name),
+            )? {
+                files.push(p.display().to_string());
+            }
+        }
+    }
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,72 +726,4 @@ mod tests {
         assert!(plot_time_sequence(&t, iss, 0, "", &dir.join("x")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
-}
-
-/// Writes the trace of every Aurora end of every `[[tcp]]` entry of `net`
-/// that kept one (`trace = true`) to folder `dir`: as JSON
-/// (`NAME-ROLE-HOST.json`, a sink's further connections from the same
-/// source numbered `-2`, `-3`...) and as a time-sequence plot (`.svg` and
-/// `.png`, for a connection that sent data). Returns the files written.
-pub fn write_traces<F: aurora_net::Frame>(
-    net: &aurora_topo::Network<F>,
-    dir: &Path,
-) -> Result<Vec<String>, String> {
-    let mut files = Vec::new();
-    for t in &net.tcp {
-        let mut seen: Vec<String> = Vec::new();
-        for (host, flow) in crate::tcp_report::ends_of(t, &net.sim) {
-            let Some(conn) = flow.connection() else {
-                continue;
-            };
-            if conn.trace().events().is_empty() {
-                continue;
-            }
-            let role = match flow.role() {
-                aurora_tcp::host::Role::Source => "source",
-                aurora_tcp::host::Role::Sink => "sink",
-            };
-            let mut name = format!("{}-{role}-{host}", t.name);
-            let n = seen.iter().filter(|s| **s == name).count();
-            seen.push(name.clone());
-            if n > 0 {
-                name += &format!("-{}", n + 1);
-            }
-            if files.is_empty() {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-            }
-            let json = dir.join(format!("{name}.json"));
-            let text = serde_json::to_string(&trace_json(conn.trace(), flow.iss()))
-                .map_err(|e| e.to_string())?;
-            std::fs::write(&json, text)
-                .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
-            files.push(json.display().to_string());
-            // A sink that sent no data (its SYN and FIN only) has no
-            // sequence plot worth drawing; its JSON says what it did.
-            let data = conn
-                .trace()
-                .events()
-                .iter()
-                .any(|(_, e)| matches!(e, Event::Send { len, .. } if *len > 1));
-            if !data {
-                continue;
-            }
-            let title = format!(
-                "{} ({} TCP), {role} at {host}",
-                t.name,
-                conn.config().variant
-            );
-            for p in plot_time_sequence(
-                conn.trace(),
-                flow.iss(),
-                conn.smss(),
-                &title,
-                &dir.join(&name),
-            )? {
-                files.push(p.display().to_string());
-            }
-        }
-    }
-    Ok(files)
 }
