@@ -162,3 +162,104 @@ fn the_books_balance_in_real_time_too() {
     balanced(&r);
     assert!(u(&rows[0], "delivered") > 100, "{rows:?}");
 }
+
+/// A network with an ATOMIC part (its engine carries cells and frames):
+/// the TCP hosts on the cell side are in the IP table and their PVCs'
+/// books balance, as in a cell-only network.
+#[test]
+fn tcp_hosts_beside_an_atomic_lan_are_reported_and_balance() {
+    let text = r#"
+[[host]]
+name = "h1"
+ip = "10.1.0.1/24"
+routes = ["default via 10.1.0.254"]
+
+[[host]]
+name = "h2"
+ip = "10.1.0.2/24"
+
+[[switch]]
+name = "sw"
+ports = 3
+
+[[router]]
+name = "r"
+ports = 1
+ip = ["10.1.0.254/24"]
+
+[[link]]
+a = "h1"
+b = "sw:0"
+rate = "oc12"
+
+[[link]]
+a = "sw:1"
+b = "r:0"
+rate = "oc12"
+
+[[link]]
+a = "h2"
+b = "sw:2"
+rate = "oc12"
+
+[[pvc]]
+name = "h1-r"
+path = ["h1", "sw", "r"]
+
+[[pvc]]
+name = "h1-h2"
+path = ["h1", "sw", "h2"]
+
+[[mesh]]
+name = "m"
+size = 2
+
+[[atomic_host]]
+name = "ac"
+ip = "10.5.0.1/24"
+ac = "always"
+gateway = "10.5.0.254"
+
+[[atomic_host]]
+name = "r-lan"
+ip = "10.5.0.254/24"
+router = "r"
+
+[[cable]]
+a = "ac:east"
+b = "m.0.0:west"
+
+[[cable]]
+a = "r-lan:east"
+b = "m.0.1:west"
+
+[[tcp]]
+name = "t"
+from = "h1"
+to = "h2"
+bytes = "200KB"
+"#;
+    let dir = std::env::temp_dir().join(format!("aurora-ip-books-mixed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mixed.toml");
+    std::fs::write(&file, text).unwrap();
+    let r = run(&file, &["--virtual", "--duration", "300ms"]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(r["atomic"].is_object(), "an ATOMIC part");
+    let ip: Vec<&str> = r["ip"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    for n in ["r", "h1", "h2"] {
+        assert!(ip.contains(&n), "{ip:?}");
+    }
+    let (losses, _) = balanced(&r);
+    assert!(losses.is_empty(), "{losses:?}");
+    let rows = r["ip_pvcs"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    let data = rows.iter().find(|p| p["name"] == "h1-h2 h1 -> h2").unwrap();
+    assert!(u(data, "delivered") > 200_000 / 9140, "{data}");
+    assert_eq!(r["tcp"]["flows"][0]["connections"][1]["bytes"], 200_000);
+}

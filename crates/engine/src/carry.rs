@@ -212,6 +212,11 @@ impl<T: Frame, F: Carries<T>> Node<F> for Carried<T> {
         let n: &mut dyn EngineNode<T> = self.inner.as_mut();
         Some(n)
     }
+
+    fn innermost(&self) -> Option<&dyn Any> {
+        let n: &dyn EngineNode<T> = self.inner.as_ref();
+        n.innermost().or(Some(n))
+    }
 }
 
 impl<T: Frame, F: Carries<T>> PacketPort<F> for Carried<T> {

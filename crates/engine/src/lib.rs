@@ -913,6 +913,7 @@ impl<F: Frame> Engine<F> {
         let any: &dyn Any = n;
         any.downcast_ref::<T>()
             .or_else(|| n.inner()?.downcast_ref::<T>())
+            .or_else(|| n.innermost()?.downcast_ref::<T>())
     }
 
     /// Reads node `id`'s next wake-up time again (after changing it with

@@ -149,6 +149,12 @@ pub trait Node<F: Frame = CellBytes> {
     fn inner(&self) -> Option<&dyn std::any::Any> {
         None
     }
+    /// The deepest node inside (the inner node's own inner one, if it has
+    /// one): an adapted node that wraps another, as a TCP host wraps its
+    /// IP node.
+    fn innermost(&self) -> Option<&dyn std::any::Any> {
+        self.inner()
+    }
     /// The node inside, to change it (see [`Node::inner`]).
     fn inner_mut(&mut self) -> Option<&mut dyn std::any::Any> {
         None
