@@ -14,7 +14,6 @@
 //! seed's budget of 80 instructions a cell time (30 for DRR).
 
 use std::hint::black_box;
-use std::process::Command;
 use std::time::Instant as Wall;
 
 use aurora_sched::{
@@ -157,40 +156,14 @@ fn run(name: &str, cycles: u64) -> Result<u64, String> {
 
 /// Instructions callgrind counts for `cycles` cycles of `name`.
 fn instructions(name: &str, cycles: u64) -> Result<u64, String> {
-    let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let out = std::env::temp_dir().join(format!("aurora-sched-{}.cg", std::process::id()));
-    let o = Command::new("valgrind")
-        .arg("--tool=callgrind")
-        .arg(format!("--callgrind-out-file={}", out.display()))
-        .arg(&me)
-        .args([
-            "bench",
-            "sched",
-            "--only",
-            name,
-            "--cycles",
-            &cycles.to_string(),
-        ])
-        .output()
-        .map_err(|e| format!("cannot run valgrind ({e}); apt-get install valgrind"))?;
-    if !o.status.success() {
-        return Err(format!(
-            "valgrind failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    let text = std::fs::read_to_string(&out).map_err(|e| format!("no callgrind output: {e}"))?;
-    let _ = std::fs::remove_file(&out);
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("summary:")
-                .or_else(|| l.strip_prefix("totals:"))
-        })
-        .and_then(|t| t.split_whitespace().next()?.parse().ok())
-        .ok_or_else(|| "callgrind wrote no total".to_string())
+    crate::callgrind::instructions(&[
+        "bench",
+        "sched",
+        "--only",
+        name,
+        "--cycles",
+        &cycles.to_string(),
+    ])
 }
 
 /// The command: every discipline, timed, or (`callgrind`) counted; `only`

@@ -162,22 +162,103 @@ fn cell_run(secs: f64, sdu_len: usize, pdus_per_s: f64) -> Result<f64, String> {
     Ok(t0.elapsed().as_secs_f64())
 }
 
-/// The command.
-pub fn main(secs: f64) -> Result<(), String> {
+/// The cells-only run that matches `tcp` (run for `secs`): its PDU size
+/// and rate. The same cells as whole PDUs of the TCP run's data segments'
+/// size (ACKs go the other way).
+fn matching(tcp: &TcpRun, secs: f64) -> (usize, f64) {
+    let cells_per_pdu = tcp.cells as f64 / (tcp.data_segments as f64).max(1.0);
+    let sdu = (cells_per_pdu.round() as usize * 48)
+        .saturating_sub(8)
+        .max(48);
+    let pdus_per_s = tcp.cells as f64 / secs / (sdu + 8).div_ceil(48) as f64;
+    (sdu, pdus_per_s)
+}
+
+/// Virtual seconds of the two runs `--callgrind` compares: the
+/// difference is the steady transfer (the window long open).
+const CALLGRIND_SECS: [f64; 2] = [0.1, 0.3];
+
+/// `--callgrind`: instructions per segment, from two lengths of run.
+fn callgrind(cpu: &str) -> Result<(), String> {
+    println!(
+        "aurora bench tcp --callgrind: instructions per TCP segment, the same path and connection, \
+         from runs of {} and {} s of virtual time (the difference: a steady transfer); {cpu}",
+        CALLGRIND_SECS[0], CALLGRIND_SECS[1]
+    );
+    let [a, b] = CALLGRIND_SECS;
+    // Virtual time is exact: the counts natively are those under valgrind.
+    let (ta, tb) = (tcp_run(a)?, tcp_run(b)?);
+    let secs = |s: f64| format!("{s}");
+    let ia =
+        crate::callgrind::instructions(&["bench", "tcp", "--only", "tcp", "--secs", &secs(a)])?;
+    let ib =
+        crate::callgrind::instructions(&["bench", "tcp", "--only", "tcp", "--secs", &secs(b)])?;
+    let segs = (tb.segments - ta.segments) as f64;
+    let data = (tb.data_segments - ta.data_segments) as f64;
+    let cells = (tb.cells - ta.cells) as f64;
+    let per_seg = (ib - ia) as f64 / segs;
+    let per_data = (ib - ia) as f64 / data;
+    // The limit: the engine, switches and AAL5 moving the same cells as
+    // PDUs of the same size at the same rate, without IP or TCP.
+    let (sdu, rate) = matching(&tb, b);
+    let cells_only = |s: f64| {
+        crate::callgrind::instructions(&["bench", "tcp", "--only", "cells", "--secs", &secs(s)])
+    };
+    let (ca, cb) = (cells_only(a)?, cells_only(b)?);
+    let pdus = rate * (b - a);
+    let per_pdu = (cb - ca) as f64 / pdus;
+    println!(
+        "  TCP run:    {per_seg:8.0} instructions per segment (data and ACKs: {segs:.0}), \
+         {per_data:8.0} per data segment of {} cells ({:.0} per cell)",
+        (cells / data).round(),
+        (ib - ia) as f64 / cells
+    );
+    println!(
+        "  cells only: {per_pdu:8.0} instructions per {sdu}-byte AAL5 PDU ({:.0} per cell): \
+         the engine, switches and AAL5 alone",
+        (cb - ca) as f64 / (cells)
+    );
+    println!(
+        "  TCP and IP on top, per data segment (its ACK included): {:.0} instructions; \
+         TCP run / cells only: {:.2}",
+        per_data - per_pdu,
+        per_data / per_pdu
+    );
+    Ok(())
+}
+
+/// The command: timed, or (`callgrind`) counted; `only` runs `tcp` or
+/// `cells` alone (what `--callgrind` runs under valgrind).
+pub fn main(secs: f64, callgrind_: bool, only: Option<&str>) -> Result<(), String> {
+    match only {
+        Some("tcp") => {
+            let t = tcp_run(secs)?;
+            println!("tcp: {} segments, {} cells", t.segments, t.cells);
+            return Ok(());
+        }
+        Some("cells") => {
+            // The match is found by a TCP run of the longer length, the
+            // same in both runs `--callgrind` compares: its cost cancels.
+            let b = CALLGRIND_SECS[1];
+            let (sdu, rate) = matching(&tcp_run(b)?, b);
+            cell_run(secs, sdu, rate)?;
+            println!("cells: {sdu}-byte PDUs at {rate:.0} a second");
+            return Ok(());
+        }
+        Some(other) => return Err(format!("no run \"{other}\" to measure alone")),
+        None => {}
+    }
     let cpu = crate::bench_iperf::cpu();
+    if callgrind_ {
+        return callgrind(&cpu);
+    }
     println!(
         "aurora bench tcp: one SACK connection, {MSS}-byte MSS, h1 - sw1 - sw2 - h2 over OC-12c \
          (2.4 ms round trip), {secs} s of virtual time; {cpu}"
     );
     let tcp = tcp_run(secs)?;
     let goodput = tcp.bytes as f64 * 8.0 / secs;
-    // The limit: the same cells as whole PDUs of the TCP run's data
-    // segments' size (ACKs go the other way).
-    let cells_per_pdu = tcp.cells as f64 / (tcp.data_segments as f64).max(1.0);
-    let sdu = (cells_per_pdu.round() as usize * 48)
-        .saturating_sub(8)
-        .max(48);
-    let pdus_per_s = tcp.cells as f64 / secs / (sdu + 8).div_ceil(48) as f64;
+    let (sdu, pdus_per_s) = matching(&tcp, secs);
     let plain = cell_run(secs, sdu, pdus_per_s)?;
     println!(
         "  TCP:   {:.2} virtual s per wall s, {:.0} segments/s, {:.1} M cells/s per core; goodput {:.1} Mb/s ({:.2} of OC-12c's payload)",

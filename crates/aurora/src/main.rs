@@ -15,6 +15,7 @@ mod bench_sar;
 mod bench_sched;
 mod bench_soak;
 mod bench_tcp;
+mod callgrind;
 mod demo;
 mod experiment;
 mod ip_books;
@@ -268,6 +269,14 @@ enum Bench {
         /// Virtual seconds to run, more than 0 and at most 60.
         #[arg(long, default_value_t = 2.0, value_parser = positive_secs)]
         secs: f64,
+        /// Count instructions per segment under valgrind (repeatable)
+        /// instead of timing.
+        #[arg(long)]
+        callgrind: bool,
+        /// Run only `tcp` or `cells` for `--secs` and print what it did
+        /// (what `--callgrind` runs under valgrind).
+        #[arg(long, hide = true)]
+        only: Option<String>,
     },
     /// The same topologies in virtual and wall-clock time: round trips,
     /// PDUs missing, lateness, goodput against line rate, start-up time,
@@ -740,8 +749,13 @@ fn main() -> ExitCode {
             }
         },
         Command::Bench {
-            what: Bench::Tcp { secs },
-        } => match bench_tcp::main(secs) {
+            what:
+                Bench::Tcp {
+                    secs,
+                    callgrind,
+                    only,
+                },
+        } => match bench_tcp::main(secs, callgrind, only.as_deref()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("aurora bench tcp: {e}");

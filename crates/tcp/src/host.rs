@@ -33,6 +33,48 @@ pub fn pattern(offset: u64) -> u8 {
     (offset % 251) as u8
 }
 
+/// The pattern's period.
+const PERIOD: usize = 251;
+/// Longest run copied or compared at once.
+const RUN: usize = 4096;
+/// The pattern from offset 0, long enough that a run of up to [`RUN`]
+/// bytes starting at any phase is one slice of it.
+static LAID_OUT: [u8; PERIOD + RUN] = {
+    let mut t = [0u8; PERIOD + RUN];
+    let mut i = 0;
+    while i < t.len() {
+        t[i] = (i % PERIOD) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Fills `out` with the pattern's bytes from `offset` on (slices of a
+/// table, not a division per byte).
+pub fn fill_pattern(offset: u64, out: &mut [u8]) {
+    let mut phase = (offset % PERIOD as u64) as usize;
+    for run in out.chunks_mut(RUN) {
+        run.copy_from_slice(&LAID_OUT[phase..phase + run.len()]);
+        phase = (phase + run.len()) % PERIOD;
+    }
+}
+
+/// Bytes of `data`, read from offset `offset` of a transfer, that are not
+/// the pattern (compared a run at a time; counted byte by byte only in a
+/// run that differs).
+pub fn pattern_errors(offset: u64, data: &[u8]) -> u64 {
+    let mut phase = (offset % PERIOD as u64) as usize;
+    let mut errors = 0;
+    for run in data.chunks(RUN) {
+        let want = &LAID_OUT[phase..phase + run.len()];
+        if run != want {
+            errors += run.iter().zip(want).filter(|(a, b)| a != b).count() as u64;
+        }
+        phase = (phase + run.len()) % PERIOD;
+    }
+    errors
+}
+
 /// SplitMix64 of `seed` and `n`: well-spread numbers from a seed and a
 /// count (initial sequence numbers, hosts' seeds).
 pub fn mix(seed: u64, n: u64) -> u64 {
@@ -228,6 +270,8 @@ pub struct TcpHost {
     inbox: Vec<Vec<u8>>,
     spare: Vec<Vec<u8>>,
     reply: Vec<u8>,
+    /// A source's next bytes, on their way into its connection.
+    chunk: Vec<u8>,
 }
 
 impl TcpHost {
@@ -256,6 +300,7 @@ impl TcpHost {
             inbox: Vec::new(),
             spare: Vec::new(),
             reply: Vec::new(),
+            chunk: Vec::new(),
         }
     }
 
@@ -471,10 +516,9 @@ impl TcpHost {
                     };
                     let room = (c.send_space() as u64).min(limit).min(256 * 1024) as usize;
                     if room > 0 {
-                        let chunk: Vec<u8> = (f.app_bytes..f.app_bytes + room as u64)
-                            .map(pattern)
-                            .collect();
-                        f.app_bytes += c.send(&chunk) as u64;
+                        self.chunk.resize(room, 0);
+                        fill_pattern(f.app_bytes, &mut self.chunk);
+                        f.app_bytes += c.send(&self.chunk) as u64;
                     }
                 }
                 let finished = match f.amount {
@@ -498,10 +542,8 @@ impl TcpHost {
                 let mut k = base;
                 let n = c.recv(&mut |d| {
                     if check {
-                        for &b in d {
-                            errors += u64::from(b != pattern(k));
-                            k += 1;
-                        }
+                        errors += pattern_errors(k, d);
+                        k += d.len() as u64;
                     }
                 });
                 f.app_bytes += n as u64;
