@@ -1,0 +1,14 @@
+//! Application-oriented signalling, VuNet style: applications open and
+//! close their own VCs; no central signalling entity.
+//!
+//! What lives where:
+//! - [`table`]: VCI allocation without theft. One table per network says
+//!   which VCI each VC holds on each link it crosses, who owns it and until
+//!   when (a lease). Two hosts allocating at once never get the same VCI on
+//!   a shared link: every change happens under one lock, a mutex for hosts
+//!   in one process ([`table::MemTable`]) or an advisory lock on a file for
+//!   hosts in several processes on one machine ([`table::FileTable`]).
+//!   Entries whose lease ran out are reclaimed by the next operation, so a
+//!   host that went away leaks nothing.
+
+pub mod table;
