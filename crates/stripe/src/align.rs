@@ -82,9 +82,9 @@ pub(crate) struct Align {
     quantum: i64,
     /// Bytes charged for the largest unit.
     largest: i64,
-    /// Slots before this one are done.
+    /// The slot of the last unit delivered: slots before it are done.
     cursor: Slot,
-    /// The stripe whose incomplete slot stopped the cursor, if any.
+    /// The stripe whose incomplete slot holds up delivery, if any.
     blocked: Option<usize>,
     max_units: usize,
     max_bytes: usize,
@@ -128,15 +128,25 @@ impl Align {
         out: &mut Vec<Delivery>,
     ) {
         book.accept(&h);
-        let st = &mut self.stripes[h.stripe];
-        if !st.synced {
-            st.given_up += 1;
-            book.discard(now, h, false, Loss::OutOfStep);
-            return;
+        let s = h.stripe;
+        let mut why = Loss::OutOfStep;
+        loop {
+            if !self.stripes[s].synced {
+                self.stripes[s].given_up += 1;
+                book.discard(now, h, false, why);
+                return;
+            }
+            if book.held_units < self.max_units && book.held_bytes + h.bytes() <= self.max_bytes {
+                break;
+            }
+            // Make room first; if nothing else can give way, this stripe does.
+            why = Loss::BufferFull;
+            if !self.relieve(book, now, Loss::BufferFull, out) {
+                self.desync(book, now, s, Loss::BufferFull);
+            }
         }
         book.hold(now, &h);
-        st.pending.push_back(h);
-        self.enforce(book, now, out);
+        self.stripes[s].pending.push_back(h);
     }
 
     /// True when `m` is a marker this stripe may take after its anchor.
@@ -224,8 +234,8 @@ impl Align {
         (k.max(first), s)
     }
 
-    /// Moves the cursor on, delivering ready units, until it reaches a slot
-    /// it cannot know yet or runs out of work.
+    /// Delivers ready units in slot order while no stripe in step may still
+    /// have something before them; records the stripe waited on.
     fn advance(&mut self, book: &mut Book, now: Instant, out: &mut Vec<Delivery>) {
         loop {
             // (slot, 0 for a ready unit / 1 for a block): ready units first on ties.
@@ -259,7 +269,9 @@ impl Align {
                     book.deliver(now, h, true, out);
                 }
                 Some((slot, _)) => {
-                    self.cursor = slot;
+                    // Wait here without moving the cursor: slots of stripes
+                    // out of step are passed only to deliver a later unit, so
+                    // a stripe that comes back in step before then loses nothing.
                     self.blocked = Some(slot.1);
                     return;
                 }
@@ -278,8 +290,14 @@ impl Align {
         st.synced = false;
     }
 
-    /// Frees the way for held units by taking one stripe out of step;
-    /// false when there is nothing left to take.
+    /// Takes one stripe out of step to free held units; false when no
+    /// stripe can be taken.
+    ///
+    /// On a timeout the victim is whatever keeps the oldest held unit: its
+    /// own stripe if it still waits for a marker, else the stripe delivery
+    /// waits on. When the buffer is full it is the stripe delivery waits
+    /// on if any confirmed unit waits behind it, else the stripe with the
+    /// most units waiting for a marker.
     fn relieve(
         &mut self,
         book: &mut Book,
@@ -288,23 +306,32 @@ impl Align {
         out: &mut Vec<Delivery>,
     ) -> bool {
         self.advance(book, now, out);
-        let victim = self.blocked.or_else(|| {
+        let waiting_for_marker = |st: &Stripe| st.ready.is_empty() && !st.pending.is_empty();
+        let victim = if why == Loss::Timeout {
+            let oldest = (0..self.stripes.len())
+                .filter_map(|s| {
+                    let st = &self.stripes[s];
+                    let t = st.ready.front().map(|(_, h)| h.arrived);
+                    t.or_else(|| st.pending.front().map(|h| h.arrived))
+                        .map(|t| (t, s))
+                })
+                .min();
+            match oldest {
+                Some((_, s)) if waiting_for_marker(&self.stripes[s]) => Some(s),
+                Some(_) => self.blocked,
+                None => None,
+            }
+        } else if self.stripes.iter().any(|st| !st.ready.is_empty()) && self.blocked.is_some() {
+            self.blocked
+        } else {
             (0..self.stripes.len())
                 .filter(|&s| self.stripes[s].synced && !self.stripes[s].pending.is_empty())
                 .max_by_key(|&s| self.stripes[s].pending.len())
-        });
+        };
         let Some(s) = victim else { return false };
         self.desync(book, now, s, why);
         self.advance(book, now, out);
         true
-    }
-
-    fn enforce(&mut self, book: &mut Book, now: Instant, out: &mut Vec<Delivery>) {
-        while book.held_units > self.max_units || book.held_bytes > self.max_bytes {
-            if !self.relieve(book, now, Loss::BufferFull, out) {
-                break;
-            }
-        }
     }
 
     fn oldest(&self) -> Option<Instant> {

@@ -255,6 +255,8 @@ impl Config {
         }
         if l.timeout <= Duration::ZERO {
             problems.push(Problem::Timeout);
+        } else if self.sync == SyncMode::Marker && l.timeout <= self.idle_marker {
+            problems.push(Problem::TimeoutBelowIdleMarker);
         }
         if self.unit.is_pdu() {
             if l.reassembly_timeout <= Duration::ZERO {
@@ -322,6 +324,10 @@ pub enum Problem {
     /// A timer is not positive.
     #[error("timeouts must be positive")]
     Timeout,
+    /// With markers, a timeout no longer than the idle-marker delay gives up
+    /// the end of every burst before its marker can confirm it.
+    #[error("with marker sync the timeout must be longer than the idle-marker delay")]
+    TimeoutBelowIdleMarker,
     /// The reassembly budget cannot hold one cell.
     #[error("a reassembly budget of {0} bytes cannot hold one cell")]
     ReassemblyBudget(usize),

@@ -20,7 +20,7 @@
 //! |---|---|
 //! | [`config`] | [`Config`]: unit kind, sync method, member VCs, quantum, marker interval, receiver limits ([`RxLimits`]); checked all at once |
 //! | [`balance`] | round robin (cells) and surplus round robin (PDUs), and the per-stripe [`StripeState`] markers carry |
-//! | [`format`] | byte layouts: cell and PDU sequence numbers, the marker cell ([`Marker`]) |
+//! | [`format`](mod@format) | byte layouts: cell and PDU sequence numbers, the marker cell ([`Marker`]) |
 //! | [`tx`] | the sender, [`Striper`] |
 //! | [`rx`] | the receiver, [`Destriper`], and what it delivers ([`Delivery`]) |
 //! | [`counters`] | [`Loss`] and [`Reject`] reasons, [`RxStats`], the accounting identities |
@@ -42,7 +42,7 @@
 //! | `Sequence` | 2 bytes per cell (payload bytes 0..2), or 4 bytes at the front of each PDU's SDU | resequencing window | its own unit only (a PDU unit: its PDU, and the next one on its stripe if the cell was a PDU's last) |
 //! | `Marker` | one marker cell per K units per stripe, plus idle markers | confirms each stripe's units block by block, merges stripes by (round, stripe) | the units of its block on its stripe: at most K, at most `(j+1)·K` with `j` adjacent markers also lost; a lost marker alone costs nothing |
 //!
-//! Formats are byte-exact in [`format`]. With sequence numbers the receiver
+//! Formats are byte-exact in [`format`](mod@format). With sequence numbers the receiver
 //! is back in step as soon as it passes the gap: when the unit after it has
 //! waited `timeout`, or sooner if the buffer fills. With markers, a stripe
 //! is back in step at the first good marker after the loss (within K units

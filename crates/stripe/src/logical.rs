@@ -49,13 +49,24 @@ impl Logical {
         out: &mut Vec<Delivery>,
     ) {
         book.accept(&h);
-        book.hold(now, &h);
-        self.queues[h.stripe].push_back(h);
-        self.run(book, now, out);
-        while book.held_units > self.max_units || book.held_bytes > self.max_bytes {
+        let s = h.stripe;
+        loop {
+            if self.queues[s].is_empty() && self.balancer.next_stripe() == s {
+                // Its turn, and nothing of its stripe waits: straight through.
+                self.balancer.place(s, h.size);
+                book.deliver(now, h, false, out);
+                self.run(book, now, out);
+                return;
+            }
+            if book.held_units < self.max_units && book.held_bytes + h.bytes() <= self.max_bytes {
+                break;
+            }
+            // Full: pass over the turn everything waits for.
             self.skip(book);
             self.run(book, now, out);
         }
+        book.hold(now, &h);
+        self.queues[s].push_back(h);
     }
 
     /// Takes units while the stripe whose turn it is has one.

@@ -159,9 +159,11 @@ pub struct Destriper {
     cfg: Config,
     book: Book,
     engine: Engine,
-    /// PDU units: each stripe's AAL5 reassembler, and how many PDUs it had
-    /// dropped when last looked at.
-    aal5: Vec<(Aal5Rx, u64)>,
+    /// PDU units: each stripe's AAL5 reassembler and when its last data
+    /// cell came.
+    aal5: Vec<(Aal5Rx, Instant)>,
+    /// PDUs each reassembler had dropped when last looked at.
+    aal5_drops: Vec<u64>,
     sdus: Vec<Vec<u8>>,
 }
 
@@ -210,7 +212,7 @@ impl Destriper {
                     },
                 )
                 .expect("a fresh reassembler has room for one VC");
-                aal5.push((rx, 0));
+                aal5.push((rx, Instant::ZERO));
             }
         }
         let mut stats = RxStats {
@@ -228,6 +230,7 @@ impl Destriper {
                 held_bytes: 0,
             },
             engine,
+            aal5_drops: vec![0; aal5.len()],
             aal5,
             sdus: Vec::new(),
         })
@@ -349,7 +352,15 @@ impl Destriper {
             self.unit(now, h, field, out);
             return;
         }
-        let (rx, _) = &mut self.aal5[stripe];
+        let (rx, last) = &mut self.aal5[stripe];
+        if now.since(*last) > self.cfg.limits.reassembly_timeout {
+            // A stripe quiet for longer than a reassembly may take starts
+            // afresh: AAL5 may still be skipping to the end of a PDU whose
+            // last cell was lost, which would eat this one.
+            rx.flush_vc(self.cfg.stripes[stripe])
+                .expect("the stripe's VC is open");
+        }
+        *last = now;
         let sdus = &mut self.sdus;
         rx.push(now, core::slice::from_ref(cell), &mut |d| {
             sdus.push(d.into_sdu());
@@ -382,7 +393,7 @@ impl Destriper {
 
     /// Moves the AAL5 reassemblers' new PDU drops into the reject count.
     fn count_reassembly_drops(&mut self) {
-        for (rx, seen) in &mut self.aal5 {
+        for ((rx, _), seen) in self.aal5.iter_mut().zip(&mut self.aal5_drops) {
             let now = rx.stats().pdus_dropped.total();
             if now > *seen {
                 self.book
