@@ -258,10 +258,15 @@ fn lossy(cfg: Config, mut rest: &[u8]) {
         }
     }
     // Settle: everything still on the links arrives, partial PDUs time out,
-    // then a last unit and the final markers go through without loss.
+    // markers put every stripe back in step, then a last unit and its
+    // markers go through without loss.
     l.deliver_all();
     l.now += Duration::from_millis(1);
     l.timers();
+    let mut cells = Vec::new();
+    l.tx.flush_markers(&mut cells);
+    l.queue(cells);
+    l.deliver_all();
     l.send(40);
     let mut cells = Vec::new();
     l.tx.flush_markers(&mut cells);

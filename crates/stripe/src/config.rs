@@ -18,9 +18,10 @@ pub const MAX_QUANTUM: u32 = 1 << 24;
 
 /// The striping unit: the largest piece of the logical VC's traffic that
 /// travels whole on one stripe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum UnitKind {
     /// One cell. Fixed size, so stripes are served round robin.
+    #[default]
     Cell,
     /// One AAL5 CPCS-PDU (an SDU of up to [`Config::max_sdu`] bytes).
     /// Variable size, so stripes are served surplus round robin.
@@ -67,11 +68,12 @@ impl UnitKind {
 }
 
 /// How the receiver puts the stripes back in order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SyncMode {
     /// Nothing is added to the traffic. The receiver replays the sender's
     /// round robin on what arrives and hopes no unit was lost: the baseline,
     /// whose misordering is there to be measured.
+    #[default]
     None,
     /// Every unit carries a sequence number (see [`crate::format`] for where).
     Sequence,

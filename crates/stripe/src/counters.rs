@@ -22,6 +22,7 @@
 
 use core::fmt;
 
+use crate::config::{SyncMode, UnitKind};
 use crate::metrics::{Histogram, Occupancy, Reordering};
 
 /// Why the receiver gave up on a unit (a position in the sent stream).
@@ -195,6 +196,10 @@ pub struct StripeRxStats {
 /// The receiver's counters and measurements.
 #[derive(Clone, Debug, Default)]
 pub struct RxStats {
+    /// The unit kind counted.
+    pub unit: UnitKind,
+    /// The synchronisation method.
+    pub sync: SyncMode,
     /// Units that reached the resequencer.
     pub arrived: u64,
     /// Units delivered.

@@ -58,9 +58,16 @@
 //! gap or takes the stripe everything waits for out of step), and each
 //! stripe's AAL5 reassembly at most [`RxLimits::reassembly_budget`] bytes.
 //! No unit waits more than [`RxLimits::timeout`]. Skew is tolerated without
-//! loss while `timeout` exceeds the skew plus, with markers, the time one
-//! stripe takes to carry K units (or the idle-marker delay at the end of a
-//! burst), and the buffer holds the units that arrive in that time.
+//! loss while `timeout` exceeds the skew plus a stripe's queueing plus, with
+//! markers, the time one stripe takes to carry K units (or the idle-marker
+//! delay at the end of a burst), and the buffer holds the units that arrive
+//! in that time. With sequence numbers the window (the unit limit) must
+//! also be at most half the sequence space: 32,768 cells, 2^31 PDUs.
+//!
+//! For PDU units each stripe has its own AAL5 reassembler; a marker, or a
+//! cell after the stripe was quiet for longer than
+//! [`RxLimits::reassembly_timeout`], restarts it, so a PDU whose last cell
+//! was lost cannot swallow PDUs beyond its block or burst.
 //!
 //! # Accounting
 //!

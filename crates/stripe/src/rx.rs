@@ -216,6 +216,8 @@ impl Destriper {
             }
         }
         let mut stats = RxStats {
+            unit: cfg.unit,
+            sync: cfg.sync,
             per_stripe: vec![StripeRxStats::default(); n],
             ..RxStats::default()
         };
@@ -416,6 +418,19 @@ impl Destriper {
                 out,
             ),
             Engine::Marker(e) => e.arrive(&mut self.book, now, h, out),
+        }
+    }
+
+    /// Takes a batch of cells that arrived on `stripe` at `now`, in order.
+    pub fn push_batch(
+        &mut self,
+        now: Instant,
+        stripe: usize,
+        cells: &[CellBytes],
+        out: &mut Vec<Delivery>,
+    ) {
+        for cell in cells {
+            self.push(now, stripe, cell, out);
         }
     }
 

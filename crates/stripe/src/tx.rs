@@ -89,7 +89,9 @@ pub struct StripeTxStats {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TxStats {
     /// The unit kind counted.
-    pub unit: Option<UnitKind>,
+    pub unit: UnitKind,
+    /// The synchronisation method.
+    pub sync: SyncMode,
     /// Units accepted (and sent).
     pub units: u64,
     /// Application bytes in them (cell data, SDU or packet bytes).
@@ -171,7 +173,8 @@ impl Striper {
             last_unit: None,
             idle_sent: 0,
             stats: TxStats {
-                unit: Some(cfg.unit),
+                unit: cfg.unit,
+                sync: cfg.sync,
                 per_stripe: vec![StripeTxStats::default(); n],
                 ..TxStats::default()
             },
