@@ -545,6 +545,60 @@ mod tests {
         assert_eq!(sdu, &[0, 0, 0, 1, b'd', b'e'][..]);
     }
 
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    // The expected bytes below (HEC, CRC-32) were computed with bit-by-bit
+    // implementations written apart from the crate (HEC check value 0xA1,
+    // CRC-32/BZIP2 check value 0xFC891918).
+
+    #[test]
+    fn sequence_cell_known_answer() {
+        // Unit 1 goes on stripe 1 (VC 0.101), AUU set: header 00 00 06 52,
+        // HEC 0x92; sequence number 0x0001; then the 46 data bytes.
+        let mut tx = Striper::new(Config::new(UnitKind::Cell, SyncMode::Sequence, vcs(2))).unwrap();
+        let mut out = Vec::new();
+        tx.push_cell(Instant::ZERO, &[0; 46], CellFlags::default(), &mut out)
+            .unwrap();
+        let end = CellFlags {
+            auu: true,
+            ..CellFlags::default()
+        };
+        tx.push_cell(Instant::ZERO, &[0xAB; 46], end, &mut out)
+            .unwrap();
+        assert_eq!(out[1].0, 1);
+        assert_eq!(
+            hex(&out[1].1),
+            format!("{}{}{}", "0000065292", "0001", "ab".repeat(46))
+        );
+    }
+
+    #[test]
+    fn sequence_pdu_known_answer() {
+        // Unit 7 on VC 0.100, SDU "abc": one cell, AUU set (header 00 00 06
+        // 42, HEC 0xE2); SDU = 00 00 00 07 'a' 'b' 'c', pad, UU 0, CPI 0,
+        // Length 7, CRC-32 0xD6CECC3C.
+        let mut tx = Striper::new(Config::new(UnitKind::Pdu, SyncMode::Sequence, vcs(1))).unwrap();
+        let mut out = Vec::new();
+        for _ in 0..7 {
+            tx.push_pdu(Instant::ZERO, b"", &mut out).unwrap();
+        }
+        out.clear();
+        assert_eq!(tx.push_pdu(Instant::ZERO, b"abc", &mut out), Ok(7));
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            hex(&out[0].1),
+            concat!(
+                "00000642e2",
+                "00000007616263000000000000000000",
+                "00000000000000000000000000000000",
+                "0000000000000000",
+                "00000007d6cecc3c",
+            )
+        );
+    }
+
     #[test]
     fn idle_markers_then_quiet() {
         let mut cfg = Config::new(UnitKind::Cell, SyncMode::Marker, vcs(2));
