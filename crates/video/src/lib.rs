@@ -1,0 +1,5 @@
+//! The Vidboard network camera and its receiver (work in progress).
+#![forbid(unsafe_code)]
+
+pub mod frame;
+pub mod source;
