@@ -4,3 +4,4 @@
 pub mod command;
 pub mod frame;
 pub mod source;
+pub mod val;
