@@ -5,3 +5,5 @@ pub mod command;
 pub mod frame;
 pub mod source;
 pub mod val;
+pub mod vidboard;
+pub mod client;

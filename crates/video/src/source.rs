@@ -707,7 +707,6 @@ mod tests {
             enc.write_frame(&y4m::Frame::new([&y, &u, &v], None))
                 .unwrap();
         }
-        drop(enc);
         out
     }
 
