@@ -37,7 +37,9 @@ use aurora_wire::cell::{Format, Header, VcId};
 use aurora_wire::hec::{HecReceiver, HecVerdict};
 use aurora_wire::{CellBytes, HEADER_LEN};
 
-use crate::command::{self, AckStatus, CommandCell, ErrorReply, Frames, Message, Status, VideoRequest};
+use crate::command::{
+    self, AckStatus, CommandCell, ErrorReply, Frames, Message, Status, VideoRequest,
+};
 use crate::frame::Picture;
 use crate::source::{read_counter, Source, SyntheticSource};
 use crate::val::{FrameInfo, Layout, Reassembler, RxConfig, RxStats};
@@ -85,7 +87,12 @@ impl ClientConfig {
     /// A client asking for `request` through the given VCs, starting the
     /// capture loop at time zero, with a consumer that takes no time, a
     /// frame timeout of 1 s, a reply timeout of 50 ms and no checks.
-    pub fn new(command_vc: VcId, reply_vc: VcId, video_vc: VcId, request: VideoRequest) -> ClientConfig {
+    pub fn new(
+        command_vc: VcId,
+        reply_vc: VcId,
+        video_vc: VcId,
+        request: VideoRequest,
+    ) -> ClientConfig {
         ClientConfig {
             format: Format::Uni,
             command_vc,
@@ -116,7 +123,10 @@ pub enum ClientError {
 impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ClientError::Lines(n) => write!(f, "{n} scan lines per t-frame does not fit the picture asked for"),
+            ClientError::Lines(n) => write!(
+                f,
+                "{n} scan lines per t-frame does not fit the picture asked for"
+            ),
             ClientError::Range(vc) => write!(f, "VC {vc} does not fit the client's header format"),
         }
     }
@@ -284,8 +294,8 @@ impl VidboardClient {
     /// A client; refused if its request's layout or its VCs are wrong.
     pub fn new(config: ClientConfig) -> Result<VidboardClient, ClientError> {
         let r = &config.request;
-        let layout =
-            Layout::new(r.size, r.format, r.lines_per_tframe).ok_or(ClientError::Lines(r.lines_per_tframe))?;
+        let layout = Layout::new(r.size, r.format, r.lines_per_tframe)
+            .ok_or(ClientError::Lines(r.lines_per_tframe))?;
         for vc in [config.command_vc, config.reply_vc, config.video_vc] {
             if vc.vpi > config.format.max_vpi() {
                 return Err(ClientError::Range(vc));
@@ -388,7 +398,11 @@ impl VidboardClient {
         self.next_tag = self.next_tag.wrapping_add(1).max(1);
         self.transmit(cmd, out);
         if msg != Message::FrameRequest {
-            self.waiting.push(Waiting { cmd, sent: now, tries: 1 });
+            self.waiting.push(Waiting {
+                cmd,
+                sent: now,
+                tries: 1,
+            });
         }
         cmd
     }
@@ -436,7 +450,9 @@ impl VidboardClient {
     }
 
     fn reply(&mut self, now: Instant, cell: &CellBytes, out: &mut Outbox) {
-        let payload: &[u8; 48] = cell[HEADER_LEN..].try_into().expect("a cell has 48 payload bytes");
+        let payload: &[u8; 48] = cell[HEADER_LEN..]
+            .try_into()
+            .expect("a cell has 48 payload bytes");
         let Ok(r) = CommandCell::parse(payload) else {
             self.sink.counters.stray_replies += 1;
             return;
@@ -477,7 +493,10 @@ impl VidboardClient {
     /// Setup ends when nothing of it waits for an answer.
     fn setup_done(&mut self, now: Instant, out: &mut Outbox) {
         let setup_waits = self.waiting.iter().any(|w| {
-            matches!(w.cmd.message, Message::StartCapture | Message::VideoRequest(_))
+            matches!(
+                w.cmd.message,
+                Message::StartCapture | Message::VideoRequest(_)
+            )
         });
         if self.phase == Phase::Setup && !setup_waits {
             self.phase = Phase::Running;
@@ -507,7 +526,8 @@ impl Node for VidboardClient {
                 self.last_video = now;
                 let sink = &mut self.sink;
                 sink.delivered = 0;
-                self.rx.push(now, &cell, &mut |info, pic| sink.delivered(info, pic));
+                self.rx
+                    .push(now, &cell, &mut |info, pic| sink.delivered(info, pic));
                 if self.sink.delivered > 0 {
                     self.outstanding = None;
                     self.consume(now, out);
@@ -564,13 +584,16 @@ impl Node for VidboardClient {
             self.busy_until = None;
             self.consume(now, out);
         }
-        let requested_too_long = self.outstanding.is_some_and(|t| now >= t + self.config.frame_timeout);
+        let requested_too_long = self
+            .outstanding
+            .is_some_and(|t| now >= t + self.config.frame_timeout);
         if requested_too_long || self.stream_stalled(now) {
             self.sink.counters.frame_timeouts += 1;
             self.outstanding = None;
             let sink = &mut self.sink;
             sink.delivered = 0;
-            self.rx.close_frame(now, &mut |info, pic| sink.delivered(info, pic));
+            self.rx
+                .close_frame(now, &mut |info, pic| sink.delivered(info, pic));
             if self.sink.delivered > 0 {
                 self.consume(now, out);
             }
@@ -594,9 +617,17 @@ impl Node for VidboardClient {
             .min();
         let timeout = self.outstanding.map(|t| t + self.config.frame_timeout);
         let stalled = self.stream_close_at();
-        [start, queued, resend, timeout, stalled, self.busy_until, self.rx.poll_at()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            start,
+            queued,
+            resend,
+            timeout,
+            stalled,
+            self.busy_until,
+            self.rx.poll_at(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 }

@@ -54,7 +54,8 @@ use aurora_wire::hec::{HecReceiver, HecVerdict};
 use aurora_wire::{CellBytes, HEADER_LEN};
 
 use crate::command::{
-    self, Ack, AckStatus, CommandCell, Defect, ErrorReason, ErrorReply, Frames, Message, Status, VideoRequest,
+    self, Ack, AckStatus, CommandCell, Defect, ErrorReason, ErrorReply, Frames, Message, Status,
+    VideoRequest,
 };
 use crate::frame::{Picture, PictureSize, PixelFormat};
 use crate::source::Source;
@@ -104,9 +105,14 @@ impl fmt::Display for ConfigError {
                 f,
                 "a camera needs 1 to {MAX_CHANNELS} control channels, and was given {n}"
             ),
-            ConfigError::Rate(r) => write!(f, "line rate {r} is not a positive number of cells per second"),
+            ConfigError::Rate(r) => write!(
+                f,
+                "line rate {r} is not a positive number of cells per second"
+            ),
             ConfigError::Range(vc) => write!(f, "VC {vc} does not fit the camera's header format"),
-            ConfigError::Duplicate(vc) => write!(f, "two control channels take commands on VC {vc}"),
+            ConfigError::Duplicate(vc) => {
+                write!(f, "two control channels take commands on VC {vc}")
+            }
         }
     }
 }
@@ -392,7 +398,15 @@ impl Vidboard {
         self.counters.replies_sent += 1;
     }
 
-    fn refuse(&mut self, now: Instant, s: usize, c: &CommandCell, reason: ErrorReason, detail: usize, out: &mut Outbox) {
+    fn refuse(
+        &mut self,
+        now: Instant,
+        s: usize,
+        c: &CommandCell,
+        reason: ErrorReason,
+        detail: usize,
+        out: &mut Outbox,
+    ) {
         let k = match reason {
             ErrorReason::NotConfigured => 0,
             ErrorReason::NotCapturing => 1,
@@ -409,10 +423,21 @@ impl Vidboard {
         self.reply(now, s, CommandCell::new(c.tag, Message::Error(e)), out);
     }
 
-    fn ack(&mut self, now: Instant, s: usize, tag: u16, code: u8, status: AckStatus, out: &mut Outbox) {
+    fn ack(
+        &mut self,
+        now: Instant,
+        s: usize,
+        tag: u16,
+        code: u8,
+        status: AckStatus,
+        out: &mut Outbox,
+    ) {
         self.counters.commands_accepted += 1;
         self.sessions[s].stats.commands += 1;
-        let a = Ack { command: code, status };
+        let a = Ack {
+            command: code,
+            status,
+        };
         self.reply(now, s, CommandCell::new(tag, Message::Ack(a)), out);
     }
 
@@ -483,7 +508,12 @@ impl Vidboard {
                 };
                 self.counters.commands_accepted += 1;
                 self.sessions[s].stats.commands += 1;
-                self.reply(now, s, CommandCell::new(c.tag, Message::Status(status)), out);
+                self.reply(
+                    now,
+                    s,
+                    CommandCell::new(c.tag, Message::Status(status)),
+                    out,
+                );
             }
             Message::Ack(_) | Message::Status(_) | Message::Error(_) => {
                 self.counters.replies_received += 1;
@@ -570,7 +600,8 @@ impl Vidboard {
                 break;
             }
         }
-        self.line_free = self.line_free.max(now) + Duration::from_nanos(self.cell_time.as_nanos() * sent as i64);
+        self.line_free =
+            self.line_free.max(now) + Duration::from_nanos(self.cell_time.as_nanos() * sent as i64);
         let st = &mut self.sessions[snd.session].stats;
         st.cells_sent += sent as u64;
         st.tframes_sent += tframes;
@@ -614,7 +645,9 @@ impl Node for Vidboard {
                 out.dropped(port, c, "not_user");
                 continue;
             }
-            let payload: &[u8; 48] = cell[HEADER_LEN..].try_into().expect("a cell has 48 payload bytes");
+            let payload: &[u8; 48] = cell[HEADER_LEN..]
+                .try_into()
+                .expect("a cell has 48 payload bytes");
             match CommandCell::parse(payload) {
                 Ok(cmd) => self.command(now, s, cmd, out),
                 Err(m) => {
