@@ -173,6 +173,8 @@ pub struct VidboardCounters {
     pub cells_sent: u64,
     /// Bursts sent.
     pub bursts: u64,
+    /// Video requests dropped because their frames could not be made.
+    pub requests_abandoned: u64,
 }
 
 impl VidboardCounters {
@@ -542,19 +544,25 @@ impl Vidboard {
             let Some((req, layout)) = self.sessions[s].request else {
                 continue;
             };
+            // A request that cannot be served (the checks when it came
+            // make this unreachable) is dropped, so the camera does not
+            // ask to run again at once for ever.
             let Some(mut seg) = Segmenter::new(req.dest, self.format) else {
+                self.abandon(s);
                 continue;
             };
             if self.pic_holds != Some((k, req.size, req.format)) {
                 self.pic.reshape(req.size, req.format);
                 if !self.source.render(k, &mut self.pic) {
                     self.pic_holds = None;
+                    self.abandon(s);
                     continue;
                 }
                 self.pic_holds = Some((k, req.size, req.format));
                 self.counters.frames_rendered += 1;
             }
             if !seg.start(layout, k as u32, &self.pic) {
+                self.abandon(s);
                 continue;
             }
             let sess = &mut self.sessions[s];
@@ -576,6 +584,12 @@ impl Vidboard {
             return true;
         }
         false
+    }
+
+    /// Drops session `s`'s request: its frames cannot be made.
+    fn abandon(&mut self, s: usize) {
+        self.sessions[s].request = None;
+        self.counters.requests_abandoned += 1;
     }
 
     /// Sends the burst due at `now`; true if the frame is finished.
@@ -702,5 +716,196 @@ impl Node for Vidboard {
             due = Some(due.map_or(at, |d| d.min(at)));
         }
         due.map(|t| t.max(self.gate))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::SyntheticSource;
+
+    const CH: ControlChannel = ControlChannel {
+        command: VcId::new(0, 32),
+        reply: VcId::new(0, 33),
+    };
+
+    fn cam(period_ms: i64) -> Vidboard {
+        let cfg = VidboardConfig {
+            format: Format::Uni,
+            line_rate: 353_207.5,
+            channels: vec![CH],
+        };
+        let src = SyntheticSource::new(1).with_period(Duration::from_millis(period_ms));
+        Vidboard::new(cfg, Box::new(src)).unwrap()
+    }
+
+    fn send(v: &mut Vidboard, now: Instant, m: Message) -> Vec<CellBytes> {
+        let cell = CommandCell::new(1, m)
+            .to_cell(CH.command, Format::Uni)
+            .unwrap();
+        let mut out = Outbox::default();
+        v.receive(now, 0, &[cell], &mut out);
+        out.drain().map(|(_, c)| c).collect()
+    }
+
+    /// Runs the camera's timed work up to `until`; returns the video cells.
+    fn run(v: &mut Vidboard, until: Instant) -> usize {
+        let mut out = Outbox::default();
+        let mut n = 0;
+        while let Some(t) = v.poll_at().filter(|&t| t <= until) {
+            v.poll(t, &mut out);
+            n += out.drain().count();
+        }
+        n
+    }
+
+    fn on_request() -> VideoRequest {
+        VideoRequest {
+            size: PictureSize::Quarter,
+            format: PixelFormat::Mono8,
+            lines_per_tframe: 10,
+            cells_per_burst: 20,
+            interburst: Duration::from_micros(100),
+            interframe: Duration::ZERO,
+            dest: VcId::new(0, 100),
+            frames: Frames::OnRequest,
+        }
+    }
+
+    #[test]
+    fn requests_while_one_waits_are_merged_and_nothing_queues() {
+        let mut v = cam(33);
+        let t = Instant::from_micros(10);
+        assert_eq!(send(&mut v, t, Message::StartCapture).len(), 1);
+        assert_eq!(
+            send(&mut v, t, Message::VideoRequest(on_request())).len(),
+            1
+        );
+        assert!(
+            send(&mut v, t, Message::FrameRequest).is_empty(),
+            "the frame is the answer"
+        );
+        // The loop started at 10 µs: the first capture is frame 1, at 33 ms.
+        assert_eq!(v.poll_at(), Some(Instant::from_millis(33)));
+        let per_frame = Layout::new(PictureSize::Quarter, PixelFormat::Mono8, 10)
+            .unwrap()
+            .frame_cells();
+        let mut out = Outbox::default();
+        v.poll(Instant::from_millis(33), &mut out);
+        assert!(v.sending());
+        // Three more requests while the frame leaves: one waits, two merge.
+        for _ in 0..3 {
+            send(&mut v, Instant::from_millis(34), Message::FrameRequest);
+        }
+        let s = v.session(0).unwrap();
+        assert_eq!((s.frame_requests, s.requests_merged), (4, 2));
+        let cells = out.drain().count() + run(&mut v, Instant::from_millis(1000));
+        // Two frames: the first, and the one request that waited; the
+        // second is frame 2, not frame 1 again.
+        assert_eq!(cells, 2 * per_frame);
+        let s = v.session(0).unwrap();
+        assert_eq!((s.frames_sent, s.frames_done), (2, 2));
+        assert_eq!(v.poll_at(), None, "nothing more to do");
+        assert_eq!(v.counters().frames_rendered, 2);
+    }
+
+    #[test]
+    fn a_session_never_gets_a_frame_twice_and_waits_for_the_next_capture() {
+        let mut v = cam(100);
+        send(&mut v, Instant::ZERO, Message::StartCapture);
+        send(&mut v, Instant::ZERO, Message::VideoRequest(on_request()));
+        send(&mut v, Instant::ZERO, Message::FrameRequest);
+        run(&mut v, Instant::from_millis(10));
+        assert_eq!(
+            v.session(0).unwrap().frames_done,
+            1,
+            "frame 0, captured at 0"
+        );
+        send(&mut v, Instant::from_millis(20), Message::FrameRequest);
+        assert_eq!(
+            v.poll_at(),
+            Some(Instant::from_millis(100)),
+            "frame 1 comes at 100 ms"
+        );
+        run(&mut v, Instant::from_millis(99));
+        assert_eq!(v.session(0).unwrap().frames_sent, 1);
+        run(&mut v, Instant::from_millis(150));
+        assert_eq!(v.session(0).unwrap().frames_done, 2);
+    }
+
+    #[test]
+    fn the_capture_loop_counts_the_frames_it_captured() {
+        let mut v = cam(10);
+        assert_eq!(
+            (
+                v.frames_captured_at(Instant::from_millis(50)),
+                v.newest_at(Instant::from_millis(50))
+            ),
+            (0, None)
+        );
+        send(&mut v, Instant::from_millis(5), Message::StartCapture);
+        assert_eq!(v.newest_at(Instant::from_millis(9)), None);
+        assert_eq!(v.newest_at(Instant::from_millis(35)), Some(3));
+        let r = send(&mut v, Instant::from_millis(35), Message::StartCapture);
+        let ack = CommandCell::parse(r[0][5..].try_into().unwrap()).unwrap();
+        assert_eq!(
+            ack.message,
+            Message::Ack(Ack {
+                command: command::code::START_CAPTURE,
+                status: AckStatus::Unchanged
+            })
+        );
+        send(&mut v, Instant::from_millis(42), Message::StopCapture);
+        assert_eq!(
+            v.frames_captured_at(Instant::from_millis(90)),
+            4,
+            "frames 1 to 4"
+        );
+        assert_eq!(
+            v.newest_at(Instant::from_millis(90)),
+            Some(4),
+            "kept while stopped"
+        );
+        send(&mut v, Instant::from_millis(60), Message::StartCapture);
+        assert_eq!(
+            v.frames_captured_at(Instant::from_millis(75)),
+            6,
+            "and 6, 7"
+        );
+        assert_eq!(v.newest_at(Instant::from_millis(75)), Some(7));
+    }
+
+    #[test]
+    fn a_camera_is_set_up_right_or_not_at_all() {
+        let src = || Box::new(SyntheticSource::new(1));
+        let cfg = |channels: Vec<ControlChannel>, rate| VidboardConfig {
+            format: Format::Uni,
+            line_rate: rate,
+            channels,
+        };
+        assert_eq!(
+            Vidboard::new(cfg(vec![], 1.0), src()).unwrap_err(),
+            ConfigError::Channels(0)
+        );
+        assert_eq!(
+            Vidboard::new(cfg(vec![CH], 0.0), src()).unwrap_err(),
+            ConfigError::Rate(0.0)
+        );
+        assert_eq!(
+            Vidboard::new(cfg(vec![CH, CH], 1.0), src()).unwrap_err(),
+            ConfigError::Duplicate(CH.command)
+        );
+        let far = ControlChannel {
+            command: VcId::new(256, 32),
+            ..CH
+        };
+        assert_eq!(
+            Vidboard::new(cfg(vec![far], 1.0), src()).unwrap_err(),
+            ConfigError::Range(far.command)
+        );
+        assert_eq!(
+            ConfigError::Channels(0).to_string(),
+            "a camera needs 1 to 16 control channels, and was given 0"
+        );
     }
 }
