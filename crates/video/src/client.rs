@@ -223,14 +223,14 @@ struct Sink {
     /// A delivered frame waits for the consumer.
     waiting_frame: bool,
     /// Frames delivered by the last push or close.
-    delivered: u32,
+    just_delivered: u32,
     counters: ClientCounters,
 }
 
 impl Sink {
     /// A frame came out of the reassembler.
     fn delivered(&mut self, info: &FrameInfo, pic: &Picture) {
-        self.delivered += 1;
+        self.just_delivered += 1;
         let c = &mut self.counters;
         if info.complete {
             c.frames_complete += 1;
@@ -312,7 +312,7 @@ impl VidboardClient {
                 last_number: None,
                 log: VecDeque::new(),
                 waiting_frame: false,
-                delivered: 0,
+                just_delivered: 0,
                 counters: ClientCounters::default(),
             },
             config,
@@ -525,10 +525,10 @@ impl Node for VidboardClient {
             if vc == self.config.video_vc {
                 self.last_video = now;
                 let sink = &mut self.sink;
-                sink.delivered = 0;
+                sink.just_delivered = 0;
                 self.rx
                     .push(now, &cell, &mut |info, pic| sink.delivered(info, pic));
-                if self.sink.delivered > 0 {
+                if self.sink.just_delivered > 0 {
                     self.outstanding = None;
                     self.consume(now, out);
                 }
@@ -591,10 +591,10 @@ impl Node for VidboardClient {
             self.sink.counters.frame_timeouts += 1;
             self.outstanding = None;
             let sink = &mut self.sink;
-            sink.delivered = 0;
+            sink.just_delivered = 0;
             self.rx
                 .close_frame(now, &mut |info, pic| sink.delivered(info, pic));
-            if self.sink.delivered > 0 {
+            if self.sink.just_delivered > 0 {
                 self.consume(now, out);
             }
             if self.outstanding.is_none()

@@ -132,7 +132,9 @@ pub fn check(bytes: &[u8]) -> u16 {
 pub enum Frames {
     /// One per frame request: the closed-loop capture mode.
     OnRequest,
-    /// This many (1 to 0xFFFFFFFE), then stop.
+    /// This many (1 to 0xFFFFFFFE), then stop. `Count(0)` travels as
+    /// [`Frames::OnRequest`] and `Count(0xFFFFFFFF)` as
+    /// [`Frames::Continuous`]: those are the codes' meanings.
     Count(u32),
     /// Frames for as long as the capture loop runs.
     Continuous,

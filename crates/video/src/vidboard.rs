@@ -27,7 +27,9 @@
 //! so on the wire a burst of CB cells arrives one cell time apart, and the
 //! first cell of the next burst one cell time plus the interburst delay
 //! after the last. A reply cell takes one cell time of line like any
-//! other, and a burst due while it is on the line waits for it.
+//! other, and a burst due while it is on the line waits for it. A burst is
+//! handed over whole, so the port buffer of the camera's link must hold
+//! CB cells (the engine drops what does not fit, counted as overflow).
 //!
 //! **Requests.** A video request's frame count picks the mode: `n` frames,
 //! continuous, or one frame per frame request (the capture loop's closed
