@@ -9,7 +9,7 @@ secs=${1:-600}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(cell oam aal5_trailer aal34_pdu delineation aal5_reassembly aal34_reassembly udp_datagram qos_text topology encap_atmarp ip_node atomic_wire atomic_node traffic_host cell_port tcp_segment tcp_reasm tcp_conn stripe_rx)
+  targets=(cell oam aal5_trailer aal34_pdu delineation aal5_reassembly aal34_reassembly udp_datagram qos_text topology encap_atmarp ip_node atomic_wire atomic_node traffic_host cell_port tcp_segment tcp_reasm tcp_conn stripe_rx video_command video_val)
 fi
 cd "$(dirname "$0")/../fuzz"
 cargo fuzz build -s none -O -a
