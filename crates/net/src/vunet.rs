@@ -23,9 +23,27 @@
 //!  6       output port bits, 0-15 (write; reply)
 //!  7       in a reply: 0 done, 1 no entry
 //!  8..16   sequence number (big-endian)
-//!  16..32  HMAC-SHA256 of bytes 0..16 under the key, first 16 bytes
-//!  32..48  zero
+//!  16..32  HMAC-SHA256 of bytes 0..16, 33 and 35..48 under the key,
+//!          first 16 bytes
+//!  32      hops: relays still to pass before the target
+//!  33      back: relays the target's reply passes on its way back
+//!  34      next: the route nibble the next switch routes on
+//!  35..48  route: 26 nibbles (high nibble first), see below
 //! ```
+//!
+//! A relay takes every cell on the control VCI. One whose `hops` is not 0
+//! is only passed on: the relay takes one off `hops`, sets the routing
+//! bits to route nibble `next`, adds one to `next` and sends it out of its
+//! other side, changing nothing else (so the tag, which does not cover
+//! `hops` and `next`, still holds). The relay where `hops` is 0 is the
+//! target: it checks the cell and acts, and its reply leaves by the side
+//! the request came in on with `hops` = `back`, routed on nibble `next`
+//! and `next` one on, so the relays between relay it back the same way.
+//! A host reaching the relay `d` relays beyond the first thus writes the
+//! bits of the switch after each relay it passes, then the `d + 1` bits
+//! the reply needs (the first for the switch the target replies into, the
+//! last for the host's own switch); a route of zeros is the first relay,
+//! replying on bits 0.
 
 use aurora_time::Instant;
 use aurora_wire::cell::{build_cell, Format, Header};
@@ -46,8 +64,56 @@ pub const CMD_READ: u8 = 2;
 /// The link's answer.
 pub const CMD_REPLY: u8 = 3;
 
+/// Nibbles a control cell's route holds.
+pub const ROUTE_NIBBLES: usize = 26;
+
+/// Where a control cell goes beyond the first relay, and how its reply
+/// comes back (see the module docs). The default reaches the first relay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Route {
+    /// Relays still to pass before the target.
+    pub hops: u8,
+    /// Relays the reply passes on its way back.
+    pub back: u8,
+    /// The nibble the next switch routes on.
+    pub next: u8,
+    /// Routing bits, one nibble (0-15) each.
+    pub bits: [u8; ROUTE_NIBBLES],
+}
+
+impl Route {
+    /// The route to the relay `out.len()` relays beyond the first: `out[k]`
+    /// the routing bits of the switch after the `k`-th relay passed,
+    /// `back` the `out.len() + 1` bits the reply needs, the switch the
+    /// target replies into first and the host's own last. `None` if they
+    /// do not fit, do not match, or are not 4-bit values.
+    pub fn to_relay(out: &[u8], back: &[u8]) -> Option<Route> {
+        if back.len() != out.len() + 1
+            || out.len() + back.len() > ROUTE_NIBBLES
+            || out.iter().chain(back).any(|&b| b > 0x0F)
+        {
+            return None;
+        }
+        let mut bits = [0u8; ROUTE_NIBBLES];
+        for (i, &b) in out.iter().chain(back).enumerate() {
+            bits[i] = b;
+        }
+        Some(Route {
+            hops: out.len() as u8,
+            back: out.len() as u8,
+            next: 0,
+            bits,
+        })
+    }
+
+    /// Nibble `i`, if the route has it.
+    fn nibble(&self, i: u8) -> Option<u8> {
+        self.bits.get(usize::from(i)).copied()
+    }
+}
+
 /// A control request or reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Control {
     /// Command.
     pub cmd: u8,
@@ -63,6 +129,18 @@ pub struct Control {
     pub status: u8,
     /// Sequence number.
     pub seq: u64,
+    /// How it reaches a relay beyond the first, and its reply back.
+    pub route: Route,
+}
+
+/// The bytes of a payload its tag covers: all the sender set that no
+/// relay on the way changes (not `hops` and `next`).
+fn tagged(p: &[u8; 48]) -> [u8; 30] {
+    let mut t = [0u8; 30];
+    t[..16].copy_from_slice(&p[..16]);
+    t[16] = p[33];
+    t[17..].copy_from_slice(&p[35..48]);
+    t
 }
 
 fn tag(key: &[u8], body: &[u8]) -> [u8; 16] {
@@ -85,8 +163,14 @@ impl Control {
         p[6] = self.port_bits & 0x0F;
         p[7] = self.status;
         p[8..16].copy_from_slice(&self.seq.to_be_bytes());
+        p[32] = self.route.hops;
+        p[33] = self.route.back;
+        p[34] = self.route.next;
+        for (i, pair) in self.route.bits.chunks(2).enumerate() {
+            p[35 + i] = (pair[0] & 0x0F) << 4 | (pair[1] & 0x0F);
+        }
         if let Some(k) = key {
-            let t = tag(k, &p[..16]);
+            let t = tag(k, &tagged(&p));
             p[16..32].copy_from_slice(&t);
         }
         p
@@ -102,13 +186,35 @@ impl Control {
             port_bits: p[6] & 0x0F,
             status: p[7],
             seq: u64::from_be_bytes(p[8..16].try_into().expect("8 bytes")),
+            route: Route {
+                hops: p[32],
+                back: p[33],
+                next: p[34],
+                bits: std::array::from_fn(|i| {
+                    let b = p[35 + i / 2];
+                    if i % 2 == 0 {
+                        b >> 4
+                    } else {
+                        b & 0x0F
+                    }
+                }),
+            },
         }
     }
 
-    /// A control cell on `vpi` carrying this request.
-    pub fn cell(&self, vpi: u16, key: Option<&[u8]>) -> CellBytes {
-        let h = Header::data(aurora_wire::cell::VcId::new(vpi, VCI_LINK_CONTROL));
+    /// A control cell on `vpi` carrying this request, routed on `gfc`
+    /// (0-15) by the switch it meets first.
+    pub fn cell_routed(&self, vpi: u16, gfc: u8, key: Option<&[u8]>) -> CellBytes {
+        let h = Header {
+            gfc: gfc & 0x0F,
+            ..Header::data(aurora_wire::cell::VcId::new(vpi, VCI_LINK_CONTROL))
+        };
         build_cell(&h, &self.encode(key)).expect("VPI of a UNI header")
+    }
+
+    /// A control cell on `vpi` carrying this request, routing bits 0.
+    pub fn cell(&self, vpi: u16, key: Option<&[u8]>) -> CellBytes {
+        self.cell_routed(vpi, 0, key)
     }
 }
 
@@ -123,6 +229,8 @@ pub struct LinkNodeCounters {
     pub hec_discarded: u64,
     /// Control cells carried out.
     pub control_accepted: u64,
+    /// Control cells for a relay further on, passed to the other side.
+    pub control_passed: u64,
     /// Control cells refused: not from a management port and no key set.
     pub refused_port: u64,
     /// Control cells refused: the tag did not match the key.
@@ -193,7 +301,7 @@ impl VunetLink {
             };
             // Constant-time comparison of the tag.
             let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
-            mac.update(&payload[..16]);
+            mac.update(&tagged(payload));
             if mac.verify_truncated_left(&payload[16..32]).is_err() {
                 self.counters.refused_tag += 1;
                 return;
@@ -220,15 +328,23 @@ impl VunetLink {
             Some((v, b)) => (v, b, 0),
             None => (0, 0, 1),
         };
+        // The reply goes back the way the request came, routed on the
+        // route's next nibble (0 for a request to the first relay).
+        let gfc = c.route.nibble(c.route.next).unwrap_or(0);
         let reply = Control {
             cmd: CMD_REPLY,
             new_vci,
             port_bits,
             status,
+            route: Route {
+                hops: c.route.back,
+                next: c.route.next.saturating_add(1),
+                ..c.route
+            },
             ..c
         };
         self.ports[usize::from(port) & 1].cells_out += 1;
-        out.push(port, reply.cell(vpi, self.key.as_deref()));
+        out.push(port, reply.cell_routed(vpi, gfc, self.key.as_deref()));
     }
 }
 
@@ -252,6 +368,26 @@ impl Node for VunetLink {
                 continue;
             }
             let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
+            if h.vci == VCI_LINK_CONTROL && c[HEADER_LEN + 32] > 0 {
+                // For a relay further on: pass it.
+                let next = c[HEADER_LEN + 34];
+                let Some(bits) = Control::decode(&c[HEADER_LEN..].try_into().expect("48 bytes"))
+                    .route
+                    .nibble(next)
+                else {
+                    self.counters.refused_malformed += 1;
+                    self.ports[p].dropped += 1;
+                    continue;
+                };
+                c[HEADER_LEN + 32] -= 1;
+                c[HEADER_LEN + 34] = next + 1;
+                if (Header { gfc: bits, ..h }).emit(&mut c).is_ok() {
+                    self.counters.control_passed += 1;
+                    self.ports[1 - p].cells_out += 1;
+                    out.push(1 - port, c);
+                }
+                continue;
+            }
             if h.vci == VCI_LINK_CONTROL {
                 let payload: [u8; 48] = c[HEADER_LEN..].try_into().expect("48 bytes");
                 let before = self.counters.control_accepted;

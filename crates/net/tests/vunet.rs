@@ -31,6 +31,7 @@ fn write(vci: u16, new_vci: u16, bits: u8, seq: u64) -> Control {
         port_bits: bits,
         status: 0,
         seq,
+        ..Control::default()
     }
 }
 
@@ -120,4 +121,104 @@ fn the_vunet_switch_routes_on_header_bits() {
     assert_eq!(out[0].0, 2);
     assert_eq!(hdr(&out[0].1).gfc, 0, "routing bits are consumed");
     assert_eq!(sw.no_such_port, 1);
+}
+
+/// A host reaches the third relay of a path through the two before it:
+/// they pass its control cells on (and the reply back) by the route the
+/// cell carries, changing nothing; only the third writes its table, and
+/// only a cell with the key's tag over the route does so.
+#[test]
+fn control_cells_reach_a_relay_beyond_the_first_and_the_reply_comes_back() {
+    // host - s0 - r1 - s1 - r2 - s2 - r3 - s3
+    // Each switch: port 0 towards the host side, port 1 away from it, the
+    // host itself on s0's port 2.
+    let key = b"a host's key".to_vec();
+    let mut switches: Vec<VunetSwitch> = (0..4).map(|_| VunetSwitch::new(3)).collect();
+    let mut relays: Vec<VunetLink> = (0..3)
+        .map(|_| VunetLink::new([false, false], Some(key.clone())))
+        .collect();
+    // Out: the switch after r1 and after r2 send on to port 1; the reply:
+    // r3 replies into s2 (to port 0, towards r2), s1 to port 0, s0 to the
+    // host on port 2.
+    let route = aurora_net::vunet::Route::to_relay(&[1, 1], &[0, 0, 2]).unwrap();
+    let req = Control {
+        cmd: CMD_WRITE,
+        table: 0,
+        vci: 500,
+        new_vci: 600,
+        port_bits: 2,
+        seq: 1,
+        route,
+        ..Control::default()
+    };
+    // Out through s0 (arriving from the host on port 2, routed to port 1).
+    let mut cell = req.cell_routed(0, 1, Some(&key));
+    let mut at = 0; // the relay reached next
+    let mut port_in = 2u16;
+    loop {
+        let out = feed(&mut switches[at], port_in, &[cell]);
+        assert_eq!(out.len(), 1);
+        if at == 3 {
+            unreachable!("nothing goes beyond r3");
+        }
+        let (p, c) = out[0];
+        assert_eq!(p, 1, "away from the host");
+        let out = feed(&mut relays[at], 0, &[c]);
+        assert_eq!(out.len(), 1, "relay {at}");
+        let (side, c) = out[0];
+        cell = c;
+        if at == 2 {
+            // The target answered back out of its arrival side.
+            assert_eq!(side, 0);
+            break;
+        }
+        assert_eq!(side, 1, "passed on");
+        port_in = 0;
+        at += 1;
+    }
+    assert_eq!(relays[2].entry(0, 500), Some((600, 2)));
+    assert_eq!(relays[0].entry(0, 500), None);
+    assert_eq!(relays[1].entry(0, 500), None);
+    assert_eq!(
+        (
+            relays[0].counters().control_passed,
+            relays[1].counters().control_passed
+        ),
+        (1, 1)
+    );
+    // Back: s2 (from r3's side, port 1) to port 0, r2 passes it (arriving
+    // on its side 1), s1, r1, s0 to the host's port 2.
+    for k in (0..3).rev() {
+        let out = feed(&mut switches[k], 1, &[cell]);
+        assert_eq!(out.len(), 1);
+        let (p, c) = out[0];
+        if k == 0 {
+            assert_eq!(p, 2, "to the host");
+            cell = c;
+            break;
+        }
+        assert_eq!(p, 0, "towards the host");
+        let out = feed(&mut relays[k - 1], 1, &[c]);
+        assert_eq!(out.len(), 1, "relay {} passes the reply", k - 1);
+        assert_eq!(out[0].0, 0);
+        cell = out[0].1;
+    }
+    let reply = Control::decode(&cell[5..].try_into().unwrap());
+    assert_eq!(
+        (reply.cmd, reply.status, reply.new_vci, reply.port_bits),
+        (CMD_REPLY, 0, 600, 2)
+    );
+    assert_eq!(reply.route.hops, 0);
+    assert_eq!(relays[0].counters().control_passed, 2);
+    // A route changed after tagging (to send the reply elsewhere): the
+    // target refuses it.
+    let mut direct = Control { seq: 3, ..req };
+    direct.route = aurora_net::vunet::Route::default();
+    let mut bytes = direct.encode(Some(&key));
+    bytes[40] = 0x77;
+    let mut c = req.cell_routed(0, 1, None);
+    c[5..].copy_from_slice(&bytes);
+    assert!(feed(&mut relays[0], 0, &[c]).is_empty());
+    assert_eq!(relays[0].counters().refused_tag, 1);
+    assert_eq!(relays[0].entry(0, 500), None);
 }

@@ -75,6 +75,7 @@ fn compiled_relay_entries_read_back_through_control_cells() {
         port_bits: 0,
         status: 0,
         seq: 1,
+        ..Control::default()
     };
     let mut out = Outbox::default();
     // Port 1 is the example's management port.
