@@ -16,7 +16,8 @@
 //! Control cell payload (48 bytes):
 //!
 //! ```text
-//!  0       command: 1 write entry, 2 read entry, 3 reply (from the link)
+//!  0       command: 1 write entry, 2 read entry, 3 reply (from the link),
+//!          4 clear entry
 //!  1       table: 0 cells arriving on port 0, 1 cells arriving on port 1
 //!  2..4    VCI the entry is for (big-endian)
 //!  4..6    new VCI (write; reply)
@@ -63,6 +64,8 @@ pub const CMD_WRITE: u8 = 1;
 pub const CMD_READ: u8 = 2;
 /// The link's answer.
 pub const CMD_REPLY: u8 = 3;
+/// Remove an entry (its reply says done, the entry now absent).
+pub const CMD_CLEAR: u8 = 4;
 
 /// Nibbles a control cell's route holds.
 pub const ROUTE_NIBBLES: usize = 26;
@@ -311,7 +314,7 @@ impl VunetLink {
                 return;
             }
         }
-        if c.table > 1 || !(c.cmd == CMD_WRITE || c.cmd == CMD_READ) {
+        if c.table > 1 || !matches!(c.cmd, CMD_WRITE | CMD_READ | CMD_CLEAR) {
             self.counters.refused_malformed += 1;
             return;
         }
@@ -319,14 +322,19 @@ impl VunetLink {
             self.last_seq = c.seq;
         }
         let t = usize::from(c.table);
-        if c.cmd == CMD_WRITE {
-            self.tables[t][usize::from(c.vci)] =
-                VALID | (u32::from(c.port_bits & 0x0F) << 16) | u32::from(c.new_vci);
+        match c.cmd {
+            CMD_WRITE => {
+                self.tables[t][usize::from(c.vci)] =
+                    VALID | (u32::from(c.port_bits & 0x0F) << 16) | u32::from(c.new_vci);
+            }
+            CMD_CLEAR => self.tables[t][usize::from(c.vci)] = 0,
+            _ => {}
         }
         self.counters.control_accepted += 1;
-        let (new_vci, port_bits, status) = match self.entry(t, c.vci) {
-            Some((v, b)) => (v, b, 0),
-            None => (0, 0, 1),
+        let (new_vci, port_bits, status) = match (self.entry(t, c.vci), c.cmd) {
+            (Some((v, b)), _) => (v, b, 0),
+            (None, CMD_CLEAR) => (0, 0, 0),
+            (None, _) => (0, 0, 1),
         };
         // The reply goes back the way the request came, routed on the
         // route's next nibble (0 for a request to the first relay).

@@ -11,4 +11,11 @@
 //!   Entries whose lease ran out are reclaimed by the next operation, so a
 //!   host that went away leaks nothing.
 
+//! - [`conn`]: the connection library a host drives: open a VC across a
+//!   path of relaying links, relay by relay (write the entry, read it
+//!   back), with a timeout, retries and a clear reason for a failure; close
+//!   it. Control cells reach relays beyond the first by the route they
+//!   carry ([`aurora_net::vunet::Route`]).
+
+pub mod conn;
 pub mod table;

@@ -56,7 +56,7 @@ pub struct Entry {
 }
 
 /// Why the table refused.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TableError {
     /// Every VCI of the range is taken on this link.
     #[error("no free VCI on link {0}")]

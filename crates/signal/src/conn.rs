@@ -1,0 +1,491 @@
+//! Opening and closing a VC from a host, hop by hop, with control cells:
+//! the connection library, sans-I/O.
+//!
+//! A path is the relaying links a VC crosses, in order from the host, with
+//! the routing bits its switches need ([`Path`]). Opening takes one VCI
+//! per segment from the network's table (the segment into each relay, and
+//! the last one into the destination), then, relay by relay from the
+//! nearest, writes the relay's entry (arriving VCI → next VCI and the next
+//! switch's bits) and reads it back, each a control cell that passes the
+//! relays already done ([`aurora_net::vunet::Route`]) and a reply that
+//! comes back the same way. Data can follow as soon as the last entry is
+//! confirmed: the set-up runs ahead of it. A step not answered within the
+//! timeout is sent again, up to the retries; then, or on a wrong answer,
+//! the open fails with its reason, and what it wrote is cleared and the
+//! table's entries released. Closing clears every entry, farthest first,
+//! and releases the VCIs. (Control cells pass relays on their own VCI, so
+//! the entries already written or cleared never stand in their way.)
+//!
+//! The host drives an [`Opener`] or [`Closer`]: it sends the cells they
+//! return, hands them the control replies it receives, and calls
+//! [`Opener::poll`] at [`Opener::poll_at`].
+
+use aurora_net::vunet::{
+    Control, Route, CMD_CLEAR, CMD_READ, CMD_REPLY, CMD_WRITE, VCI_LINK_CONTROL,
+};
+use aurora_time::{Duration, Instant};
+use aurora_wire::cell::{Format, Header};
+use aurora_wire::{CellBytes, HEADER_LEN};
+
+use crate::table::{Link, Owner, TableError, VciTable};
+
+/// One relay of a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hop {
+    /// The segment into this relay, for the VCI table.
+    pub link: Link,
+    /// The relay's table for cells arriving from the host's side (its
+    /// port on that side).
+    pub side: u8,
+    /// Routing bits of the switch after this relay, away from the host.
+    pub bits_on: u8,
+    /// Routing bits of the switch before this relay, towards the host (the
+    /// switch this relay's replies enter).
+    pub bits_back: u8,
+}
+
+/// A VC's way from a host to a destination across VuNet relays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Path {
+    /// Routing bits of the host's own switch towards the first relay.
+    pub first_bits: u8,
+    /// The relays, nearest first.
+    pub hops: Vec<Hop>,
+    /// The last segment, from the last relay into the destination.
+    pub last_link: Link,
+}
+
+/// Most relays a path may cross: a control cell's route holds the bits
+/// out and back (2 × relays − 1 nibbles).
+pub const MAX_RELAYS: usize = 13;
+
+/// Why an open failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// The path crosses no relay or more than [`MAX_RELAYS`], or has bits
+    /// above 15.
+    #[error("no route: {0}")]
+    NoRoute(String),
+    /// The table had no free VCI on a segment (or could not be used).
+    #[error("no VCI: {0}")]
+    NoVci(TableError),
+    /// A relay refused or answered something else than was written.
+    #[error("relay {relay} refused: {why}")]
+    Refused {
+        /// Which relay (0 the nearest).
+        relay: usize,
+        /// What it said.
+        why: String,
+    },
+    /// A relay did not answer within the timeout, after every retry.
+    #[error("relay {0} did not answer")]
+    NoAnswer(usize),
+}
+
+/// How long to wait for each answer, and how often to ask again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// Wait for a reply this long before asking again.
+    pub timeout: Duration,
+    /// Ask again this many times before giving up.
+    pub retries: u32,
+    /// Lease of the table's entries (renewed by the refresh daemon).
+    pub lease: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            timeout: Duration::from_millis(10),
+            retries: 3,
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+/// An open VC: its VCIs, segment by segment (the first is the one the host
+/// sends on, the last the one the destination receives on).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vc {
+    /// The path.
+    pub path: Path,
+    /// VCI per segment: one per relay (into it), then the last segment's.
+    pub vcis: Vec<u16>,
+    /// When the open started and when its last entry was confirmed.
+    pub opened: (Instant, Instant),
+}
+
+impl Vc {
+    /// The VCI the host sends on.
+    pub fn send_vci(&self) -> u16 {
+        self.vcis[0]
+    }
+
+    /// The VCI the destination receives on.
+    pub fn receive_vci(&self) -> u16 {
+        *self.vcis.last().expect("a VC has segments")
+    }
+
+    /// The table entries it holds.
+    pub fn grants(&self) -> Vec<(Link, u16)> {
+        self.path
+            .hops
+            .iter()
+            .map(|h| h.link)
+            .chain([self.path.last_link])
+            .zip(self.vcis.iter().copied())
+            .collect()
+    }
+
+    /// How long the open took.
+    pub fn setup_latency(&self) -> Duration {
+        self.opened.1.since(self.opened.0)
+    }
+}
+
+/// The control cell to relay `k` of `path` carrying `c` (its route set).
+fn cell_to(path: &Path, k: usize, mut c: Control, vpi: u16, key: Option<&[u8]>) -> CellBytes {
+    let out: Vec<u8> = path.hops[..k].iter().map(|h| h.bits_on).collect();
+    let back: Vec<u8> = path.hops[..=k].iter().rev().map(|h| h.bits_back).collect();
+    c.route = Route::to_relay(&out, &back).expect("path checked");
+    c.table = path.hops[k].side;
+    c.cell_routed(vpi, path.first_bits, key)
+}
+
+/// The reply in `cell`, if it is a control reply.
+fn reply_of(cell: &CellBytes) -> Option<Control> {
+    let h = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], Format::Uni);
+    if h.vci != VCI_LINK_CONTROL {
+        return None;
+    }
+    let c = Control::decode(cell[HEADER_LEN..].try_into().ok()?);
+    (c.cmd == CMD_REPLY).then_some(c)
+}
+
+fn check(path: &Path) -> Result<(), OpenError> {
+    if path.hops.is_empty() || path.hops.len() > MAX_RELAYS {
+        return Err(OpenError::NoRoute(format!(
+            "{} relays (1 to {MAX_RELAYS})",
+            path.hops.len()
+        )));
+    }
+    let bits = path
+        .hops
+        .iter()
+        .flat_map(|h| [h.bits_on, h.bits_back, h.side]);
+    if path.first_bits > 15 || bits.clone().any(|b| b > 15) {
+        return Err(OpenError::NoRoute("routing bits above 15".into()));
+    }
+    if path.hops.iter().any(|h| h.side > 1) {
+        return Err(OpenError::NoRoute("a relay has two sides, 0 and 1".into()));
+    }
+    Ok(())
+}
+
+/// Where an [`Opener`] is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Step {
+    /// Written relay `k`'s entry; waiting for its reply.
+    Write(usize),
+    /// Reading relay `k`'s entry back.
+    Read(usize),
+    /// Clearing relay `k` after a failure (going back to 0).
+    Undo(usize, OpenError),
+    /// Finished.
+    Done(Result<(), OpenError>),
+}
+
+/// Control-cell sequence numbers a host uses: each cell one above the
+/// last, from a start the host chooses (above any it used before).
+#[derive(Clone, Copy, Debug)]
+pub struct Seq(pub u64);
+
+impl Seq {
+    fn take(&mut self) -> u64 {
+        self.0 += 1;
+        self.0
+    }
+}
+
+/// Opening one VC (see the module docs).
+#[derive(Debug)]
+pub struct Opener {
+    vc: Vc,
+    step: Step,
+    timing: Timing,
+    vpi: u16,
+    key: Option<Vec<u8>>,
+    /// When the current step gives up waiting.
+    deadline: Instant,
+    tries: u32,
+    /// The cell the current step sent (sent again on a timeout), and the
+    /// sequence number it carries.
+    pending: Option<(CellBytes, u64)>,
+    /// Control cells sent, replies taken, replies not for this opener.
+    pub sent: u64,
+    /// Replies taken.
+    pub answered: u64,
+    /// Cells handed in that were not this opener's replies.
+    pub ignored: u64,
+}
+
+impl Opener {
+    /// Starts opening `path` for `owner` at `now`: takes the VCIs from
+    /// `table` and returns the opener and the first cell to send. `seq`
+    /// numbers the host's control cells; `key` tags them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start(
+        path: Path,
+        owner: Owner,
+        table: &dyn VciTable,
+        timing: Timing,
+        vpi: u16,
+        key: Option<&[u8]>,
+        seq: &mut Seq,
+        now: Instant,
+    ) -> Result<(Opener, CellBytes), OpenError> {
+        check(&path)?;
+        let links: Vec<Link> = path
+            .hops
+            .iter()
+            .map(|h| h.link)
+            .chain([path.last_link])
+            .collect();
+        let t = now.as_nanos().max(0) as u64;
+        let lease = timing.lease.as_nanos().max(0) as u64;
+        let vcis = table
+            .allocate(owner, &links, t, lease)
+            .map_err(OpenError::NoVci)?;
+        let mut o = Opener {
+            vc: Vc {
+                path,
+                vcis,
+                opened: (now, now),
+            },
+            step: Step::Write(0),
+            timing,
+            vpi,
+            key: key.map(<[u8]>::to_vec),
+            deadline: now,
+            tries: 0,
+            pending: None,
+            sent: 0,
+            answered: 0,
+            ignored: 0,
+        };
+        let c = o.send_step(now, seq);
+        Ok((o, c))
+    }
+
+    /// The request of the current step.
+    fn request(&self) -> Control {
+        let (cmd, k) = match self.step {
+            Step::Write(k) => (CMD_WRITE, k),
+            Step::Read(k) => (CMD_READ, k),
+            Step::Undo(k, _) => (CMD_CLEAR, k),
+            Step::Done(_) => unreachable!("no request once done"),
+        };
+        Control {
+            cmd,
+            vci: self.vc.vcis[k],
+            new_vci: self.vc.vcis[k + 1],
+            port_bits: self.vc.path.hops[k].bits_on,
+            ..Control::default()
+        }
+    }
+
+    fn relay(&self) -> usize {
+        match self.step {
+            Step::Write(k) | Step::Read(k) | Step::Undo(k, _) => k,
+            Step::Done(_) => 0,
+        }
+    }
+
+    /// Sends the current step's request (fresh sequence number).
+    fn send_step(&mut self, now: Instant, seq: &mut Seq) -> CellBytes {
+        let mut c = self.request();
+        c.seq = seq.take();
+        let cell = cell_to(
+            &self.vc.path,
+            self.relay(),
+            c,
+            self.vpi,
+            self.key.as_deref(),
+        );
+        self.pending = Some((cell, c.seq));
+        self.deadline = now + self.timing.timeout;
+        self.sent += 1;
+        cell
+    }
+
+    /// Moves to `step` and sends its request, or finishes.
+    fn go(&mut self, step: Step, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        self.step = step;
+        self.tries = 0;
+        if matches!(self.step, Step::Done(_)) {
+            self.pending = None;
+            return None;
+        }
+        Some(self.send_step(now, seq))
+    }
+
+    /// Gives up: clears what was written (relays before `k`, and `k` if
+    /// its write may have landed), then fails with `e`.
+    fn fail(&mut self, e: OpenError, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        let k = self.relay();
+        self.go(Step::Undo(k, e), now, seq)
+    }
+
+    /// A control reply arrived at `now`: the next cell to send, if any.
+    pub fn on_cell(&mut self, cell: &CellBytes, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        let (Some(r), Some((_, want))) = (reply_of(cell), self.pending) else {
+            self.ignored += 1;
+            return None;
+        };
+        if r.seq != want {
+            self.ignored += 1;
+            return None;
+        }
+        self.answered += 1;
+        let k = self.relay();
+        let last = self.vc.path.hops.len() - 1;
+        let expect = (self.vc.vcis[k + 1], self.vc.path.hops[k].bits_on);
+        match self.step.clone() {
+            Step::Write(_) | Step::Read(_)
+                if r.status != 0 || (r.new_vci, r.port_bits) != expect =>
+            {
+                let why = if r.status != 0 {
+                    format!("status {}", r.status)
+                } else {
+                    format!(
+                        "entry reads VCI {} bits {}, not VCI {} bits {}",
+                        r.new_vci, r.port_bits, expect.0, expect.1
+                    )
+                };
+                self.fail(OpenError::Refused { relay: k, why }, now, seq)
+            }
+            Step::Write(_) => self.go(Step::Read(k), now, seq),
+            Step::Read(_) if k == last => {
+                self.vc.opened.1 = now;
+                self.go(Step::Done(Ok(())), now, seq)
+            }
+            Step::Read(_) => self.go(Step::Write(k + 1), now, seq),
+            Step::Undo(0, e) => self.go(Step::Done(Err(e)), now, seq),
+            Step::Undo(_, e) => self.go(Step::Undo(k - 1, e), now, seq),
+            Step::Done(_) => None,
+        }
+    }
+
+    /// When [`Opener::poll`] must run (a reply's deadline), if waiting.
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.pending.map(|_| self.deadline)
+    }
+
+    /// Time passed: on a deadline, the request again or the failure.
+    pub fn poll(&mut self, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        if self.pending.is_none() || now < self.deadline {
+            return None;
+        }
+        if self.tries < self.timing.retries {
+            self.tries += 1;
+            return Some(self.send_step(now, seq));
+        }
+        match self.step.clone() {
+            // A relay that does not answer a clear: go on clearing the
+            // ones before it, and fail as decided.
+            Step::Undo(0, e) => self.go(Step::Done(Err(e)), now, seq),
+            Step::Undo(k, e) => self.go(Step::Undo(k - 1, e), now, seq),
+            _ => {
+                let k = self.relay();
+                self.fail(OpenError::NoAnswer(k), now, seq)
+            }
+        }
+    }
+
+    /// The outcome once finished: the VC, or why not (its VCIs then
+    /// released from `table` by the caller with [`Opener::release`]).
+    pub fn outcome(&self) -> Option<Result<&Vc, &OpenError>> {
+        match &self.step {
+            Step::Done(Ok(())) => Some(Ok(&self.vc)),
+            Step::Done(Err(e)) => Some(Err(e)),
+            _ => None,
+        }
+    }
+
+    /// Releases the table entries of a failed open.
+    pub fn release(
+        &self,
+        owner: Owner,
+        table: &dyn VciTable,
+        now: Instant,
+    ) -> Result<u64, TableError> {
+        table.release(owner, &self.vc.grants(), now.as_nanos().max(0) as u64)
+    }
+}
+
+/// Closing one VC: clears each relay's entry, nearest first, then frees
+/// its VCIs.
+#[derive(Debug)]
+pub struct Closer {
+    inner: Opener,
+}
+
+impl Closer {
+    /// Starts closing `vc` at `now`; the first cell to send.
+    pub fn start(
+        vc: Vc,
+        timing: Timing,
+        vpi: u16,
+        key: Option<&[u8]>,
+        seq: &mut Seq,
+        now: Instant,
+    ) -> (Closer, CellBytes) {
+        // The opener's undo clears from a relay back to the nearest.
+        let last = vc.path.hops.len() - 1;
+        let mut inner = Opener {
+            vc,
+            step: Step::Undo(last, OpenError::NoRoute(String::new())),
+            timing,
+            vpi,
+            key: key.map(<[u8]>::to_vec),
+            deadline: now,
+            tries: 0,
+            pending: None,
+            sent: 0,
+            answered: 0,
+            ignored: 0,
+        };
+        let c = inner.send_step(now, seq);
+        (Closer { inner }, c)
+    }
+
+    /// A control reply arrived.
+    pub fn on_cell(&mut self, cell: &CellBytes, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        self.inner.on_cell(cell, now, seq)
+    }
+
+    /// See [`Opener::poll_at`].
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.inner.poll_at()
+    }
+
+    /// See [`Opener::poll`].
+    pub fn poll(&mut self, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        self.inner.poll(now, seq)
+    }
+
+    /// Finished: every relay cleared (or not answering after every retry).
+    pub fn is_done(&self) -> bool {
+        matches!(self.inner.step, Step::Done(_))
+    }
+
+    /// Frees the VC's table entries.
+    pub fn release(
+        &self,
+        owner: Owner,
+        table: &dyn VciTable,
+        now: Instant,
+    ) -> Result<u64, TableError> {
+        self.inner.release(owner, table, now)
+    }
+}
