@@ -22,7 +22,9 @@
 //!  2..4    VCI the entry is for (big-endian)
 //!  4..6    new VCI (write; reply)
 //!  6       output port bits, 0-15 (write; reply)
-//!  7       in a reply: 0 done, 1 no entry
+//!  7       in a request: the key id (which host's key tags it); in a
+//!          reply: 0 done, 1 no entry, 2 not yours (another key holds
+//!          the entry)
 //!  8..16   sequence number (big-endian)
 //!  16..32  HMAC-SHA256 of bytes 0..16, 33 and 35..48 under the key,
 //!          first 16 bytes
@@ -45,8 +47,21 @@
 //! the reply needs (the first for the switch the target replies into, the
 //! last for the host's own switch); a route of zeros is the first relay,
 //! replying on bits 0.
+//!
+//! Ownership and soft state: a relay holds keys by id (one per host, say;
+//! [`VunetLink::new`]'s key is id 0) and a sequence number per key, so one
+//! host's numbers do not stall another's. An entry written by a tagged
+//! control cell belongs to its key: another key may not rewrite or clear
+//! it (status 2, counted). With a lifetime set ([`VunetLink::set_lifetime`]),
+//! such an entry lasts that long after its owner last wrote or read it,
+//! then goes (counted), so an application that died leaks nothing. Entries
+//! loaded by management ([`VunetLink::set_entry`], or a trusted port) have
+//! no owner and do not expire. [`VunetLink::restart`] loses everything
+//! written by control cells, as a power-cycled link card would.
 
-use aurora_time::Instant;
+use std::collections::{BTreeMap, BTreeSet};
+
+use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{build_cell, Format, Header};
 use aurora_wire::hec::{HecReceiver, HecVerdict};
 use aurora_wire::{CellBytes, HEADER_LEN};
@@ -128,8 +143,10 @@ pub struct Control {
     pub new_vci: u16,
     /// Output port bits.
     pub port_bits: u8,
-    /// Reply status.
+    /// Reply status (byte 7 of a reply).
     pub status: u8,
+    /// Which key tags a request (byte 7 of a request).
+    pub key_id: u8,
     /// Sequence number.
     pub seq: u64,
     /// How it reaches a relay beyond the first, and its reply back.
@@ -164,7 +181,11 @@ impl Control {
         p[2..4].copy_from_slice(&self.vci.to_be_bytes());
         p[4..6].copy_from_slice(&self.new_vci.to_be_bytes());
         p[6] = self.port_bits & 0x0F;
-        p[7] = self.status;
+        p[7] = if self.cmd == CMD_REPLY {
+            self.status
+        } else {
+            self.key_id
+        };
         p[8..16].copy_from_slice(&self.seq.to_be_bytes());
         p[32] = self.route.hops;
         p[33] = self.route.back;
@@ -187,7 +208,8 @@ impl Control {
             vci: u16::from_be_bytes([p[2], p[3]]),
             new_vci: u16::from_be_bytes([p[4], p[5]]),
             port_bits: p[6] & 0x0F,
-            status: p[7],
+            status: if p[0] == CMD_REPLY { p[7] } else { 0 },
+            key_id: if p[0] == CMD_REPLY { 0 } else { p[7] },
             seq: u64::from_be_bytes(p[8..16].try_into().expect("8 bytes")),
             route: Route {
                 hops: p[32],
@@ -242,6 +264,10 @@ pub struct LinkNodeCounters {
     pub refused_replay: u64,
     /// Control cells refused: unknown command or table.
     pub refused_malformed: u64,
+    /// Writes or clears refused: another key holds the entry.
+    pub refused_owner: u64,
+    /// Entries dropped because their owner did not refresh them in time.
+    pub expired: u64,
 }
 
 const VALID: u32 = 1 << 31;
@@ -250,8 +276,16 @@ const VALID: u32 = 1 << 31;
 pub struct VunetLink {
     tables: [Vec<u32>; 2],
     mgmt: [bool; 2],
-    key: Option<Vec<u8>>,
-    last_seq: u64,
+    /// Keys by id.
+    keys: BTreeMap<u8, Vec<u8>>,
+    /// The last sequence number accepted, per key id.
+    last_seq: BTreeMap<u8, u64>,
+    /// Entries written by tagged control cells: (table, VCI) → (key id,
+    /// when it expires, if a lifetime is set).
+    owned: BTreeMap<(u8, u16), (u8, Option<Instant>)>,
+    /// Expiry times, earliest first, one per owned entry with a lifetime.
+    expiries: BTreeSet<(Instant, u8, u16)>,
+    lifetime: Option<Duration>,
     hec: [HecReceiver; 2],
     counters: LinkNodeCounters,
     ports: [PortSummary; 2],
@@ -265,8 +299,11 @@ impl VunetLink {
         VunetLink {
             tables: [vec![0; 65536], vec![0; 65536]],
             mgmt,
-            key,
-            last_seq: 0,
+            keys: key.map(|k| (0, k)).into_iter().collect(),
+            last_seq: BTreeMap::new(),
+            owned: BTreeMap::new(),
+            expiries: BTreeSet::new(),
+            lifetime: None,
             hec: [HecReceiver::new(), HecReceiver::new()],
             counters: LinkNodeCounters::default(),
             ports: [PortSummary::default(); 2],
@@ -288,17 +325,81 @@ impl VunetLink {
         self.counters
     }
 
+    /// Adds (or replaces) key `id`: control cells carrying `id` and its
+    /// tag are let in, and the entries they write are that key's.
+    pub fn add_key(&mut self, id: u8, key: Vec<u8>) {
+        self.keys.insert(id, key);
+    }
+
+    /// Entries written by control cells last `lifetime` after their owner
+    /// last wrote or read them (`None`: for ever, the default).
+    pub fn set_lifetime(&mut self, lifetime: Option<Duration>) {
+        self.lifetime = lifetime;
+    }
+
+    /// The link card power-cycled: every entry control cells wrote is lost
+    /// (entries loaded by management come back with the card's
+    /// configuration), and so is what it knew of sequence numbers.
+    pub fn restart(&mut self) {
+        for &(t, vci) in self.owned.keys() {
+            self.tables[usize::from(t)][usize::from(vci)] = 0;
+        }
+        self.owned.clear();
+        self.expiries.clear();
+        self.last_seq.clear();
+    }
+
+    /// Who holds entry `vci` of `table` (a key id), if a control cell
+    /// wrote it.
+    pub fn owner(&self, table: u8, vci: u16) -> Option<u8> {
+        self.owned.get(&(table, vci)).map(|o| o.0)
+    }
+
+    /// Sets the expiry of entry (`t`, `vci`), `owner`'s, to `now` + the
+    /// lifetime.
+    fn refresh(&mut self, t: u8, vci: u16, owner: u8, now: Instant) {
+        let expires = self.lifetime.map(|l| now + l);
+        if let Some((_, Some(old))) = self.owned.insert((t, vci), (owner, expires)) {
+            self.expiries.remove(&(old, t, vci));
+        }
+        if let Some(e) = expires {
+            self.expiries.insert((e, t, vci));
+        }
+    }
+
+    /// Drops the entries whose lifetime ended by `now`.
+    fn expire(&mut self, now: Instant) {
+        while let Some(&(at, t, vci)) = self.expiries.first() {
+            if at > now {
+                break;
+            }
+            self.expiries.pop_first();
+            if self.owned.get(&(t, vci)).is_some_and(|o| o.1 == Some(at)) {
+                self.owned.remove(&(t, vci));
+                self.tables[usize::from(t)][usize::from(vci)] = 0;
+                self.counters.expired += 1;
+            }
+        }
+    }
+
     /// The entry for `vci` in `table`: (new VCI, port bits).
     pub fn entry(&self, table: usize, vci: u16) -> Option<(u16, u8)> {
         let e = *self.tables.get(table)?.get(usize::from(vci))?;
         (e & VALID != 0).then_some((e as u16, ((e >> 16) & 0x0F) as u8))
     }
 
-    fn control(&mut self, port: PortId, payload: &[u8; 48], out: &mut Outbox, vpi: u16) {
+    fn control(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        payload: &[u8; 48],
+        out: &mut Outbox,
+        vpi: u16,
+    ) {
         let c = Control::decode(payload);
         let trusted = self.mgmt.get(usize::from(port)).copied().unwrap_or(false);
         if !trusted {
-            let Some(key) = self.key.as_deref() else {
+            let Some(key) = self.keys.get(&c.key_id) else {
                 self.counters.refused_port += 1;
                 return;
             };
@@ -309,7 +410,7 @@ impl VunetLink {
                 self.counters.refused_tag += 1;
                 return;
             }
-            if c.seq <= self.last_seq {
+            if c.seq <= self.last_seq.get(&c.key_id).copied().unwrap_or(0) {
                 self.counters.refused_replay += 1;
                 return;
             }
@@ -319,19 +420,50 @@ impl VunetLink {
             return;
         }
         if !trusted {
-            self.last_seq = c.seq;
+            self.last_seq.insert(c.key_id, c.seq);
         }
         let t = usize::from(c.table);
+        let key = (c.table, c.vci);
+        let exists = self.entry(t, c.vci).is_some();
+        // A keyed host may change an entry no one holds, or its own; a
+        // management entry (held by no key, but present) is not its to
+        // change either.
+        let holder = self.owned.get(&key).map(|o| o.0);
+        let mine = trusted || holder == Some(c.key_id) || (holder.is_none() && !exists);
+        let mut refused = false;
         match c.cmd {
+            CMD_WRITE | CMD_CLEAR if !mine => {
+                self.counters.refused_owner += 1;
+                refused = true;
+            }
             CMD_WRITE => {
                 self.tables[t][usize::from(c.vci)] =
                     VALID | (u32::from(c.port_bits & 0x0F) << 16) | u32::from(c.new_vci);
+                if trusted {
+                    if let Some((_, Some(old))) = self.owned.remove(&key) {
+                        self.expiries.remove(&(old, c.table, c.vci));
+                    }
+                } else {
+                    self.refresh(c.table, c.vci, c.key_id, now);
+                }
             }
-            CMD_CLEAR => self.tables[t][usize::from(c.vci)] = 0,
+            CMD_CLEAR => {
+                self.tables[t][usize::from(c.vci)] = 0;
+                if let Some((_, Some(old))) = self.owned.remove(&key) {
+                    self.expiries.remove(&(old, c.table, c.vci));
+                }
+            }
+            // A read by the owner keeps the entry alive.
+            _ if !trusted && holder == Some(c.key_id) => {
+                self.refresh(c.table, c.vci, c.key_id, now)
+            }
             _ => {}
         }
-        self.counters.control_accepted += 1;
+        if !refused {
+            self.counters.control_accepted += 1;
+        }
         let (new_vci, port_bits, status) = match (self.entry(t, c.vci), c.cmd) {
+            _ if refused => (0, 0, 2),
             (Some((v, b)), _) => (v, b, 0),
             (None, CMD_CLEAR) => (0, 0, 0),
             (None, _) => (0, 0, 1),
@@ -352,7 +484,9 @@ impl VunetLink {
             ..c
         };
         self.ports[usize::from(port) & 1].cells_out += 1;
-        out.push(port, reply.cell_routed(vpi, gfc, self.key.as_deref()));
+        // Replies are tagged under the requester's key.
+        let key = self.keys.get(&c.key_id).map(Vec::as_slice);
+        out.push(port, reply.cell_routed(vpi, gfc, key));
     }
 }
 
@@ -361,11 +495,12 @@ impl Node for VunetLink {
         2
     }
 
-    fn receive(&mut self, _now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
+    fn receive(&mut self, now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
         let p = usize::from(port);
         if p > 1 {
             return;
         }
+        self.expire(now);
         self.ports[p].cells_in += cells.len() as u64;
         for cell in cells {
             let mut c = *cell;
@@ -399,7 +534,7 @@ impl Node for VunetLink {
             if h.vci == VCI_LINK_CONTROL {
                 let payload: [u8; 48] = c[HEADER_LEN..].try_into().expect("48 bytes");
                 let before = self.counters.control_accepted;
-                self.control(port, &payload, out, h.vpi);
+                self.control(now, port, &payload, out, h.vpi);
                 if self.counters.control_accepted == before {
                     self.ports[p].dropped += 1;
                 }
@@ -424,10 +559,12 @@ impl Node for VunetLink {
         }
     }
 
-    fn poll(&mut self, _now: Instant, _out: &mut Outbox) {}
+    fn poll(&mut self, now: Instant, _out: &mut Outbox) {
+        self.expire(now);
+    }
 
     fn poll_at(&self) -> Option<Instant> {
-        None
+        self.expiries.first().map(|e| e.0)
     }
 
     fn port_summary(&self, port: PortId) -> Option<PortSummary> {

@@ -222,3 +222,100 @@ fn control_cells_reach_a_relay_beyond_the_first_and_the_reply_comes_back() {
     assert_eq!(relays[0].counters().refused_tag, 1);
     assert_eq!(relays[0].entry(0, 500), None);
 }
+
+/// Several hosts, each with its own key: each holds the entries it wrote
+/// (another may not rewrite or clear them), each has its own sequence
+/// numbers, an entry not refreshed within the lifetime goes, and a
+/// restart loses what control cells wrote but not what management loaded.
+#[test]
+fn entries_belong_to_their_writer_expire_unrefreshed_and_a_restart_loses_them() {
+    use aurora_net::vunet::CMD_CLEAR;
+    use aurora_time::Duration;
+    let (ka, kb) = (b"host a".to_vec(), b"host b".to_vec());
+    let mut link = VunetLink::new([false, false], None);
+    link.add_key(1, ka.clone());
+    link.add_key(2, kb.clone());
+    link.set_lifetime(Some(Duration::from_millis(100)));
+    link.set_entry(0, 9, 90, 1);
+    let at = |ms: i64| Instant::from_millis(ms);
+    let send = |link: &mut VunetLink, now: Instant, c: Control, k: &[u8]| -> Control {
+        let mut out = Outbox::default();
+        link.receive(now, 0, &[c.cell(0, Some(k))], &mut out);
+        let got: Vec<_> = out.drain().collect();
+        assert_eq!(got.len(), 1, "{c:?}");
+        Control::decode(&got[0].1[5..].try_into().unwrap())
+    };
+    let a = |seq, cmd, vci, new_vci| Control {
+        cmd,
+        vci,
+        new_vci,
+        key_id: 1,
+        seq,
+        ..Control::default()
+    };
+    let b = |seq, cmd, vci, new_vci| Control {
+        key_id: 2,
+        ..a(seq, cmd, vci, new_vci)
+    };
+    // A writes 100; B (its own numbers, from 1) may not rewrite or clear it.
+    assert_eq!(
+        send(&mut link, at(0), a(5, CMD_WRITE, 100, 200), &ka).status,
+        0
+    );
+    assert_eq!(link.owner(0, 100), Some(1));
+    assert_eq!(
+        send(&mut link, at(1), b(1, CMD_WRITE, 100, 666), &kb).status,
+        2
+    );
+    assert_eq!(
+        send(&mut link, at(2), b(2, CMD_CLEAR, 100, 0), &kb).status,
+        2
+    );
+    assert_eq!(link.counters().refused_owner, 2);
+    assert_eq!(link.entry(0, 100), Some((200, 0)));
+    // Nor a management entry.
+    assert_eq!(send(&mut link, at(3), b(3, CMD_WRITE, 9, 1), &kb).status, 2);
+    assert_eq!(link.entry(0, 9), Some((90, 1)));
+    // B writes its own; A's replayed number is refused, B's next is not.
+    assert_eq!(
+        send(&mut link, at(4), b(4, CMD_WRITE, 101, 201), &kb).status,
+        0
+    );
+    let mut out = Outbox::default();
+    link.receive(
+        at(5),
+        0,
+        &[a(5, CMD_READ, 100, 0).cell(0, Some(&ka))],
+        &mut out,
+    );
+    assert!(out.is_empty());
+    assert_eq!(link.counters().refused_replay, 1);
+    // A reads its entry at 60 ms (refreshed to 160); B's, last written at
+    // 4 ms, goes at 104 ms.
+    assert_eq!(
+        send(&mut link, at(60), a(6, CMD_READ, 100, 0), &ka).new_vci,
+        200
+    );
+    assert_eq!(link.poll_at(), Some(at(104)));
+    link.poll(at(104), &mut Outbox::default());
+    assert_eq!(link.entry(0, 101), None);
+    assert_eq!(link.entry(0, 100), Some((200, 0)));
+    assert_eq!(link.counters().expired, 1);
+    link.poll(at(160), &mut Outbox::default());
+    assert_eq!(link.entry(0, 100), None, "not refreshed since 60 ms");
+    assert_eq!(link.counters().expired, 2);
+    assert_eq!(link.entry(0, 9), Some((90, 1)), "management entries stay");
+    // A writes again; a restart loses it (and the sequence numbers).
+    assert_eq!(
+        send(&mut link, at(200), a(7, CMD_WRITE, 100, 300), &ka).status,
+        0
+    );
+    link.restart();
+    assert_eq!(link.entry(0, 100), None);
+    assert_eq!(link.entry(0, 9), Some((90, 1)));
+    assert_eq!(link.poll_at(), None);
+    assert_eq!(
+        send(&mut link, at(201), a(1, CMD_WRITE, 100, 300), &ka).status,
+        0
+    );
+}

@@ -214,7 +214,7 @@ pub struct Opener {
     step: Step,
     timing: Timing,
     vpi: u16,
-    key: Option<Vec<u8>>,
+    key: Option<(u8, Vec<u8>)>,
     /// When the current step gives up waiting.
     deadline: Instant,
     tries: u32,
@@ -232,7 +232,8 @@ pub struct Opener {
 impl Opener {
     /// Starts opening `path` for `owner` at `now`: takes the VCIs from
     /// `table` and returns the opener and the first cell to send. `seq`
-    /// numbers the host's control cells; `key` tags them.
+    /// numbers the host's control cells; `key` (its id at the relays, and
+    /// the key) tags them.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         path: Path,
@@ -240,7 +241,7 @@ impl Opener {
         table: &dyn VciTable,
         timing: Timing,
         vpi: u16,
-        key: Option<&[u8]>,
+        key: Option<(u8, &[u8])>,
         seq: &mut Seq,
         now: Instant,
     ) -> Result<(Opener, CellBytes), OpenError> {
@@ -265,7 +266,7 @@ impl Opener {
             step: Step::Write(0),
             timing,
             vpi,
-            key: key.map(<[u8]>::to_vec),
+            key: key.map(|(id, k)| (id, k.to_vec())),
             deadline: now,
             tries: 0,
             pending: None,
@@ -305,13 +306,9 @@ impl Opener {
     fn send_step(&mut self, now: Instant, seq: &mut Seq) -> CellBytes {
         let mut c = self.request();
         c.seq = seq.take();
-        let cell = cell_to(
-            &self.vc.path,
-            self.relay(),
-            c,
-            self.vpi,
-            self.key.as_deref(),
-        );
+        c.key_id = self.key.as_ref().map_or(0, |k| k.0);
+        let key = self.key.as_ref().map(|k| k.1.as_slice());
+        let cell = cell_to(&self.vc.path, self.relay(), c, self.vpi, key);
         self.pending = Some((cell, c.seq));
         self.deadline = now + self.timing.timeout;
         self.sent += 1;
@@ -436,7 +433,7 @@ impl Closer {
         vc: Vc,
         timing: Timing,
         vpi: u16,
-        key: Option<&[u8]>,
+        key: Option<(u8, &[u8])>,
         seq: &mut Seq,
         now: Instant,
     ) -> (Closer, CellBytes) {
@@ -447,7 +444,7 @@ impl Closer {
             step: Step::Undo(last, OpenError::NoRoute(String::new())),
             timing,
             vpi,
-            key: key.map(<[u8]>::to_vec),
+            key: key.map(|(id, k)| (id, k.to_vec())),
             deadline: now,
             tries: 0,
             pending: None,

@@ -82,7 +82,7 @@ impl Node for Host {
                     self.table.as_ref(),
                     self.timing,
                     0,
-                    Some(KEY),
+                    Some((0, KEY)),
                     &mut self.seq,
                     now,
                 ) {
@@ -102,8 +102,14 @@ impl Node for Host {
                 Host::push(out, next);
             }
             Phase::Open(vc) if now >= self.close_at => {
-                let (c, cell) =
-                    Closer::start(vc.clone(), self.timing, 0, Some(KEY), &mut self.seq, now);
+                let (c, cell) = Closer::start(
+                    vc.clone(),
+                    self.timing,
+                    0,
+                    Some((0, KEY)),
+                    &mut self.seq,
+                    now,
+                );
                 out.push(0, cell);
                 self.phase = Phase::Closing(c);
             }
