@@ -27,6 +27,7 @@ mod run;
 mod tcp_report;
 mod tcp_trace;
 mod ttcp;
+mod video_report;
 
 /// Aurora: a software gigabit-networking testbed.
 #[derive(Parser)]
