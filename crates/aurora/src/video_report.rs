@@ -249,14 +249,16 @@ fn show(d: Duration) -> String {
 }
 
 /// `None` when every viewer's t-frame books balance: no more outcomes
-/// than t-frames sent, and none still in flight once the drain is over
-/// and its session wound down; otherwise one sentence naming the
-/// viewers that do not.
+/// than t-frames sent; otherwise one sentence naming the viewers that do
+/// not. A viewer that gave a frame up (a frame timeout) counts the
+/// t-frames of it not yet arrived as missing, some perhaps not yet sent,
+/// so its books may show fewer sent than accounted for; only a viewer
+/// that gave up no frame is held to them.
 pub fn imbalance(r: &VideoReport) -> Option<String> {
     let bad: Vec<String> = r
         .viewers
         .iter()
-        .filter(|v| v.tframes_in_flight < 0)
+        .filter(|v| v.tframes_in_flight < 0 && v.frame_timeouts == 0)
         .map(|v| format!("{} ({} t-frames)", v.name, v.tframes_in_flight))
         .collect();
     (!bad.is_empty()).then(|| {

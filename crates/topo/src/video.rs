@@ -23,6 +23,7 @@
 //! mode = "closed"           # closed (a frame per request) | continuous
 //! processing = "0ms"        # the consumer's time per frame
 //! start = "0ms"
+//! frame_timeout = "5s"
 //! # host = "dec5000"        # a receiving-host model (see below), or "none"
 //! ```
 //!
@@ -38,6 +39,7 @@
 //! | `mode` | `closed` | |
 //! | `processing` | 0 | 0 to 10 s |
 //! | `start` | 0 | 0 to 24 h |
+//! | `frame_timeout` | 5s | 1 ms to 60 s: a frame not whole by then is given up and asked again |
 //! | `check` | true | complete frames checked against the source (synthetic) and their counter line |
 //!
 //! For each viewer the compiler routes two circuits: the control circuit
@@ -105,6 +107,10 @@ pub struct ViewerDef {
     /// Check complete frames (default true).
     #[serde(default)]
     pub check: Option<bool>,
+    /// A frame asked for and not whole after this long is given up and
+    /// asked for again (default 5s).
+    #[serde(default)]
+    pub frame_timeout: Option<String>,
     /// A receiving-host model: a name (`dec5000`, `dec3000`) or `none`
     /// (the default: a host that takes no time per cell).
     #[serde(default)]

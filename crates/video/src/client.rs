@@ -94,9 +94,10 @@ pub struct ClientConfig {
 /// when a cell finds it idle, a read per cell, and work per t-frame (at
 /// its last cell). Cells arriving while it works wait in a bounded queue
 /// in front of it (the buffer of the port that feeds it); a cell finding
-/// the queue full is dropped, counted as `host_overflow`. The host takes
-/// the cells waiting in the same interrupt, so bursts that run into each
-/// other cost one interrupt.
+/// the queue full is dropped, counted as `host_overflow`. One interrupt
+/// reads at most one burst (the CB cells the host asked the camera to
+/// send together, as the seed's driver did); cells still waiting after
+/// it take another interrupt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostModel {
     /// The cost of taking an interrupt (a burst finding the host idle).
@@ -327,6 +328,8 @@ pub struct VidboardClient {
     host_queue: VecDeque<CellBytes>,
     host_reading: Option<CellBytes>,
     host_next: Option<Instant>,
+    /// Cells read in the current interrupt.
+    host_read: u32,
     /// The wind-down was done.
     stopped: bool,
 }
@@ -370,6 +373,7 @@ impl VidboardClient {
             host_queue: VecDeque::new(),
             host_reading: None,
             host_next: None,
+            host_read: 0,
             stopped: false,
         })
     }
@@ -597,8 +601,19 @@ impl VidboardClient {
             if let Some(c) = self.host_reading.take() {
                 self.take_cell(now, 0, &c, out);
             }
+            if !self.host_queue.is_empty()
+                && self.host_read >= u32::from(self.config.request.cells_per_burst.max(1))
+            {
+                // The burst is read: the interrupt returns, and the cells
+                // waiting raise the next one.
+                self.sink.counters.host_interrupts += 1;
+                self.host_read = 0;
+                self.host_next = Some(t + host.per_burst);
+                continue;
+            }
             match self.host_queue.pop_front() {
                 Some(c) => {
+                    self.host_read += 1;
                     let vc = Header::parse(&[c[0], c[1], c[2], c[3]], self.config.format).vc();
                     let ends = vc == self.config.video_vc && c[3] & 0x02 != 0;
                     let cost = host.per_cell
@@ -610,7 +625,10 @@ impl VidboardClient {
                     self.host_reading = Some(c);
                     self.host_next = Some(t + cost);
                 }
-                None => self.host_next = None,
+                None => {
+                    self.host_next = None;
+                    self.host_read = 0;
+                }
             }
         }
     }

@@ -32,6 +32,12 @@ const DELAY_RANGE: DurationRange = (
 );
 /// A consumer's time per frame.
 const PROCESSING_RANGE: DurationRange = (Duration::ZERO, Duration::from_secs(10), "0 to 10 s");
+/// How long a frame may take before it is given up.
+const TIMEOUT_RANGE: DurationRange = (
+    Duration::from_millis(1),
+    Duration::from_secs(60),
+    "1 ms to 60 s",
+);
 /// A host model's costs.
 const COST_RANGE: DurationRange = (Duration::ZERO, Duration::from_secs(1), "0 to 1 s");
 
@@ -48,13 +54,13 @@ pub const HOST_MODELS: [(&str, [Duration; 3]); 2] = [
             Duration::from_micros(1000),
         ],
     ),
-    // DEC 3000/400 (133 MHz) with the VudBoard's DMA.
+    // DEC 3000/400 (133 MHz) with programmed I/O.
     (
         "dec3000",
         [
-            Duration::from_micros(470),
-            Duration::from_nanos(3_500),
-            Duration::from_micros(470),
+            Duration::from_micros(475),
+            Duration::from_nanos(15_000),
+            Duration::from_micros(475),
         ],
     ),
 ];
@@ -237,6 +243,10 @@ impl Reader<'_> {
         let interframe = dur("interframe", &d.interframe, DELAY_RANGE);
         let processing = dur("processing", &d.processing, PROCESSING_RANGE);
         let start = dur("start", &d.start, START_RANGE);
+        let frame_timeout = match &d.frame_timeout {
+            None => Some(Duration::from_secs(5)),
+            Some(_) => dur("frame_timeout", &d.frame_timeout, TIMEOUT_RANGE),
+        };
         let per_burst = d
             .per_burst
             .as_ref()
@@ -294,8 +304,13 @@ impl Reader<'_> {
         }
         let path = self.video_path(span.clone(), &me, &d.name, &d.camera, &d.path)?;
         let (size, format, lt, cb, frames) = (size?, format?, lt?, cb?, frames?);
-        let (interburst, interframe, processing, start) =
-            (interburst?, interframe?, processing?, start?);
+        let (interburst, interframe, processing, start, frame_timeout) = (
+            interburst?,
+            interframe?,
+            processing?,
+            start?,
+            frame_timeout?,
+        );
         let (camera, (_, buffer)) = (camera?, own_link?);
         let back: Vec<String> = path.iter().rev().cloned().collect();
         let control = self.route_video(span.clone(), &format!("{me} (control)"), &path)?;
@@ -333,6 +348,7 @@ impl Reader<'_> {
         config.format = Format::Uni;
         config.start = aurora_time::Instant::ZERO + start;
         config.processing = processing;
+        config.frame_timeout = frame_timeout;
         let check = d.check.unwrap_or(true);
         config.check_counter = check && synthetic;
         config.reference = (check && synthetic).then(|| SyntheticSource::new(seed));
