@@ -49,7 +49,10 @@ pub struct ViewerRow {
     /// T-frames being reassembled at the end.
     pub tframes_in_progress: u64,
     /// T-frames sent and not yet at the viewer (on a link, in a buffer,
-    /// in the host's queue): what the other terms leave.
+    /// in the host's queue): what the other terms leave. The camera counts
+    /// a t-frame sent when its last cell leaves, and the viewer has one in
+    /// progress from its first cell, so this is -1 while a t-frame is
+    /// half-way.
     pub tframes_in_flight: i64,
     /// Deliveries whose frame number was above the last (in order).
     pub in_order: u64,
@@ -248,8 +251,8 @@ fn show(d: Duration) -> String {
     format!("{}us", d.as_nanos() as f64 / 1e3)
 }
 
-/// `None` when every viewer's t-frame books balance: no more outcomes
-/// than t-frames sent; otherwise one sentence naming the viewers that do
+/// `None` when every viewer's t-frame books balance: no more t-frames
+/// delivered or lost than sent; otherwise one sentence naming the viewers that do
 /// not. A viewer that gave a frame up (a frame timeout) counts the
 /// t-frames of it not yet arrived as missing, some perhaps not yet sent,
 /// so its books may show fewer sent than accounted for; only a viewer
@@ -258,7 +261,9 @@ pub fn imbalance(r: &VideoReport) -> Option<String> {
     let bad: Vec<String> = r
         .viewers
         .iter()
-        .filter(|v| v.tframes_in_flight < 0 && v.frame_timeouts == 0)
+        .filter(|v| {
+            v.tframes_in_flight + (v.tframes_in_progress as i64) < 0 && v.frame_timeouts == 0
+        })
         .map(|v| format!("{} ({} t-frames)", v.name, v.tframes_in_flight))
         .collect();
     (!bad.is_empty()).then(|| {
