@@ -120,3 +120,30 @@ fn problems_in_cameras_and_viewers_are_reported_with_their_lines() {
     );
     assert!(e.contains("viewer \"v2\" is on no link"), "{e}");
 }
+
+#[test]
+fn a_host_given_time_between_bursts_takes_one_interrupt_a_burst_and_loses_nothing() {
+    // dec5000 absorbs a 14-cell burst in 1 ms + 14 x 13.4 us (plus 1 ms
+    // at a t-frame's end); 2.5 ms between bursts leaves it idle before each.
+    let text = topology(1, "oc3", "host = \"dec5000\"\n")
+        .replace("interburst = \"20us\"", "interburst = \"2500us\"")
+        .replace("cb = 56", "cb = 14");
+    let mut net = aurora_topo::load(&text, 1).unwrap();
+    net.sim.run_until(Instant::ZERO + Duration::from_secs(3));
+    let v = viewer(&net, "v1");
+    let c = v.counters();
+    assert!(c.frames_complete >= 1, "{c:?}");
+    assert_eq!((c.host_overflow, c.frames_differing), (0, 0), "{c:?}");
+    let cam = net.sim.node::<Vidboard>(net.video.cameras[0].node).unwrap();
+    let k = cam.counters();
+    // Every burst and each of the two acks one interrupt; the last burst
+    // sent may still be on its way.
+    let each = k.bursts + k.replies_sent;
+    assert!(
+        (each - 1..=each).contains(&c.host_interrupts),
+        "{} interrupts, {} bursts, {} replies",
+        c.host_interrupts,
+        k.bursts,
+        k.replies_sent
+    );
+}
