@@ -119,6 +119,7 @@ fn problems_in_cameras_and_viewers_are_reported_with_their_lines() {
         "{e}"
     );
     assert!(e.contains("viewer \"v2\" is on no link"), "{e}");
+    assert!(!e.contains("no path"), "{e}");
 }
 
 #[test]

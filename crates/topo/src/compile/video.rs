@@ -418,7 +418,9 @@ impl Reader<'_> {
             }
         }
         if !came_from.contains_key(to) {
-            if self.kinds.contains_key(from) && self.kinds.contains_key(to) {
+            // An end on no link, or not defined, was reported already.
+            let linked = |n: &str| self.kinds.contains_key(n) && self.port_link(n).is_some();
+            if linked(from) && linked(to) {
                 self.c.at(
                     span,
                     format!("{me}: no path through ATM switches leads to camera \"{to}\""),
