@@ -24,6 +24,17 @@
 //! again; in a stream, a frame begun is given up the frame timeout after
 //! its last cell.
 //!
+//! **The receiving host.** By default a cell is read the moment it
+//! arrives. With a [`HostModel`] the workstation takes time to absorb
+//! cells: an interrupt per burst, a read per cell, work per t-frame, the
+//! cells waiting meanwhile in a bounded queue (overflow counted). That is
+//! what the seed's shaping parameters were tuned against (Table 6).
+//!
+//! **Winding down.** From [`ClientConfig::stop`] on the client asks for
+//! no more frames, and turns a stream back into the capture loop, so the
+//! camera stops once its frame leaving is out and a run's drain can bring
+//! in everything sent.
+//!
 //! **Checks.** Each delivered frame's number must be above the last one's
 //! (counted if not). A complete frame can be checked further: its
 //! counter line ([`crate::source::read_counter`]) against its number, and
