@@ -27,6 +27,7 @@ mod run;
 mod tcp_report;
 mod tcp_trace;
 mod ttcp;
+mod video_report;
 
 /// Aurora: a software gigabit-networking testbed.
 #[derive(Parser)]
@@ -206,6 +207,11 @@ enum Experiment {
     /// round trip; the coarse timer of the older TCPs, and Hoe's larger
     /// window after a loss with a burst limit.
     TcpLong,
+    /// The Vidboard camera (examples/vidboard.toml, the seed's Tables 6
+    /// and 7): frame rate against CB and LT with a 1990s receiving-host
+    /// model, the best interburst delay found by a sweep; frame rate and
+    /// Mb/s per picture size and format. Runs at least 3 s per case.
+    Vidboard,
 }
 
 #[derive(Subcommand)]
@@ -725,6 +731,7 @@ fn main() -> ExitCode {
                 Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
                 Experiment::AckCompression => experiment::ack_compression(&out, secs),
                 Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
+                Experiment::Vidboard => experiment::vidboard(&out, secs.max(3.0)),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

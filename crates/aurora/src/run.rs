@@ -295,6 +295,9 @@ pub struct Report {
     /// host's books.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<crate::tcp_report::TcpReport>,
+    /// Cameras and viewers (`[[camera]]`, `[[viewer]]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub video: Option<crate::video_report::VideoReport>,
 }
 
 impl Report {
@@ -305,6 +308,7 @@ impl Report {
             self.pvc_imbalance(),
             crate::ip_books::imbalance(&self.ip_pvcs),
             self.tcp.as_ref().and_then(crate::tcp_report::imbalance),
+            self.video.as_ref().and_then(crate::video_report::imbalance),
         ]
         .into_iter()
         .flatten()
@@ -489,6 +493,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
             h.stop_sending_at(end);
         }
     }
+    crate::video_report::stop_at(&mut net, end);
     let ledger = Arc::new(Mutex::new(Ledger::new()));
     let book = ledger.clone();
     net.sim.set_drop_tap(Box::new(move |t, at, why, f: &F| {
@@ -596,6 +601,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
     r.tcp = crate::tcp_report::report(&net, end + drain);
+    r.video = crate::video_report::report(&net, end);
     if let (Some(t), Some(dir)) = (r.tcp.as_mut(), traces) {
         t.traces = crate::tcp_trace::write_traces(&net, dir)?;
     }
@@ -845,6 +851,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
         contracts: Vec::new(),
         atomic: None,
         tcp: None,
+        video: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
     }
@@ -951,6 +958,9 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(t) = &r.tcp {
         s += &crate::tcp_report::text(t);
+    }
+    if let Some(v) = &r.video {
+        s += &crate::video_report::text(v);
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

@@ -53,6 +53,13 @@
 //! from = "h1"
 //! to = "h3"
 //! bytes = "20MB"            # or duration = "5s"
+//!
+//! [[camera]]                # a Vidboard camera (see `video`)
+//! name = "cam1"
+//!
+//! [[viewer]]                # a workstation watching it, closed loop or a stream
+//! name = "v1"
+//! camera = "cam1"
 //! ```
 
 use std::fmt;
@@ -74,6 +81,7 @@ mod process;
 mod pvc;
 pub mod qos;
 pub mod tcp;
+pub mod video;
 pub use atomic::AtomicNet;
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
 pub use mixed::{AtomicPart, MixedProcess};
@@ -127,6 +135,12 @@ pub struct File {
     /// TCP transfers between IP hosts.
     #[serde(default)]
     pub tcp: Vec<Spanned<tcp::TcpDef>>,
+    /// Vidboard cameras.
+    #[serde(default)]
+    pub camera: Vec<Spanned<video::CameraDef>>,
+    /// Viewers of the cameras.
+    #[serde(default)]
+    pub viewer: Vec<Spanned<video::ViewerDef>>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).
@@ -539,6 +553,8 @@ pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
     pub ports: Vec<(NodeId, qos::PortPlan)>,
     /// TCP transfers (`[[tcp]]`), in file order.
     pub tcp: Vec<tcp::TcpInfo>,
+    /// Cameras and viewers (`[[camera]]`, `[[viewer]]`).
+    pub video: video::VideoInfo,
 }
 
 impl<F: aurora_net::Frame> Network<F> {
@@ -793,6 +809,8 @@ pub struct Blueprint {
     pub ports: Vec<qos::PortPlan>,
     /// TCP transfers (`[[tcp]]`), in file order.
     pub tcp: Vec<tcp::TcpInfo>,
+    /// Cameras and viewers (`[[camera]]`, `[[viewer]]`).
+    pub video: video::VideoInfo,
 }
 
 /// A blueprint's names and circuits, kept for reporting after a run.
@@ -947,6 +965,7 @@ impl Blueprint {
             tuns: self.tuns,
             ports,
             tcp: self.tcp,
+            video: self.video,
         })
     }
 

@@ -322,6 +322,7 @@ impl Blueprint {
             atomic: Some(atomic),
             ports: Vec::new(),
             tcp: self.tcp,
+            video: self.video,
         })
     }
 

@@ -306,6 +306,7 @@ impl Blueprint {
             atomic: _,
             ports,
             tcp: _,
+            video: _,
         } = self;
         if !ports.is_empty() {
             return Err(crate::qos::NO_PORTS_HERE.into());

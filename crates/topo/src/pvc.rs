@@ -30,13 +30,17 @@ pub(crate) enum Kind {
     Relay,
     /// An IP router with this many ports.
     Router(u16),
+    /// A Vidboard camera (one port).
+    Camera,
+    /// A camera's viewer (one port).
+    Viewer,
 }
 
 impl Kind {
     /// Ports, or `None` for a host (one port, named by the host alone).
     pub(crate) fn ports(self) -> Option<u16> {
         match self {
-            Kind::Host => None,
+            Kind::Host | Kind::Camera | Kind::Viewer => None,
             Kind::Switch(n) | Kind::VuSwitch(n) | Kind::Router(n) => Some(n),
             Kind::Relay => Some(2),
         }
@@ -49,6 +53,8 @@ impl Kind {
             Kind::VuSwitch(_) => "VuNet switch",
             Kind::Relay => "relaying link",
             Kind::Router(_) => "router",
+            Kind::Camera => "camera",
+            Kind::Viewer => "viewer",
         }
     }
 
@@ -284,7 +290,7 @@ pub(crate) fn route(
                     }
                 }
             }
-            Kind::VuSwitch(_) | Kind::Host | Kind::Router(_) => {}
+            Kind::VuSwitch(_) | Kind::Host | Kind::Router(_) | Kind::Camera | Kind::Viewer => {}
         }
     }
     if matches!(kinds[1], Kind::VuSwitch(_)) {

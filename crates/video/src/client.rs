@@ -24,6 +24,17 @@
 //! again; in a stream, a frame begun is given up the frame timeout after
 //! its last cell.
 //!
+//! **The receiving host.** By default a cell is read the moment it
+//! arrives. With a [`HostModel`] the workstation takes time to absorb
+//! cells: an interrupt per burst, a read per cell, work per t-frame, the
+//! cells waiting meanwhile in a bounded queue (overflow counted). That is
+//! what the seed's shaping parameters were tuned against (Table 6).
+//!
+//! **Winding down.** From [`ClientConfig::stop`] on the client asks for
+//! no more frames, and turns a stream back into the capture loop, so the
+//! camera stops once its frame leaving is out and a run's drain can bring
+//! in everything sent.
+//!
 //! **Checks.** Each delivered frame's number must be above the last one's
 //! (counted if not). A complete frame can be checked further: its
 //! counter line ([`crate::source::read_counter`]) against its number, and
@@ -81,6 +92,33 @@ pub struct ClientConfig {
     pub check_counter: bool,
     /// Check complete frames pixel for pixel against this source.
     pub reference: Option<SyntheticSource>,
+    /// From this time on the session winds down: no more frame requests,
+    /// and a stream is turned back into the capture loop (so the camera
+    /// stops sending once its frame leaving is out).
+    pub stop: Option<Instant>,
+    /// The receiving workstation's costs, if it is modelled (see
+    /// [`HostModel`]); `None` reads every cell the moment it arrives.
+    pub host: Option<HostModel>,
+}
+
+/// A receiving workstation that takes time to absorb cells: an interrupt
+/// when a cell finds it idle, a read per cell, and work per t-frame (at
+/// its last cell). Cells arriving while it works wait in a bounded queue
+/// in front of it (the buffer of the port that feeds it); a cell finding
+/// the queue full is dropped, counted as `host_overflow`. One interrupt
+/// reads at most one burst (the CB cells the host asked the camera to
+/// send together, as the seed's driver did); cells still waiting after
+/// it take another interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostModel {
+    /// The cost of taking an interrupt (a burst finding the host idle).
+    pub per_burst: Duration,
+    /// The cost of reading one cell.
+    pub per_cell: Duration,
+    /// The cost of finishing a t-frame (checking and placing it).
+    pub per_tframe: Duration,
+    /// Cells that may wait (at least 1).
+    pub buffer: usize,
 }
 
 impl ClientConfig {
@@ -107,6 +145,8 @@ impl ClientConfig {
             rx: RxConfig::default(),
             check_counter: false,
             reference: None,
+            stop: None,
+            host: None,
         }
     }
 }
@@ -177,6 +217,12 @@ pub struct ClientCounters {
     pub frames_matching: u64,
     /// Complete frames that differ from the reference.
     pub frames_differing: u64,
+    /// Cells dropped because the host model's queue was full.
+    pub host_overflow: u64,
+    /// Interrupts the host model took.
+    pub host_interrupts: u64,
+    /// The most cells that waited in the host model's queue.
+    pub host_queue_max: u64,
 }
 
 /// One delivery, as remembered.
@@ -288,6 +334,15 @@ pub struct VidboardClient {
     last_status: Option<Status>,
     last_error: Option<ErrorReply>,
     hec: HecReceiver,
+    /// The host model's queue, the cell it is reading, and when the
+    /// current step (an interrupt's entry or a read) ends.
+    host_queue: VecDeque<CellBytes>,
+    host_reading: Option<CellBytes>,
+    host_next: Option<Instant>,
+    /// Cells read in the current interrupt.
+    host_read: u32,
+    /// The wind-down was done.
+    stopped: bool,
 }
 
 impl VidboardClient {
@@ -326,6 +381,11 @@ impl VidboardClient {
             last_status: None,
             last_error: None,
             hec: HecReceiver::new(),
+            host_queue: VecDeque::new(),
+            host_reading: None,
+            host_next: None,
+            host_read: 0,
+            stopped: false,
         })
     }
 
@@ -383,6 +443,11 @@ impl VidboardClient {
             .count() as u64
     }
 
+    /// Winds the session down from `t` on (see [`ClientConfig::stop`]).
+    pub fn set_stop(&mut self, t: Instant) {
+        self.config.stop = Some(t);
+    }
+
     /// Sends `msg` to the camera at the next poll (a status request, say);
     /// false if [`MAX_QUEUED`] are already waiting.
     pub fn queue_command(&mut self, msg: Message) -> bool {
@@ -415,6 +480,9 @@ impl VidboardClient {
     }
 
     fn request_frame(&mut self, now: Instant, out: &mut Outbox) {
+        if self.stopped {
+            return;
+        }
         self.send(now, Message::FrameRequest, out);
         self.sink.counters.frame_requests += 1;
         self.outstanding = Some(now);
@@ -507,41 +575,124 @@ impl VidboardClient {
     }
 }
 
+impl VidboardClient {
+    /// One arriving cell, read: a reply, video, or counted away.
+    fn take_cell(&mut self, now: Instant, port: PortId, c: &CellBytes, out: &mut Outbox) {
+        self.sink.counters.cells_in += 1;
+        let mut cell = *c;
+        if self.hec.check_cell(&mut cell) == HecVerdict::Discarded {
+            self.sink.counters.hec_dropped += 1;
+            out.dropped(port, c, "hec_uncorrectable");
+            return;
+        }
+        let vc = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], self.config.format).vc();
+        if vc == self.config.video_vc {
+            self.last_video = now;
+            let sink = &mut self.sink;
+            sink.just_delivered = 0;
+            self.rx
+                .push(now, &cell, &mut |info, pic| sink.delivered(info, pic));
+            if self.sink.just_delivered > 0 {
+                self.outstanding = None;
+                self.consume(now, out);
+            }
+        } else if vc == self.config.reply_vc {
+            self.reply(now, &cell, out);
+        } else {
+            self.sink.counters.unknown_vc += 1;
+            out.dropped(port, c, "unknown_vc");
+        }
+    }
+
+    /// The host model's work due by `now`: finish the cell being read,
+    /// start reading the next, or return from the interrupt.
+    fn host_run(&mut self, now: Instant, out: &mut Outbox) {
+        let Some(host) = self.config.host else { return };
+        while let Some(t) = self.host_next.filter(|&t| t <= now) {
+            if let Some(c) = self.host_reading.take() {
+                self.take_cell(now, 0, &c, out);
+            }
+            if !self.host_queue.is_empty()
+                && self.host_read >= u32::from(self.config.request.cells_per_burst.max(1))
+            {
+                // The burst is read: the interrupt returns, and the cells
+                // waiting raise the next one.
+                self.sink.counters.host_interrupts += 1;
+                self.host_read = 0;
+                self.host_next = Some(t + host.per_burst);
+                continue;
+            }
+            match self.host_queue.pop_front() {
+                Some(c) => {
+                    self.host_read += 1;
+                    let vc = Header::parse(&[c[0], c[1], c[2], c[3]], self.config.format).vc();
+                    let ends = vc == self.config.video_vc && c[3] & 0x02 != 0;
+                    let cost = host.per_cell
+                        + if ends {
+                            host.per_tframe
+                        } else {
+                            Duration::ZERO
+                        };
+                    self.host_reading = Some(c);
+                    self.host_next = Some(t + cost);
+                }
+                None => {
+                    self.host_next = None;
+                    self.host_read = 0;
+                }
+            }
+        }
+    }
+
+    /// Past the stop time: no more frames are asked for, and a stream
+    /// goes back to the capture loop, which the camera serves only on
+    /// request.
+    fn wind_down(&mut self, now: Instant, out: &mut Outbox) {
+        if self.stopped || self.config.stop.is_none_or(|t| now < t) {
+            return;
+        }
+        self.stopped = true;
+        if !self.closed_loop() && self.phase != Phase::Failed {
+            let mut r = self.config.request;
+            r.frames = Frames::OnRequest;
+            self.send(now, Message::VideoRequest(r), out);
+        }
+    }
+}
+
 impl Node for VidboardClient {
     fn ports(&self) -> usize {
         1
     }
 
     fn receive(&mut self, now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
+        let Some(host) = self.config.host else {
+            for c in cells {
+                self.take_cell(now, port, c, out);
+            }
+            return;
+        };
         for c in cells {
-            self.sink.counters.cells_in += 1;
-            let mut cell = *c;
-            if self.hec.check_cell(&mut cell) == HecVerdict::Discarded {
-                self.sink.counters.hec_dropped += 1;
-                out.dropped(port, c, "hec_uncorrectable");
+            if self.host_queue.len() >= host.buffer.max(1) {
+                self.sink.counters.host_overflow += 1;
+                out.dropped(port, c, "host_overflow");
                 continue;
             }
-            let vc = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], self.config.format).vc();
-            if vc == self.config.video_vc {
-                self.last_video = now;
-                let sink = &mut self.sink;
-                sink.just_delivered = 0;
-                self.rx
-                    .push(now, &cell, &mut |info, pic| sink.delivered(info, pic));
-                if self.sink.just_delivered > 0 {
-                    self.outstanding = None;
-                    self.consume(now, out);
-                }
-            } else if vc == self.config.reply_vc {
-                self.reply(now, &cell, out);
-            } else {
-                self.sink.counters.unknown_vc += 1;
-                out.dropped(port, c, "unknown_vc");
+            self.host_queue.push_back(*c);
+            let waiting = self.host_queue.len() as u64;
+            let m = &mut self.sink.counters.host_queue_max;
+            *m = (*m).max(waiting);
+            if self.host_next.is_none() {
+                // The host was idle: an interrupt.
+                self.sink.counters.host_interrupts += 1;
+                self.host_next = Some(now + host.per_burst);
             }
         }
     }
 
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
+        self.host_run(now, out);
+        self.wind_down(now, out);
         if self.phase == Phase::Idle && now >= self.config.start {
             self.phase = Phase::Setup;
             if self.config.start_capture {
@@ -625,6 +776,8 @@ impl Node for VidboardClient {
             stalled,
             self.busy_until,
             self.rx.poll_at(),
+            self.host_next,
+            self.config.stop.filter(|_| !self.stopped),
         ]
         .into_iter()
         .flatten()

@@ -18,6 +18,7 @@ mod linkshare;
 mod tcp_drops;
 mod tcp_epd;
 mod tcp_long;
+mod vidboard;
 
 pub use ack_compression::main as ack_compression;
 pub use epd::main as epd;
@@ -25,6 +26,7 @@ pub use linkshare::main as linkshare;
 pub use tcp_drops::main as tcp_drops;
 pub use tcp_epd::main as tcp_epd;
 pub use tcp_long::main as tcp_long;
+pub use vidboard::main as vidboard;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
 /// source, or from `examples/` under the current folder.

@@ -36,6 +36,8 @@ impl Reader<'_> {
             port_plans,
             contracts,
             tcp_plans,
+            cameras,
+            viewers,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -168,6 +170,7 @@ impl Reader<'_> {
             ids.insert(name.clone(), id);
             hosts_out.push((name.clone(), id));
         }
+        let video = super::video::build(cameras, viewers, &mut nodes, &mut ids, &mut hosts_out)?;
         // Policing at each policed PVC's first switch, on the port and VC
         // it arrives by.
         for (&i, k) in &contracts {
@@ -266,6 +269,7 @@ impl Reader<'_> {
             atomic,
             ports: port_plans,
             tcp,
+            video,
         })
     }
 }

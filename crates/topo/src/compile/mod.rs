@@ -12,6 +12,7 @@
 //! | [`Reader::ports`] | `qos.rs` | output ports' disciplines, buffers and PDU discard |
 //! | [`Reader::flows`], [`Reader::pings`] | `traffic.rs` | flows and pings on PVCs |
 //! | [`Reader::tcp`] | `tcp.rs` | TCP transfers: their ends, amounts and settings |
+//! | [`Reader::video_nodes`], [`Reader::video`] | `video.rs` | cameras and viewers: sources, requests, host models, their circuits |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -40,6 +41,7 @@ mod pvc;
 mod qos;
 mod tcp;
 mod traffic;
+mod video;
 
 pub(crate) use checks::plain_name;
 use checks::Names;
@@ -163,6 +165,12 @@ pub(crate) struct Reader<'f> {
     /// TCP transfers without problems, in file order.
     tcp_plans: Vec<tcp::TcpPlan>,
 
+    // Video.
+    /// Cameras without problems, in file order.
+    cameras: Vec<video::CameraPlan>,
+    /// Viewers without problems, in file order.
+    viewers: Vec<video::ViewerPlan>,
+
     // ATOMIC.
     /// The ATOMIC part, once compiled.
     atomic: Option<AtomicNet>,
@@ -190,6 +198,8 @@ impl<'f> Reader<'f> {
             flows: Vec::new(),
             pings: Vec::new(),
             tcp_plans: Vec::new(),
+            cameras: Vec::new(),
+            viewers: Vec::new(),
             atomic: None,
         }
     }
@@ -205,6 +215,7 @@ impl<'f> Reader<'f> {
     pub(crate) fn cells(&mut self) {
         self.node_kinds();
         self.ip_settings();
+        self.video_nodes();
         self.node_names();
         self.links();
         self.pvcs();
@@ -213,6 +224,7 @@ impl<'f> Reader<'f> {
         self.flows();
         self.pings();
         self.tcp();
+        self.video();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }

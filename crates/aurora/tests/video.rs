@@ -1,0 +1,64 @@
+//! `aurora run examples/vidboard.toml` against the wall clock: the
+//! viewer gets the synthetic source's frames, their counters in order and
+//! none repeated, whole and equal to the source's; the camera counts no
+//! malformed command.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/vidboard.toml");
+
+fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+fn run(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args([
+            "run",
+            EXAMPLE,
+            "--json",
+            "--duration",
+            "1s",
+            "--drain",
+            "300ms",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+fn check(r: &Value) {
+    let v = &r["video"]["viewers"][0];
+    assert_eq!(v["name"], "ws1", "{v}");
+    // A loaded machine may run late, which slows the loop, but every frame
+    // that comes must be whole, new and the source's.
+    assert!(u(v, "frames_complete") >= 5, "{v}");
+    assert_eq!(u(v, "frames_incomplete"), 0, "{v}");
+    assert_eq!(u(v, "in_order"), u(v, "frames_complete"), "{v}");
+    assert_eq!((u(v, "repeated"), u(v, "out_of_order")), (0, 0), "{v}");
+    assert_eq!(u(v, "counter_errors"), 0, "{v}");
+    assert_eq!(u(v, "frames_matching"), u(v, "frames_complete"), "{v}");
+    assert_eq!(v["tframes_in_flight"], 0, "{v}");
+    let c = &r["video"]["cameras"][0];
+    assert!(c["malformed"].as_array().unwrap().is_empty(), "{c}");
+}
+
+#[test]
+fn the_viewer_gets_the_sources_frames_in_order_in_real_time() {
+    let r = run(&[]);
+    assert_eq!(r["mode"], "real time");
+    check(&r);
+}
+
+#[test]
+fn the_same_example_in_virtual_time_gets_the_camera_rate() {
+    let r = run(&["--virtual"]);
+    check(&r);
+    let fps = r["video"]["viewers"][0]["fps"].as_f64().unwrap();
+    assert!((25.0..=30.5).contains(&fps), "{fps}");
+}

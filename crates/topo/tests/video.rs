@@ -1,0 +1,150 @@
+//! Cameras and viewers compiled from topology files and run in virtual
+//! time: whole frames equal to the source's through a switch; the closed
+//! loop shares the camera when a second viewer starts; problems reported
+//! with their lines.
+
+use aurora_time::{Duration, Instant};
+use aurora_video::client::VidboardClient;
+use aurora_video::vidboard::Vidboard;
+
+/// A camera and `viewers` viewers on one switch; the camera's link at
+/// `rate` cells a second.
+fn topology(viewers: usize, rate: &str, extra: &str) -> String {
+    let mut s = format!(
+        "[[switch]]\nname = \"sw1\"\nports = {}\n\n[[camera]]\nname = \"cam\"\nseed = 11\n\n\
+         [[link]]\na = \"cam\"\nb = \"sw1:0\"\nrate = \"{rate}\"\nbuffer = 128\n",
+        viewers + 1
+    );
+    for i in 1..=viewers {
+        s += &format!(
+            "\n[[viewer]]\nname = \"v{i}\"\ncamera = \"cam\"\nlt = 16\ncb = 56\n\
+             interburst = \"20us\"\n{extra}\n[[link]]\na = \"v{i}\"\nb = \"sw1:{i}\"\n"
+        );
+    }
+    s
+}
+
+fn viewer<'a>(net: &'a aurora_topo::Network, name: &str) -> &'a VidboardClient {
+    let id = net.hosts.iter().find(|(n, _)| n == name).unwrap().1;
+    net.sim.node::<VidboardClient>(id).unwrap()
+}
+
+#[test]
+fn a_viewer_through_a_switch_gets_whole_frames_equal_to_the_source() {
+    let mut net = aurora_topo::load(&topology(1, "oc3", ""), 1).unwrap();
+    assert_eq!(net.video.viewers.len(), 1);
+    net.sim
+        .run_until(Instant::ZERO + Duration::from_millis(500));
+    let c = viewer(&net, "v1").counters();
+    assert!(c.frames_complete >= 10, "{c:?}");
+    assert_eq!(c.frames_incomplete, 0, "{c:?}");
+    assert_eq!(c.frames_matching, c.frames_complete, "{c:?}");
+    assert_eq!(
+        (c.frames_differing, c.counter_errors, c.order_errors),
+        (0, 0, 0)
+    );
+    let rx = viewer(&net, "v1").rx_stats();
+    assert_eq!(rx.tframes_lost(), 0);
+    let cam = net.video.cameras[0].node;
+    let cam = net.sim.node::<Vidboard>(cam).unwrap();
+    assert_eq!(cam.counters().refused_total(), 0);
+}
+
+#[test]
+fn the_closed_loop_rate_halves_with_a_second_viewer() {
+    // A camera link of 100,000 cells a second: a 640x480 frame takes
+    // about 65 ms of it, so the line, not the camera's 30 frames a
+    // second, sets the pace.
+    let window = |net: &aurora_topo::Network, name: &str| {
+        viewer(net, name).complete_between(
+            Instant::ZERO + Duration::from_millis(200),
+            Instant::ZERO + Duration::from_millis(2200),
+        ) as f64
+            / 2.0
+    };
+    let mut one = aurora_topo::load(&topology(1, "100000", ""), 1).unwrap();
+    one.sim
+        .run_until(Instant::ZERO + Duration::from_millis(2300));
+    let alone = window(&one, "v1");
+    let mut two = aurora_topo::load(&topology(2, "100000", ""), 1).unwrap();
+    two.sim
+        .run_until(Instant::ZERO + Duration::from_millis(2300));
+    let (a, b) = (window(&two, "v1"), window(&two, "v2"));
+    assert!(alone > 10.0, "{alone}");
+    for shared in [a, b] {
+        let ratio = shared / alone;
+        assert!(
+            (0.4..=0.6).contains(&ratio),
+            "{alone} alone, {a} and {b} shared"
+        );
+    }
+    for name in ["v1", "v2"] {
+        let c = viewer(&two, name).counters();
+        assert_eq!((c.frames_incomplete, c.frames_differing), (0, 0), "{c:?}");
+    }
+}
+
+#[test]
+fn a_host_model_costs_frames_and_its_losses_are_counted() {
+    // The 1990s host with bursts back to back: its queue overflows and
+    // the t-frames that lose cells are counted lost.
+    let text = topology(1, "oc3", "host = \"dec5000\"\n")
+        .replace("interburst = \"20us\"", "interburst = \"0us\"");
+    let mut net = aurora_topo::load(&text, 1).unwrap();
+    net.sim.run_until(Instant::ZERO + Duration::from_secs(2));
+    let v = viewer(&net, "v1");
+    let c = v.counters();
+    assert!(c.host_overflow > 0, "{c:?}");
+    assert!(v.rx_stats().tframes_lost() > 0);
+}
+
+#[test]
+fn problems_in_cameras_and_viewers_are_reported_with_their_lines() {
+    let text = "[[switch]]\nname = \"sw1\"\nports = 2\n\n[[camera]]\nname = \"cam\"\n\n\
+                [[viewer]]\nname = \"v1\"\ncamera = \"nope\"\nlt = 0\n\n\
+                [[link]]\na = \"cam\"\nb = \"sw1:0\"\nbuffer = 16\n\n\
+                [[viewer]]\nname = \"v2\"\ncamera = \"cam\"\ncb = 56\n\n\
+                [[link]]\na = \"v1\"\nb = \"sw1:1\"\n";
+    let e = aurora_topo::load(text, 1)
+        .err()
+        .expect("problems")
+        .to_string();
+    assert!(
+        e.contains("8:1: viewer \"v1\": camera \"nope\" is not a camera"),
+        "{e}"
+    );
+    assert!(e.contains("8:1: viewer \"v1\": lt 0 is outside"), "{e}");
+    assert!(
+        e.contains("18:1: viewer \"v2\": cb 56 is more than the 16 cells"),
+        "{e}"
+    );
+    assert!(e.contains("viewer \"v2\" is on no link"), "{e}");
+    assert!(!e.contains("no path"), "{e}");
+}
+
+#[test]
+fn a_host_given_time_between_bursts_takes_one_interrupt_a_burst_and_loses_nothing() {
+    // dec5000 absorbs a 14-cell burst in 1 ms + 14 x 13.4 us (plus 1 ms
+    // at a t-frame's end); 2.5 ms between bursts leaves it idle before each.
+    let text = topology(1, "oc3", "host = \"dec5000\"\n")
+        .replace("interburst = \"20us\"", "interburst = \"2500us\"")
+        .replace("cb = 56", "cb = 14");
+    let mut net = aurora_topo::load(&text, 1).unwrap();
+    net.sim.run_until(Instant::ZERO + Duration::from_secs(3));
+    let v = viewer(&net, "v1");
+    let c = v.counters();
+    assert!(c.frames_complete >= 1, "{c:?}");
+    assert_eq!((c.host_overflow, c.frames_differing), (0, 0), "{c:?}");
+    let cam = net.sim.node::<Vidboard>(net.video.cameras[0].node).unwrap();
+    let k = cam.counters();
+    // Every burst and each of the two acks one interrupt; the last burst
+    // sent may still be on its way.
+    let each = k.bursts + k.replies_sent;
+    assert!(
+        (each - 1..=each).contains(&c.host_interrupts),
+        "{} interrupts, {} bursts, {} replies",
+        c.host_interrupts,
+        k.bursts,
+        k.replies_sent
+    );
+}
