@@ -18,6 +18,7 @@ mod bench_tcp;
 mod demo;
 mod experiment;
 mod lateness;
+mod netns;
 mod node;
 mod ping;
 mod port_report;
