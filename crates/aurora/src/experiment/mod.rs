@@ -17,6 +17,7 @@ mod epd;
 mod linkshare;
 mod tcp_drops;
 mod tcp_epd;
+mod tcp_epd_linux;
 mod tcp_long;
 
 pub use ack_compression::main as ack_compression;
@@ -24,6 +25,7 @@ pub use epd::main as epd;
 pub use linkshare::main as linkshare;
 pub use tcp_drops::main as tcp_drops;
 pub use tcp_epd::main as tcp_epd;
+pub use tcp_epd_linux::{main as tcp_epd_linux, Opts as TcpEpdLinuxOpts};
 pub use tcp_long::main as tcp_long;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
@@ -145,8 +147,32 @@ fn plot(
     out: &Path,
     name: &str,
     title: &str,
-    (x_desc, y_desc): (&str, &str),
+    axes: (&str, &str),
     series: &[Series],
+) -> Result<Vec<PathBuf>, String> {
+    plot_with(out, name, title, axes, series, None)
+}
+
+/// As [`plot`], the x axis naming categories: a point at x = i belongs
+/// to `categories[i]`, and the axis shows the names instead of numbers.
+fn plot_categories(
+    out: &Path,
+    name: &str,
+    title: &str,
+    axes: (&str, &str),
+    categories: &[String],
+    series: &[Series],
+) -> Result<Vec<PathBuf>, String> {
+    plot_with(out, name, title, axes, series, Some(categories))
+}
+
+fn plot_with(
+    out: &Path,
+    name: &str,
+    title: &str,
+    axes: (&str, &str),
+    series: &[Series],
+    categories: Option<&[String]>,
 ) -> Result<Vec<PathBuf>, String> {
     if !crate::ttcp::plot::load_font() {
         eprintln!(
@@ -158,15 +184,17 @@ fn plot(
     draw(
         SVGBackend::new(&svg, (900, 560)).into_drawing_area(),
         title,
-        (x_desc, y_desc),
+        axes,
         series,
+        categories,
     )?;
     let png = out.join(format!("{name}.png"));
     draw(
         BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
         title,
-        (x_desc, y_desc),
+        axes,
         series,
+        categories,
     )?;
     Ok(vec![svg, png])
 }
@@ -176,6 +204,7 @@ fn draw<DB: DrawingBackend>(
     title: &str,
     (x_desc, y_desc): (&str, &str),
     series: &[Series],
+    categories: Option<&[String]>,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -192,6 +221,10 @@ where
     if x0 >= x1 {
         x1 = x0 + 1.0;
     }
+    // Categories sit at whole numbers, half a step in from the edges.
+    if let Some(c) = categories {
+        (x0, x1) = (-0.5, c.len() as f64 - 0.5);
+    }
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
@@ -199,12 +232,20 @@ where
         .y_label_area_size(64)
         .build_cartesian_2d(x0..x1, 0.0..y1 * 1.15 + 1e-9)
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .draw()
-        .map_err(err)?;
+    let name_of = |x: &f64| {
+        let i = x.round();
+        categories
+            .filter(|_| (x - i).abs() < 1e-6 && i >= 0.0)
+            .and_then(|c| c.get(i as usize).cloned())
+            .unwrap_or_default()
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc).y_desc(y_desc);
+    if let Some(c) = categories {
+        // One label a category; the grid lines between them stay.
+        mesh.x_labels(c.len() * 2 + 1).x_label_formatter(&name_of);
+    }
+    mesh.draw().map_err(err)?;
     for s in series {
         let color = Palette99::pick(s.color).to_rgba();
         if s.line {
@@ -218,6 +259,12 @@ where
                 .legend(move |(x, y)| {
                     PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
                 });
+            // Over categories a line may have one point: mark each.
+            if categories.is_some() {
+                chart
+                    .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                    .map_err(err)?;
+            }
         } else {
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 2, color.filled())))
