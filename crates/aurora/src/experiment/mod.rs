@@ -104,6 +104,9 @@ fn with_field(
     toml::to_string(&doc).map_err(|e| e.to_string())
 }
 
+/// The colour index that draws in grey rather than from the palette.
+const GREY: usize = usize::MAX;
+
 /// A line of a plot: its name, its points, whether to draw them as a
 /// line (else as small marks), and its colour (an index into a palette).
 struct Series {
@@ -221,16 +224,19 @@ where
     if x0 >= x1 {
         x1 = x0 + 1.0;
     }
-    // Categories sit at whole numbers, half a step in from the edges.
+    // Categories sit at whole numbers, half a step in from the edges;
+    // the key goes above the lines.
+    let mut top = y1 * 1.15;
     if let Some(c) = categories {
         (x0, x1) = (-0.5, c.len() as f64 - 0.5);
+        top = y1 * 1.6;
     }
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, 0.0..y1 * 1.15 + 1e-9)
+        .build_cartesian_2d(x0..x1, 0.0..top + 1e-9)
         .map_err(err)?;
     let name_of = |x: &f64| {
         let i = x.round();
@@ -247,7 +253,10 @@ where
     }
     mesh.draw().map_err(err)?;
     for s in series {
-        let color = Palette99::pick(s.color).to_rgba();
+        let color = match s.color {
+            GREY => RGBAColor(150, 150, 150, 1.0),
+            c => Palette99::pick(c).to_rgba(),
+        };
         if s.line {
             chart
                 .draw_series(LineSeries::new(
@@ -273,8 +282,11 @@ where
                 .legend(move |(x, y)| Circle::new((x + 9, y), 2, color.filled()));
         }
     }
-    chart
-        .configure_series_labels()
+    let mut labels = chart.configure_series_labels();
+    if categories.is_some() {
+        labels.position(SeriesLabelPosition::UpperRight);
+    }
+    labels
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()

@@ -73,6 +73,8 @@ struct Virtual {
     effective: f64,
     /// Share of the sink link's cell slots used.
     line_busy: f64,
+    /// Jain's index of the connections' goodputs.
+    fairness: f64,
     retransmits: u64,
     timeouts: u64,
 }
@@ -87,6 +89,8 @@ struct Linux {
     /// Share of the sink link's cell slots used while iperf3 ran (cells
     /// delivered into the sink over the time iperf3 timed).
     line_busy: f64,
+    /// Jain's index of the senders' goodputs.
+    fairness: f64,
     /// Segments the senders retransmitted (iperf3's count).
     retransmits: u64,
     /// Retransmission timeouts (each sender's namespace's TcpExt).
@@ -213,6 +217,16 @@ fn tcp_template() -> Result<toml::Table, String> {
     }
 }
 
+/// The socket buffer of `template`'s connections, bytes: Linux's
+/// sockets get the same (iperf3 -w).
+fn socket_buffer(template: &toml::Table) -> Result<u64, String> {
+    match template.get("buffer") {
+        Some(toml::Value::String(s)) => aurora_topo::tcp::parse_size(s),
+        Some(toml::Value::Integer(n)) => u64::try_from(*n).map_err(|e| e.to_string()),
+        _ => Ok(aurora_topo::tcp::DEFAULT_BUFFER),
+    }
+}
+
 /// `doc` for virtual time: no namespaces, and a connection of Aurora's
 /// TCP (`variant`, the other settings as `template`'s, the MSS the MTU
 /// less 40) from every sender to the sink for `secs`.
@@ -274,6 +288,7 @@ fn aurora(
     let tcp = r.tcp.as_ref().ok_or("the run has no TCP part")?;
     let mut v = Virtual::default();
     let mut bytes = 0u64;
+    let mut each = Vec::new();
     for c in tcp.flows.iter().flat_map(|f| &f.connections) {
         if c.pattern_errors > 0 {
             return Err(format!(
@@ -283,16 +298,28 @@ fn aurora(
         }
         if c.role == "sink" {
             bytes += c.bytes;
+            each.push(c.bytes as f64);
         } else {
             v.retransmits += c.retransmits;
             v.timeouts += c.timeouts;
         }
     }
+    v.fairness = jain(&each);
     // As in tcp-epd: the sources stop at `secs`, the drain delivers the rest.
     let t = f64::from(secs) + r.drain_secs;
     v.effective = bytes as f64 * 8.0 / t / LINE_BPS;
     v.line_busy = sink_cells(&r)? as f64 / t / CELLS_PER_SEC;
     Ok(v)
+}
+
+/// Jain's fairness index of `xs`: 1 when all are equal, 1/n when one
+/// has everything.
+fn jain(xs: &[f64]) -> f64 {
+    let (sum, squares) = xs.iter().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
+    if squares == 0.0 {
+        return 0.0;
+    }
+    sum * sum / (xs.len() as f64 * squares)
 }
 
 /// What one sender's iperf3 reported.
@@ -385,7 +412,7 @@ fn drive(
     senders: &[&Netns],
     sink: &Netns,
     tun: &aurora_topo::TunSpec,
-    secs: u32,
+    (secs, window): (u32, u64),
     dir: &Path,
     t0: WallInstant,
     done: &AtomicBool,
@@ -432,6 +459,7 @@ fn drive(
         let c = Proc::spawn(
             ns.cmd("iperf3")
                 .args(["-c", &addr, "-p", &port, "-t", &secs.to_string()])
+                .args(["-w", &window.to_string()])
                 .args(["-C", "reno", "-J", "--connect-timeout", "2000"])
                 .stdout(f)
                 .stderr(Stdio::null()),
@@ -480,12 +508,13 @@ fn drive(
 }
 
 /// Linux's TCP through `doc` in real time: a namespace per host, iperf3
-/// servers in the sink's, a client in each sender's, for `secs`.
+/// servers in the sink's, a client in each sender's, for `secs`, with
+/// socket buffers of `window` bytes.
 fn linux(
     doc: &toml::Table,
     senders: &[String],
     tag: &str,
-    secs: u32,
+    (secs, window): (u32, u64),
     spin: bool,
 ) -> Result<Linux, String> {
     let mut doc = doc.clone();
@@ -548,7 +577,7 @@ fn linux(
     let mut samples: Vec<(WallInstant, u64)> = Vec::new();
     let t0 = WallInstant::now();
     let (report, driven) = std::thread::scope(|s| {
-        let driver = s.spawn(|| drive(&sender_ns, sink, &tun, secs, &dir.0, t0, &done));
+        let driver = s.spawn(|| drive(&sender_ns, sink, &tun, (secs, window), &dir.0, t0, &done));
         let mut watch = |e: &Engine| {
             if let Some(c) = e.link(sw, port) {
                 samples.push((WallInstant::now(), c.delivered));
@@ -598,6 +627,7 @@ fn linux(
         effective: bps / LINE_BPS,
         bytes: d.flows.iter().map(|f| f.bytes).sum(),
         line_busy: cells / timed.max(1e-9) / CELLS_PER_SEC,
+        fairness: jain(&d.flows.iter().map(|f| f.bps).collect::<Vec<_>>()),
         retransmits: d.flows.iter().map(|f| f.retransmits).sum(),
         timeouts: d.timeouts,
         faithful: late.faithful,
@@ -623,6 +653,18 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
+/// The median effective throughput of `r`'s real-time runs in which the
+/// engine kept up with the wall clock (none if it kept up in none).
+fn faithful_median(r: &Row) -> Option<f64> {
+    let xs: Vec<f64> = r
+        .linux
+        .iter()
+        .filter(|l| l.faithful)
+        .map(|l| l.effective)
+        .collect();
+    (!xs.is_empty()).then(|| median(xs))
+}
+
 /// Runs the experiment, iperf3 for `secs` (rounded up to whole seconds)
 /// per real-time run, and writes its table and plot to `out`.
 pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
@@ -644,12 +686,13 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
     let mut doc = parse(&example("tcp-epd-linux.toml")?)?;
     let senders = keep_senders(&mut doc, o.flows)?;
     let template = tcp_template()?;
+    let window = socket_buffer(&template)?;
     let tag = format!("te{}", std::process::id());
     std::fs::create_dir_all(out).map_err(|e| format!("cannot make {}: {e}", out.display()))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "aurora experiment tcp-epd-linux: {} Linux Reno senders (iperf3 -C reno, no SACK, ACKs not \
-         delayed) into one OC-3c port of {BUFFER} cells, Aurora in real time ({}), iperf3 for {secs} s \
+        "aurora experiment tcp-epd-linux: {} Linux Reno senders (iperf3 -C reno -w {window}, no \
+         SACK, ACKs not delayed) into one OC-3c port of {BUFFER} cells, Aurora in real time ({}), iperf3 for {secs} s \
          per run; beside them Aurora's Reno and NewReno in {secs} s of virtual time. Effective \
          throughput = goodput / the line's cell payload rate (135.6 Mb/s)",
         senders.len(),
@@ -661,19 +704,22 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
         netns::loadavg()
     );
     println!(
-        "{:<9} {:>5} {:>5} | {:>6} {:>5} {:>7} {:>5} {:>8} | {:>6} {:>7} {:>5} | {:>6} {:>7} {:>5}",
+        "{:<7} {:>4} {:>2} | {:>6} {:>5} {:>5} {:>6} {:>4} {:>7} | {:>6} {:>5} {:>6} {:>4} | {:>7} {:>5} {:>6} {:>4}",
         "discard",
         "mtu",
-        "round",
+        "#",
         "linux",
         "busy",
+        "fair",
         "resent",
         "RTOs",
         "late ms",
         "reno",
+        "fair",
         "resent",
         "RTOs",
         "newreno",
+        "fair",
         "resent",
         "RTOs"
     );
@@ -687,21 +733,24 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
             let mut runs = Vec::new();
             for round in 1..=o.rounds {
                 netns::interrupted()?;
-                let l = linux(&v, &senders, &tag, secs, o.spin)?;
+                let l = linux(&v, &senders, &tag, (secs, window), o.spin)?;
                 println!(
-                    "{:<9} {:>5} {:>5} | {:>6.3} {:>5.2} {:>7} {:>5} {:>8.1} | {:>6.3} {:>7} {:>5} | {:>6.3} {:>7} {:>5}{}",
+                    "{:<7} {:>4} {:>2} | {:>6.3} {:>5.2} {:>5.2} {:>6} {:>4} {:>7.1} | {:>6.3} {:>5.2} {:>6} {:>4} | {:>7.3} {:>5.2} {:>6} {:>4}{}",
                     discard,
                     mtu,
                     round,
                     l.effective,
                     l.line_busy,
+                    l.fairness,
                     l.retransmits,
                     l.timeouts,
                     l.worst_late_ms,
                     reno.effective,
+                    reno.fairness,
                     reno.retransmits,
                     reno.timeouts,
                     newreno.effective,
+                    newreno.fairness,
                     newreno.retransmits,
                     newreno.timeouts,
                     if l.faithful { "" } else { "  NOT FAITHFUL" }
@@ -728,8 +777,9 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
     let total = rows.iter().map(|r| r.linux.len()).sum::<usize>();
     println!(
         "\nLinux's goodput is iperf3's (-J, the receivers' sum); busy is the share of the sink \
-         link's cell slots Aurora delivered while iperf3 ran; RTOs are the senders' TCPTimeouts. \
-         {}",
+         link's cell slots Aurora delivered while iperf3 ran; fair is Jain's index of the senders' \
+         goodputs (1: equal shares; 1/n: one sender has it all); RTOs are the senders' \
+         TCPTimeouts (Linux) or timer expiries (Aurora). {}",
         if unfaithful == 0 {
             format!("The engine kept up with the wall clock in all {total} real-time runs.")
         } else {
@@ -741,24 +791,41 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
     );
     if o.rounds > 1 {
         println!(
-            "\n{:<9} {:>5} | {:>13} {:>10} | {:>6} {:>7}",
-            "discard", "mtu", "linux median", "faithful", "reno", "newreno"
+            "\n{:<7} {:>4} | {:>14} {:>8} {:>10} {:>5} | {:>6} {:>5} | {:>7} {:>5}",
+            "discard",
+            "mtu",
+            "linux faithful",
+            "of runs",
+            "linux all",
+            "fair",
+            "reno",
+            "fair",
+            "newreno",
+            "fair"
         );
         for r in &rows {
             println!(
-                "{:<9} {:>5} | {:>13.3} {:>10} | {:>6.3} {:>7.3}",
+                "{:<7} {:>4} | {:>14} {:>8} {:>10.3} {:>5.2} | {:>6.3} {:>5.2} | {:>7.3} {:>5.2}",
                 r.discard,
                 r.mtu,
-                median(r.linux.iter().map(|l| l.effective).collect()),
+                faithful_median(r).map_or("-".into(), |m| format!("{m:.3}")),
                 format!(
                     "{}/{}",
                     r.linux.iter().filter(|l| l.faithful).count(),
                     r.linux.len()
                 ),
+                median(r.linux.iter().map(|l| l.effective).collect()),
+                median(r.linux.iter().map(|l| l.fairness).collect()),
                 r.reno.effective,
-                r.newreno.effective
+                r.reno.fairness,
+                r.newreno.effective,
+                r.newreno.fairness,
             );
         }
+        println!(
+            "(medians of the real-time runs: of those the engine kept up in, and of all; fair: \
+             the median of all)"
+        );
     }
     let mut csv = vec![[
         "discard",
@@ -771,6 +838,7 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
         "linux_effective",
         "linux_bytes",
         "linux_line_busy",
+        "linux_fairness",
         "linux_retransmits",
         "linux_timeouts",
         "linux_worst_late_ms",
@@ -779,10 +847,12 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
         "linux_cells_in_flight_at_end",
         "reno_effective",
         "reno_line_busy",
+        "reno_fairness",
         "reno_retransmits",
         "reno_timeouts",
         "newreno_effective",
         "newreno_line_busy",
+        "newreno_fairness",
         "newreno_retransmits",
         "newreno_timeouts",
     ]
@@ -801,6 +871,7 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
                 format!("{:.4}", l.effective),
                 l.bytes.to_string(),
                 format!("{:.4}", l.line_busy),
+                format!("{:.4}", l.fairness),
                 l.retransmits.to_string(),
                 l.timeouts.to_string(),
                 format!("{:.2}", l.worst_late_ms),
@@ -809,10 +880,12 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
                 l.in_flight.to_string(),
                 format!("{:.4}", r.reno.effective),
                 format!("{:.4}", r.reno.line_busy),
+                format!("{:.4}", r.reno.fairness),
                 r.reno.retransmits.to_string(),
                 r.reno.timeouts.to_string(),
                 format!("{:.4}", r.newreno.effective),
                 format!("{:.4}", r.newreno.line_busy),
+                format!("{:.4}", r.newreno.fairness),
                 r.newreno.retransmits.to_string(),
                 r.newreno.timeouts.to_string(),
             ]);
@@ -824,32 +897,32 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
         .map(|(_, shown)| (*shown).to_string())
         .collect();
     let x = |d: &str| discards.iter().position(|(n, _)| *n == d).unwrap_or(0) as f64;
-    let mut series = Vec::new();
-    for (m, &mtu) in o.mtus.iter().enumerate() {
+    // A plot per MTU: Linux's runs (each, and the median of those the
+    // engine kept up in) against Aurora's two variants.
+    for &mtu in &o.mtus {
         let these: Vec<&Row> = rows.iter().filter(|r| r.mtu == mtu).collect();
-        let line = |name: String, pick: &dyn Fn(&Row) -> f64, color: usize| Series {
-            name,
-            points: these.iter().map(|r| (x(r.discard), pick(r))).collect(),
+        let line = |name: &str, pick: &dyn Fn(&Row) -> Option<f64>, color: usize| Series {
+            name: name.into(),
+            points: these
+                .iter()
+                .filter_map(|r| pick(r).map(|y| (x(r.discard), y)))
+                .collect(),
             line: true,
             color,
         };
-        series.push(line(
-            format!("Linux Reno (median), MTU {mtu}"),
-            &|r| median(r.linux.iter().map(|l| l.effective).collect()),
-            m * 3,
-        ));
-        series.push(line(
-            format!("Aurora Reno, MTU {mtu}"),
-            &|r| r.reno.effective,
-            m * 3 + 1,
-        ));
-        series.push(line(
-            format!("Aurora NewReno, MTU {mtu}"),
-            &|r| r.newreno.effective,
-            m * 3 + 2,
-        ));
-        // Every real-time run as a mark, those the engine fell behind in
-        // apart.
+        let mut series = vec![
+            line(
+                "Linux Reno, real time: median of the faithful runs",
+                &faithful_median,
+                0,
+            ),
+            line("Aurora Reno, virtual time", &|r| Some(r.reno.effective), 1),
+            line(
+                "Aurora NewReno, virtual time",
+                &|r| Some(r.newreno.effective),
+                2,
+            ),
+        ];
         for faithful in [true, false] {
             let points: Vec<(f64, f64)> = these
                 .iter()
@@ -862,28 +935,30 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
                 .collect();
             if !points.is_empty() {
                 series.push(Series {
-                    name: format!(
-                        "Linux, each run{}, MTU {mtu}",
-                        if faithful { "" } else { " NOT FAITHFUL" }
-                    ),
+                    name: if faithful {
+                        "Linux, each faithful run".into()
+                    } else {
+                        "Linux, each run the engine fell behind in (NOT FAITHFUL)".into()
+                    },
                     points,
                     line: false,
-                    color: if faithful { m * 3 } else { 20 + m },
+                    color: if faithful { 0 } else { super::GREY },
                 });
             }
         }
+        files.extend(plot_categories(
+            out,
+            &format!("tcp-epd-linux-mtu{mtu}"),
+            &format!(
+                "{} Reno senders, MSS {}, one OC-3c port of {BUFFER} cells",
+                senders.len(),
+                mtu - 40
+            ),
+            ("discard at the port", "effective throughput"),
+            &names,
+            &series,
+        )?);
     }
-    files.extend(plot_categories(
-        out,
-        "tcp-epd-linux",
-        &format!(
-            "{} Reno senders, one OC-3c port of {BUFFER} cells: Linux in real time, Aurora in virtual time",
-            senders.len()
-        ),
-        ("discard at the port", "effective throughput"),
-        &names,
-        &series,
-    )?);
     say_written(&files);
     Ok(())
 }
@@ -908,6 +983,13 @@ mod tests {
         let e = iperf_json("{\"error\": \"unable to connect to server\"}").unwrap_err();
         assert!(e.contains("unable to connect"), "{e}");
         assert!(iperf_json("").is_err());
+    }
+
+    #[test]
+    fn jains_index_runs_from_one_over_n_to_one() {
+        assert!((jain(&[5.0, 5.0, 5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[8.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+        assert_eq!(jain(&[0.0, 0.0]), 0.0);
     }
 
     #[test]
@@ -947,6 +1029,7 @@ mod tests {
             .iter()
             .all(|(_, t)| t.mtu == 9180 && t.netns.is_some()));
         let template = tcp_template().unwrap();
+        assert_eq!(socket_buffer(&template).unwrap(), 256 * 1024);
         let a = aurora(&v, &senders, &template, "reno", 1).unwrap();
         assert!(a.effective > 0.3 && a.effective < 1.0, "{a:?}");
         assert!(a.line_busy >= a.effective, "{a:?}");
