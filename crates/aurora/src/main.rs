@@ -211,6 +211,11 @@ enum Experiment {
         /// (less late; takes a core).
         #[arg(long)]
         spin: bool,
+        /// The nice value (-20 to 19) of the engine's thread while it
+        /// runs: below 0, other work on the machine delays it less.
+        #[arg(long, allow_negative_numbers = true,
+              value_parser = clap::value_parser!(i32).range(-20..=19))]
+        nice: Option<i32>,
         /// The hosts' MTUs, comma-separated (the MSS is 40 less).
         #[arg(long, value_delimiter = ',', default_value = "1500,9180",
               value_parser = clap::value_parser!(u64).range(576..=9180))]
@@ -741,6 +746,7 @@ fn main() -> ExitCode {
                     flows,
                     rounds,
                     spin,
+                    nice,
                     mtu,
                     discard,
                 } => experiment::tcp_epd_linux(
@@ -750,6 +756,7 @@ fn main() -> ExitCode {
                         flows: flows as usize,
                         rounds,
                         spin,
+                        nice,
                         mtus: mtu.into_iter().map(|m| m as usize).collect(),
                         discards: discard,
                     },

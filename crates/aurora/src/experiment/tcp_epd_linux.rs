@@ -59,6 +59,9 @@ pub struct Opts {
     pub rounds: u32,
     /// The engine busy-waits for its next event instead of sleeping.
     pub spin: bool,
+    /// The nice value of the engine's thread while it runs (others'
+    /// work on the machine then delays it less), if not left as it is.
+    pub nice: Option<i32>,
     /// The hosts' MTUs (each TUN interface's and IP node's); Linux's MSS
     /// is the MTU less 40.
     pub mtus: Vec<usize>,
@@ -394,6 +397,48 @@ struct Driven {
     to: WallInstant,
 }
 
+/// The calling thread's nice value, changed until this is dropped.
+struct Nice {
+    tid: libc::id_t,
+    was: libc::c_int,
+}
+
+impl Nice {
+    /// Gives the calling thread (alone: Linux takes a thread id for a
+    /// process id here) nice value `n`.
+    fn set(n: i32) -> Result<Nice, String> {
+        // SAFETY: gettid() takes nothing and cannot fail; errno is this
+        // thread's own, cleared so that a nice value of -1 is told from
+        // an error; getpriority() and setpriority() take plain numbers.
+        unsafe {
+            let tid = libc::gettid() as libc::id_t;
+            *libc::__errno_location() = 0;
+            let was = libc::getpriority(libc::PRIO_PROCESS, tid);
+            let err = std::io::Error::last_os_error();
+            if was == -1 && err.raw_os_error() != Some(0) {
+                return Err(format!("cannot read the engine thread's nice value: {err}"));
+            }
+            if libc::setpriority(libc::PRIO_PROCESS, tid, n) != 0 {
+                return Err(format!(
+                    "cannot give the engine's thread nice value {n}: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            Ok(Nice { tid, was })
+        }
+    }
+}
+
+impl Drop for Nice {
+    fn drop(&mut self) {
+        // SAFETY: setpriority() takes plain numbers; the thread is this
+        // one, still running.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, self.tid, self.was);
+        }
+    }
+}
+
 /// A folder removed when dropped.
 struct TempDir(PathBuf);
 
@@ -509,13 +554,14 @@ fn drive(
 
 /// Linux's TCP through `doc` in real time: a namespace per host, iperf3
 /// servers in the sink's, a client in each sender's, for `secs`, with
-/// socket buffers of `window` bytes.
+/// socket buffers of `window` bytes; the engine's thread at nice value
+/// `nice` if given.
 fn linux(
     doc: &toml::Table,
     senders: &[String],
     tag: &str,
     (secs, window): (u32, u64),
-    spin: bool,
+    (spin, nice): (bool, Option<i32>),
 ) -> Result<Linux, String> {
     let mut doc = doc.clone();
     let mut spaces = Vec::new();
@@ -578,6 +624,16 @@ fn linux(
     let t0 = WallInstant::now();
     let (report, driven) = std::thread::scope(|s| {
         let driver = s.spawn(|| drive(&sender_ns, sink, &tun, (secs, window), &dir.0, t0, &done));
+        // The engine runs on this thread; the driver, made before, keeps
+        // the ordinary nice value, and so does iperf3.
+        let nice = match nice.map(Nice::set).transpose() {
+            Ok(n) => n,
+            Err(e) => {
+                done.store(true, Ordering::Relaxed);
+                let _ = driver.join();
+                return (Err(e), Err("not run".to_string()));
+            }
+        };
         let mut watch = |e: &Engine| {
             if let Some(c) = e.link(sw, port) {
                 samples.push((WallInstant::now(), c.delivered));
@@ -591,6 +647,7 @@ fn linux(
             Clock::Wall { spin },
             Some((SAMPLE, &mut watch)),
         );
+        drop(nice);
         done.store(true, Ordering::Relaxed);
         let d = driver
             .join()
@@ -696,7 +753,12 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
          per run; beside them Aurora's Reno and NewReno in {secs} s of virtual time. Effective \
          throughput = goodput / the line's cell payload rate (135.6 Mb/s)",
         senders.len(),
-        if o.spin { "spinning" } else { "sleeping between events" },
+        match (o.spin, o.nice) {
+            (true, None) => "spinning".to_string(),
+            (false, None) => "sleeping between events".to_string(),
+            (true, Some(n)) => format!("spinning, its thread at nice {n}"),
+            (false, Some(n)) => format!("sleeping between events, its thread at nice {n}"),
+        },
     );
     println!(
         "{cores} cores of {}; load average before: {}",
@@ -733,7 +795,7 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
             let mut runs = Vec::new();
             for round in 1..=o.rounds {
                 netns::interrupted()?;
-                let l = linux(&v, &senders, &tag, (secs, window), o.spin)?;
+                let l = linux(&v, &senders, &tag, (secs, window), (o.spin, o.nice))?;
                 println!(
                     "{:<7} {:>4} {:>2} | {:>6.3} {:>5.2} {:>5.2} {:>6} {:>4} {:>7.1} | {:>6.3} {:>5.2} {:>6} {:>4} | {:>7.3} {:>5.2} {:>6} {:>4}{}",
                     discard,
