@@ -129,6 +129,8 @@ fn package(tool: &str) -> &str {
     match tool {
         "ip" => "iproute2",
         "ping" => "iputils-ping",
+        "sysctl" => "procps",
+        "cat" => "coreutils",
         other => other,
     }
 }

@@ -728,7 +728,7 @@ pub fn main(out: &Path, secs: f64, o: &Opts) -> Result<(), String> {
     netns::preflight(
         "aurora experiment tcp-epd-linux",
         "makes a network namespace per host and TUN interfaces in them",
-        &["ip", "iperf3", "ping"],
+        &["ip", "iperf3", "ping", "sysctl", "cat"],
     )?;
     let discards: Vec<(&str, &str)> = o
         .discards
