@@ -16,12 +16,18 @@
 //! Namespaces (and with them the veth pair and the TUN devices) are
 //! removed however the run ends, Ctrl-C included.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aurora_ip::node::IpNode;
+
+pub(crate) use crate::netns::cpu;
+use crate::netns::{interrupted, loadavg, run_ok, wait_for_ping, Netns, Proc};
+
+/// How long Aurora's hosts get to find each other before iperf3 runs.
+const PING_WITHIN: Duration = Duration::from_secs(20);
 
 /// The example topology the bench runs (its rates, MTU and buffers
 /// replaced as asked).
@@ -73,121 +79,6 @@ pub struct Round {
     /// iperf3 ran, per GB of TCP payload carried (less noisy than the
     /// rate on a shared machine).
     pub cpu_per_gb: Option<f64>,
-}
-
-/// Set by SIGINT or SIGTERM: the run stops and cleans up.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-fn interrupted() -> Result<(), String> {
-    if INTERRUPTED.load(Ordering::Relaxed) {
-        return Err("interrupted".into());
-    }
-    Ok(())
-}
-
-/// A network namespace, deleted (with every interface in it) when
-/// dropped.
-struct Netns(String);
-
-impl Netns {
-    fn new(name: String) -> Result<Netns, String> {
-        let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        run_ok(Command::new("ip").args(["netns", "add", &name]))?;
-        let ns = Netns(name);
-        run_ok(ns.cmd("ip").args(["link", "set", "lo", "up"]))?;
-        Ok(ns)
-    }
-
-    fn cmd(&self, prog: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.0, prog]);
-        c
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
-
-/// A child process, killed when dropped.
-struct Proc(Option<Child>);
-
-impl Proc {
-    fn spawn(c: &mut Command) -> Result<Proc, String> {
-        c.spawn()
-            .map(|c| Proc(Some(c)))
-            .map_err(|e| format!("cannot start {:?}: {e}", c.get_program()))
-    }
-
-    /// Stops it with SIGINT (a node then reports) and returns its output.
-    fn interrupt(mut self) -> Result<std::process::Output, String> {
-        let child = self.0.take().ok_or("no process")?;
-        // SAFETY: kill() takes a process id and a signal number; the child
-        // is ours and not yet waited for, so the id is still its own.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
-        }
-        child.wait_with_output().map_err(|e| e.to_string())
-    }
-
-    /// Whether it has already stopped (and how).
-    fn stopped(&mut self) -> Option<std::process::ExitStatus> {
-        self.0.as_mut().and_then(|c| c.try_wait().ok().flatten())
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn run_ok(c: &mut Command) -> Result<String, String> {
-    let out = c
-        .output()
-        .map_err(|e| format!("cannot run {:?}: {e}", c.get_program()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{:?} {:?} failed: {}",
-            c.get_program(),
-            c.get_args().collect::<Vec<_>>(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Checks what the bench needs before touching anything.
-fn preflight() -> Result<(), String> {
-    // SAFETY: geteuid() takes nothing and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root: aurora bench iperf makes network namespaces, a veth pair and TUN devices; run it as root (sudo)".into());
-    }
-    for (tool, pkg) in [
-        ("ip", "iproute2"),
-        ("iperf3", "iperf3"),
-        ("ping", "iputils-ping"),
-    ] {
-        let found = Command::new(tool)
-            .arg(if tool == "ip" { "-V" } else { "--version" })
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok();
-        if !found {
-            return Err(format!("{tool} is missing (apt-get install {pkg})"));
-        }
-    }
-    Ok(())
 }
 
 /// The topology: `examples/ip.toml` at `rate`, hosts at `mtu`, links with
@@ -257,32 +148,6 @@ fn iperf(client: &Netns, server: &Netns, addr: &str, secs: u32) -> Result<Iperf,
         });
     }
     Err(format!("iperf3 could not reach {addr}: {last}"))
-}
-
-/// Pings `addr` from `ns` until it answers (Aurora's hosts are resolving
-/// each other by InATMARP), or gives up after 20 s.
-fn wait_for_ping(
-    ns: &Netns,
-    addr: &str,
-    alive: &mut dyn FnMut() -> Result<(), String>,
-) -> Result<(), String> {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(20) {
-        interrupted()?;
-        alive()?;
-        let ok = ns
-            .cmd("ping")
-            .args(["-c", "1", "-W", "1", addr])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(format!("no answer from {addr} through Aurora within 20 s"))
 }
 
 fn veth_round(tag: &str, secs: u32) -> Result<Iperf, String> {
@@ -376,7 +241,7 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>)
         let (stop, measuring) = (stop.clone(), measuring.clone());
         let (a, b) = (a, b);
         std::thread::spawn(move || {
-            let r = wait_for_ping(&a, "10.1.0.2", &mut || Ok(())).and_then(|()| {
+            let r = wait_for_ping(&a, "10.1.0.2", PING_WITHIN, &mut || Ok(())).and_then(|()| {
                 measuring.store(true, Ordering::Relaxed);
                 iperf(&a, &b, "10.1.0.2", secs)
             });
@@ -393,7 +258,7 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>)
         t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
     };
     let mut cpu_from = None;
-    while !stop.load(Ordering::Relaxed) && !INTERRUPTED.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && !crate::netns::was_interrupted() {
         if cpu_from.is_none() && measuring.load(Ordering::Relaxed) {
             cpu_from = Some(thread_cpu());
         }
@@ -505,7 +370,7 @@ fn aurora_processes(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<
     }
     procs.push(("h1", node(Some(&a), "h1")?));
     procs.push(("h2", node(Some(&b), "h2")?));
-    wait_for_ping(&a, "10.1.0.2", &mut || {
+    wait_for_ping(&a, "10.1.0.2", PING_WITHIN, &mut || {
         for (n, p) in procs.iter_mut() {
             if let Some(st) = p.stopped() {
                 return Err(format!(
@@ -527,34 +392,14 @@ fn aurora_processes(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<
     Ok((r, s, true, None))
 }
 
-pub(crate) fn cpu() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
-}
-
 /// Runs the bench, printing as it goes; returns the rounds.
 pub fn run(o: &Opts) -> Result<Vec<Round>, String> {
-    preflight()?;
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic (async-signal
-        // safe); `signal` gets a function of the type it expects.
-        unsafe {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
-    }
+    crate::netns::preflight(
+        "aurora bench iperf",
+        "makes network namespaces, a veth pair and TUN devices",
+        &["ip", "iperf3", "ping"],
+    )?;
+    crate::netns::catch_signals();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "aurora bench iperf: iperf3 TCP for {} s, a veth pair then Aurora ({}: {}, {} links, MTU {}, {} cells per buffer), {} round{}",

@@ -20,6 +20,7 @@ mod demo;
 mod experiment;
 mod ip_books;
 mod lateness;
+mod netns;
 mod node;
 mod ping;
 mod port_report;
@@ -159,14 +160,16 @@ enum Command {
         seed: u64,
     },
     /// Re-run an experiment of the papers on an example topology, in
-    /// virtual time: a table, a CSV file and plots.
+    /// virtual time (tcp-epd-linux also in real time, with Linux's TCP):
+    /// a table, a CSV file and plots.
     Experiment {
         #[command(subcommand)]
         what: Experiment,
         /// Folder for the table and plots.
         #[arg(long, default_value = "out/experiment", global = true)]
         out: std::path::PathBuf,
-        /// Seconds of virtual time per run, more than 0 and at most 60.
+        /// Seconds of virtual time per run (tcp-epd-linux: of iperf3, and
+        /// of virtual time beside it), more than 0 and at most 60.
         #[arg(long, default_value_t = 1.0, value_parser = positive_secs, global = true)]
         secs: f64,
     },
@@ -199,6 +202,37 @@ enum Experiment {
     /// eight TCP connections through one congested port with tail drop,
     /// PPD and EPD, segment size and buffer swept; effective throughput.
     TcpEpd,
+    /// TCP over ATM with Linux's TCP in real time
+    /// (examples/tcp-epd-linux.toml): iperf3 Reno senders, each in a
+    /// network namespace behind a TUN interface, into one congested OC-3c
+    /// port with tail drop, PPD and EPD, beside Aurora's TCP on the same
+    /// network in virtual time. --secs is iperf3's time per run (whole
+    /// seconds; 10 gives steadier figures). Needs root, ip, iperf3, ping.
+    TcpEpdLinux {
+        /// Senders: the first of the example's eight.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=8))]
+        flows: u64,
+        /// Real-time runs of each configuration.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+        rounds: u32,
+        /// The engine busy-waits for its next event instead of sleeping
+        /// (less late; takes a core).
+        #[arg(long)]
+        spin: bool,
+        /// The nice value (-20 to 19) of the engine's thread while it
+        /// runs: below 0, other work on the machine delays it less.
+        #[arg(long, allow_negative_numbers = true,
+              value_parser = clap::value_parser!(i32).range(-20..=19))]
+        nice: Option<i32>,
+        /// The hosts' MTUs, comma-separated (the MSS is 40 less).
+        #[arg(long, value_delimiter = ',', default_value = "1500,9180",
+              value_parser = clap::value_parser!(u64).range(576..=9180))]
+        mtu: Vec<u64>,
+        /// Disciplines at the port, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "tail,ppd,epd",
+              value_parser = ["tail", "ppd", "epd"])]
+        discard: Vec<String>,
+    },
     /// ACK compression (examples/ack-compression.toml): a transfer's ACKs
     /// queued behind another transfer's data going the other way; the
     /// spacing of its ACKs and the bursts it sends, with and without.
@@ -729,6 +763,25 @@ fn main() -> ExitCode {
                 Experiment::Linkshare => experiment::linkshare(&out, secs),
                 Experiment::TcpDrops => experiment::tcp_drops(&out, secs.max(10.0)),
                 Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
+                Experiment::TcpEpdLinux {
+                    flows,
+                    rounds,
+                    spin,
+                    nice,
+                    mtu,
+                    discard,
+                } => experiment::tcp_epd_linux(
+                    &out,
+                    secs,
+                    &experiment::TcpEpdLinuxOpts {
+                        flows: flows as usize,
+                        rounds,
+                        spin,
+                        nice,
+                        mtus: mtu.into_iter().map(|m| m as usize).collect(),
+                        discards: discard,
+                    },
+                ),
                 Experiment::AckCompression => experiment::ack_compression(&out, secs),
                 Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
                 Experiment::Vidboard => experiment::vidboard(&out, secs.max(3.0)),

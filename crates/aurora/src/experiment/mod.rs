@@ -17,6 +17,7 @@ mod epd;
 mod linkshare;
 mod tcp_drops;
 mod tcp_epd;
+mod tcp_epd_linux;
 mod tcp_long;
 mod vidboard;
 
@@ -25,6 +26,7 @@ pub use epd::main as epd;
 pub use linkshare::main as linkshare;
 pub use tcp_drops::main as tcp_drops;
 pub use tcp_epd::main as tcp_epd;
+pub use tcp_epd_linux::{main as tcp_epd_linux, Opts as TcpEpdLinuxOpts};
 pub use tcp_long::main as tcp_long;
 pub use vidboard::main as vidboard;
 
@@ -104,6 +106,9 @@ fn with_field(
     toml::to_string(&doc).map_err(|e| e.to_string())
 }
 
+/// The colour index that draws in grey rather than from the palette.
+const GREY: usize = usize::MAX;
+
 /// A line of a plot: its name, its points, whether to draw them as a
 /// line (else as small marks), and its colour (an index into a palette).
 struct Series {
@@ -147,8 +152,32 @@ fn plot(
     out: &Path,
     name: &str,
     title: &str,
-    (x_desc, y_desc): (&str, &str),
+    axes: (&str, &str),
     series: &[Series],
+) -> Result<Vec<PathBuf>, String> {
+    plot_with(out, name, title, axes, series, None)
+}
+
+/// As [`plot`], the x axis naming categories: a point at x = i belongs
+/// to `categories[i]`, and the axis shows the names instead of numbers.
+fn plot_categories(
+    out: &Path,
+    name: &str,
+    title: &str,
+    axes: (&str, &str),
+    categories: &[String],
+    series: &[Series],
+) -> Result<Vec<PathBuf>, String> {
+    plot_with(out, name, title, axes, series, Some(categories))
+}
+
+fn plot_with(
+    out: &Path,
+    name: &str,
+    title: &str,
+    axes: (&str, &str),
+    series: &[Series],
+    categories: Option<&[String]>,
 ) -> Result<Vec<PathBuf>, String> {
     if !crate::ttcp::plot::load_font() {
         eprintln!(
@@ -160,15 +189,17 @@ fn plot(
     draw(
         SVGBackend::new(&svg, (900, 560)).into_drawing_area(),
         title,
-        (x_desc, y_desc),
+        axes,
         series,
+        categories,
     )?;
     let png = out.join(format!("{name}.png"));
     draw(
         BitMapBackend::new(&png, (900, 560)).into_drawing_area(),
         title,
-        (x_desc, y_desc),
+        axes,
         series,
+        categories,
     )?;
     Ok(vec![svg, png])
 }
@@ -178,6 +209,7 @@ fn draw<DB: DrawingBackend>(
     title: &str,
     (x_desc, y_desc): (&str, &str),
     series: &[Series],
+    categories: Option<&[String]>,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -194,21 +226,39 @@ where
     if x0 >= x1 {
         x1 = x0 + 1.0;
     }
+    // Categories sit at whole numbers, half a step in from the edges;
+    // the key goes above the lines.
+    let mut top = y1 * 1.15;
+    if let Some(c) = categories {
+        (x0, x1) = (-0.5, c.len() as f64 - 0.5);
+        top = y1 * 1.6;
+    }
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(x0..x1, 0.0..y1 * 1.15 + 1e-9)
+        .build_cartesian_2d(x0..x1, 0.0..top + 1e-9)
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(x_desc)
-        .y_desc(y_desc)
-        .draw()
-        .map_err(err)?;
+    let name_of = |x: &f64| {
+        let i = x.round();
+        categories
+            .filter(|_| (x - i).abs() < 1e-6 && i >= 0.0)
+            .and_then(|c| c.get(i as usize).cloned())
+            .unwrap_or_default()
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc).y_desc(y_desc);
+    if let Some(c) = categories {
+        // One label a category; the grid lines between them stay.
+        mesh.x_labels(c.len() * 2 + 1).x_label_formatter(&name_of);
+    }
+    mesh.draw().map_err(err)?;
     for s in series {
-        let color = Palette99::pick(s.color).to_rgba();
+        let color = match s.color {
+            GREY => RGBAColor(150, 150, 150, 1.0),
+            c => Palette99::pick(c).to_rgba(),
+        };
         if s.line {
             chart
                 .draw_series(LineSeries::new(
@@ -220,6 +270,12 @@ where
                 .legend(move |(x, y)| {
                     PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2))
                 });
+            // Over categories a line may have one point: mark each.
+            if categories.is_some() {
+                chart
+                    .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                    .map_err(err)?;
+            }
         } else {
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 2, color.filled())))
@@ -228,8 +284,11 @@ where
                 .legend(move |(x, y)| Circle::new((x + 9, y), 2, color.filled()));
         }
     }
-    chart
-        .configure_series_labels()
+    let mut labels = chart.configure_series_labels();
+    if categories.is_some() {
+        labels.position(SeriesLabelPosition::UpperRight);
+    }
+    labels
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()

@@ -40,7 +40,7 @@ struct Row {
 
 /// Cells of one full segment: TCP/IP headers, LLC/SNAP and the AAL5
 /// trailer, padded to whole cells.
-fn cells(mss: u32) -> i64 {
+pub(super) fn cells(mss: u32) -> i64 {
     i64::from((mss + 40 + 8 + 8).div_ceil(48))
 }
 
