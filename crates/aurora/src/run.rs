@@ -488,6 +488,9 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         if let Some(h) = net.sim.node_mut::<TrafficHost>(*id) {
             h.stop_sending_at(end);
         }
+        if let Some(h) = net.sim.node_mut::<aurora_stripe::StripeHost>(*id) {
+            h.stop_sending_at(end);
+        }
     }
     let ledger = Arc::new(Mutex::new(Ledger::new()));
     let book = ledger.clone();

@@ -53,6 +53,16 @@
 //! from = "h1"
 //! to = "h3"
 //! bytes = "20MB"            # or duration = "5s"
+//!
+//! [[stripe]]                # one logical VC striped over member PVCs (see `stripe`)
+//! name = "wide"
+//! from = "h1"
+//! to = "h3"
+//! pvcs = ["m0", "m1", "m2", "m3"]
+//! unit = "cell"             # cell | pdu | ip
+//! sync = "marker"           # none | sequence | marker
+//! sdu = 9180
+//! count = 1000              # interval = "100us" to pace; left out: greedy
 //! ```
 
 use std::fmt;
@@ -73,6 +83,7 @@ mod mixed;
 mod process;
 mod pvc;
 pub mod qos;
+pub mod stripe;
 pub mod tcp;
 pub use atomic::AtomicNet;
 pub use ip::{default_atm, parse_atm, parse_cidr, parse_route, TunSpec};
@@ -127,6 +138,9 @@ pub struct File {
     /// TCP transfers between IP hosts.
     #[serde(default)]
     pub tcp: Vec<Spanned<tcp::TcpDef>>,
+    /// Striped VCs between hosts.
+    #[serde(default)]
+    pub stripe: Vec<Spanned<stripe::StripeDef>>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).
@@ -230,6 +244,10 @@ pub struct HostDef {
     /// number of workers); unpinned nodes go where the planner puts them.
     #[serde(default)]
     pub worker: Option<u16>,
+    /// Number of ports (default 1); more than one only for the ends of
+    /// striped VCs, whose links are then named `host:port`.
+    #[serde(default)]
+    pub ports: Option<u16>,
     /// Its address and subnet, as `10.1.0.1/24`.
     #[serde(default)]
     pub ip: Option<String>,
@@ -539,6 +557,8 @@ pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
     pub ports: Vec<(NodeId, qos::PortPlan)>,
     /// TCP transfers (`[[tcp]]`), in file order.
     pub tcp: Vec<tcp::TcpInfo>,
+    /// Striped VCs (`[[stripe]]`), in file order.
+    pub stripes: Vec<stripe::StripeInfo>,
 }
 
 impl<F: aurora_net::Frame> Network<F> {
@@ -793,6 +813,8 @@ pub struct Blueprint {
     pub ports: Vec<qos::PortPlan>,
     /// TCP transfers (`[[tcp]]`), in file order.
     pub tcp: Vec<tcp::TcpInfo>,
+    /// Striped VCs (`[[stripe]]`), in file order.
+    pub stripes: Vec<stripe::StripeInfo>,
 }
 
 /// A blueprint's names and circuits, kept for reporting after a run.
@@ -810,6 +832,8 @@ pub struct BlueprintInfo {
     pub links: Vec<(LinkEnd, LinkEnd)>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
+    /// Striped VCs (`[[stripe]]`), in file order.
+    pub stripes: Vec<stripe::StripeInfo>,
 }
 
 /// Reads and checks a topology file and compiles it, ready for a driver.
@@ -876,6 +900,8 @@ impl Blueprint {
         for (_, id) in &self.hosts {
             let node: &mut dyn std::any::Any = self.nodes[id.0 as usize].as_mut();
             if let Some(h) = node.downcast_mut::<TrafficHost>() {
+                h.stop_sending_at(t);
+            } else if let Some(h) = node.downcast_mut::<aurora_stripe::StripeHost>() {
                 h.stop_sending_at(t);
             }
         }
@@ -947,6 +973,7 @@ impl Blueprint {
             tuns: self.tuns,
             ports,
             tcp: self.tcp,
+            stripes: self.stripes,
         })
     }
 

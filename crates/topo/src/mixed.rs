@@ -322,6 +322,7 @@ impl Blueprint {
             atomic: Some(atomic),
             ports: Vec::new(),
             tcp: self.tcp,
+            stripes: self.stripes,
         })
     }
 
@@ -363,6 +364,7 @@ impl Blueprint {
             ip_nodes: self.ip_nodes,
             links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
             pvcs: self.pvcs,
+            stripes: self.stripes,
         };
         Ok(MixedProcess {
             process,

@@ -306,6 +306,7 @@ impl Blueprint {
             atomic: _,
             ports,
             tcp: _,
+            stripes,
         } = self;
         if !ports.is_empty() {
             return Err(crate::qos::NO_PORTS_HERE.into());
@@ -363,6 +364,7 @@ impl Blueprint {
             ip_nodes,
             links: links.into_iter().map(|(a, b, _)| (a, b)).collect(),
             pvcs,
+            stripes,
         };
         Ok((process, info))
     }

@@ -12,6 +12,7 @@
 //! | [`Reader::ports`] | `qos.rs` | output ports' disciplines, buffers and PDU discard |
 //! | [`Reader::flows`], [`Reader::pings`] | `traffic.rs` | flows and pings on PVCs |
 //! | [`Reader::tcp`] | `tcp.rs` | TCP transfers: their ends, amounts and settings |
+//! | [`Reader::stripes`] | `stripe.rs` | striped VCs: their ends, member PVCs, unit, method, schedule and limits |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -38,6 +39,7 @@ mod links;
 mod nodes;
 mod pvc;
 mod qos;
+mod stripe;
 mod tcp;
 mod traffic;
 
@@ -163,6 +165,10 @@ pub(crate) struct Reader<'f> {
     /// TCP transfers without problems, in file order.
     tcp_plans: Vec<tcp::TcpPlan>,
 
+    // Striping.
+    /// Striped VCs without problems, in file order.
+    stripe_plans: Vec<stripe::StripePlan>,
+
     // ATOMIC.
     /// The ATOMIC part, once compiled.
     atomic: Option<AtomicNet>,
@@ -190,6 +196,7 @@ impl<'f> Reader<'f> {
             flows: Vec::new(),
             pings: Vec::new(),
             tcp_plans: Vec::new(),
+            stripe_plans: Vec::new(),
             atomic: None,
         }
     }
@@ -213,6 +220,7 @@ impl<'f> Reader<'f> {
         self.flows();
         self.pings();
         self.tcp();
+        self.stripes();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }
