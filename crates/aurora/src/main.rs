@@ -24,6 +24,7 @@ mod node;
 mod ping;
 mod port_report;
 mod run;
+mod stripe_report;
 mod tcp_report;
 mod tcp_trace;
 mod ttcp;

@@ -295,6 +295,10 @@ pub struct Report {
     /// host's books.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp: Option<crate::tcp_report::TcpReport>,
+    /// Striped VCs (`[[stripe]]`): each one's books, stripes, PDUs,
+    /// reordering and resequencing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripe: Option<crate::stripe_report::StripeReport>,
 }
 
 impl Report {
@@ -305,6 +309,9 @@ impl Report {
             self.pvc_imbalance(),
             crate::ip_books::imbalance(&self.ip_pvcs),
             self.tcp.as_ref().and_then(crate::tcp_report::imbalance),
+            self.stripe
+                .as_ref()
+                .and_then(crate::stripe_report::imbalance),
         ]
         .into_iter()
         .flatten()
@@ -599,6 +606,16 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
     r.tcp = crate::tcp_report::report(&net, end + drain);
+    let place_names = node_names(&names);
+    r.stripe = crate::stripe_report::report(
+        &net.stripes,
+        &net.pvcs,
+        &net.sim,
+        &ledger,
+        &|p| place_name(&place_names, p),
+        end + drain,
+        duration.as_secs_f64(),
+    );
     if let (Some(t), Some(dir)) = (r.tcp.as_mut(), traces) {
         t.traces = crate::tcp_trace::write_traces(&net, dir)?;
     }
@@ -848,6 +865,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
         contracts: Vec::new(),
         atomic: None,
         tcp: None,
+        stripe: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
     }
@@ -954,6 +972,9 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(t) = &r.tcp {
         s += &crate::tcp_report::text(t);
+    }
+    if let Some(t) = &r.stripe {
+        s += &crate::stripe_report::text(t);
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

@@ -229,6 +229,19 @@ impl Sender {
             && stop.is_none_or(|u| t < u)
     }
 
+    /// True while a greedy flow is still sending: it is never idle then, so
+    /// the striper's idle markers (which it would send between the bursts
+    /// in which a greedy flow makes its PDUs) are held back until it stops.
+    fn busy(&self, now: Instant, stop: Option<Instant>) -> bool {
+        self.greedy() && self.stats.pdus > 0 && self.may_start(now, stop)
+    }
+
+    /// When a flow stops making PDUs for want of time (its `until`, or the
+    /// host's stop), if it ever does.
+    fn stop_time(&self, stop: Option<Instant>) -> Option<Instant> {
+        [self.spec.schedule.until, stop].into_iter().flatten().min()
+    }
+
     /// True when some port of the flow has no room for another PDU.
     fn backlogged(&self) -> bool {
         self.spec
@@ -622,8 +635,10 @@ impl Node for StripeHost {
         self.receiver_timers(now);
         for k in 0..self.senders.len() {
             let s = &mut self.senders[k];
-            s.tx.handle_timeout(now, &mut s.out);
-            self.route(k, out);
+            if !s.busy(now, self.stop) {
+                s.tx.handle_timeout(now, &mut s.out);
+                self.route(k, out);
+            }
         }
         // Greedy flows fill their lines, and lines send, until neither can
         // go on at this instant; interval flows send what is due.
@@ -660,7 +675,12 @@ impl Node for StripeHost {
     fn poll_at(&self) -> Option<Instant> {
         let rx = self.receivers.iter().filter_map(|r| r.rx.poll_at());
         let tx = self.senders.iter().filter_map(|s| {
-            let markers = s.tx.poll_at();
+            // A busy greedy flow's idle markers wait until it stops: its
+            // last PDU, or the stop, whichever comes first, wakes it.
+            let markers = match s.tx.poll_at() {
+                Some(t) if s.busy(t, self.stop) => s.stop_time(self.stop),
+                t => t,
+            };
             let next = if s.greedy() {
                 // A greedy flow waits for its start, or for its lines (below).
                 (s.stats.pdus == 0).then_some(s.spec.schedule.start)
