@@ -207,6 +207,11 @@ enum Experiment {
     /// round trip; the coarse timer of the older TCPs, and Hoe's larger
     /// window after a loss with a burst limit.
     TcpLong,
+    /// Striping (examples/striping.toml): 4 x OC-3c against one OC-12c,
+    /// cells and PDUs as the unit, no sync, sequence numbers and markers,
+    /// skew from 0 to 5 ms, with and without loss; goodput, resequencing
+    /// delay and buffer occupancy.
+    Striping,
 }
 
 #[derive(Subcommand)]
@@ -726,6 +731,7 @@ fn main() -> ExitCode {
                 Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
                 Experiment::AckCompression => experiment::ack_compression(&out, secs),
                 Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
+                Experiment::Striping => experiment::striping(&out, secs),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,
