@@ -408,13 +408,14 @@ pub fn text(r: &StripeReport) -> String {
     let mut s = String::new();
     for v in &r.vcs {
         s += &format!(
-            "\nstriped VC {} ({} -> {}): {} units, {} sync, {} stripes{}\n",
+            "\nstriped VC {} ({} -> {}): {} units, {} sync, {} stripe{}{}\n",
             v.name,
             v.from,
             v.to,
             v.unit,
             v.sync,
             v.stripes.len(),
+            if v.stripes.len() == 1 { "" } else { "s" },
             if v.greedy { ", greedy" } else { "" }
         );
         let u = &v.units;
@@ -480,6 +481,145 @@ pub fn text(r: &StripeReport) -> String {
             "  resequencing delay (us): p50 {:.1}, p99 {:.1}, max {:.1}; held: max {} units ({} bytes), mean {:.1}\n",
             d.p50, d.p99, d.max, v.held_max, v.held_bytes_max, v.held_mean
         );
+    }
+    s
+}
+
+/// One end of a striped VC that a node process runs (`aurora node`): a
+/// process sees only its own end, so its books are its end's.
+#[derive(Debug, Serialize)]
+pub struct EndRow {
+    /// The entry's name.
+    pub name: String,
+    /// The host.
+    pub host: String,
+    /// `sender` or `receiver`.
+    pub role: String,
+    /// `cell`, `pdu` or `ip` units, and the sync method.
+    pub method: String,
+    /// PDUs made (sender) or delivered intact and in order (receiver).
+    pub pdus: u64,
+    /// Receiver: PDUs that failed the check, PDU numbers skipped, PDUs
+    /// out of order.
+    pub failed: u64,
+    /// See `failed`.
+    pub missing: u64,
+    /// See `failed`.
+    pub misordered: u64,
+    /// Units striped (sender) or delivered (receiver).
+    pub units: u64,
+    /// Receiver: units given up, per reason.
+    pub losses: Vec<(String, u64)>,
+    /// Receiver: units delivered out of order (RFC 4737 reordered).
+    pub reordered: u64,
+    /// Receiver: units held at the end.
+    pub held: u64,
+    /// Cells sent (sender, data and markers) or arrived (receiver), per stripe.
+    pub cells: Vec<u64>,
+    /// SDU bytes a second, Mb/s over the process's run.
+    pub mbps: f64,
+}
+
+/// The ends of `stripes` that run on hosts `host` finds, over a run of
+/// `secs` seconds.
+pub fn ends<'a>(
+    stripes: &[StripeInfo],
+    host: &dyn Fn(aurora_engine::NodeId) -> Option<&'a StripeHost>,
+    secs: f64,
+) -> Vec<EndRow> {
+    let secs = secs.max(1e-9);
+    let mut rows = Vec::new();
+    for s in stripes {
+        let method = format!("{} units, {} sync", s.unit.name(), s.sync.name());
+        if let Some((_, tx, st)) =
+            host(s.from_node).and_then(|h| h.senders().find(|(spec, _, _)| spec.name == s.name))
+        {
+            rows.push(EndRow {
+                name: s.name.clone(),
+                host: s.from.clone(),
+                role: "sender".into(),
+                method: method.clone(),
+                pdus: st.pdus,
+                failed: 0,
+                missing: 0,
+                misordered: 0,
+                units: tx.stats().units,
+                losses: Vec::new(),
+                reordered: 0,
+                held: 0,
+                cells: tx
+                    .stats()
+                    .per_stripe
+                    .iter()
+                    .map(|p| p.cells + p.markers)
+                    .collect(),
+                mbps: st.bytes as f64 * 8.0 / secs / 1e6,
+            });
+        }
+        if let Some((_, rx, got)) =
+            host(s.to_node).and_then(|h| h.receivers().find(|(spec, _, _)| spec.name == s.name))
+        {
+            let r = rx.stats();
+            rows.push(EndRow {
+                name: s.name.clone(),
+                host: s.to.clone(),
+                role: "receiver".into(),
+                method,
+                pdus: got.pdus,
+                failed: got.failed(),
+                missing: got.pdus_missing,
+                misordered: got.pdus_misordered,
+                units: r.delivered,
+                losses: aurora_stripe::Loss::ALL
+                    .iter()
+                    .map(|&l| (l.name().to_string(), r.discarded.get(l) + r.gaps.get(l)))
+                    .filter(|(_, n)| *n > 0)
+                    .collect(),
+                reordered: got.order.reordered(),
+                held: rx.held() as u64,
+                cells: r.per_stripe.iter().map(|p| p.cells).collect(),
+                mbps: got.bytes as f64 * 8.0 / secs / 1e6,
+            });
+        }
+    }
+    rows
+}
+
+/// A process's striped ends as text.
+pub fn ends_text(rows: &[EndRow]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n{:<16} {:<10} {:<9} {:<22} {:>7} {:>9} {:>7} {:>7} {:>9} {:>8}\n",
+        "striped VC",
+        "host",
+        "role",
+        "method",
+        "PDUs",
+        "units",
+        "failed",
+        "missing",
+        "reordered",
+        "Mb/s"
+    );
+    for r in rows {
+        s += &format!(
+            "{:<16} {:<10} {:<9} {:<22} {:>7} {:>9} {:>7} {:>7} {:>9} {:>8.1}\n",
+            r.name,
+            r.host,
+            r.role,
+            r.method,
+            r.pdus,
+            r.units,
+            r.failed,
+            r.missing,
+            r.reordered,
+            r.mbps
+        );
+        for (why, n) in &r.losses {
+            s += &format!("{:<4}lost {n} units ({why})\n", "");
+        }
     }
     s
 }
