@@ -22,6 +22,7 @@
 //! # sdu_min = 64           # sizes spread from sdu_min to sdu (default: all sdu)
 //! count = 1000             # PDUs; or duration = "1s"; neither: until the run stops
 //! interval = "200us"       # time between PDUs; leave out for a greedy flow
+//! # rate = "300Mbps"       # or the SDU bits offered a second (bps, kbps, Mbps, Gbps)
 //! start = "0ms"
 //! quantum = 1536           # pdu and ip units: surplus round robin, bytes per round
 //! marker_interval = 32     # marker sync: units per stripe between markers
@@ -40,7 +41,7 @@
 //! | `sync` | `marker` | |
 //! | `sdu`, `sdu_min` | — , `sdu` | cells 16 to 65535; pdu 8 to 65535; ip 28 to 65535 (4 less with sequence sync) |
 //! | `count` / `duration` | until the run stops | 1 to 10^9 / 1 ns to 24 h |
-//! | `interval` | greedy | 1 ns to 1 h |
+//! | `interval` / `rate` | greedy | 1 ns to 1 h / at most one of the two |
 //! | `start` | 0 | 0 to 24 h |
 //! | `quantum` | 1536 | 1 to 2^24 |
 //! | `marker_interval` | 32 (cells), 4 (pdu, ip) | 1 to 65535 |
@@ -97,6 +98,9 @@ pub struct StripeDef {
     /// Time between PDUs (default: greedy).
     #[serde(default)]
     pub interval: Option<String>,
+    /// SDU bits offered a second, instead of `interval` (`"300Mbps"`).
+    #[serde(default)]
+    pub rate: Option<String>,
     /// When the first PDU goes (default 0).
     #[serde(default)]
     pub start: Option<String>,

@@ -289,6 +289,13 @@ fn without_sync_misordering_after_a_loss_is_measured_not_hidden() {
 fn every_mistake_in_a_stripe_entry_is_reported_with_its_line() {
     let good = network(&[0, 100], &[], true, "sdu = 100\ncount = 1");
     aurora_topo::compile(&good).unwrap_or_else(|p| panic!("{p}"));
+    let paced = network(
+        &[0, 100],
+        &[],
+        true,
+        "sdu = 1000\nrate = \"8Mbps\"\ncount = 5",
+    );
+    aurora_topo::compile(&paced).unwrap_or_else(|p| panic!("{p}"));
     let cases: &[(&str, &str)] = &[
         (
             "unit = \"atm\"\nsdu = 100",
@@ -322,6 +329,14 @@ fn every_mistake_in_a_stripe_entry_is_reported_with_its_line() {
         (
             "sdu = 100\ninterval = \"fast\"",
             "stripe \"s\": interval: \"fast\" is not a duration",
+        ),
+        (
+            "sdu = 100\ninterval = \"1ms\"\nrate = \"1Mbps\"",
+            "stripe \"s\": give interval or rate, not both",
+        ),
+        (
+            "sdu = 100\nrate = \"fast\"",
+            "stripe \"s\": rate: \"fast\" is not a bit rate",
         ),
     ];
     for (fields, want) in cases {

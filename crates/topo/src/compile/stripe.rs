@@ -118,7 +118,7 @@ impl<'f> Reader<'f> {
                 }
             };
             let sdu = sdu_range(c, span.clone(), &me, d, unit, sync);
-            let schedule = schedule(c, span.clone(), &me, d);
+            let schedule = schedule(c, span.clone(), &me, d, sdu);
             let cfg = settings(c, span.clone(), &me, d, unit, sync, sdu);
             if self.c.problems.len() > before {
                 continue;
@@ -451,8 +451,36 @@ fn sdu_range(
     Some((min as usize, max as usize))
 }
 
-/// When entry `me` sends.
-fn schedule(c: &mut Ctx, span: Range<usize>, me: &str, d: &StripeDef) -> Option<Schedule> {
+/// Reads a bit rate: a number with `bps`, `kbps`, `Mbps` or `Gbps`
+/// (powers of 1000), as linux-atm writes them.
+fn bit_rate(s: &str) -> Result<f64, String> {
+    let bad = || format!("\"{s}\" is not a bit rate (a number with bps, kbps, Mbps or Gbps)");
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult = match unit.trim() {
+        "bps" => 1.0,
+        "kbps" => 1e3,
+        "Mbps" => 1e6,
+        "Gbps" => 1e9,
+        _ => return Err(bad()),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v * mult),
+        _ => Err(bad()),
+    }
+}
+
+/// When entry `me`, of SDUs of `sdu` bytes, sends.
+fn schedule(
+    c: &mut Ctx,
+    span: Range<usize>,
+    me: &str,
+    d: &StripeDef,
+    sdu: Option<(usize, usize)>,
+) -> Option<Schedule> {
     let start = duration_or(
         c,
         span.clone(),
@@ -461,9 +489,16 @@ fn schedule(c: &mut Ctx, span: Range<usize>, me: &str, d: &StripeDef) -> Option<
         Duration::ZERO,
         START_RANGE,
     );
-    let interval = match &d.interval {
-        None => Some(None),
-        Some(s) => duration_in(
+    let interval = match (&d.interval, &d.rate) {
+        (None, None) => Some(None),
+        (Some(_), Some(_)) => {
+            c.at(
+                span.clone(),
+                format!("{me}: give interval or rate, not both"),
+            );
+            None
+        }
+        (Some(s), None) => duration_in(
             c,
             span.clone(),
             &format!("{me}: interval"),
@@ -471,6 +506,25 @@ fn schedule(c: &mut Ctx, span: Range<usize>, me: &str, d: &StripeDef) -> Option<
             INTERVAL_RANGE,
         )
         .map(Some),
+        (None, Some(r)) => match bit_rate(r) {
+            Err(m) => {
+                c.at(span.clone(), format!("{me}: rate: {m}"));
+                None
+            }
+            // The mean SDU's bits at that rate (an SDU range that was
+            // wrong has been reported with it).
+            Ok(bps) => sdu.and_then(|(lo, hi)| {
+                let ns = ((lo + hi) as f64 * 4.0 * 1e9 / bps).round();
+                duration_in(
+                    c,
+                    span.clone(),
+                    &format!("{me}: rate {r} gives an interval that"),
+                    &format!("{ns}ns"),
+                    INTERVAL_RANGE,
+                )
+                .map(Some)
+            }),
+        },
     };
     let (count, until) = match (d.count, &d.duration) {
         (Some(_), Some(_)) => {
