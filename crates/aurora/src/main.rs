@@ -25,6 +25,7 @@ mod node;
 mod ping;
 mod port_report;
 mod run;
+mod stripe_report;
 mod tcp_report;
 mod tcp_trace;
 mod ttcp;
@@ -246,6 +247,11 @@ enum Experiment {
     /// model, the best interburst delay found by a sweep; frame rate and
     /// Mb/s per picture size and format. Runs at least 3 s per case.
     Vidboard,
+    /// Striping (examples/striping.toml): 4 x OC-3c against one OC-12c,
+    /// cells and PDUs as the unit, no sync, sequence numbers and markers,
+    /// skew from 0 to 5 ms, with and without loss; goodput, resequencing
+    /// delay and buffer occupancy.
+    Striping,
 }
 
 #[derive(Subcommand)]
@@ -785,6 +791,7 @@ fn main() -> ExitCode {
                 Experiment::AckCompression => experiment::ack_compression(&out, secs),
                 Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
                 Experiment::Vidboard => experiment::vidboard(&out, secs.max(3.0)),
+                Experiment::Striping => experiment::striping(&out, secs),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

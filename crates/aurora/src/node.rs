@@ -70,6 +70,9 @@ pub struct NodeReport {
     /// flows (those its hosts send or receive), hosts and drops.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub atomic: Option<crate::atomic_report::AtomicReport>,
+    /// The ends of striped VCs the process's hosts run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stripes: Vec<crate::stripe_report::EndRow>,
 }
 
 /// What crossed an IP host's TUN interface.
@@ -430,6 +433,11 @@ fn run_process<F: Carries<CellBytes>>(
             Some(crate::run::ip_row(&m.name, n))
         })
         .collect();
+    let stripes = crate::stripe_report::ends(
+        &info.stripes,
+        &|id| local(id).and_then(|l| p.engine.node::<aurora_stripe::StripeHost>(l)),
+        secs,
+    );
     Ok(NodeReport {
         name: p.names.join(","),
         nodes: p.members.iter().map(|m| m.name.clone()).collect(),
@@ -444,6 +452,7 @@ fn run_process<F: Carries<CellBytes>>(
         tun: tun_rows(&p),
         lateness,
         atomic: None,
+        stripes,
     })
 }
 
@@ -589,6 +598,7 @@ pub fn text(r: &NodeReport) -> String {
     s += &links_text(&r.links, "cells");
     s += &crate::run::ip_text(&r.ip);
     s += &tun_text(&r.tun);
+    s += &crate::stripe_report::ends_text(&r.stripes);
     for (f, cells, pdus, dropped) in &r.captures {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"

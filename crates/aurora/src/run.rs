@@ -298,6 +298,10 @@ pub struct Report {
     /// Cameras and viewers (`[[camera]]`, `[[viewer]]`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub video: Option<crate::video_report::VideoReport>,
+    /// Striped VCs (`[[stripe]]`): each one's books, stripes, PDUs,
+    /// reordering and resequencing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stripe: Option<crate::stripe_report::StripeReport>,
 }
 
 impl Report {
@@ -309,6 +313,9 @@ impl Report {
             crate::ip_books::imbalance(&self.ip_pvcs),
             self.tcp.as_ref().and_then(crate::tcp_report::imbalance),
             self.video.as_ref().and_then(crate::video_report::imbalance),
+            self.stripe
+                .as_ref()
+                .and_then(crate::stripe_report::imbalance),
         ]
         .into_iter()
         .flatten()
@@ -492,6 +499,9 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         if let Some(h) = net.sim.node_mut::<TrafficHost>(*id) {
             h.stop_sending_at(end);
         }
+        if let Some(h) = net.sim.node_mut::<aurora_stripe::StripeHost>(*id) {
+            h.stop_sending_at(end);
+        }
     }
     crate::video_report::stop_at(&mut net, end);
     let ledger = Arc::new(Mutex::new(Ledger::new()));
@@ -602,6 +612,16 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     }
     r.tcp = crate::tcp_report::report(&net, end + drain);
     r.video = crate::video_report::report(&net, end);
+    let place_names = node_names(&names);
+    r.stripe = crate::stripe_report::report(
+        &net.stripes,
+        &net.pvcs,
+        &net.sim,
+        &ledger,
+        &|p| place_name(&place_names, p),
+        end + drain,
+        duration.as_secs_f64(),
+    );
     if let (Some(t), Some(dir)) = (r.tcp.as_mut(), traces) {
         t.traces = crate::tcp_trace::write_traces(&net, dir)?;
     }
@@ -852,6 +872,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
         atomic: None,
         tcp: None,
         video: None,
+        stripe: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
     }
@@ -961,6 +982,9 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(v) = &r.video {
         s += &crate::video_report::text(v);
+    }
+    if let Some(t) = &r.stripe {
+        s += &crate::stripe_report::text(t);
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

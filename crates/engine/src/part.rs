@@ -558,6 +558,8 @@ impl<F: Frame> Part<F> {
     /// Runs one event.
     #[inline]
     fn step(&mut self, at: Instant, kind: Kind) {
+        // The time the event was scheduled for: what a wake is known by.
+        let due = at;
         {
             // Time never runs backwards: an event that a wall-clock run
             // reaches after a batch took the clock past it runs then (it
@@ -631,7 +633,11 @@ impl<F: Frame> Part<F> {
                     }
                 }
                 Kind::Wake { node } => {
-                    if self.wake[node as usize] != Some(at) {
+                    // Known by the time it was scheduled for, not the time it
+                    // runs: under the wall clock a batch delivered before it
+                    // may have moved the clock past it, and the wake is
+                    // still the node's.
+                    if self.wake[node as usize] != Some(due) {
                         return; // superseded
                     }
                     self.wake[node as usize] = None;

@@ -110,6 +110,10 @@ pub struct Ledger {
     /// longer reach its receiver (AAL5's books by PDU, whatever the
     /// PDU carries).
     ends: BTreeMap<(Loss, VcId), u64>,
+    /// Every cell dropped (data, OAM and resource-management alike), per
+    /// place, reason and the VC in its header: what striped VCs' books
+    /// read, since their cells carry no tags.
+    by_vc: BTreeMap<(Loss, VcId), u64>,
     overflow: u64,
 }
 
@@ -127,10 +131,16 @@ impl Ledger {
     /// `cell` was dropped at `at`, at `place`, for `reason`.
     pub fn dropped(&mut self, at: Instant, place: Place, reason: &'static str, cell: &CellBytes) {
         let c = repaired(cell);
+        let loss = Loss { place, reason };
+        let key = (loss, vc_of(&c));
+        if self.by_vc.len() < MAX_RECORDS || self.by_vc.contains_key(&key) {
+            *self.by_vc.entry(key).or_default() += 1;
+        } else {
+            self.overflow += 1;
+        }
         if !is_user(&c) {
             return;
         }
-        let loss = Loss { place, reason };
         *self.cells.entry(loss).or_default() += 1;
         if c[3] & 0x02 != 0 {
             if self.ends.len() < MAX_RECORDS || self.ends.contains_key(&(loss, vc_of(&c))) {
@@ -182,6 +192,9 @@ impl Ledger {
         for (k, n) in other.ends {
             *self.ends.entry(k).or_default() += n;
         }
+        for (k, n) in other.by_vc {
+            *self.by_vc.entry(k).or_default() += n;
+        }
         self.overflow += other.overflow;
     }
 
@@ -198,6 +211,19 @@ impl Ledger {
     /// End-of-message data cells dropped, per place, reason and VC.
     pub fn ends(&self) -> &BTreeMap<(Loss, VcId), u64> {
         &self.ends
+    }
+
+    /// Cells of any kind dropped at `place` with `vc` in their header,
+    /// per reason.
+    pub fn dropped_on(
+        &self,
+        place: Place,
+        vc: VcId,
+    ) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.by_vc
+            .iter()
+            .filter(move |((l, v), _)| l.place == place && *v == vc)
+            .map(|((l, _), n)| (l.reason, *n))
     }
 
     /// Records that did not fit in the ledger (PDUs charged, or places

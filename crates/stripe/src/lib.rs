@@ -25,6 +25,8 @@
 //! | [`rx`] | the receiver, [`Destriper`], and what it delivers ([`Delivery`]) |
 //! | [`counters`] | [`Loss`] and [`Reject`] reasons, [`RxStats`], the accounting identities |
 //! | [`metrics`] | RFC 4737 [`Reordering`], latency [`Histogram`], buffer [`Occupancy`] |
+//! | [`content`] | what a striping host's flows carry: stamped, checkable PDUs, and their framing over cell units |
+//! | [`node`] | [`StripeHost`], an `aurora_net::Node` that sends and receives striped VCs |
 //!
 //! # Units and balance
 //!
@@ -77,17 +79,21 @@
 //! `sent = delivered + discarded + gaps + held + unknown`, and every unit
 //! that arrived is delivered, discarded or held. See [`counters`].
 //!
-//! # Not here
+//! # In the network
 //!
-//! Internal splitting inside a switch pair, links, skew models and topology
-//! integration belong to the engine and topology crates; this crate is the
-//! protocol core they will drive.
+//! [`StripeHost`] puts the core into the cell network: a host node with any
+//! number of ports that sends logical flows striped over member VCs and
+//! receives and checks striped VCs. Topology files describe striped VCs
+//! with `[[stripe]]` entries (see `aurora-topo`), and `aurora run` reports
+//! them. Internal splitting inside a switch pair is not here.
 
 pub mod balance;
 pub mod config;
+pub mod content;
 pub mod counters;
 pub mod format;
 pub mod metrics;
+pub mod node;
 pub mod rx;
 pub mod tx;
 
@@ -100,5 +106,6 @@ pub use config::{Config, ConfigError, Problem, RxLimits, SyncMode, UnitKind};
 pub use counters::{Loss, LossCounts, Reject, RejectCounts, RxStats, StripeRxStats};
 pub use format::Marker;
 pub use metrics::{Histogram, Occupancy, Reordering};
+pub use node::{RecvSpec, RecvStats, Schedule, SendSpec, SendStats, StripeHost};
 pub use rx::{Delivery, Destriper, Payload};
 pub use tx::{CellFlags, StripeTxStats, Striper, TxError, TxStats};

@@ -60,6 +60,15 @@
 //! [[viewer]]                # a workstation watching it, closed loop or a stream
 //! name = "v1"
 //! camera = "cam1"
+//! [[stripe]]                # one logical VC striped over member PVCs (see `stripe`)
+//! name = "wide"
+//! from = "h1"
+//! to = "h3"
+//! pvcs = ["m0", "m1", "m2", "m3"]
+//! unit = "cell"             # cell | pdu | ip
+//! sync = "marker"           # none | sequence | marker
+//! sdu = 9180
+//! count = 1000              # interval = "100us" to pace; left out: greedy
 //! ```
 
 use std::fmt;
@@ -80,6 +89,7 @@ mod mixed;
 mod process;
 mod pvc;
 pub mod qos;
+pub mod stripe;
 pub mod tcp;
 pub mod video;
 pub use atomic::AtomicNet;
@@ -141,6 +151,9 @@ pub struct File {
     /// Viewers of the cameras.
     #[serde(default)]
     pub viewer: Vec<Spanned<video::ViewerDef>>,
+    /// Striped VCs between hosts.
+    #[serde(default)]
+    pub stripe: Vec<Spanned<stripe::StripeDef>>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).
@@ -244,6 +257,10 @@ pub struct HostDef {
     /// number of workers); unpinned nodes go where the planner puts them.
     #[serde(default)]
     pub worker: Option<u16>,
+    /// Number of ports (default 1); more than one only for the ends of
+    /// striped VCs, whose links are then named `host:port`.
+    #[serde(default)]
+    pub ports: Option<u16>,
     /// Its address and subnet, as `10.1.0.1/24`.
     #[serde(default)]
     pub ip: Option<String>,
@@ -555,6 +572,8 @@ pub struct Network<F: aurora_net::Frame = aurora_wire::CellBytes> {
     pub tcp: Vec<tcp::TcpInfo>,
     /// Cameras and viewers (`[[camera]]`, `[[viewer]]`).
     pub video: video::VideoInfo,
+    /// Striped VCs (`[[stripe]]`), in file order.
+    pub stripes: Vec<stripe::StripeInfo>,
 }
 
 impl<F: aurora_net::Frame> Network<F> {
@@ -811,6 +830,8 @@ pub struct Blueprint {
     pub tcp: Vec<tcp::TcpInfo>,
     /// Cameras and viewers (`[[camera]]`, `[[viewer]]`).
     pub video: video::VideoInfo,
+    /// Striped VCs (`[[stripe]]`), in file order.
+    pub stripes: Vec<stripe::StripeInfo>,
 }
 
 /// A blueprint's names and circuits, kept for reporting after a run.
@@ -828,6 +849,8 @@ pub struct BlueprintInfo {
     pub links: Vec<(LinkEnd, LinkEnd)>,
     /// PVCs.
     pub pvcs: Vec<PvcInfo>,
+    /// Striped VCs (`[[stripe]]`), in file order.
+    pub stripes: Vec<stripe::StripeInfo>,
 }
 
 /// Reads and checks a topology file and compiles it, ready for a driver.
@@ -894,6 +917,8 @@ impl Blueprint {
         for (_, id) in &self.hosts {
             let node: &mut dyn std::any::Any = self.nodes[id.0 as usize].as_mut();
             if let Some(h) = node.downcast_mut::<TrafficHost>() {
+                h.stop_sending_at(t);
+            } else if let Some(h) = node.downcast_mut::<aurora_stripe::StripeHost>() {
                 h.stop_sending_at(t);
             }
         }
@@ -966,6 +991,7 @@ impl Blueprint {
             ports,
             tcp: self.tcp,
             video: self.video,
+            stripes: self.stripes,
         })
     }
 

@@ -323,6 +323,7 @@ impl Blueprint {
             ports: Vec::new(),
             tcp: self.tcp,
             video: self.video,
+            stripes: self.stripes,
         })
     }
 
@@ -364,6 +365,7 @@ impl Blueprint {
             ip_nodes: self.ip_nodes,
             links: self.links.into_iter().map(|(a, b, _)| (a, b)).collect(),
             pvcs: self.pvcs,
+            stripes: self.stripes,
         };
         Ok(MixedProcess {
             process,

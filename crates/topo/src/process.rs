@@ -307,6 +307,7 @@ impl Blueprint {
             ports,
             tcp: _,
             video: _,
+            stripes,
         } = self;
         if !ports.is_empty() {
             return Err(crate::qos::NO_PORTS_HERE.into());
@@ -364,6 +365,7 @@ impl Blueprint {
             ip_nodes,
             links: links.into_iter().map(|(a, b, _)| (a, b)).collect(),
             pvcs,
+            stripes,
         };
         Ok((process, info))
     }

@@ -22,6 +22,8 @@ use aurora_wire::cell::VcId;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     Host,
+    /// A host with this many ports (more than one): the end of striped VCs.
+    MultiHost(u16),
     /// An ATM switch with this many ports.
     Switch(u16),
     /// A VuNet (header-routed) switch with this many ports.
@@ -41,7 +43,7 @@ impl Kind {
     pub(crate) fn ports(self) -> Option<u16> {
         match self {
             Kind::Host | Kind::Camera | Kind::Viewer => None,
-            Kind::Switch(n) | Kind::VuSwitch(n) | Kind::Router(n) => Some(n),
+            Kind::MultiHost(n) | Kind::Switch(n) | Kind::VuSwitch(n) | Kind::Router(n) => Some(n),
             Kind::Relay => Some(2),
         }
     }
@@ -49,6 +51,7 @@ impl Kind {
     pub(crate) fn describe(self) -> &'static str {
         match self {
             Kind::Host => "host",
+            Kind::MultiHost(_) => "multi-port host",
             Kind::Switch(_) => "switch",
             Kind::VuSwitch(_) => "VuNet switch",
             Kind::Relay => "relaying link",
@@ -60,7 +63,7 @@ impl Kind {
 
     /// Hosts and routers: where PVCs start and end.
     pub(crate) fn is_end(self) -> bool {
-        matches!(self, Kind::Host | Kind::Router(_))
+        matches!(self, Kind::Host | Kind::MultiHost(_) | Kind::Router(_))
     }
 }
 
@@ -290,7 +293,12 @@ pub(crate) fn route(
                     }
                 }
             }
-            Kind::VuSwitch(_) | Kind::Host | Kind::Router(_) | Kind::Camera | Kind::Viewer => {}
+            Kind::VuSwitch(_)
+            | Kind::Host
+            | Kind::MultiHost(_)
+            | Kind::Router(_)
+            | Kind::Camera
+            | Kind::Viewer => {}
         }
     }
     if matches!(kinds[1], Kind::VuSwitch(_)) {

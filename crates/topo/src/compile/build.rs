@@ -9,6 +9,7 @@ use aurora_ip::node::IpNode;
 use aurora_net::oam::Ping;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::vunet::VunetSwitch;
+use aurora_stripe::StripeHost;
 use aurora_tcp::host::{SinkSpec, SourceSpec, TcpHost};
 use aurora_wire::cell::Format;
 
@@ -38,6 +39,7 @@ impl Reader<'_> {
             tcp_plans,
             cameras,
             viewers,
+            stripe_plans,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -130,6 +132,22 @@ impl Reader<'_> {
             if h.get_ref().ip.is_some() {
                 let id = NodeId(nodes.len() as u32);
                 nodes.push(add_ip_node(name, id)?);
+                ids.insert(name.clone(), id);
+                hosts_out.push((name.clone(), id));
+                continue;
+            }
+            if stripe_plans
+                .iter()
+                .any(|p| &p.info.from == name || &p.info.to == name)
+            {
+                let ports = match kinds.get(name) {
+                    Some(Kind::MultiHost(n)) => usize::from(*n),
+                    _ => 1,
+                };
+                let bits = entries.host_bits.get(name).map_or(&[][..], Vec::as_slice);
+                let host = striping_host(name, ports, &links, bits, &stripe_plans)?;
+                let id = NodeId(nodes.len() as u32);
+                nodes.push(Box::new(host));
                 ids.insert(name.clone(), id);
                 hosts_out.push((name.clone(), id));
                 continue;
@@ -255,6 +273,15 @@ impl Reader<'_> {
                 info
             })
             .collect();
+        let stripes = stripe_plans
+            .into_iter()
+            .map(|p| {
+                let mut info = p.info;
+                info.from_node = ids[&info.from];
+                info.to_node = ids[&info.to];
+                info
+            })
+            .collect();
         Ok(Blueprint {
             nodes,
             hosts: hosts_out,
@@ -270,8 +297,56 @@ impl Reader<'_> {
             ports: port_plans,
             tcp,
             video,
+            stripes,
         })
     }
+}
+
+/// The striping host `name` with `ports` ports: each port paced at its
+/// link's cell time, the routing bits `bits` on its VCs, and the sending
+/// and receiving ends of every striped VC in `plans` that it is an end of.
+fn striping_host(
+    name: &str,
+    ports: usize,
+    links: &[(
+        super::End,
+        super::End,
+        aurora_engine::LinkSpec,
+        Option<crate::Transport>,
+    )],
+    bits: &[(aurora_wire::cell::VcId, u8)],
+    plans: &[super::stripe::StripePlan],
+) -> Result<StripeHost, Problems> {
+    let fail = |msg: String| {
+        Problems(vec![crate::Problem {
+            line: 0,
+            col: 0,
+            msg: format!("host \"{name}\": {msg}"),
+        }])
+    };
+    let mut h = StripeHost::new(ports, Format::Uni);
+    for (a, b, spec, _) in links {
+        for (node, port) in [a, b] {
+            if node == name {
+                let ct = (1e9 / spec.rate).round().max(1.0) as i64;
+                h.set_line(*port, aurora_time::Duration::from_nanos(ct));
+            }
+        }
+    }
+    for &(vc, b) in bits {
+        h.set_route_bits(vc, b);
+    }
+    for p in plans {
+        if p.info.from == name {
+            h.add_sender(p.send.clone())
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        if p.info.to == name {
+            h.add_receiver(p.recv.clone())
+                .map_err(|e| fail(e.to_string()))?;
+        }
+    }
+    Ok(h)
 }
 
 /// The TCP host `name` (node `id`): IP node `ip` with `sources` and

@@ -13,6 +13,7 @@
 //! | [`Reader::flows`], [`Reader::pings`] | `traffic.rs` | flows and pings on PVCs |
 //! | [`Reader::tcp`] | `tcp.rs` | TCP transfers: their ends, amounts and settings |
 //! | [`Reader::video_nodes`], [`Reader::video`] | `video.rs` | cameras and viewers: sources, requests, host models, their circuits |
+//! | [`Reader::stripes`] | `stripe.rs` | striped VCs: their ends, member PVCs, unit, method, schedule and limits |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -39,6 +40,7 @@ mod links;
 mod nodes;
 mod pvc;
 mod qos;
+mod stripe;
 mod tcp;
 mod traffic;
 mod video;
@@ -170,6 +172,9 @@ pub(crate) struct Reader<'f> {
     cameras: Vec<video::CameraPlan>,
     /// Viewers without problems, in file order.
     viewers: Vec<video::ViewerPlan>,
+    // Striping.
+    /// Striped VCs without problems, in file order.
+    stripe_plans: Vec<stripe::StripePlan>,
 
     // ATOMIC.
     /// The ATOMIC part, once compiled.
@@ -200,6 +205,7 @@ impl<'f> Reader<'f> {
             tcp_plans: Vec::new(),
             cameras: Vec::new(),
             viewers: Vec::new(),
+            stripe_plans: Vec::new(),
             atomic: None,
         }
     }
@@ -225,6 +231,7 @@ impl<'f> Reader<'f> {
         self.pings();
         self.tcp();
         self.video();
+        self.stripes();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }

@@ -58,8 +58,37 @@ impl Reader<'_> {
             self.declared.push((sw.span(), &d.name, kind));
         }
         for h in &file.host {
-            self.declared
-                .push((h.span(), &h.get_ref().name, Kind::Host));
+            let d = h.get_ref();
+            let kind = match d.ports {
+                None | Some(1) => Kind::Host,
+                Some(0) => {
+                    c.at(h.span(), format!("host \"{}\" has no ports", d.name));
+                    Kind::Host
+                }
+                Some(n) if n > MAX_PORTS => {
+                    c.at(
+                        h.span(),
+                        format!(
+                            "host \"{}\" has {n} ports; a host has 1 to {MAX_PORTS}",
+                            d.name
+                        ),
+                    );
+                    Kind::Host
+                }
+                Some(n) => {
+                    if d.ip.is_some() {
+                        c.at(
+                            h.span(),
+                            format!(
+                                "host \"{}\" has ip and {n} ports; an IP host has one port",
+                                d.name
+                            ),
+                        );
+                    }
+                    Kind::MultiHost(n)
+                }
+            };
+            self.declared.push((h.span(), &d.name, kind));
         }
         for r in &file.relay {
             let d = r.get_ref();

@@ -135,7 +135,10 @@ impl Reader<'_> {
     fn port(&mut self, span: Range<usize>, d: &PortDef) -> Option<PortPlan> {
         let (node, port) = self.link_end(span.clone(), &d.at)?;
         let c = &mut self.c;
-        if !matches!(self.kinds[&node], Kind::Switch(_) | Kind::Host) {
+        if !matches!(
+            self.kinds[&node],
+            Kind::Switch(_) | Kind::Host | Kind::MultiHost(_)
+        ) {
             c.at(
                 span,
                 format!(
