@@ -20,6 +20,32 @@ pub(crate) fn plain_name(name: &str) -> bool {
             .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
 }
 
+/// Checks the name of an entry (`me` says which, as `tcp "t1"`) declared
+/// at `span` on `line`: plain, and not given to another entry of its
+/// kind before (`names`, each with its line). Says what is wrong there.
+pub(super) fn entry_name<'f>(
+    c: &mut Ctx,
+    span: Range<usize>,
+    me: &str,
+    name: &'f str,
+    line: usize,
+    names: &mut BTreeMap<&'f str, usize>,
+) {
+    if !plain_name(name) {
+        c.at(
+            span,
+            format!("{me}: a name must be letters, digits, '-', '_' or '.', not starting with '.'"),
+        );
+    } else if let Some(first) = names.get(name) {
+        c.at(
+            span,
+            format!("{me} is defined twice (first at line {first}); give each its own name"),
+        );
+    } else {
+        names.insert(name, line);
+    }
+}
+
 /// The names one set of things in a file has taken (its nodes, or its
 /// PVCs): where a name given twice is found. Each name keeps what took
 /// it and where.

@@ -12,7 +12,7 @@ use aurora_stripe::{Config, RxLimits, SyncMode, UnitKind};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 
-use super::checks::{duration_in, plain_name, DurationRange, INTERVAL_RANGE, START_RANGE};
+use super::checks::{duration_in, entry_name, DurationRange, INTERVAL_RANGE, START_RANGE};
 use super::{Ctx, Reader};
 use crate::pvc::Kind;
 use crate::stripe::{StripeDef, StripeInfo, MAX_BUFFER_UNITS, MAX_IDLE_REPEATS};
@@ -60,23 +60,7 @@ impl<'f> Reader<'f> {
             let before = self.c.problems.len();
             let (line, _) = self.c.place(span.start);
             let me = format!("stripe \"{}\"", d.name);
-            if !plain_name(&d.name) {
-                self.c.at(
-                    span.clone(),
-                    format!(
-                        "{me}: a name must be letters, digits, '-', '_' or '.', not starting with '.'"
-                    ),
-                );
-            } else if let Some(first) = names.get(d.name.as_str()) {
-                self.c.at(
-                    span.clone(),
-                    format!(
-                        "{me} is defined twice (first at line {first}); give each its own name"
-                    ),
-                );
-            } else {
-                names.insert(&d.name, line);
-            }
+            entry_name(&mut self.c, span.clone(), &me, &d.name, line, &mut names);
             for (field, host) in [("from", &d.from), ("to", &d.to)] {
                 if self.stripe_end(span.clone(), &me, field, host) {
                     ends.insert(host);

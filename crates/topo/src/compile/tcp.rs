@@ -11,7 +11,7 @@ use aurora_tcp::conn::{Config, Endpoint, Variant};
 use aurora_tcp::host::{Amount, SinkSpec, SourceSpec};
 use aurora_time::{Duration, Instant};
 
-use super::checks::{duration_in, plain_name, DurationRange, START_RANGE};
+use super::checks::{duration_in, entry_name, DurationRange, START_RANGE};
 use super::{Ctx, Reader};
 use crate::pvc::Kind;
 use crate::tcp::{
@@ -165,23 +165,7 @@ impl<'f> Reader<'f> {
             let before = self.c.problems.len();
             let (line, _) = self.c.place(span.start);
             let me = format!("tcp \"{}\"", d.name);
-            if !plain_name(&d.name) {
-                self.c.at(
-                    span.clone(),
-                    format!(
-                        "{me}: a name must be letters, digits, '-', '_' or '.', not starting with '.'"
-                    ),
-                );
-            } else if let Some(first) = names.get(d.name.as_str()) {
-                self.c.at(
-                    span.clone(),
-                    format!(
-                        "{me} is defined twice (first at line {first}); give each transfer its own name"
-                    ),
-                );
-            } else {
-                names.insert(&d.name, line);
-            }
+            entry_name(&mut self.c, span.clone(), &me, &d.name, line, &mut names);
             let from = self.tcp_end(span.clone(), &me, "from", &d.from, &hosts);
             let to = self.tcp_end(span.clone(), &me, "to", &d.to, &hosts);
             let c = &mut self.c;
