@@ -20,10 +20,10 @@ use std::collections::BTreeMap;
 use aurora_engine::carry::Carries;
 use aurora_engine::{Engine, NodeId};
 use aurora_ip::node::IpNode;
-use aurora_net::accounting::{Ledger, Side};
+use aurora_net::accounting::{is_user, repaired, vc_of, Ledger, Side};
 use aurora_net::PortId;
 use aurora_topo::{PvcHop, PvcInfo};
-use aurora_wire::cell::{Format, Header, VcId};
+use aurora_wire::cell::VcId;
 use aurora_wire::CellBytes;
 use serde::Serialize;
 
@@ -57,22 +57,15 @@ pub struct IpPvcRow {
 fn ends_in_flight<F: Carries<CellBytes>>(view: &Engine<F>) -> BTreeMap<(u32, PortId, VcId), u64> {
     let mut m = BTreeMap::new();
     view.for_each_in_flight(&mut |n, p, f| {
-        if let Some(c) = f.peek() {
-            if is_user_end(c) {
-                *m.entry((n.0, p, vc_of(c))).or_default() += 1;
+        // Read as the ledger reads a dropped cell: a header's single-bit
+        // error repaired first.
+        if let Some(c) = f.peek().map(repaired) {
+            if is_user(&c) && c[3] & 0x02 != 0 {
+                *m.entry((n.0, p, vc_of(&c))).or_default() += 1;
             }
         }
     });
     m
-}
-
-/// A user-data cell (PTI 0xx) that ends its PDU.
-fn is_user_end(c: &CellBytes) -> bool {
-    c[3] & 0x08 == 0 && c[3] & 0x02 != 0
-}
-
-fn vc_of(c: &CellBytes) -> VcId {
-    Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni).vc()
 }
 
 /// The books of every PVC whose two ends are IP nodes in this engine,

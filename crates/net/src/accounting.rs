@@ -67,7 +67,7 @@ pub const MAX_RECORDS: usize = 1 << 20;
 /// A cell's header with a single-bit error repaired (from the HEC
 /// syndrome), so a cell dropped for its header can still be told apart
 /// from OAM; the cell unchanged when that cannot be done.
-fn repaired(cell: &CellBytes) -> CellBytes {
+pub fn repaired(cell: &CellBytes) -> CellBytes {
     let mut c = *cell;
     let h: [u8; 5] = [c[0], c[1], c[2], c[3], c[4]];
     let s = aurora_wire::crc::hec_syndrome(&h);
@@ -84,7 +84,7 @@ fn repaired(cell: &CellBytes) -> CellBytes {
 
 /// True for a cell that carries user data (PTI 0xx) and so may carry a
 /// tag; OAM and resource-management cells never do.
-fn is_user(c: &CellBytes) -> bool {
+pub fn is_user(c: &CellBytes) -> bool {
     c[3] & 0x08 == 0
 }
 
@@ -118,7 +118,7 @@ pub struct Ledger {
 }
 
 /// The VC in a cell's header (UNI).
-fn vc_of(c: &CellBytes) -> VcId {
+pub fn vc_of(c: &CellBytes) -> VcId {
     aurora_wire::cell::Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni).vc()
 }
 

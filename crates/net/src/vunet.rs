@@ -200,6 +200,14 @@ impl Control {
         p
     }
 
+    /// Whether payload `p` carries the tag of `key` (compared in constant
+    /// time), as a host checks a relay's reply.
+    pub fn verify(p: &[u8; 48], key: &[u8]) -> bool {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("any key length");
+        mac.update(&tagged(p));
+        mac.verify_truncated_left(&p[16..32]).is_ok()
+    }
+
     /// Reads a payload (no tag check).
     pub fn decode(p: &[u8; 48]) -> Control {
         Control {
@@ -317,6 +325,11 @@ impl VunetLink {
     pub fn set_entry(&mut self, table: usize, vci: u16, new_vci: u16, port_bits: u8) {
         if let Some(t) = self.tables.get_mut(table) {
             t[usize::from(vci)] = VALID | (u32::from(port_bits & 0x0F) << 16) | u32::from(new_vci);
+            // Management's now: no host's, and it does not expire.
+            let key = (table as u8, vci);
+            if let Some((_, Some(old))) = self.owned.remove(&key) {
+                self.expiries.remove(&(old, key.0, vci));
+            }
         }
     }
 

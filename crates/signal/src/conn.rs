@@ -152,13 +152,18 @@ fn cell_to(path: &Path, k: usize, mut c: Control, vpi: u16, key: Option<&[u8]>) 
     c.cell_routed(vpi, path.first_bits, key)
 }
 
-/// The reply in `cell`, if it is a control reply.
-fn reply_of(cell: &CellBytes) -> Option<Control> {
+/// The reply in `cell`, if it is a control reply tagged under `key` (any
+/// reply when the host has no key: it trusts its management port).
+fn reply_of(cell: &CellBytes, key: Option<&[u8]>) -> Option<Control> {
     let h = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], Format::Uni);
     if h.vci != VCI_LINK_CONTROL {
         return None;
     }
-    let c = Control::decode(cell[HEADER_LEN..].try_into().ok()?);
+    let p: &[u8; 48] = cell[HEADER_LEN..].try_into().ok()?;
+    if key.is_some_and(|k| !Control::verify(p, k)) {
+        return None;
+    }
+    let c = Control::decode(p);
     (c.cmd == CMD_REPLY).then_some(c)
 }
 
@@ -218,9 +223,11 @@ pub struct Opener {
     /// When the current step gives up waiting.
     deadline: Instant,
     tries: u32,
-    /// The cell the current step sent (sent again on a timeout), and the
-    /// sequence number it carries.
+    /// The cell the current step sent last, and the sequence number of
+    /// its first try (each retry takes a new number).
     pending: Option<(CellBytes, u64)>,
+    /// The sequence number sent last.
+    last_seq: u64,
     /// Control cells sent, replies taken, replies not for this opener.
     pub sent: u64,
     /// Replies taken.
@@ -270,6 +277,7 @@ impl Opener {
             deadline: now,
             tries: 0,
             pending: None,
+            last_seq: 0,
             sent: 0,
             answered: 0,
             ignored: 0,
@@ -309,7 +317,13 @@ impl Opener {
         c.key_id = self.key.as_ref().map_or(0, |k| k.0);
         let key = self.key.as_ref().map(|k| k.1.as_slice());
         let cell = cell_to(&self.vc.path, self.relay(), c, self.vpi, key);
-        self.pending = Some((cell, c.seq));
+        // The step's first try's number, kept over retries.
+        let first = match self.pending {
+            Some((_, f)) if self.tries > 0 => f,
+            _ => c.seq,
+        };
+        self.pending = Some((cell, first));
+        self.last_seq = c.seq;
         self.deadline = now + self.timing.timeout;
         self.sent += 1;
         cell
@@ -335,11 +349,14 @@ impl Opener {
 
     /// A control reply arrived at `now`: the next cell to send, if any.
     pub fn on_cell(&mut self, cell: &CellBytes, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
-        let (Some(r), Some((_, want))) = (reply_of(cell), self.pending) else {
+        let key = self.key.as_ref().map(|k| k.1.as_slice());
+        let (Some(r), Some((_, first))) = (reply_of(cell, key), self.pending) else {
             self.ignored += 1;
             return None;
         };
-        if r.seq != want {
+        // An answer to any try of the current step will do (a late one to
+        // an earlier try as well as to the last).
+        if r.seq < first || r.seq > self.last_seq {
             self.ignored += 1;
             return None;
         }
@@ -420,7 +437,7 @@ impl Opener {
     }
 }
 
-/// Closing one VC: clears each relay's entry, nearest first, then frees
+/// Closing one VC: clears each relay's entry, farthest first, then frees
 /// its VCIs.
 #[derive(Debug)]
 pub struct Closer {
@@ -428,7 +445,9 @@ pub struct Closer {
 }
 
 impl Closer {
-    /// Starts closing `vc` at `now`; the first cell to send.
+    /// Starts closing `vc` at `now`; the first cell to send. A VC whose
+    /// path could not have been opened (see [`OpenError::NoRoute`]) is
+    /// refused.
     pub fn start(
         vc: Vc,
         timing: Timing,
@@ -436,7 +455,15 @@ impl Closer {
         key: Option<(u8, &[u8])>,
         seq: &mut Seq,
         now: Instant,
-    ) -> (Closer, CellBytes) {
+    ) -> Result<(Closer, CellBytes), OpenError> {
+        check(&vc.path)?;
+        if vc.vcis.len() != vc.path.hops.len() + 1 {
+            return Err(OpenError::NoRoute(format!(
+                "{} VCIs for {} segments",
+                vc.vcis.len(),
+                vc.path.hops.len() + 1
+            )));
+        }
         // The opener's undo clears from a relay back to the nearest.
         let last = vc.path.hops.len() - 1;
         let mut inner = Opener {
@@ -448,12 +475,13 @@ impl Closer {
             deadline: now,
             tries: 0,
             pending: None,
+            last_seq: 0,
             sent: 0,
             answered: 0,
             ignored: 0,
         };
         let c = inner.send_step(now, seq);
-        (Closer { inner }, c)
+        Ok((Closer { inner }, c))
     }
 
     /// A control reply arrived.
@@ -484,5 +512,66 @@ impl Closer {
         now: Instant,
     ) -> Result<u64, TableError> {
         self.inner.release(owner, table, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::MemTable;
+
+    /// A reply is believed only under the host's key, and an answer to an
+    /// earlier try of the step counts.
+    #[test]
+    fn replies_without_the_key_are_ignored_and_late_ones_count() {
+        let key: &[u8] = b"k";
+        let path = Path {
+            first_bits: 1,
+            hops: vec![Hop {
+                link: Link(0),
+                side: 0,
+                bits_on: 2,
+                bits_back: 3,
+            }],
+            last_link: Link(1),
+        };
+        let table = MemTable::new(Default::default());
+        let mut seq = Seq(10);
+        let t0 = Instant::from_millis(1);
+        let timing = Timing::default();
+        let (mut o, _) = Opener::start(
+            path,
+            Owner(1),
+            &table,
+            timing,
+            0,
+            Some((0, key)),
+            &mut seq,
+            t0,
+        )
+        .unwrap();
+        // A retry after the timeout: two tries of the write, 11 and 12.
+        assert!(o.poll(t0 + timing.timeout, &mut seq).is_some());
+        let reply = |seq: u64, k: Option<&[u8]>| {
+            Control {
+                cmd: CMD_REPLY,
+                new_vci: 32,
+                port_bits: 2,
+                seq,
+                ..Control::default()
+            }
+            .cell(0, k)
+        };
+        // Forged (no tag, or another key's): ignored.
+        assert!(o.on_cell(&reply(11, None), t0, &mut seq).is_none());
+        assert!(o
+            .on_cell(&reply(11, Some(b"other")), t0, &mut seq)
+            .is_none());
+        assert_eq!(o.ignored, 2);
+        // The first try's answer, late, under the key: on to the read.
+        let next = o.on_cell(&reply(11, Some(key)), t0, &mut seq).unwrap();
+        let c = Control::decode(next[HEADER_LEN..].try_into().unwrap());
+        assert_eq!((c.cmd, c.seq), (CMD_READ, 13));
+        assert_eq!(o.answered, 1);
     }
 }

@@ -137,8 +137,12 @@ impl State {
         (before - self.entries.len()) as u64
     }
 
-    /// The lowest free VCI on `link` within `limits`.
+    /// The lowest free VCI on `link` within `limits` (none if the range is
+    /// empty).
     fn lowest_free(&self, link: Link, limits: &Limits) -> Option<u16> {
+        if limits.first > limits.last {
+            return None;
+        }
         let mut want = limits.first;
         for (&(_, vci), _) in self
             .entries
@@ -477,7 +481,9 @@ impl FileTable {
         file.lock().map_err(|e| self.io("lock it", e))?;
         let mut text = String::new();
         // A table larger than its entry limit allows is refused unread.
-        let most = (self.limits.entries as u64 + 1).saturating_mul(48);
+        // The longest line: a u32, a u16, a u32 and a u64 with their
+        // spaces and newline (49 bytes); and the header.
+        let most = (self.limits.entries as u64 + 1).saturating_mul(49);
         (&mut file)
             .take(most + 1)
             .read_to_string(&mut text)

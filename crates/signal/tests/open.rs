@@ -109,7 +109,8 @@ impl Node for Host {
                     Some((0, KEY)),
                     &mut self.seq,
                     now,
-                );
+                )
+                .unwrap();
                 out.push(0, cell);
                 self.phase = Phase::Closing(c);
             }
