@@ -26,12 +26,15 @@
 //!          reply: 0 done, 1 no entry, 2 not yours (another key holds
 //!          the entry)
 //!  8..16   sequence number (big-endian)
-//!  16..32  HMAC-SHA256 of bytes 0..16, 33 and 35..48 under the key,
-//!          first 16 bytes
+//!  16..32  HMAC-SHA256 of bytes 0..16, 33 and 35..48 (route and target)
+//!          under the key, first 16 bytes
 //!  32      hops: relays still to pass before the target
 //!  33      back: relays the target's reply passes on its way back
 //!  34      next: the route nibble the next switch routes on
-//!  35..48  route: 26 nibbles (high nibble first), see below
+//!  35..46  route: 22 nibbles (high nibble first), see below
+//!  46..48  the target relay's id (big-endian): a relay acts on a tagged
+//!          request only if it is its own, so a request for one relay
+//!          cannot be made to act at another on its way
 //! ```
 //!
 //! A relay takes every cell on the control VCI. One whose `hops` is not 0
@@ -83,7 +86,7 @@ pub const CMD_REPLY: u8 = 3;
 pub const CMD_CLEAR: u8 = 4;
 
 /// Nibbles a control cell's route holds.
-pub const ROUTE_NIBBLES: usize = 26;
+pub const ROUTE_NIBBLES: usize = 22;
 
 /// Where a control cell goes beyond the first relay, and how its reply
 /// comes back (see the module docs). The default reaches the first relay.
@@ -97,15 +100,17 @@ pub struct Route {
     pub next: u8,
     /// Routing bits, one nibble (0-15) each.
     pub bits: [u8; ROUTE_NIBBLES],
+    /// The id of the relay the cell is for ([`VunetLink::set_id`]).
+    pub target: u16,
 }
 
 impl Route {
-    /// The route to the relay `out.len()` relays beyond the first: `out[k]`
-    /// the routing bits of the switch after the `k`-th relay passed,
-    /// `back` the `out.len() + 1` bits the reply needs, the switch the
-    /// target replies into first and the host's own last. `None` if they
-    /// do not fit, do not match, or are not 4-bit values.
-    pub fn to_relay(out: &[u8], back: &[u8]) -> Option<Route> {
+    /// The route to relay `target` (its id), `out.len()` relays beyond the
+    /// first: `out[k]` the routing bits of the switch after the `k`-th
+    /// relay passed, `back` the `out.len() + 1` bits the reply needs, the
+    /// switch the target replies into first and the host's own last.
+    /// `None` if they do not fit, do not match, or are not 4-bit values.
+    pub fn to_relay(target: u16, out: &[u8], back: &[u8]) -> Option<Route> {
         if back.len() != out.len() + 1
             || out.len() + back.len() > ROUTE_NIBBLES
             || out.iter().chain(back).any(|&b| b > 0x0F)
@@ -121,6 +126,7 @@ impl Route {
             back: out.len() as u8,
             next: 0,
             bits,
+            target,
         })
     }
 
@@ -193,6 +199,7 @@ impl Control {
         for (i, pair) in self.route.bits.chunks(2).enumerate() {
             p[35 + i] = (pair[0] & 0x0F) << 4 | (pair[1] & 0x0F);
         }
+        p[46..48].copy_from_slice(&self.route.target.to_be_bytes());
         if let Some(k) = key {
             let t = tag(k, &tagged(&p));
             p[16..32].copy_from_slice(&t);
@@ -231,6 +238,7 @@ impl Control {
                         b & 0x0F
                     }
                 }),
+                target: u16::from_be_bytes([p[46], p[47]]),
             },
         }
     }
@@ -274,6 +282,8 @@ pub struct LinkNodeCounters {
     pub refused_malformed: u64,
     /// Writes or clears refused: another key holds the entry.
     pub refused_owner: u64,
+    /// Tagged requests for another relay (the target id is not this one's).
+    pub refused_target: u64,
     /// Entries dropped because their owner did not refresh them in time.
     pub expired: u64,
 }
@@ -294,6 +304,8 @@ pub struct VunetLink {
     /// Expiry times, earliest first, one per owned entry with a lifetime.
     expiries: BTreeSet<(Instant, u8, u16)>,
     lifetime: Option<Duration>,
+    /// This relay's id, which tagged requests must name.
+    id: u16,
     hec: [HecReceiver; 2],
     counters: LinkNodeCounters,
     ports: [PortSummary; 2],
@@ -312,6 +324,7 @@ impl VunetLink {
             owned: BTreeMap::new(),
             expiries: BTreeSet::new(),
             lifetime: None,
+            id: 0,
             hec: [HecReceiver::new(), HecReceiver::new()],
             counters: LinkNodeCounters::default(),
             ports: [PortSummary::default(); 2],
@@ -336,6 +349,17 @@ impl VunetLink {
     /// The counters so far.
     pub fn counters(&self) -> LinkNodeCounters {
         self.counters
+    }
+
+    /// Sets the id tagged requests must name to be carried out here (0
+    /// unless set; give each relay of a network its own).
+    pub fn set_id(&mut self, id: u16) {
+        self.id = id;
+    }
+
+    /// This relay's id.
+    pub fn id(&self) -> u16 {
+        self.id
     }
 
     /// Adds (or replaces) key `id`: control cells carrying `id` and its
@@ -425,6 +449,10 @@ impl VunetLink {
             }
             if c.seq <= self.last_seq.get(&c.key_id).copied().unwrap_or(0) {
                 self.counters.refused_replay += 1;
+                return;
+            }
+            if c.route.target != self.id {
+                self.counters.refused_target += 1;
                 return;
             }
         }

@@ -140,7 +140,10 @@ fn control_cells_reach_a_relay_beyond_the_first_and_the_reply_comes_back() {
     // Out: the switch after r1 and after r2 send on to port 1; the reply:
     // r3 replies into s2 (to port 0, towards r2), s1 to port 0, s0 to the
     // host on port 2.
-    let route = aurora_net::vunet::Route::to_relay(&[1, 1], &[0, 0, 2]).unwrap();
+    for (k, r) in relays.iter_mut().enumerate() {
+        r.set_id(k as u16);
+    }
+    let route = aurora_net::vunet::Route::to_relay(2, &[1, 1], &[0, 0, 2]).unwrap();
     let req = Control {
         cmd: CMD_WRITE,
         table: 0,
@@ -318,4 +321,35 @@ fn entries_belong_to_their_writer_expire_unrefreshed_and_a_restart_loses_them() 
         send(&mut link, at(201), a(1, CMD_WRITE, 100, 300), &ka).status,
         0
     );
+}
+
+/// A tagged request names its relay: sent (or rewritten on the way) so that
+/// another relay is where it arrives with no hops left, it is refused
+/// there and changes nothing.
+#[test]
+fn a_request_for_one_relay_is_refused_at_another() {
+    let key = b"k".to_vec();
+    let mut near = VunetLink::new([false, false], Some(key.clone()));
+    near.set_id(1);
+    let route = aurora_net::vunet::Route::to_relay(2, &[], &[0]).unwrap();
+    let req = Control {
+        cmd: CMD_WRITE,
+        vci: 40,
+        new_vci: 41,
+        seq: 1,
+        route,
+        ..Control::default()
+    };
+    assert!(feed(&mut near, 0, &[req.cell(0, Some(&key))]).is_empty());
+    assert_eq!(near.counters().refused_target, 1);
+    assert_eq!(near.entry(0, 40), None);
+    // Its own id: carried out.
+    let route = aurora_net::vunet::Route::to_relay(1, &[], &[0]).unwrap();
+    let ok = Control {
+        route,
+        seq: 2,
+        ..req
+    };
+    assert_eq!(feed(&mut near, 0, &[ok.cell(0, Some(&key))]).len(), 1);
+    assert_eq!(near.entry(0, 40), Some((41, 0)));
 }

@@ -32,6 +32,9 @@ use crate::table::{Link, Owner, TableError, VciTable};
 /// One relay of a path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hop {
+    /// The relay's id, which its requests name (the tag covers it, so a
+    /// request cannot be made to act at another relay).
+    pub relay: u16,
     /// The segment into this relay, for the VCI table.
     pub link: Link,
     /// The relay's table for cells arriving from the host's side (its
@@ -56,8 +59,8 @@ pub struct Path {
 }
 
 /// Most relays a path may cross: a control cell's route holds the bits
-/// out and back (2 × relays − 1 nibbles).
-pub const MAX_RELAYS: usize = 13;
+/// out and back (2 × relays − 1 nibbles of 22).
+pub const MAX_RELAYS: usize = 11;
 
 /// Why an open failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -147,7 +150,7 @@ impl Vc {
 fn cell_to(path: &Path, k: usize, mut c: Control, vpi: u16, key: Option<&[u8]>) -> CellBytes {
     let out: Vec<u8> = path.hops[..k].iter().map(|h| h.bits_on).collect();
     let back: Vec<u8> = path.hops[..=k].iter().rev().map(|h| h.bits_back).collect();
-    c.route = Route::to_relay(&out, &back).expect("path checked");
+    c.route = Route::to_relay(path.hops[k].relay, &out, &back).expect("path checked");
     c.table = path.hops[k].side;
     c.cell_routed(vpi, path.first_bits, key)
 }
@@ -528,6 +531,7 @@ mod tests {
         let path = Path {
             first_bits: 1,
             hops: vec![Hop {
+                relay: 0,
                 link: Link(0),
                 side: 0,
                 bits_on: 2,

@@ -199,6 +199,7 @@ fn chain(n: usize, dead: Option<usize>, close_at: Instant) -> Net {
     let table = Arc::new(MemTable::new(Default::default()));
     let hops = (0..n)
         .map(|k| Hop {
+            relay: k as u16,
             link: Link(k as u32),
             side: 0,
             bits_on: if k + 1 == n { 2 } else { 1 },
@@ -230,7 +231,9 @@ fn chain(n: usize, dead: Option<usize>, close_at: Instant) -> Net {
     let relays: Vec<NodeId> = (0..n)
         .map(|k| {
             let key = (dead != Some(k)).then(|| KEY.to_vec());
-            sim.add_node(VunetLink::new([false, false], key))
+            let mut relay = VunetLink::new([false, false], key);
+            relay.set_id(k as u16);
+            sim.add_node(relay)
         })
         .collect();
     let spec = LinkSpec::clean(RATE, DELAY, 64);

@@ -57,10 +57,10 @@ impl Reader<'_> {
             ids.insert(d.name.clone(), id);
             switches.push((d.name.clone(), id, d.ports));
         }
-        for r in &file.relay {
+        for (k, r) in file.relay.iter().enumerate() {
             let d = r.get_ref();
             let id = NodeId(nodes.len() as u32);
-            nodes.push(Box::new(relay(d, &entries)));
+            nodes.push(Box::new(relay(d, k, &entries)));
             ids.insert(d.name.clone(), id);
             switches.push((d.name.clone(), id, 2));
         }

@@ -165,10 +165,12 @@ pub(super) fn atm_switch(name: &str, ports: u16, entries: &Entries) -> Result<At
 }
 
 /// A relaying link with its trusted ports, key, and the entries the PVCs
-/// gave it.
-pub(super) fn relay(d: &RelayDef, entries: &Entries) -> VunetLink {
+/// gave it; its id (which tagged control cells must name) is `k`, its
+/// place among the file's relays (wrapping past 65,535).
+pub(super) fn relay(d: &RelayDef, k: usize, entries: &Entries) -> VunetLink {
     let mgmt = [0, 1].map(|p| d.mgmt_ports.contains(&p));
     let mut relay = VunetLink::new(mgmt, d.key.as_ref().map(|k| k.as_bytes().to_vec()));
+    relay.set_id(k as u16);
     for (&(table, vci), &(new_vci, bits)) in entries.relay.get(&d.name).into_iter().flatten() {
         relay.set_entry(usize::from(table), vci, new_vci, bits);
     }
