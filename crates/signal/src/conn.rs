@@ -267,13 +267,28 @@ impl Opener {
         let vcis = table
             .allocate(owner, &links, t, lease)
             .map_err(OpenError::NoVci)?;
-        let mut o = Opener {
-            vc: Vc {
-                path,
-                vcis,
-                opened: (now, now),
-            },
-            step: Step::Write(0),
+        let vc = Vc {
+            path,
+            vcis,
+            opened: (now, now),
+        };
+        let mut o = Opener::new(vc, Step::Write(0), timing, vpi, key, now);
+        let c = o.send_step(now, seq);
+        Ok((o, c))
+    }
+
+    /// An opener of `vc` at `step`, nothing sent yet.
+    fn new(
+        vc: Vc,
+        step: Step,
+        timing: Timing,
+        vpi: u16,
+        key: Option<(u8, &[u8])>,
+        now: Instant,
+    ) -> Self {
+        Opener {
+            vc,
+            step,
             timing,
             vpi,
             key: key.map(|(id, k)| (id, k.to_vec())),
@@ -284,9 +299,7 @@ impl Opener {
             sent: 0,
             answered: 0,
             ignored: 0,
-        };
-        let c = o.send_step(now, seq);
-        Ok((o, c))
+        }
     }
 
     /// The request of the current step.
@@ -469,20 +482,8 @@ impl Closer {
         }
         // The opener's undo clears from a relay back to the nearest.
         let last = vc.path.hops.len() - 1;
-        let mut inner = Opener {
-            vc,
-            step: Step::Undo(last, OpenError::NoRoute(String::new())),
-            timing,
-            vpi,
-            key: key.map(|(id, k)| (id, k.to_vec())),
-            deadline: now,
-            tries: 0,
-            pending: None,
-            last_seq: 0,
-            sent: 0,
-            answered: 0,
-            ignored: 0,
-        };
+        let step = Step::Undo(last, OpenError::NoRoute(String::new()));
+        let mut inner = Opener::new(vc, step, timing, vpi, key, now);
         let c = inner.send_step(now, seq);
         Ok((Closer { inner }, c))
     }

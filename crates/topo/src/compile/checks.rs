@@ -20,6 +20,22 @@ pub(crate) fn plain_name(name: &str) -> bool {
             .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
 }
 
+/// An optional duration field `what` (`v`), its default when left out,
+/// else read and checked against `range`.
+pub(super) fn duration_or(
+    c: &mut Ctx,
+    span: Range<usize>,
+    what: &str,
+    v: &Option<String>,
+    default: Duration,
+    range: DurationRange,
+) -> Option<Duration> {
+    match v {
+        None => Some(default),
+        Some(s) => duration_in(c, span, what, s, range),
+    }
+}
+
 /// Checks the name of an entry (`me` says which, as `tcp "t1"`) declared
 /// at `span` on `line`: plain, and not given to another entry of its
 /// kind before (`names`, each with its line). Says what is wrong there.

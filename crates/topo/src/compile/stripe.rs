@@ -12,7 +12,9 @@ use aurora_stripe::{Config, RxLimits, SyncMode, UnitKind};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Format, VcId};
 
-use super::checks::{duration_in, entry_name, DurationRange, INTERVAL_RANGE, START_RANGE};
+use super::checks::{
+    duration_in, duration_or, entry_name, DurationRange, INTERVAL_RANGE, START_RANGE,
+};
 use super::{Ctx, Reader};
 use crate::pvc::Kind;
 use crate::stripe::{StripeDef, StripeInfo, MAX_BUFFER_UNITS, MAX_IDLE_REPEATS};
@@ -345,21 +347,6 @@ fn int_in(
     } else {
         c.at(span, format!("{what} {n} is outside {lo} to {hi}"));
         None
-    }
-}
-
-/// A duration field, or its default.
-fn duration_or(
-    c: &mut Ctx,
-    span: Range<usize>,
-    what: &str,
-    v: &Option<String>,
-    default: Duration,
-    range: DurationRange,
-) -> Option<Duration> {
-    match v {
-        None => Some(default),
-        Some(s) => duration_in(c, span, what, s, range),
     }
 }
 

@@ -11,7 +11,7 @@ use aurora_tcp::conn::{Config, Endpoint, Variant};
 use aurora_tcp::host::{Amount, SinkSpec, SourceSpec};
 use aurora_time::{Duration, Instant};
 
-use super::checks::{duration_in, entry_name, DurationRange, START_RANGE};
+use super::checks::{duration_in, duration_or, entry_name, DurationRange, START_RANGE};
 use super::{Ctx, Reader};
 use crate::pvc::Kind;
 use crate::tcp::{
@@ -429,21 +429,6 @@ fn count(
             c.at(span, format!("{what} {n} is outside 1 to {max}"));
             None
         }
-    }
-}
-
-/// An optional duration field, its default when left out.
-fn duration_or(
-    c: &mut Ctx,
-    span: Range<usize>,
-    what: &str,
-    v: &Option<String>,
-    default: Duration,
-    range: DurationRange,
-) -> Option<Duration> {
-    match v {
-        None => Some(default),
-        Some(s) => duration_in(c, span, what, s, range),
     }
 }
 
