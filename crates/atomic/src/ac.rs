@@ -25,6 +25,19 @@
 //! host is told the way to the AC. A map that differs from the last one
 //! gets a new epoch; hosts drop routes of older epochs.
 //!
+//! **A map that shrinks is checked before it is believed.** A probe or
+//! query that comes back after its deadline (a busy machine running the
+//! network in real time, a congested channel) looks exactly like a
+//! missing channel or host. So a mapping that misses any channel or host
+//! of the current map is *doubted*: the map in use stays, and the AC maps
+//! again after a pause as long as the doubted mapping took, with its
+//! timeouts doubled for each doubt in a row. Only when
+//! [`AcConfig::rechecks`] mappings in a row agree that something is gone
+//! does the smaller map get an epoch. Answers that come after their
+//! deadline are counted ([`Ac::late_answers`]) and teach the AC how long
+//! a hop takes, so the recheck waits long enough. A map that only grows is
+//! believed at once.
+//!
 //! Routes are shortest walks on the map. A request declaring a bandwidth
 //! gets a walk that avoids channels already carrying declared flows if one
 //! exists, and its channels are then counted as carrying it.
@@ -58,6 +71,9 @@ pub struct AcConfig {
     pub flood_timeout: Duration,
     /// Time from one mapping to the next.
     pub remap: Duration,
+    /// How many further mappings must also miss a channel or host of the
+    /// map in use before the AC believes it gone (0: believe at once).
+    pub rechecks: u32,
 }
 
 impl Default for AcConfig {
@@ -67,6 +83,7 @@ impl Default for AcConfig {
             probe_timeout: Duration::from_millis(2),
             flood_timeout: Duration::from_millis(20),
             remap: Duration::from_millis(500),
+            rechecks: 1,
         }
     }
 }
@@ -86,8 +103,11 @@ pub struct MapStats {
     pub hosts: usize,
     /// Messages the AC sent to map (probes, explore, host queries).
     pub probes: u64,
-    /// The epoch the map got.
+    /// The epoch the map got (for a doubted mapping, the epoch of the map
+    /// kept in use).
     pub epoch: u32,
+    /// It missed something of the map in use and was not believed (yet).
+    pub doubted: bool,
 }
 
 #[derive(Debug)]
@@ -145,6 +165,13 @@ pub struct Ac {
     /// per hop seen so far (rounds wait in proportion to their paths).
     round_sent: Instant,
     hop_time: Duration,
+    /// Mappings in a row that missed part of the map in use.
+    doubts: u32,
+    /// Probes and queries of this and the last mapping that missed their
+    /// deadline: when each left and how many channels its trip crosses.
+    unanswered: FxHashMap<u32, (Instant, usize)>,
+    /// Answers that came after their deadline.
+    pub late_answers: u64,
     /// Routes handed out.
     pub routes_given: u64,
     /// Requests for unknown addresses or without a path.
@@ -157,6 +184,8 @@ pub struct Ac {
 pub const HISTORY: usize = 64;
 /// Most bandwidth reservations held.
 pub const MAX_RESERVATIONS: usize = 4096;
+/// Most probes and queries remembered after their deadline.
+pub const MAX_UNANSWERED: usize = 1 << 16;
 /// Most nodes a map holds: reports naming more (a hostile or broken
 /// network) are ignored and counted.
 pub const MAX_MAP_NODES: usize = 1 << 16;
@@ -184,6 +213,9 @@ impl Ac {
             flood_hosts: Vec::new(),
             round_sent: now,
             hop_time: Duration::ZERO,
+            doubts: 0,
+            unanswered: FxHashMap::default(),
+            late_answers: 0,
             routes_given: 0,
             routes_refused: 0,
             map_full: 0,
@@ -247,6 +279,9 @@ impl Ac {
 
     fn start(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
         self.building = Map::new();
+        // Late answers are awaited from this mapping and the one before.
+        let since = self.current.started;
+        self.unanswered.retain(|_, (sent, _)| *sent >= since);
         self.current = MapStats {
             started: now,
             ..MapStats::default()
@@ -264,7 +299,7 @@ impl Ac {
                 self.current.probes += 1;
                 self.send(&Route::default(), &m, out);
                 self.phase = Phase::Own {
-                    deadline: now + self.cfg.probe_timeout,
+                    deadline: now + self.slack(self.cfg.probe_timeout),
                 };
             }
             Method::Flood => {
@@ -277,7 +312,7 @@ impl Ac {
                 self.current.probes += 1;
                 self.send(&Route::default(), &m, out);
                 self.phase = Phase::Flood {
-                    deadline: now + self.cfg.flood_timeout,
+                    deadline: now + self.slack(self.cfg.flood_timeout),
                 };
             }
         }
@@ -319,7 +354,7 @@ impl Ac {
         self.round_sent = now;
         let wait = self.wait_for(longest);
         self.phase = Phase::Loops {
-            deadline: now + self.cfg.probe_timeout + wait,
+            deadline: now + self.slack(self.cfg.probe_timeout) + wait,
             outstanding,
             next: Vec::new(),
         };
@@ -334,15 +369,20 @@ impl Ac {
         else {
             return;
         };
-        for (_, (n, d)) in outstanding {
+        for (seq, (n, d)) in outstanding {
             if self.building.nodes[n].out[d as usize] == Channel::Unknown {
                 self.building.nodes[n].out[d as usize] = Channel::Absent;
             }
+            let hops = 2 * self.building.nodes[n].path.len() + 2;
+            self.note_unanswered(seq, self.round_sent, hops);
         }
         self.probe_round(now, next, out);
     }
 
     fn probe_back(&mut self, now: Instant, seq: u32, hops: Vec<Hop>, out: &mut Outbox<Vec<u8>>) {
+        if self.late_answer(now, seq) {
+            return;
+        }
         let round_done = match &mut self.phase {
             Phase::Own { .. } => {
                 // The loopback probe: our node named itself.
@@ -461,7 +501,34 @@ impl Ac {
     /// How much longer than the timeout to wait for messages that cross
     /// `hops` channels.
     fn wait_for(&self, hops: usize) -> Duration {
-        Duration::from_nanos(self.hop_time.as_nanos().saturating_mul(2 * hops as i64))
+        self.slack(Duration::from_nanos(
+            self.hop_time.as_nanos().saturating_mul(2 * hops as i64),
+        ))
+    }
+
+    /// `t` doubled for each doubted mapping in a row (at most 16 times).
+    fn slack(&self, t: Duration) -> Duration {
+        Duration::from_nanos(t.as_nanos().saturating_mul(1 << self.doubts.min(4)))
+    }
+
+    /// Remembers a probe or query (sent at `sent`, crossing `hops`
+    /// channels) that missed its deadline, in case it comes after all.
+    fn note_unanswered(&mut self, seq: u32, sent: Instant, hops: usize) {
+        if self.unanswered.len() < MAX_UNANSWERED {
+            self.unanswered.insert(seq, (sent, hops));
+        }
+    }
+
+    /// An answer to a probe or query whose deadline has passed: counted,
+    /// and its trip raises the time allowed per hop. True if it was one.
+    fn late_answer(&mut self, now: Instant, seq: u32) -> bool {
+        let Some((sent, hops)) = self.unanswered.remove(&seq) else {
+            return false;
+        };
+        self.late_answers += 1;
+        let per_hop = Duration::from_nanos((now - sent).as_nanos() / hops.max(1) as i64);
+        self.hop_time = self.hop_time.max(per_hop);
+        true
     }
 
     /// Asks every node found whether a host is attached.
@@ -504,7 +571,8 @@ impl Ac {
         }
         // Queries and answers also queue behind each other near the AC.
         let queueing = Duration::from_micros(50 * outstanding.len() as i64);
-        let quiet = self.cfg.probe_timeout + self.wait_for(longest);
+        let quiet = self.slack(self.cfg.probe_timeout) + self.wait_for(longest);
+        self.round_sent = now;
         self.phase = Phase::Hosts {
             deadline: now + quiet + queueing,
             outstanding,
@@ -529,6 +597,7 @@ impl Ac {
             return;
         };
         let Some(n) = outstanding.remove(&seq) else {
+            self.late_answer(now, seq);
             return;
         };
         // While answers come, wait for the rest.
@@ -546,7 +615,13 @@ impl Ac {
     /// The map is complete: keep it, give it an epoch if it changed, tell
     /// every host the way here.
     fn finish(&mut self, now: Instant, out: &mut Outbox<Vec<u8>>) {
-        self.phase = Phase::Idle;
+        if let Phase::Hosts { outstanding, .. } = std::mem::replace(&mut self.phase, Phase::Idle) {
+            for (seq, n) in outstanding {
+                let b = &self.building.nodes[n];
+                let hops = b.path.len() + b.back.as_ref().map_or(0, Vec::len);
+                self.note_unanswered(seq, self.round_sent, hops);
+            }
+        }
         self.next_map = now + self.cfg.remap;
         // Drop nodes with no way back (flood edges from unmapped nodes).
         let mut map = Map::new();
@@ -571,23 +646,45 @@ impl Ac {
                 };
             }
         }
-        let changed = map.edges() != self.map.edges() || map.hosts() != self.map.hosts();
+        let (edges, hosts) = (map.edges(), map.hosts());
+        let (old_edges, old_hosts) = (self.map.edges(), self.map.hosts());
+        let changed = edges != old_edges || hosts != old_hosts;
+        let lost = !old_edges.is_subset(&edges) || !old_hosts.is_subset(&hosts);
+        self.current.finished = now;
+        if self.epoch != 0 && lost && self.doubts < self.cfg.rechecks {
+            // Maybe gone, maybe late: keep the map in use and look again
+            // once late answers have had as long again to come.
+            self.doubts += 1;
+            self.current.nodes = map.nodes.len();
+            self.current.channels = edges.len();
+            self.current.hosts = hosts.len();
+            self.current.epoch = self.epoch;
+            self.current.doubted = true;
+            self.remember();
+            self.next_map = now + (now - self.current.started);
+            return;
+        }
+        self.doubts = 0;
         if changed || self.epoch == 0 {
             self.epoch = self.epoch.wrapping_add(1);
             // Reservations were for the old map's channels.
             self.reservations.clear();
         }
         self.map = map;
-        self.current.finished = now;
         self.current.nodes = self.map.nodes.len();
-        self.current.channels = self.map.edges().len();
-        self.current.hosts = self.map.hosts().len();
+        self.current.channels = edges.len();
+        self.current.hosts = hosts.len();
         self.current.epoch = self.epoch;
+        self.remember();
+        self.announce(out);
+    }
+
+    /// Keeps the figures of the mapping just ended.
+    fn remember(&mut self) {
         if self.history.len() >= HISTORY {
             self.history.remove(0);
         }
         self.history.push(self.current);
-        self.announce(out);
     }
 
     /// Tells every host the way to the AC.

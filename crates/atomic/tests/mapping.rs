@@ -416,3 +416,81 @@ fn packets_sent_before_the_first_map_wait_for_it_without_spinning() {
         5
     );
 }
+
+#[test]
+fn a_channel_missing_from_one_mapping_only_does_not_change_the_map() {
+    // A mapping that misses a channel (cut, or its probe late) is doubted:
+    // the map in use stays until the next mapping agrees. Here the
+    // channel comes back before that, so the epoch never moves and the
+    // hosts keep their routes.
+    let l = Layout::grid(3, 3, &[(0, 0), (2, 2), (0, 2)], 8);
+    let (h1, h2, acip) = (ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.3"));
+    let mut b = build(&l, &[acip], Method::Loops, 3);
+    b.add_flow(
+        h1,
+        IpFlow {
+            count: 20_000,
+            ..flow("10.0.0.2", 0, 100, 0)
+        },
+    );
+    b.sim.run_until(Instant::from_millis(300));
+    let epoch = ac_of(&b, acip).epoch();
+    let route = b.host(h1).unwrap().route_to(h2).unwrap().steps();
+    cut(&mut b, &l, 0, route[0]);
+    // Run until a mapping has missed the channel.
+    let mut t = Instant::from_millis(300);
+    while !ac_of(&b, acip).history().last().unwrap().doubted {
+        t += Duration::from_micros(100);
+        assert!(t < Instant::from_millis(1500), "no mapping doubted");
+        b.sim.run_until(t);
+    }
+    let doubted = *ac_of(&b, acip).history().last().unwrap();
+    assert_eq!(doubted.epoch, epoch, "a doubted mapping keeps the epoch");
+    assert!(doubted.channels < ac_of(&b, acip).map().edges().len());
+    // The channel comes back before the recheck.
+    b.node_mut(0).unwrap().set_channel(route[0], true);
+    let far = l.wires.iter().find(|w| w.from == (0, route[0])).unwrap().to;
+    b.node_mut(far.0).unwrap().set_channel(far.1, true);
+    let seen = ac_of(&b, acip).history().len();
+    b.sim.run_until(t + Duration::from_millis(1200));
+    let a = ac_of(&b, acip);
+    assert_eq!(a.epoch(), epoch, "the map never changed");
+    assert!(a.history()[seen..].iter().all(|m| !m.doubted));
+    check_map(&b, &l, acip);
+    let h = b.host(h1).unwrap();
+    assert_eq!(h.counters().routes_dropped, 0, "no route was dropped");
+    assert_eq!(h.route_to(h2).unwrap().steps(), route);
+}
+
+#[test]
+fn a_cut_is_believed_when_the_recheck_agrees() {
+    let l = Layout::grid(3, 3, &[(0, 0), (2, 2), (0, 2)], 8);
+    let acip = ip("10.0.0.3");
+    let mut b = build(&l, &[acip], Method::Loops, 3);
+    b.sim.run_until(Instant::from_millis(300));
+    let epoch = b.host(acip).unwrap().ac().unwrap().epoch();
+    cut(&mut b, &l, 4, aurora_atomic::wire::Dir::East);
+    b.sim.run_until(Instant::from_millis(1300));
+    let a = b.host(acip).unwrap().ac().unwrap();
+    let h = a.history();
+    let i = h.iter().position(|m| m.doubted).expect("a doubted mapping");
+    assert_eq!(h[i].epoch, epoch);
+    assert!(!h[i + 1].doubted, "the recheck agreed");
+    assert_eq!(
+        h[i + 1].epoch,
+        epoch + 1,
+        "and the smaller map got an epoch"
+    );
+    assert_eq!(h[i + 1].channels, h[i].channels);
+    // The recheck came soon after, not a whole remap period later.
+    assert!(h[i + 1].started - h[i].finished < Duration::from_millis(50));
+    assert_eq!(
+        a.map().edges().len(),
+        24 - 2,
+        "both ways of the channel gone"
+    );
+}
+
+fn ac_of(b: &Built, a: Ipv4Addr) -> &aurora_atomic::ac::Ac {
+    b.host(a).unwrap().ac().unwrap()
+}

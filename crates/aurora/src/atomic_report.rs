@@ -28,6 +28,12 @@ pub struct MapRow {
     pub per_node: f64,
     /// Time the mapping took, ms.
     pub ms: f64,
+    /// It missed part of the map in use and was not believed: the AC kept
+    /// its map and looked again.
+    pub doubted: bool,
+    /// Answers to this AC's probes and queries that came after their
+    /// deadline, over the whole run (the same on each of its rows).
+    pub late_answers: u64,
 }
 
 /// One flow.
@@ -158,6 +164,8 @@ fn report(
                     probes: s.probes,
                     per_node: s.probes as f64 / s.nodes.max(1) as f64,
                     ms: (s.finished - s.started).as_nanos() as f64 / 1e6,
+                    doubted: s.doubted,
+                    late_answers: ac.late_answers,
                 });
             }
         }
@@ -249,6 +257,7 @@ pub fn text(r: &AtomicReport) -> String {
             a.channels,
             a.hosts,
             a.probes,
+            a.doubted,
         ) == (
             b.ac.as_str(),
             b.epoch,
@@ -256,6 +265,7 @@ pub fn text(r: &AtomicReport) -> String {
             b.channels,
             b.hosts,
             b.probes,
+            b.doubted,
         )
     };
     let mut i = 0;
@@ -263,7 +273,7 @@ pub fn text(r: &AtomicReport) -> String {
         let m = &r.mappings[i];
         let n = r.mappings[i..].iter().take_while(|x| same(m, x)).count();
         s += &format!(
-            "{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9.2} {:>8.3}{}\n",
+            "{:<10} {:>5} {:>6} {:>8} {:>6} {:>7} {:>9.2} {:>8.3}{}{}\n",
             m.ac,
             m.epoch,
             m.nodes,
@@ -272,6 +282,7 @@ pub fn text(r: &AtomicReport) -> String {
             m.probes,
             m.per_node,
             m.ms,
+            if m.doubted { "  doubted" } else { "" },
             if n > 1 {
                 format!("  (x{n})")
             } else {
@@ -279,6 +290,19 @@ pub fn text(r: &AtomicReport) -> String {
             }
         );
         i += n;
+    }
+    let mut late: Vec<(&str, u64)> = r
+        .mappings
+        .iter()
+        .filter(|m| m.late_answers > 0)
+        .map(|m| (m.ac.as_str(), m.late_answers))
+        .collect();
+    late.dedup();
+    for (ac, n) in late {
+        s += &format!(
+            "AC {ac}: {n} answers came after their deadline; a doubted mapping is not believed \
+             until the next one agrees\n"
+        );
     }
     if !r.flows.is_empty() {
         s += &format!(
