@@ -54,7 +54,9 @@ pub struct IpPvcRow {
 
 /// End cells of user data in flight, by the sending end of their link
 /// and the VC in their header.
-fn ends_in_flight<F: Carries<CellBytes>>(view: &Engine<F>) -> BTreeMap<(u32, PortId, VcId), u64> {
+pub(crate) fn ends_in_flight<F: Carries<CellBytes>>(
+    view: &Engine<F>,
+) -> BTreeMap<(u32, PortId, VcId), u64> {
     let mut m = BTreeMap::new();
     view.for_each_in_flight(&mut |n, p, f| {
         // Read as the ledger reads a dropped cell: a header's single-bit
@@ -66,6 +68,48 @@ fn ends_in_flight<F: Carries<CellBytes>>(view: &Engine<F>) -> BTreeMap<(u32, Por
         }
     });
     m
+}
+
+/// What became of a circuit's end cells between its ends, hop by hop:
+/// those the ledger saw dropped (by place and reason) and those still in
+/// flight, with `name` naming nodes.
+pub(crate) fn on_the_way<'a>(
+    hops: &[PvcHop],
+    flying: &BTreeMap<(u32, PortId, VcId), u64>,
+    ledger: &Ledger,
+    name: &dyn Fn(NodeId) -> &'a str,
+) -> (Vec<LossRow>, u64) {
+    let mut losses = Vec::new();
+    let mut in_flight = 0;
+    for h in hops {
+        in_flight += flying
+            .get(&(h.from.0 .0, h.from.1, h.vc))
+            .copied()
+            .unwrap_or(0);
+        for ((loss, vc), n) in ledger.ends() {
+            let at = match loss.place.side {
+                Side::Out => h.from,
+                Side::In => h.to,
+            };
+            if *vc == h.vc && (NodeId(loss.place.node), loss.place.port) == at {
+                losses.push(LossRow {
+                    at: format!(
+                        "{}:{} {}",
+                        name(at.0),
+                        at.1,
+                        if loss.place.side == Side::In {
+                            "in"
+                        } else {
+                            "out"
+                        }
+                    ),
+                    reason: loss.reason.to_string(),
+                    count: *n,
+                });
+            }
+        }
+    }
+    (losses, in_flight)
 }
 
 /// The books of every PVC whose two ends are IP nodes in this engine,
@@ -129,35 +173,8 @@ pub fn report<F: Carries<CellBytes>>(
                     count: failed,
                 });
             }
-            let mut in_flight = 0;
-            for h in hops {
-                in_flight += flying
-                    .get(&(h.from.0 .0, h.from.1, h.vc))
-                    .copied()
-                    .unwrap_or(0);
-                for ((loss, vc), n) in ledger.ends() {
-                    let at = match loss.place.side {
-                        Side::Out => h.from,
-                        Side::In => h.to,
-                    };
-                    if *vc == h.vc && (NodeId(loss.place.node), loss.place.port) == at {
-                        losses.push(LossRow {
-                            at: format!(
-                                "{}:{} {}",
-                                name(at.0),
-                                at.1,
-                                if loss.place.side == Side::In {
-                                    "in"
-                                } else {
-                                    "out"
-                                }
-                            ),
-                            reason: loss.reason.to_string(),
-                            count: *n,
-                        });
-                    }
-                }
-            }
+            let (on_way, in_flight) = on_the_way(hops, &flying, ledger, &name);
+            losses.extend(on_way);
             let lost: u64 = losses.iter().map(|l| l.count).sum();
             let unaccounted = s.tx as i64 - r.rx as i64 - lost as i64 - in_flight as i64;
             rows.push(IpPvcRow {

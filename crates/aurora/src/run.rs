@@ -611,8 +611,8 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
     }
     r.tcp = crate::tcp_report::report(&net, end + drain);
-    r.video = crate::video_report::report(&net, end);
     let place_names = node_names(&names);
+    r.video = crate::video_report::report(&net, end, &ledger, &place_names);
     r.stripe = crate::stripe_report::report(
         &net.stripes,
         &net.pvcs,

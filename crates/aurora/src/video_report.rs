@@ -1,16 +1,31 @@
 //! The video part of a run's report (`[[camera]]`, `[[viewer]]`): per
 //! viewer, the frames it got (whole and not), their rate and bit rate,
-//! the t-frame books (sent by the camera = delivered + lost by reason +
-//! in progress + in flight), and the checks of the frames' counters; per
-//! camera, the commands it took and the malformed ones by reason.
+//! what its receiver made of the t-frames (delivered, lost by reason, in
+//! progress), the t-frame books, and the checks of the frames' counters;
+//! per camera, the commands it took and the malformed ones by reason.
+//!
+//! The books count t-frames by their end cells, as the IP PVC books count
+//! PDUs (`crate::ip_books`): every t-frame the camera sends has one, and
+//! it either reached the viewer's receiver, waits in the viewer's host
+//! model, was dropped on the way (the ledger has its place, reason and
+//! VC), or is still on a line or in a port (found by walking the
+//! engine). Each term is measured on its own; what they leave is
+//! `unaccounted`, and a run where it is not 0 fails.
 
-use aurora_engine::Engine;
+use std::collections::BTreeMap;
+
+use aurora_engine::carry::Carries;
+use aurora_engine::{Engine, NodeId};
+use aurora_net::accounting::Ledger;
 use aurora_time::{Duration, Instant};
 use aurora_video::client::{Phase, VidboardClient};
 use aurora_video::command::{Defect, Frames};
 use aurora_video::val::Loss;
 use aurora_video::vidboard::Vidboard;
+use aurora_wire::CellBytes;
 use serde::Serialize;
+
+use crate::run::LossRow;
 
 /// The video part of a report.
 #[derive(Debug, Serialize)]
@@ -48,12 +63,9 @@ pub struct ViewerRow {
     pub tframes_lost: Vec<(String, u64)>,
     /// T-frames being reassembled at the end.
     pub tframes_in_progress: u64,
-    /// T-frames sent and not yet at the viewer (on a link, in a buffer,
-    /// in the host's queue): what the other terms leave. The camera counts
-    /// a t-frame sent when its last cell leaves, and the viewer has one in
-    /// progress from its first cell, so this is -1 while a t-frame is
-    /// half-way.
-    pub tframes_in_flight: i64,
+    /// The books, by end cell: sent = reached + waiting + lost on the way
+    /// + in flight + unaccounted.
+    pub books: EndBooks,
     /// Deliveries whose frame number was above the last (in order).
     pub in_order: u64,
     /// Deliveries whose frame number was the last one's again.
@@ -76,6 +88,26 @@ pub struct ViewerRow {
     pub host_overflow: u64,
     /// The most cells that waited for the host model.
     pub host_queue_max: u64,
+}
+
+/// What became of the end cells of the t-frames a camera sent one viewer.
+#[derive(Debug, Default, Serialize)]
+pub struct EndBooks {
+    /// End cells that reached the viewer's receiver (whatever it then
+    /// made of their t-frames).
+    pub reached: u64,
+    /// End cells waiting in the viewer's host model.
+    pub waiting: u64,
+    /// End cells dropped on the way, by place and reason (the viewer's
+    /// own drops, such as its host model's full queue, included).
+    pub lost: Vec<LossRow>,
+    /// Their sum.
+    pub lost_total: u64,
+    /// End cells still on a line or in a port.
+    pub in_flight: u64,
+    /// What the other terms leave of the t-frames sent: 0 when the books
+    /// balance.
+    pub unaccounted: i64,
 }
 
 /// One camera.
@@ -117,15 +149,20 @@ pub fn stop_at<F: aurora_net::Frame>(net: &mut aurora_topo::Network<F>, end: Ins
 }
 
 /// The video part of the report of `net` after a run that stopped
-/// sending at `end`; `None` when it has no cameras.
-pub fn report<F: aurora_net::Frame>(
+/// sending at `end`, with the drops in `ledger` and `names` naming nodes;
+/// `None` when it has no cameras.
+pub fn report<F: Carries<CellBytes>>(
     net: &aurora_topo::Network<F>,
     end: Instant,
+    ledger: &Ledger,
+    names: &BTreeMap<u32, &str>,
 ) -> Option<VideoReport> {
     if net.video.cameras.is_empty() {
         return None;
     }
     let sim: &Engine<F> = &net.sim;
+    let flying = crate::ip_books::ends_in_flight(sim);
+    let name = |x: NodeId| names.get(&x.0).copied().unwrap_or("?");
     let viewers = net
         .video
         .viewers
@@ -133,8 +170,24 @@ pub fn report<F: aurora_net::Frame>(
         .filter_map(|v| {
             let c = sim.node::<VidboardClient>(v.node)?;
             let cam = sim.node::<Vidboard>(v.camera_node)?;
-            let sent = cam.session(v.session).unwrap_or_default();
-            Some(viewer_row(&v.name, &v.camera, c, sent.tframes_sent, end))
+            let sent = cam.session(v.session).unwrap_or_default().tframes_sent;
+            let (lost, in_flight) =
+                crate::ip_books::on_the_way(&v.video_hops, &flying, ledger, &name);
+            let lost_total = lost.iter().map(|l| l.count).sum::<u64>();
+            let (reached, waiting) = (c.rx_stats().ends, c.video_ends_waiting());
+            let books = EndBooks {
+                reached,
+                waiting,
+                lost,
+                lost_total,
+                in_flight,
+                unaccounted: sent as i64
+                    - reached as i64
+                    - waiting as i64
+                    - lost_total as i64
+                    - in_flight as i64,
+            };
+            Some(viewer_row(&v.name, &v.camera, c, sent, books, end))
         })
         .collect();
     let cameras = net
@@ -171,16 +224,14 @@ fn viewer_row(
     camera: &str,
     c: &VidboardClient,
     tframes_sent: u64,
+    books: EndBooks,
     end: Instant,
 ) -> ViewerRow {
     let cfg = c.config();
     let r = cfg.request;
     let k = c.counters();
     let rx = c.rx_stats();
-    let lost: u64 = rx.tframes_lost();
     let in_progress = c.tframes_in_progress();
-    let in_flight =
-        tframes_sent as i64 - rx.tframes_delivered as i64 - lost as i64 - in_progress as i64;
     let span = (end - cfg.start).max(Duration::ZERO);
     let secs = span.as_secs_f64();
     let whole = c.complete_between(cfg.start, end);
@@ -232,7 +283,7 @@ fn viewer_row(
             .filter(|(_, n)| *n > 0)
             .collect(),
         tframes_in_progress: in_progress,
-        tframes_in_flight: in_flight,
+        books,
         in_order,
         repeated,
         out_of_order,
@@ -251,25 +302,19 @@ fn show(d: Duration) -> String {
     format!("{}us", d.as_nanos() as f64 / 1e3)
 }
 
-/// `None` when every viewer's t-frame books balance: no more t-frames
-/// delivered or lost than sent; otherwise one sentence naming the viewers that do
-/// not. A viewer that gave a frame up (a frame timeout) counts the
-/// t-frames of it not yet arrived as missing, some perhaps not yet sent,
-/// so its books may show fewer sent than accounted for; only a viewer
-/// that gave up no frame is held to them.
+/// `None` when every viewer's t-frame books balance; otherwise one
+/// sentence naming the viewers whose do not.
 pub fn imbalance(r: &VideoReport) -> Option<String> {
     let bad: Vec<String> = r
         .viewers
         .iter()
-        .filter(|v| {
-            v.tframes_in_flight + (v.tframes_in_progress as i64) < 0 && v.frame_timeouts == 0
-        })
-        .map(|v| format!("{} ({} t-frames)", v.name, v.tframes_in_flight))
+        .filter(|v| v.books.unaccounted != 0)
+        .map(|v| format!("{} ({} t-frames)", v.name, v.books.unaccounted))
         .collect();
     (!bad.is_empty()).then(|| {
         format!(
-            "the report does not balance: more t-frames reached viewer {} than its camera sent; \
-             this is a fault of the testbed",
+            "the report does not balance: t-frames sent to viewer {} are not all accounted for \
+             (reached, waiting, lost on the way or in flight); this is a fault of the testbed",
             bad.join(", ")
         )
     })
@@ -292,8 +337,7 @@ pub fn text(r: &VideoReport) -> String {
         );
         let lost: u64 = v.tframes_lost.iter().map(|(_, n)| n).sum();
         s += &format!(
-            "  t-frames: {} sent = {} delivered + {} lost{} + {} in progress + {} in flight\n",
-            v.tframes_sent,
+            "  t-frames at the receiver: {} delivered, {} lost{}, {} in progress\n",
             v.tframes_delivered,
             lost,
             if v.tframes_lost.is_empty() {
@@ -309,8 +353,16 @@ pub fn text(r: &VideoReport) -> String {
                 )
             },
             v.tframes_in_progress,
-            v.tframes_in_flight
         );
+        let b = &v.books;
+        s += &format!(
+            "  t-frame books (end cells): {} sent = {} reached the receiver + {} waiting in the \
+             host + {} lost on the way + {} in flight; {} unaccounted\n",
+            v.tframes_sent, b.reached, b.waiting, b.lost_total, b.in_flight, b.unaccounted
+        );
+        for l in &b.lost {
+            s += &format!("    lost {} at {} ({})\n", l.count, l.at, l.reason);
+        }
         s += &format!(
             "  frame counters: {} in order, {} repeated, {} out of order; {} counter errors, {} \
              frames equal to the source, {} differing; {} frame timeouts\n",

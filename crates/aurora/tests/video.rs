@@ -43,7 +43,9 @@ fn check(r: &Value) {
     assert_eq!((u(v, "repeated"), u(v, "out_of_order")), (0, 0), "{v}");
     assert_eq!(u(v, "counter_errors"), 0, "{v}");
     assert_eq!(u(v, "frames_matching"), u(v, "frames_complete"), "{v}");
-    assert_eq!(v["tframes_in_flight"], 0, "{v}");
+    let b = &v["books"];
+    assert_eq!(b["unaccounted"], 0, "{v}");
+    assert_eq!(u(b, "reached"), u(v, "tframes_delivered"), "{v}");
     let c = &r["video"]["cameras"][0];
     assert!(c["malformed"].as_array().unwrap().is_empty(), "{c}");
 }
@@ -61,4 +63,57 @@ fn the_same_example_in_virtual_time_gets_the_camera_rate() {
     check(&r);
     let fps = r["video"]["viewers"][0]["fps"].as_f64().unwrap();
     assert!((25.0..=30.5).contains(&fps), "{fps}");
+}
+
+/// A lossy, congested variant cut off with t-frames on their way: a
+/// continuous stream into a host model with a small queue, cells lost on
+/// the camera's line. The books still balance term by term.
+#[test]
+fn the_tframe_books_balance_with_losses_and_tframes_in_flight() {
+    let text = std::fs::read_to_string(EXAMPLE)
+        .unwrap()
+        .replace(
+            "mode = \"closed\"",
+            "mode = \"continuous\"\nhost = \"dec5000\"",
+        )
+        .replace(
+            "delay = \"1us\"\nbuffer = 256",
+            "delay = \"1us\"\nbuffer = 256\nloss = 0.001",
+        )
+        .replace(
+            "delay = \"1us\"\nbuffer = 1024",
+            "delay = \"3ms\"\nbuffer = 64",
+        );
+    let path = std::env::temp_dir().join(format!("aurora-video-books-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args(["run"])
+        .arg(&path)
+        .args([
+            "--json",
+            "--virtual",
+            "--duration",
+            "280ms",
+            "--drain",
+            "0s",
+        ])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &r["video"]["viewers"][0];
+    let b = &v["books"];
+    assert_eq!(b["unaccounted"], 0, "{v}");
+    assert!(u(b, "lost_total") > 0, "losses on the way: {v}");
+    assert!(u(b, "in_flight") > 0, "t-frames cut off on the line: {v}");
+    assert!(u(v, "tframes_sent") > u(b, "reached"), "{v}");
+    let places: Vec<&str> = b["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert!(places.contains(&"host_overflow"), "{places:?}");
 }

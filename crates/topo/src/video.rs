@@ -153,6 +153,8 @@ pub struct ViewerInfo {
     pub camera_node: NodeId,
     /// Its session's place among the camera's control channels.
     pub session: usize,
+    /// The video circuit, camera to viewer: each hop's ends and VC.
+    pub video_hops: Vec<crate::PvcHop>,
 }
 
 /// The cameras and viewers of a network.

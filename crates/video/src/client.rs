@@ -576,6 +576,23 @@ impl VidboardClient {
 }
 
 impl VidboardClient {
+    /// End cells of the video VC waiting in the host model (queued, or
+    /// being read): t-frames whose end reached the host but not yet the
+    /// receiver.
+    pub fn video_ends_waiting(&self) -> u64 {
+        let format = self.config.format;
+        let video = self.config.video_vc;
+        self.host_queue
+            .iter()
+            .chain(self.host_reading.iter())
+            .filter(|c| {
+                aurora_net::accounting::is_user(c)
+                    && c[3] & 0x02 != 0
+                    && Header::parse(&[c[0], c[1], c[2], c[3]], format).vc() == video
+            })
+            .count() as u64
+    }
+
     /// One arriving cell, read: a reply, video, or counted away.
     fn take_cell(&mut self, now: Instant, port: PortId, c: &CellBytes, out: &mut Outbox) {
         self.sink.counters.cells_in += 1;

@@ -436,6 +436,9 @@ pub struct RxStats {
     pub cells: u64,
     /// Cells that were not user data (OAM, RM), ignored.
     pub cells_not_user: u64,
+    /// User cells that ended a unit (the PTI end bit): one per t-frame
+    /// sent whose end cell arrived, whatever became of the t-frame.
+    pub ends: u64,
     /// T-frames delivered into a frame.
     pub tframes_delivered: u64,
     /// T-frames lost, by [`Loss`] (in the order of [`Loss::ALL`]).
@@ -628,6 +631,7 @@ impl Reassembler {
         self.last_cell = now;
         self.buf.extend_from_slice(&cell[HEADER_LEN..]);
         if pti.is_end_of_pdu() {
+            self.stats.ends += 1;
             self.end_of_unit(now, on_frame);
             self.buf.clear();
         }

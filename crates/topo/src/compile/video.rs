@@ -83,7 +83,13 @@ pub(super) struct ViewerPlan {
     camera: usize,
     session: usize,
     config: ClientConfig,
+    /// The video circuit, camera to viewer: each hop's ends and VC.
+    video_hops: Vec<RoutedHop>,
 }
+
+/// A hop of a routed circuit: sending node and port, receiving node and
+/// port, the VC on it.
+type RoutedHop = (String, aurora_net::PortId, String, aurora_net::PortId, VcId);
 
 impl Reader<'_> {
     /// Cameras and viewers are nodes: declared for the names step.
@@ -326,7 +332,7 @@ impl Reader<'_> {
             );
             return None;
         }
-        let at_camera = control[control.len() - 1];
+        let at_camera = control[control.len() - 1].4;
         plan.channels.push(ControlChannel {
             command: at_camera,
             reply: at_camera,
@@ -341,10 +347,15 @@ impl Reader<'_> {
             cells_per_burst: cb,
             interburst,
             interframe,
-            dest: video[0],
+            dest: video[0].4,
             frames,
         };
-        let mut config = ClientConfig::new(control[0], control[0], video[video.len() - 1], request);
+        let mut config = ClientConfig::new(
+            control[0].4,
+            control[0].4,
+            video[video.len() - 1].4,
+            request,
+        );
         config.format = Format::Uni;
         config.start = aurora_time::Instant::ZERO + start;
         config.processing = processing;
@@ -363,6 +374,7 @@ impl Reader<'_> {
             camera,
             session: plan.channels.len() - 1,
             config,
+            video_hops: video,
         })
     }
 
@@ -438,13 +450,13 @@ impl Reader<'_> {
         Some(path)
     }
 
-    /// Routes a circuit along `path` (checked): the VC on each hop.
+    /// Routes a circuit along `path` (checked): each hop with its VC.
     fn route_video(
         &mut self,
         span: Range<usize>,
         what: &str,
         path: &[String],
-    ) -> Option<Vec<VcId>> {
+    ) -> Option<Vec<RoutedHop>> {
         let c: &mut Ctx = &mut self.c;
         let mut hops = Vec::new();
         let mut crossed = BTreeSet::new();
@@ -478,7 +490,12 @@ impl Reader<'_> {
         }
         let kinds: Vec<Kind> = path.iter().map(|n| self.kinds[n]).collect();
         match crate::pvc::route(what, path, &kinds, &hops, None, None, &mut self.entries) {
-            Ok(v) => Some(v),
+            Ok(v) => Some(
+                hops.into_iter()
+                    .zip(v)
+                    .map(|(h, vc)| (h.from, h.from_port, h.to, h.to_port, vc))
+                    .collect(),
+            ),
             Err(msgs) => {
                 for m in msgs {
                     c.at(span.clone(), m);
@@ -565,12 +582,22 @@ pub(super) fn build(
         ids.insert(v.name.clone(), id);
         hosts.push((v.name.clone(), id));
         let (camera, camera_node) = camera_ids[v.camera].clone();
+        let video_hops = v
+            .video_hops
+            .iter()
+            .map(|(a, ap, b, bp, vc)| crate::PvcHop {
+                from: (ids[a.as_str()], *ap),
+                to: (ids[b.as_str()], *bp),
+                vc: *vc,
+            })
+            .collect();
         info.viewers.push(ViewerInfo {
             name: v.name,
             node: id,
             camera,
             camera_node,
             session: v.session,
+            video_hops,
         });
     }
     Ok(info)
