@@ -73,6 +73,13 @@
 //! unit). A frame lost without a trace leaves nothing to count here; the
 //! client counts it as a timeout.
 //!
+//! A good t-frame from far ahead (more than [`FRAME_WINDOW`] frames past
+//! the last good one) is not believed on its own: with a 16-bit checksum
+//! one corrupted t-frame in 65,536 passes, and a frame number moved far
+//! ahead would make every later t-frame look stale. It is lost as
+//! [`Loss::FarAhead`] unless [`RESYNC`] such t-frames in a row agree,
+//! when the receiver starts again from there.
+//!
 //! **Bounds.** A reassembler holds two pictures (the one being assembled,
 //! the last delivered) and a unit buffer of at most twice the largest
 //! t-frame's cells; a unit that grows past it is dropped
@@ -397,11 +404,23 @@ pub enum Loss {
     Timeout,
     /// Never seen at all: a gap in the sequence of good t-frames.
     Missing,
+    /// A good t-frame whose frame number is more than [`FRAME_WINDOW`]
+    /// ahead of the last: not believed (a checksum collision or a forged
+    /// t-frame would otherwise make every later t-frame stale) until
+    /// [`RESYNC`] in a row agree.
+    FarAhead,
 }
+
+/// How far ahead of the last good t-frame's a frame number is believed.
+pub const FRAME_WINDOW: u32 = 1 << 12;
+/// Good t-frames in a row, all far ahead and in order among themselves,
+/// that move the receiver there (a camera that restarted its count, a
+/// receiver that was away a long time).
+pub const RESYNC: u32 = 3;
 
 impl Loss {
     /// How many reasons there are.
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     /// Every reason, in the order of [`RxStats::lost`].
     pub const ALL: [Loss; Loss::COUNT] = [
         Loss::Short,
@@ -412,6 +431,7 @@ impl Loss {
         Loss::Overflow,
         Loss::Timeout,
         Loss::Missing,
+        Loss::FarAhead,
     ];
 
     /// A short snake_case name.
@@ -425,6 +445,7 @@ impl Loss {
             Loss::Overflow => "tframe_overflow",
             Loss::Timeout => "tframe_timeout",
             Loss::Missing => "tframe_missing",
+            Loss::FarAhead => "tframe_far_ahead",
         }
     }
 }
@@ -514,6 +535,9 @@ pub struct Reassembler {
     last_good: Option<(u32, usize)>,
     /// Failed units since `last_good`, not yet set against a gap.
     pending: u64,
+    /// Good t-frames far ahead in a row: the last one's place and how
+    /// many.
+    far: Option<(u32, usize, u32)>,
     stats: RxStats,
 }
 
@@ -534,6 +558,7 @@ impl Reassembler {
             done_info: None,
             last_good: None,
             pending: 0,
+            far: None,
             stats: RxStats::default(),
         }
     }
@@ -692,6 +717,25 @@ impl Reassembler {
         on_frame: &mut dyn FnMut(&FrameInfo, &Picture),
     ) {
         let n = self.layout.tframes();
+        if let Some((f, _)) = self.last_good {
+            let ahead = t.frame.wrapping_sub(f);
+            if ahead > FRAME_WINDOW && ahead < 1 << 31 {
+                let run = match self.far {
+                    Some((g, j, k)) if (t.frame, idx) > (g, j) && t.frame - g <= FRAME_WINDOW => {
+                        k + 1
+                    }
+                    _ => 1,
+                };
+                if run < RESYNC {
+                    self.far = Some((t.frame, idx, run));
+                    self.lose(Loss::FarAhead);
+                    return;
+                }
+                // Enough agree: start again from here.
+                self.last_good = None;
+            }
+        }
+        self.far = None;
         let (gap, exact) = match self.last_good {
             None => (idx as u64, false),
             Some((f, i)) if (t.frame, idx) <= (f, i) => {
@@ -901,6 +945,52 @@ mod tests {
                 (0, 3, 0)
             );
         }
+    }
+
+    #[test]
+    fn one_tframe_from_far_ahead_does_not_lock_the_receiver_out() {
+        let src = SyntheticSource::new(2);
+        let l = Layout::new(PictureSize::Quarter, PixelFormat::Mono8, 40).unwrap();
+        // Frame 1, then one good t-frame claiming frame 3,000,000 (forged,
+        // or a checksum collision), then frames 2 and 3.
+        let (mut cells, _) = frames(l, &[1], &src);
+        let (wild, _) = frames(l, &[3_000_000], &src);
+        cells.extend_from_slice(&wild[..l.tframe_cells(0)]);
+        let (rest, pics) = frames(l, &[2, 3], &src);
+        cells.extend(rest);
+        let mut r = Reassembler::new(l, RxConfig::default());
+        let got = run(&mut r, &cells);
+        let whole: Vec<u32> = got
+            .iter()
+            .filter(|g| g.0.complete)
+            .map(|g| g.0.frame)
+            .collect();
+        assert_eq!(
+            whole,
+            [1, 2, 3],
+            "{:?}",
+            got.iter().map(|g| g.0).collect::<Vec<_>>()
+        );
+        assert_eq!(got.len(), 3);
+        assert!(got[1].1 == pics[0] && got[2].1 == pics[1]);
+        assert_eq!(r.stats().lost(Loss::FarAhead), 1);
+        assert_eq!(r.stats().lost(Loss::Stale), 0);
+    }
+
+    #[test]
+    fn a_camera_that_jumps_far_ahead_is_followed_after_a_few_tframes() {
+        let src = SyntheticSource::new(2);
+        let l = Layout::new(PictureSize::Quarter, PixelFormat::Mono8, 40).unwrap();
+        let (mut cells, _) = frames(l, &[1], &src);
+        let (rest, _) = frames(l, &[3_000_000, 3_000_001], &src);
+        cells.extend(rest);
+        let mut r = Reassembler::new(l, RxConfig::default());
+        let got = run(&mut r, &cells);
+        // RESYNC t-frames of the first far frame are lost; the next frame
+        // comes whole.
+        assert_eq!(r.stats().lost(Loss::FarAhead), u64::from(RESYNC) - 1);
+        let last = got.last().unwrap();
+        assert_eq!((last.0.frame, last.0.complete), (3_000_001, true));
     }
 
     #[test]
