@@ -173,7 +173,20 @@ impl Ledger {
     /// Takes another ledger's records (a worker's, say); where both charged
     /// a PDU, the earlier loss stands.
     pub fn merge(&mut self, other: Ledger) {
+        // The same bounds as `dropped` keeps: a record that would pass
+        // them is counted as overflow, not kept.
+        fn add<K: Ord>(m: &mut BTreeMap<K, u64>, k: K, n: u64, overflow: &mut u64) {
+            if m.len() < MAX_RECORDS || m.contains_key(&k) {
+                *m.entry(k).or_default() += n;
+            } else {
+                *overflow += n;
+            }
+        }
         for (t, l) in other.first {
+            if self.first.len() >= MAX_RECORDS && !self.first.contains_key(&t) {
+                self.overflow += 1;
+                continue;
+            }
             let e = self.first.entry(t).or_insert(l);
             *e = (*e).min(l);
         }
@@ -184,16 +197,20 @@ impl Ledger {
             *self.untagged.entry(l).or_default() += n;
         }
         for (k, n) in other.untagged_vc {
-            *self.untagged_vc.entry(k).or_default() += n;
+            if self.untagged_vc.len() < MAX_RECORDS || self.untagged_vc.contains_key(&k) {
+                *self.untagged_vc.entry(k).or_default() += n;
+            }
         }
         for (k, f) in other.vc_flow {
-            self.vc_flow.entry(k).or_insert(f);
+            if self.vc_flow.len() < MAX_RECORDS {
+                self.vc_flow.entry(k).or_insert(f);
+            }
         }
         for (k, n) in other.ends {
-            *self.ends.entry(k).or_default() += n;
+            add(&mut self.ends, k, n, &mut self.overflow);
         }
         for (k, n) in other.by_vc {
-            *self.by_vc.entry(k).or_default() += n;
+            add(&mut self.by_vc, k, n, &mut self.overflow);
         }
         self.overflow += other.overflow;
     }
