@@ -412,7 +412,12 @@ impl Discover {
         }
         match self.stage {
             Stage::Idle => Some(self.next_round),
-            _ => self.probes.iter().filter(|p| !p.over).map(|p| p.deadline).min(),
+            _ => self
+                .probes
+                .iter()
+                .filter(|p| !p.over)
+                .map(|p| p.deadline)
+                .min(),
         }
     }
 
