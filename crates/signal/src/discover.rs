@@ -64,9 +64,12 @@
 //!
 //! # Bounds and untrusted input
 //!
-//! A round explores at most [`Config::max_switches`] switches, so it sends
-//! at most 31 probes per switch, plus 16 for the home port, plus rechecks
-//! (at most one per probe). Replies are believed only under the daemon's
+//! A round explores at most [`Config::max_switches`] switches and sends at
+//! most [`Config::max_probes`] probes, rechecks included: a new switch's
+//! two stages (16 probes at most each, each perhaps asked twice) start
+//! only if all they could send fits, and what is left unexplored is
+//! counted. The round's state
+//! is bounded by the switches (16 ports each). Replies are believed only under the daemon's
 //! key and for a probe still waiting; everything else is counted
 //! ([`Counters`]) and ignored, and no input panics.
 //!
@@ -94,6 +97,10 @@ pub const MAX_DEPTH: usize = 10;
 /// Ports a VuNet switch may have (four routing bits).
 const PORTS: u8 = 16;
 
+/// The most probe cells one stage may send: 16 probes, each perhaps
+/// asked again.
+const STAGE_MOST: u64 = 2 * PORTS as u64;
+
 /// How the daemon runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -116,6 +123,9 @@ pub struct Config {
     /// Most relays between the home switch and a switch explored (at most
     /// [`MAX_DEPTH`]).
     pub max_depth: usize,
+    /// Most probe cells a round sends (at least 64: the home switch's two
+    /// stages; a new switch is explored only if both of its fit).
+    pub max_probes: u64,
     /// The first sequence number is one above this (choose it above any
     /// the key id used before).
     pub first_seq: u64,
@@ -124,7 +134,8 @@ pub struct Config {
 impl Config {
     /// A daemon with key `key` under id `key_id`, a period of one second,
     /// a timeout of 10 ms, up to 64 switches at any depth control cells
-    /// reach.
+    /// reach, and up to 4096 probes a round (64 switches at 32 each, and
+    /// as many again for relays that lead to no switch).
     pub fn new(key_id: u8, key: Vec<u8>) -> Self {
         Config {
             key_id,
@@ -135,6 +146,7 @@ impl Config {
             timeout: Duration::from_millis(10),
             max_switches: 64,
             max_depth: MAX_DEPTH,
+            max_probes: 4096,
             first_seq: 0,
         }
     }
@@ -171,8 +183,9 @@ pub struct Counters {
     /// Answers that put a relay side where the round had already placed
     /// it elsewhere (ignored).
     pub conflicts: u64,
-    /// Switches not explored: the round had [`Config::max_switches`], or
-    /// they lie deeper than [`Config::max_depth`].
+    /// Switches not explored: the round had [`Config::max_switches`] or
+    /// had sent close to [`Config::max_probes`], or they lie deeper than
+    /// [`Config::max_depth`].
     pub beyond_reach: u64,
 }
 
@@ -243,7 +256,7 @@ impl Map {
     pub fn route_to(&self, dest: Place, last_link: Link) -> Option<Path> {
         let home_port = self.home_port?;
         let target = self.switch_of(dest.relay, dest.side)?;
-        if dest.port >= PORTS || target == 0 || self.switches.is_empty() {
+        if dest.port >= PORTS || target == 0 || target >= self.switches.len() {
             return None;
         }
         // Breadth first over switches: how each was reached (switch
@@ -357,6 +370,8 @@ pub struct Discover {
     probes: Vec<Probe>,
     /// Set when an answer finished the stage: poll at once.
     ready: Option<Instant>,
+    /// Probe cells this round has sent.
+    round_sent: u64,
 }
 
 impl Discover {
@@ -365,6 +380,7 @@ impl Discover {
     pub fn new(mut cfg: Config, now: Instant) -> Self {
         cfg.max_depth = cfg.max_depth.min(MAX_DEPTH);
         cfg.max_switches = cfg.max_switches.clamp(1, 4096);
+        cfg.max_probes = cfg.max_probes.max(2 * STAGE_MOST);
         if cfg.home_port.is_some_and(|p| p >= PORTS) {
             cfg.home_port = None;
         }
@@ -382,6 +398,7 @@ impl Discover {
             queue: VecDeque::new(),
             probes: Vec::new(),
             ready: None,
+            round_sent: 0,
         }
     }
 
@@ -579,6 +596,7 @@ impl Discover {
 
     fn start_round(&mut self, now: Instant, out: &mut Vec<CellBytes>) {
         self.round_started = now;
+        self.round_sent = 0;
         self.found.clear();
         self.relays.clear();
         self.queue.clear();
@@ -708,7 +726,10 @@ impl Discover {
             if far_known {
                 continue;
             }
-            if self.found.len() >= self.cfg.max_switches || self.depth(s) >= self.cfg.max_depth {
+            if self.found.len() >= self.cfg.max_switches
+                || self.depth(s) >= self.cfg.max_depth
+                || self.round_sent + 2 * STAGE_MOST > self.cfg.max_probes
+            {
                 self.counters.beyond_reach += 1;
                 continue;
             }
@@ -812,6 +833,7 @@ impl Discover {
         };
         out.push(c.cell_routed(self.cfg.vpi, gfc, Some(&self.cfg.key)));
         self.counters.sent += 1;
+        self.round_sent += 1;
         let p = &mut self.probes[i];
         p.seqs[usize::from(tries.clamp(1, 2) - 1)] = self.seq;
         p.tries = tries.clamp(1, 2);

@@ -777,3 +777,32 @@ fn a_long_chain_is_mapped_as_far_as_routes_reach() {
     // The relay into the twelfth switch is placed by its near side only.
     assert_eq!(d.map().relays[&(n as u16 - 2)][1], None);
 }
+
+/// A round sends no more probes than it may: on a long chain, the home
+/// switch costs 15 probes and each further one 31 (none lost), and a
+/// switch is explored only while its worst case (64) still fits: 15 + 4 ×
+/// 31 = 139, and 139 + 64 is over 192, so five are mapped.
+#[test]
+fn a_round_keeps_to_its_probe_budget() {
+    let n = 8;
+    let truth = Truth {
+        switches: vec![3; n],
+        home_port: 2,
+        relays: (0..n - 1)
+            .map(|k| (k as u16, true, [Some((k, 1)), Some((k + 1, 0))]))
+            .collect(),
+        hosts: vec![],
+    };
+    let cfg = Config {
+        max_probes: 3 * 64,
+        ..config(Some(2))
+    };
+    let mut net = build(&truth, cfg);
+    net.sim.run_until(Instant::from_millis(45));
+    let d = &daemon(&net).disc;
+    let c = d.counters();
+    assert_eq!(d.map().switches.len(), 5);
+    assert_eq!(c.beyond_reach, 1);
+    assert_eq!(c.sent, 139);
+    reconciled(d);
+}
