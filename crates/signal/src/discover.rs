@@ -259,11 +259,9 @@ impl Map {
         if dest.port >= PORTS || target == 0 || target >= self.switches.len() {
             return None;
         }
-        // Breadth first over switches: how each was reached (switch
-        // before, its port, relay, the relay's side there, the port
-        // entered by).
+        // Breadth first over switches: how each was reached.
         let n = self.switches.len();
-        let mut how: Vec<Option<(usize, u8, u16, u8, u8)>> = vec![None; n];
+        let mut how: Vec<Option<Step>> = vec![None; n];
         let mut seen = vec![false; n];
         seen[0] = true;
         let mut queue = VecDeque::from([0usize]);
@@ -278,7 +276,13 @@ impl Map {
                 };
                 if far.switch < n && !seen[far.switch] {
                     seen[far.switch] = true;
-                    how[far.switch] = Some((s, port, relay, side & 1, far.port));
+                    how[far.switch] = Some(Step {
+                        from: s,
+                        port,
+                        relay,
+                        side: side & 1,
+                        entered: far.port,
+                    });
                     queue.push_back(far.switch);
                 }
             }
@@ -288,7 +292,7 @@ impl Map {
         while at != 0 {
             let step = how[at]?;
             steps.push(step);
-            at = step.0;
+            at = step.from;
             if steps.len() > MAX_RELAYS {
                 return None;
             }
@@ -297,20 +301,40 @@ impl Map {
         let hops = steps
             .iter()
             .enumerate()
-            .map(|(k, &(_, _, relay, side, _))| Hop {
-                relay,
-                link: relay_link(relay, side),
-                side,
-                bits_on: steps.get(k + 1).map_or(dest.port, |next| next.1),
-                bits_back: if k == 0 { home_port } else { steps[k - 1].4 },
+            .map(|(k, step)| Hop {
+                relay: step.relay,
+                link: relay_link(step.relay, step.side),
+                side: step.side,
+                bits_on: steps.get(k + 1).map_or(dest.port, |next| next.port),
+                bits_back: if k == 0 {
+                    home_port
+                } else {
+                    steps[k - 1].entered
+                },
             })
             .collect();
         Some(Path {
-            first_bits: steps[0].1,
+            first_bits: steps.first()?.port,
             hops,
             last_link,
         })
     }
+}
+
+/// One relay crossed on a way through the map.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    /// The switch before the relay.
+    from: usize,
+    /// Its port to the relay.
+    port: u8,
+    /// The relay.
+    relay: u16,
+    /// The relay's side on that port.
+    side: u8,
+    /// The port of the switch after the relay that its far side plugs
+    /// into.
+    entered: u8,
 }
 
 /// A switch of the round in progress.

@@ -213,6 +213,14 @@ impl Node for Plug {
     }
 }
 
+/// Where a relay side plugs in: a switch and its port, or (`None`) a host
+/// of its own.
+type Side = Option<(usize, u8)>;
+
+/// Relay sides placed on reachable switches: (relay, side) → (switch,
+/// port).
+type Placed = BTreeMap<(u16, u8), (usize, u8)>;
+
 /// What a network is: switches (port counts), the host's port on switch
 /// 0, relays (id, keyed, where each side plugs: a switch port or, if
 /// `None`, a host of its own), and other hosts on switch ports.
@@ -220,7 +228,7 @@ impl Node for Plug {
 struct Truth {
     switches: Vec<u8>,
     home_port: u8,
-    relays: Vec<(u16, bool, [Option<(usize, u8)>; 2])>,
+    relays: Vec<(u16, bool, [Side; 2])>,
     hosts: Vec<(usize, u8)>,
 }
 
@@ -256,7 +264,7 @@ fn random_truth(seed: u64) -> Truth {
         Some(free[s].swap_remove(i))
     };
     let home_port = take(&mut rng, 0).unwrap();
-    let mut ends: Vec<(bool, [Option<(usize, u8)>; 2])> = Vec::new();
+    let mut ends: Vec<(bool, [Side; 2])> = Vec::new();
     let mut join = |rng: &mut Rng, a: usize, b: Option<usize>, keyed: bool, ends: &mut Vec<_>| {
         let Some(pa) = take(rng, a) else { return };
         let pb = match b {
@@ -387,7 +395,7 @@ fn plug(net: &mut Net, id: u16) -> &mut Plug {
 /// What the daemon can know of `truth` with relays `down` unplugged: the
 /// switches reachable from the home switch through answering relays
 /// within reach, and where each side of every relay on them plugs in.
-fn reachable(truth: &Truth, down: &[u16]) -> (BTreeSet<usize>, BTreeMap<(u16, u8), (usize, u8)>) {
+fn reachable(truth: &Truth, down: &[u16]) -> (BTreeSet<usize>, Placed) {
     let answers = |id: u16, keyed: bool| keyed && !down.contains(&id);
     let mut depth = BTreeMap::from([(0usize, 0usize)]);
     let mut queue = VecDeque::from([0usize]);
