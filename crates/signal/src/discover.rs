@@ -489,7 +489,7 @@ impl Discover {
     }
 
     /// The probe waiting with sequence number `seq`, if any.
-    fn waiting(&mut self, seq: u64) -> Option<usize> {
+    fn waiting(&self, seq: u64) -> Option<usize> {
         self.probes
             .iter()
             .position(|p| !p.over && p.seqs[..usize::from(p.tries)].contains(&seq))
