@@ -396,7 +396,10 @@ fn any_relay_identifies_itself_and_the_side_it_was_asked_on() {
     assert!(feed(&mut relay, 1, &[ask(2, None)]).is_empty());
     assert!(feed(&mut relay, 1, &[ask(2, Some(b"forged"))]).is_empty());
     let c = relay.counters();
-    assert_eq!((c.refused_replay, c.refused_tag, c.control_accepted), (1, 2, 1));
+    assert_eq!(
+        (c.refused_replay, c.refused_tag, c.control_accepted),
+        (1, 2, 1)
+    );
     // Unknown key id: refused as from an untrusted port.
     let mut other = Control::decode(&ask(3, Some(&key))[5..].try_into().unwrap());
     other.key_id = 9;
