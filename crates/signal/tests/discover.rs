@@ -247,14 +247,14 @@ impl Rng {
     }
 }
 
-/// A random network: a tree of relays joining 2 to 6 switches, a few more
+/// A random network: a tree of relays joining 2 to 8 switches, a few more
 /// relays making loops (one perhaps with both sides on one switch), one
 /// perhaps plugged into a switch on one side only, one perhaps without the
 /// daemon's key, and other hosts on spare ports.
 fn random_truth(seed: u64) -> Truth {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let n = 2 + rng.below(5);
-    let switches: Vec<u8> = (0..n).map(|_| 4 + rng.below(9) as u8).collect();
+    let n = 2 + rng.below(7);
+    let switches: Vec<u8> = (0..n).map(|_| 4 + rng.below(13) as u8).collect();
     let mut free: Vec<Vec<u8>> = switches.iter().map(|&p| (0..p).collect()).collect();
     let mut take = |rng: &mut Rng, s: usize| -> Option<u8> {
         if free[s].is_empty() {
@@ -285,7 +285,7 @@ fn random_truth(seed: u64) -> Truth {
         let parent = rng.below(i);
         join(&mut rng, parent, Some(i), true, &mut ends);
     }
-    for _ in 0..rng.below(3) {
+    for _ in 0..rng.below(4) {
         let (a, b) = (rng.below(n), rng.below(n));
         join(&mut rng, a, Some(b), true, &mut ends);
     }
@@ -483,7 +483,7 @@ fn reconciled(d: &Discover) {
 
 #[test]
 fn the_map_equals_the_ground_truth_on_random_networks() {
-    for seed in 1..=8u64 {
+    for seed in 1..=10u64 {
         let truth = random_truth(seed);
         // Half the time the host's port is found by loop probes.
         let home = (seed % 2 == 0).then_some(truth.home_port);
