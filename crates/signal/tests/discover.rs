@@ -720,10 +720,15 @@ fn the_path_to_a_destination_opens_and_carries_data() {
         port: 1,
     };
     net.sim.node_mut::<Daemon>(net.daemon).unwrap().open =
-        Some((Instant::from_millis(30), dest, Link(1000)));
-    net.sim.run_until(Instant::from_millis(45));
+        Some((Instant::from_millis(50), dest, Link(1000)));
+    // The open starts with the second round: the daemon's probes and the
+    // opener's writes pass the same relays at once, under their own key
+    // ids, and neither disturbs the other.
+    net.sim.run_until(Instant::from_millis(70));
     let h = daemon(&net);
     check_map(h.disc.map(), &truth, &[]).unwrap();
+    assert_eq!(h.disc.counters().rounds, 2);
+    assert_eq!(h.disc.counters().rechecks, 0);
     let path = h.path.clone().expect("opened");
     // s0 leaves on port 0 to relay 8 (side 0), s1 on port 0 to relay 2
     // (side 0), s2 on port 1 to the destination; replies go back by s1's
