@@ -17,8 +17,9 @@
 //!
 //! ```text
 //!  0       command: 1 write entry, 2 read entry, 3 reply (from the link),
-//!          4 clear entry
+//!          4 clear entry, 5 identify ("who are you")
 //!  1       table: 0 cells arriving on port 0, 1 cells arriving on port 1
+//!          (the reply to an identify: the port the request came in on)
 //!  2..4    VCI the entry is for (big-endian)
 //!  4..6    new VCI (write; reply)
 //!  6       output port bits, 0-15 (write; reply)
@@ -34,8 +35,17 @@
 //!  35..46  route: 22 nibbles (high nibble first), see below
 //!  46..48  the target relay's id (big-endian): a relay acts on a tagged
 //!          request only if it is its own, so a request for one relay
-//!          cannot be made to act at another on its way
+//!          cannot be made to act at another on its way (an identify
+//!          excepted: it acts on nothing); in the reply to an identify,
+//!          the answering relay's own id
 //! ```
+//!
+//! Identify (5) is how a host learns what lies behind a switch port
+//! without knowing it: any relay the request reaches with `hops` 0 that
+//! takes it (key, tag and sequence number checked as for any request)
+//! answers whatever target it names, changing no entry, with its own id
+//! in bytes 46..48 and the side it was asked on in byte 1, both covered by
+//! the reply's tag.
 //!
 //! A relay takes every cell on the control VCI. One whose `hops` is not 0
 //! is only passed on: the relay takes one off `hops`, sets the routing
@@ -84,6 +94,9 @@ pub const CMD_READ: u8 = 2;
 pub const CMD_REPLY: u8 = 3;
 /// Remove an entry (its reply says done, the entry now absent).
 pub const CMD_CLEAR: u8 = 4;
+/// Who are you: any relay answers with its id and the side it was asked
+/// on, and changes nothing (see the module docs).
+pub const CMD_IDENT: u8 = 5;
 
 /// Nibbles a control cell's route holds.
 pub const ROUTE_NIBBLES: usize = 22;
@@ -451,17 +464,35 @@ impl VunetLink {
                 self.counters.refused_replay += 1;
                 return;
             }
-            if c.route.target != self.id {
+            // An identify acts on nothing, so it may be carried out by
+            // whichever relay it reaches.
+            if c.route.target != self.id && c.cmd != CMD_IDENT {
                 self.counters.refused_target += 1;
                 return;
             }
         }
-        if c.table > 1 || !matches!(c.cmd, CMD_WRITE | CMD_READ | CMD_CLEAR) {
+        if c.table > 1 || !matches!(c.cmd, CMD_WRITE | CMD_READ | CMD_CLEAR | CMD_IDENT) {
             self.counters.refused_malformed += 1;
             return;
         }
         if !trusted {
             self.last_seq.insert(c.key_id, c.seq);
+        }
+        if c.cmd == CMD_IDENT {
+            self.counters.control_accepted += 1;
+            let answer = Control {
+                table: (port & 1) as u8,
+                new_vci: 0,
+                port_bits: 0,
+                status: 0,
+                route: Route {
+                    target: self.id,
+                    ..c.route
+                },
+                ..c
+            };
+            self.reply(port, answer, out, vpi);
+            return;
         }
         let t = usize::from(c.table);
         let key = (c.table, c.vci);
@@ -509,14 +540,22 @@ impl VunetLink {
             (None, CMD_CLEAR) => (0, 0, 0),
             (None, _) => (0, 0, 1),
         };
-        // The reply goes back the way the request came, routed on the
-        // route's next nibble (0 for a request to the first relay).
-        let gfc = c.route.nibble(c.route.next).unwrap_or(0);
-        let reply = Control {
-            cmd: CMD_REPLY,
+        let answer = Control {
             new_vci,
             port_bits,
             status,
+            ..c
+        };
+        self.reply(port, answer, out, vpi);
+    }
+
+    /// Sends the reply `c` (the request with the answer's fields filled
+    /// in) back the way the request came, routed on the route's next
+    /// nibble (0 for a request to the first relay).
+    fn reply(&mut self, port: PortId, c: Control, out: &mut Outbox, vpi: u16) {
+        let gfc = c.route.nibble(c.route.next).unwrap_or(0);
+        let reply = Control {
+            cmd: CMD_REPLY,
             route: Route {
                 hops: c.route.back,
                 next: c.route.next.saturating_add(1),

@@ -353,3 +353,56 @@ fn a_request_for_one_relay_is_refused_at_another() {
     assert_eq!(feed(&mut near, 0, &[ok.cell(0, Some(&key))]).len(), 1);
     assert_eq!(near.entry(0, 40), Some((41, 0)));
 }
+
+/// Identify: a relay answers whatever target the request names, with its
+/// own id and the side it was asked on under the requester's tag, and
+/// changes no entry; the key, tag and sequence number are checked as for
+/// any request.
+#[test]
+fn any_relay_identifies_itself_and_the_side_it_was_asked_on() {
+    use aurora_net::vunet::{Route, CMD_IDENT};
+    let key = b"daemon key".to_vec();
+    let mut relay = VunetLink::new([false, false], None);
+    relay.add_key(3, key.clone());
+    relay.set_id(42);
+    relay.set_entry(1, 40, 41, 2);
+    let ask = |seq: u64, k: Option<&[u8]>| {
+        Control {
+            cmd: CMD_IDENT,
+            key_id: 3,
+            vci: 40,
+            seq,
+            // Names relay 7, not this one: an identify is answered anyway.
+            route: Route::to_relay(7, &[], &[5]).unwrap(),
+            ..Control::default()
+        }
+        .cell(0, k)
+    };
+    let out = feed(&mut relay, 1, &[ask(1, Some(&key))]);
+    assert_eq!(out.len(), 1);
+    let (port, cell) = out[0];
+    assert_eq!(port, 1, "answered on the side asked");
+    assert_eq!(hdr(&cell).gfc, 5, "routed on the reply's first nibble");
+    let p: [u8; 48] = cell[5..].try_into().unwrap();
+    assert!(Control::verify(&p, &key));
+    let r = Control::decode(&p);
+    assert_eq!(
+        (r.cmd, r.status, r.table, r.route.target, r.seq),
+        (CMD_REPLY, 0, 1, 42, 1)
+    );
+    assert_eq!(relay.entry(1, 40), Some((41, 2)), "nothing changed");
+    // Replayed, untagged or under another key id: no answer.
+    assert!(feed(&mut relay, 1, &[ask(1, Some(&key))]).is_empty());
+    assert!(feed(&mut relay, 1, &[ask(2, None)]).is_empty());
+    assert!(feed(&mut relay, 1, &[ask(2, Some(b"forged"))]).is_empty());
+    let c = relay.counters();
+    assert_eq!(
+        (c.refused_replay, c.refused_tag, c.control_accepted),
+        (1, 2, 1)
+    );
+    // Unknown key id: refused as from an untrusted port.
+    let mut other = Control::decode(&ask(3, Some(&key))[5..].try_into().unwrap());
+    other.key_id = 9;
+    assert!(feed(&mut relay, 0, &[other.cell(0, Some(&key))]).is_empty());
+    assert_eq!(relay.counters().refused_port, 1);
+}

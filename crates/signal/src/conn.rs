@@ -156,8 +156,9 @@ fn cell_to(path: &Path, k: usize, mut c: Control, vpi: u16, key: Option<&[u8]>) 
 }
 
 /// The reply in `cell`, if it is a control reply tagged under `key` (any
-/// reply when the host has no key: it trusts its management port).
-fn reply_of(cell: &CellBytes, key: Option<&[u8]>) -> Option<Control> {
+/// reply when the host has no key: it trusts its management port). Shared
+/// with the topology daemon ([`crate::discover`]).
+pub fn reply_of(cell: &CellBytes, key: Option<&[u8]>) -> Option<Control> {
     let h = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], Format::Uni);
     if h.vci != VCI_LINK_CONTROL {
         return None;

@@ -16,6 +16,10 @@
 //!   back), with a timeout, retries and a clear reason for a failure; close
 //!   it. Control cells reach relays beyond the first by the route they
 //!   carry ([`aurora_net::vunet::Route`]).
+//! - [`discover`]: the topology daemon: maps relays and switch ports with
+//!   identify probes, round after round, and gives the connection library
+//!   its paths.
 
 pub mod conn;
+pub mod discover;
 pub mod table;
