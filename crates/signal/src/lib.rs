@@ -18,4 +18,5 @@
 //!   carry ([`aurora_net::vunet::Route`]).
 
 pub mod conn;
+pub mod host;
 pub mod table;
