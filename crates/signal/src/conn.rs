@@ -403,8 +403,7 @@ impl Opener {
             Step::Read(_) if self.refresh && !wrong && k < last => {
                 self.go(Step::Read(k + 1), now, seq)
             }
-            Step::Write(_) | Step::Read(_) if wrong =>
-            {
+            Step::Write(_) | Step::Read(_) if wrong => {
                 let why = if r.status != 0 {
                     format!("status {}", r.status)
                 } else {
@@ -608,7 +607,12 @@ impl Refresher {
     }
 
     /// Extends the VC's table leases to `now` plus the lease.
-    pub fn renew(&self, owner: Owner, table: &dyn VciTable, now: Instant) -> Result<u64, TableError> {
+    pub fn renew(
+        &self,
+        owner: Owner,
+        table: &dyn VciTable,
+        now: Instant,
+    ) -> Result<u64, TableError> {
         let t = now.as_nanos().max(0) as u64;
         let lease = self.inner.timing.lease.as_nanos().max(0) as u64;
         table.renew(owner, &self.inner.vc.grants(), t, lease)

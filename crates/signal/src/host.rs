@@ -268,8 +268,7 @@ impl SignalHost {
     /// Adds an application; refused (false) past [`MAX_APPS`] or with a
     /// PDU size a flow cannot have.
     pub fn add_app(&mut self, spec: AppSpec) -> bool {
-        if self.apps.len() >= MAX_APPS || !(aurora_net::tag::TAG_LEN..=65535).contains(&spec.sdu)
-        {
+        if self.apps.len() >= MAX_APPS || !(aurora_net::tag::TAG_LEN..=65535).contains(&spec.sdu) {
             return false;
         }
         self.apps.push(App {
@@ -304,6 +303,12 @@ impl SignalHost {
     /// The host's owner number in the table.
     pub fn owner(&self) -> Owner {
         self.cfg.owner
+    }
+
+    /// The key id its control cells name (which owns what it writes at
+    /// the relays), if it tags them.
+    pub fn key_id(&self) -> Option<u8> {
+        self.cfg.key.as_ref().map(|k| k.0)
     }
 
     /// PDUs application `i` sent.

@@ -176,10 +176,15 @@ fn a_restarted_relay_is_rewritten_within_one_refresh_period_and_its_losses_are_n
         .restart_at(restart);
     net.sim.run_until(restart + Duration::from_nanos(1));
     let vc = src(&net).apps()[0].vc().unwrap().clone();
-    assert_eq!(relay(&net).entry(0, vc.vcis[1]), None, "the restart lost it");
+    assert_eq!(
+        relay(&net).entry(0, vc.vcis[1]),
+        None,
+        "the restart lost it"
+    );
     assert_eq!(relay(&net).counters().restarts, 1);
     // Within one period (and the round's own round trips) it is back.
-    net.sim.run_until(restart + period + Duration::from_millis(1));
+    net.sim
+        .run_until(restart + period + Duration::from_millis(1));
     assert_eq!(
         relay(&net).entry(0, vc.vcis[1]),
         Some((vc.vcis[2], 1)),
@@ -206,8 +211,16 @@ fn a_restarted_relay_is_rewritten_within_one_refresh_period_and_its_losses_are_n
         .count() as u64;
     assert_eq!(at_relay, unmapped);
     assert_eq!(net.drops.lock().unwrap().len() as u64, unmapped);
-    let (rx, _) = net.sim.node::<SignalHost>(net.dst).unwrap().received(7).unwrap();
-    assert!(rx.missing > 0 && rx.delivered + rx.missing == h.sent(0), "{rx:?}");
+    let (rx, _) = net
+        .sim
+        .node::<SignalHost>(net.dst)
+        .unwrap()
+        .received(7)
+        .unwrap();
+    assert!(
+        rx.missing > 0 && rx.delivered + rx.missing == h.sent(0),
+        "{rx:?}"
+    );
     assert!(net.table.entries(80_000_000).unwrap().is_empty());
 }
 
