@@ -632,8 +632,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         end + drain,
         duration.as_secs_f64(),
     );
-    r.signal =
-        crate::signal_report::report(&net, &ledger, &|p| place_name(&place_names, p), end + drain);
+    r.signal = crate::signal_report::report(&net, &ledger, &place_names, end + drain);
     if let (Some(t), Some(dir)) = (r.tcp.as_mut(), traces) {
         t.traces = crate::tcp_trace::write_traces(&net, dir)?;
     }
@@ -742,7 +741,7 @@ fn place_name(names: &BTreeMap<u32, &str>, p: Place) -> String {
     format!("{node}:{} {side}", p.port)
 }
 
-fn loss_rows<'a>(
+pub(crate) fn loss_rows<'a>(
     names: &BTreeMap<u32, &str>,
     it: impl Iterator<Item = (&'a accounting::Loss, &'a u64)>,
 ) -> Vec<LossRow> {

@@ -15,6 +15,8 @@ use aurora_net::Frame;
 use aurora_signal::host::SignalHost;
 use aurora_time::Instant;
 use aurora_topo::Network;
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::run::LossRow;
@@ -89,12 +91,12 @@ pub struct EventRow {
     pub failure: Option<String>,
 }
 
-/// The report, if the network has signalling hosts; `place` names a
-/// place for loss rows, `end` is when the run ended.
+/// The report, if the network has signalling hosts; `names` names the
+/// nodes by number, `end` is when the run ended.
 pub fn report<F: Frame>(
     net: &Network<F>,
     ledger: &Ledger,
-    place: &dyn Fn(Place) -> String,
+    names: &BTreeMap<u32, &str>,
     end: Instant,
 ) -> Option<SignalReport> {
     let sim: &Engine<F> = &net.sim;
@@ -194,15 +196,7 @@ pub fn report<F: Frame>(
                 delivered: acct.delivered,
                 corrupted: acct.corrupted,
                 lost: acct.lost_total(),
-                losses: acct
-                    .lost
-                    .iter()
-                    .map(|(l, n)| LossRow {
-                        at: place(l.place),
-                        reason: l.reason.to_string(),
-                        count: *n,
-                    })
-                    .collect(),
+                losses: crate::run::loss_rows(names, acct.lost.iter()),
                 in_flight: acct.in_flight,
                 unaccounted: acct.unaccounted,
             });
