@@ -252,11 +252,7 @@ impl<'f> Reader<'f> {
             let (Some(path), Some(mut spec), Some(to)) = (path, spec, to) else {
                 continue;
             };
-            if !file
-                .signal
-                .as_ref()
-                .is_some_and(|s| s.get_ref().key.is_some())
-            {
+            if sig.key.is_empty() {
                 self.c.at(
                     span.clone(),
                     format!("{me}: the file needs a [signal] key, from which hosts' control-cell keys are made"),
