@@ -181,11 +181,33 @@ fn a_relay_restarted_mid_run_is_repaired_within_one_refresh_period_in_virtual_ti
 fn a_relay_restarted_mid_run_is_repaired_in_real_time() {
     // Longer timeouts than the example's: on a loaded machine a control
     // reply may be late, and the test checks counts, not latencies.
-    let text = EXAMPLE.replace("timeout = \"2ms\"", "timeout = \"30ms\"");
+    // Relays' lifetimes long enough that a late refresh round does not
+    // let an entry expire.
+    let text = EXAMPLE
+        .replace("timeout = \"2ms\"", "timeout = \"30ms\"")
+        .replace("lifetime = \"30ms\"", "lifetime = \"200ms\"");
     let (r, ok, err) = run("example-rt", &text, "150ms", false);
     assert!(ok, "{err}");
     assert_eq!(r["mode"], "real time");
     check_restart(&r);
+}
+
+#[test]
+fn hosts_can_share_a_table_file_and_leave_it_empty() {
+    let dir = std::env::temp_dir().join(format!("aurora-sig-{}-vci", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let table = dir.join("vci-table");
+    let text = chain(3).replace(
+        "[signal]\n",
+        &format!("[signal]\ntable = \"{}\"\n", table.display()),
+    );
+    let (r, ok, err) = run("table", &text, "60ms", true);
+    assert!(ok, "{err}");
+    apps_clean(&r);
+    // The file holds the table's header and no entry once the app closed.
+    let held = std::fs::read_to_string(&table).unwrap();
+    assert_eq!(held.lines().count(), 1, "{held}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
