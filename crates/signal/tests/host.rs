@@ -9,17 +9,17 @@
 
 use std::sync::{Arc, Mutex};
 
-use aurora_engine::{Engine, LinkSpec, NodeId};
-use aurora_net::vunet::{VunetLink, VunetSwitch};
-use aurora_signal::conn::{Hop, Path, Timing};
+use aurora_engine::{Engine, NodeId};
+use aurora_net::vunet::VunetLink;
+use aurora_signal::conn::{Path, Timing};
 use aurora_signal::host::{AppSpec, EventKind, HostConfig, SignalHost};
-use aurora_signal::table::{Link, MemTable, Owner, VciTable};
+use aurora_signal::table::{MemTable, Owner, VciTable};
 use aurora_time::{Duration, Instant};
 
+mod common;
+use common::{chain_path, setup_latency, wire};
+
 const KEY: &[u8] = b"host key";
-/// 1 M cells a second: a cell time of exactly 1 us.
-const RATE: f64 = 1e6;
-const DELAY: Duration = Duration::from_micros(50);
 
 struct Net {
     sim: Engine,
@@ -35,20 +35,7 @@ struct Net {
 fn chain(n: usize, spec: impl FnOnce(Path) -> AppSpec, lifetime: Option<Duration>) -> Net {
     let mut sim = Engine::new(1);
     let table = Arc::new(MemTable::new(Default::default()));
-    let hops = (0..n)
-        .map(|k| Hop {
-            relay: k as u16,
-            link: Link(k as u32),
-            side: 0,
-            bits_on: if k + 1 == n { 2 } else { 1 },
-            bits_back: if k == 0 { 2 } else { 0 },
-        })
-        .collect();
-    let path = Path {
-        first_bits: 1,
-        hops,
-        last_link: Link(n as u32),
-    };
+    let path = chain_path(n);
     let cfg = |owner| HostConfig {
         owner: Owner(owner),
         key: Some((1, KEY.to_vec())),
@@ -63,24 +50,12 @@ fn chain(n: usize, spec: impl FnOnce(Path) -> AppSpec, lifetime: Option<Duration
     assert!(host.add_app(spec(path)));
     let src = sim.add_node(host);
     let dst = sim.add_node(SignalHost::new(cfg(2), table.clone()));
-    let switches: Vec<NodeId> = (0..=n).map(|_| sim.add_node(VunetSwitch::new(3))).collect();
-    let relays: Vec<NodeId> = (0..n)
-        .map(|k| {
-            let mut relay = VunetLink::new([false, false], None);
-            relay.add_key(1, KEY.to_vec());
-            relay.set_id(k as u16);
-            relay.set_lifetime(lifetime);
-            sim.add_node(relay)
-        })
-        .collect();
-    let spec = LinkSpec::clean(RATE, DELAY, 64);
-    sim.connect((src, 0), (switches[0], 2), spec).unwrap();
-    sim.connect((switches[n], 2), (dst, 0), spec).unwrap();
-    for k in 0..n {
-        sim.connect((switches[k], 1), (relays[k], 0), spec).unwrap();
-        sim.connect((relays[k], 1), (switches[k + 1], 0), spec)
-            .unwrap();
-    }
+    let relays = wire(&mut sim, src, dst, n, |_| {
+        let mut relay = VunetLink::new([false, false], None);
+        relay.add_key(1, KEY.to_vec());
+        relay.set_lifetime(lifetime);
+        relay
+    });
     let drops = Arc::new(Mutex::new(Vec::new()));
     let d = drops.clone();
     sim.set_drop_tap(Box::new(move |_, at, why, _| {
@@ -130,10 +105,7 @@ fn apps_open_across_one_three_and_six_relays_send_and_close_clean() {
         let vc = a.vc().unwrap().clone();
         // Set-up latency: a write and a read to relay k, each a round trip
         // over 2k + 2 links of 50 us delay and a 1 us cell time.
-        let one_link = DELAY + Duration::from_micros(1);
-        let expected = (0..n)
-            .map(|k| Duration::from_nanos(one_link.as_nanos() * 2 * (2 * k as i64 + 2) * 2))
-            .fold(Duration::ZERO, |a, b| a + b);
+        let expected = setup_latency(n);
         let open = &a.events()[0];
         assert_eq!(open.kind, EventKind::Open);
         assert_eq!(open.latency(), expected, "{n} relays");
