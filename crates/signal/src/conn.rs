@@ -242,6 +242,8 @@ pub struct Opener {
     refresh: bool,
     /// Entries a refresh found missing or wrong and wrote again.
     rewritten: u64,
+    /// The farthest relay that did not answer a clear, if one did not.
+    uncleared: Option<usize>,
 }
 
 impl Opener {
@@ -306,6 +308,7 @@ impl Opener {
             ignored: 0,
             refresh: false,
             rewritten: 0,
+            uncleared: None,
         }
     }
 
@@ -445,8 +448,14 @@ impl Opener {
         match self.step.clone() {
             // A relay that does not answer a clear: go on clearing the
             // ones before it, and fail as decided.
-            Step::Undo(0, e) => self.go(Step::Done(Err(e)), now, seq),
-            Step::Undo(k, e) => self.go(Step::Undo(k - 1, e), now, seq),
+            Step::Undo(0, e) => {
+                self.uncleared.get_or_insert(0);
+                self.go(Step::Done(Err(e)), now, seq)
+            }
+            Step::Undo(k, e) => {
+                self.uncleared.get_or_insert(k);
+                self.go(Step::Undo(k - 1, e), now, seq)
+            }
             _ => {
                 let k = self.relay();
                 self.fail(OpenError::NoAnswer(k), now, seq)
@@ -535,6 +544,12 @@ impl Closer {
     /// Finished: every relay cleared (or not answering after every retry).
     pub fn is_done(&self) -> bool {
         matches!(self.inner.step, Step::Done(_))
+    }
+
+    /// Once done: the farthest relay that did not answer its clear (its
+    /// entry may still be there, until its lifetime ends it), if any.
+    pub fn failure(&self) -> Option<OpenError> {
+        self.inner.uncleared.map(OpenError::NoAnswer)
     }
 
     /// Frees the VC's table entries.

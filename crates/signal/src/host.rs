@@ -467,7 +467,7 @@ impl SignalHost {
                     }
                 }
                 Phase::Closing(c, started) if c.is_done() => {
-                    let started = *started;
+                    let (started, failure) = (*started, c.failure().map(|e| e.to_string()));
                     if c.release(owner, table.as_ref(), now).is_err() {
                         self.table_errors += 1;
                     }
@@ -476,7 +476,7 @@ impl SignalHost {
                         started,
                         ended: now,
                         rewritten: 0,
-                        failure: None,
+                        failure,
                     });
                     a.phase = Phase::Closed;
                 }

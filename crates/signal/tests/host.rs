@@ -227,3 +227,30 @@ fn an_app_that_never_closes_leaks_nothing_once_it_stops_refreshing() {
         );
     }
 }
+
+#[test]
+fn a_close_that_a_relay_does_not_answer_says_so_and_still_frees_the_vcis() {
+    let mut net = chain(3, |p| app(p, Some(Instant::from_millis(30)), None), None);
+    net.sim.run_until(Instant::from_millis(20));
+    assert!(src(&net).apps()[0].is_open());
+    // Relay 1 forgets the host's key: it refuses (and so never answers)
+    // the clear.
+    net.sim
+        .node_mut::<VunetLink>(net.relays[1])
+        .unwrap()
+        .add_key(1, b"another key".to_vec());
+    net.sim.run_until(Instant::from_millis(100));
+    let a = &src(&net).apps()[0];
+    assert!(a.is_closed());
+    let close = a.events().last().unwrap();
+    assert_eq!(close.kind, EventKind::Close);
+    assert_eq!(close.failure.as_deref(), Some("relay 1 did not answer"));
+    let vc = a.vc().unwrap();
+    // The others were cleared; relay 1 keeps its entry until a lifetime
+    // would end it; the table's VCIs are free.
+    for (k, &r) in net.relays.iter().enumerate() {
+        let held = net.sim.node::<VunetLink>(r).unwrap().entry(0, vc.vcis[k]);
+        assert_eq!(held.is_some(), k == 1, "relay {k}");
+    }
+    assert!(net.table.entries(100_000_000).unwrap().is_empty());
+}
