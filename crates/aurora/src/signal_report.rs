@@ -91,6 +91,125 @@ pub struct EventRow {
     pub failure: Option<String>,
 }
 
+/// One process's side of the applications (`aurora node`): what its
+/// signalling hosts' apps did and what arrived at them. The books need
+/// the whole network's ledger, so a process reports counts only.
+#[derive(Debug, Serialize)]
+pub struct EndRow {
+    /// The host.
+    pub host: String,
+    /// `sends` (an app of this host) or `receives` (a flow opened to it).
+    pub role: String,
+    /// The app's name, or `flow N` for what arrived.
+    pub name: String,
+    /// The app's events (sending side).
+    pub events: Vec<EventRow>,
+    /// PDUs sent (sending side).
+    pub sent: u64,
+    /// Refresh rounds and entries rewritten (sending side).
+    pub refreshes: u64,
+    /// Entries the refresh rounds wrote again.
+    pub rewritten: u64,
+    /// The VCI it arrived on (receiving side).
+    pub vci: u16,
+    /// PDUs delivered intact, missing, and damaged or out of order
+    /// (receiving side).
+    pub delivered: u64,
+    /// PDUs missing from the sequence.
+    pub missing: u64,
+    /// PDUs damaged or out of order.
+    pub corrupted: u64,
+}
+
+/// The rows of signalling hosts `hosts` (name and node).
+pub fn ends<'a>(hosts: impl Iterator<Item = (&'a str, &'a SignalHost)>) -> Vec<EndRow> {
+    let mut rows = Vec::new();
+    for (name, h) in hosts {
+        for (i, a) in h.apps().iter().enumerate() {
+            let (refreshes, _, rewritten) = a.refreshes();
+            rows.push(EndRow {
+                host: name.to_string(),
+                role: "sends".into(),
+                name: a.spec().name.clone(),
+                events: a.events().iter().map(event_row).collect(),
+                sent: h.sent(i),
+                refreshes,
+                rewritten,
+                vci: a.vc().map_or(0, |v| v.send_vci()),
+                delivered: 0,
+                missing: 0,
+                corrupted: 0,
+            });
+        }
+        for (flow, vci, rx) in h.sessions() {
+            rows.push(EndRow {
+                host: name.to_string(),
+                role: "receives".into(),
+                name: format!("flow {flow}"),
+                events: Vec::new(),
+                sent: 0,
+                refreshes: 0,
+                rewritten: 0,
+                vci,
+                delivered: rx.delivered,
+                missing: rx.missing,
+                corrupted: rx.corrupted + rx.out_of_order,
+            });
+        }
+    }
+    rows
+}
+
+/// A process's app rows as text.
+pub fn ends_text(rows: &[EndRow]) -> String {
+    let mut s = String::new();
+    for r in rows {
+        if r.role == "sends" {
+            s += &format!(
+                "app {} on {}: sent {} PDUs on VCI {}, {} refreshes, {} entries rewritten\n",
+                r.name, r.host, r.sent, r.vci, r.refreshes, r.rewritten
+            );
+            for e in &r.events {
+                s += &event_line(e);
+            }
+        } else {
+            s += &format!(
+                "{} at {} on VCI {}: {} PDUs delivered, {} missing, {} damaged or out of order\n",
+                r.name, r.host, r.vci, r.delivered, r.missing, r.corrupted
+            );
+        }
+    }
+    s
+}
+
+/// One event as an indented line.
+fn event_line(e: &EventRow) -> String {
+    format!(
+        "    {:<8} at {:>9.3} ms, took {:>9.1} us{}{}\n",
+        e.kind,
+        e.started_ms,
+        e.latency_us,
+        if e.rewritten > 0 {
+            format!(", rewrote {}", e.rewritten)
+        } else {
+            String::new()
+        },
+        e.failure
+            .as_ref()
+            .map_or(String::new(), |f| format!(", failed: {f}"))
+    )
+}
+
+fn event_row(e: &aurora_signal::host::Event) -> EventRow {
+    EventRow {
+        kind: e.kind.name().into(),
+        started_ms: e.started.as_nanos() as f64 / 1e6,
+        latency_us: e.latency().as_nanos() as f64 / 1e3,
+        rewritten: e.rewritten,
+        failure: e.failure.clone(),
+    }
+}
+
 /// The report, if the network has signalling hosts; `names` names the
 /// nodes by number, `end` is when the run ended.
 pub fn report<F: Frame>(
@@ -176,17 +295,7 @@ pub fn report<F: Frame>(
                     .map(|hop| relay_of(hop.relay).map_or("?".into(), |(n, _)| n.to_string()))
                     .collect(),
                 vcis: vc.map(|v| v.vcis.clone()).unwrap_or_default(),
-                events: a
-                    .events()
-                    .iter()
-                    .map(|e| EventRow {
-                        kind: e.kind.name().into(),
-                        started_ms: e.started.as_nanos() as f64 / 1e6,
-                        latency_us: e.latency().as_nanos() as f64 / 1e3,
-                        rewritten: e.rewritten,
-                        failure: e.failure.clone(),
-                    })
-                    .collect(),
+                events: a.events().iter().map(event_row).collect(),
                 refreshes,
                 refresh_failures,
                 rewritten,
@@ -259,20 +368,7 @@ pub fn text(r: &SignalReport) -> String {
             a.table_entries_left
         );
         for e in &a.events {
-            s += &format!(
-                "    {:<8} at {:>9.3} ms, took {:>9.1} us{}{}\n",
-                e.kind,
-                e.started_ms,
-                e.latency_us,
-                if e.rewritten > 0 {
-                    format!(", rewrote {}", e.rewritten)
-                } else {
-                    String::new()
-                },
-                e.failure
-                    .as_ref()
-                    .map_or(String::new(), |f| format!(", failed: {f}"))
-            );
+            s += &event_line(e);
         }
         for l in &a.losses {
             s += &format!("    lost {} at {} ({})\n", l.count, l.at, l.reason);

@@ -327,6 +327,15 @@ impl SignalHost {
         Some((s.rx.received(vc), s.rx.book(vc)?))
     }
 
+    /// Every receiving session: the flow, the VCI it came on, and what
+    /// arrived of it.
+    pub fn sessions(&self) -> impl Iterator<Item = (u16, u16, RxFlow)> + '_ {
+        self.sessions.iter().map(|s| {
+            let vc = VcId::new(self.cfg.vpi, s.vci);
+            (s.flow, s.vci, s.rx.received(vc))
+        })
+    }
+
     /// (cells that failed the HEC check, data cells on unknown VCIs,
     /// table operations that failed).
     pub fn drops(&self) -> (u64, u64, u64) {
