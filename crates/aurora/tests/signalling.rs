@@ -241,3 +241,93 @@ fn mistakes_in_apps_are_reported_with_their_lines() {
         "{err}"
     );
 }
+
+/// Two `aurora node` processes in real time: host h0 and its switch in
+/// one, the relay, the far switch and host h1 in the other, joined by a
+/// UDP link on loopback; the hosts share a VCI table file. h0's app opens
+/// its VC through the relay in the other process with control cells,
+/// sends, and closes it; h1 checks what arrives; the table ends empty.
+#[test]
+fn an_app_opens_and_closes_a_vc_across_two_node_processes() {
+    use std::process::Stdio;
+    let dir = std::env::temp_dir().join(format!("aurora-sig-{}-procs", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let table = dir.join("vci-table");
+    let port = || {
+        std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let mut text = chain(1)
+        .replace(
+            "[signal]\n",
+            &format!(
+                "[signal]\ntable = \"{}\"\ntimeout = \"50ms\"\nretries = 5\n",
+                table.display()
+            ),
+        )
+        .replace("open_at = \"10us\"", "open_at = \"500ms\"")
+        .replace("close_at = \"30ms\"", "close_at = \"900ms\"")
+        .replace(
+            "count = 100\ninterval = \"100us\"",
+            "count = 100\ninterval = \"2ms\"",
+        );
+    // The link from s0 to the relay crosses the processes.
+    text = text.replace(
+        "a = \"s0:1\"\nb = \"r0:0\"\n",
+        &format!(
+            "a = \"s0:1\"\nb = \"r0:0\"\nudp_a = \"127.0.0.1:{}\"\nudp_b = \"127.0.0.1:{}\"\n",
+            port(),
+            port()
+        ),
+    );
+    assert!(text.contains("udp_a"), "{text}");
+    let file = dir.join("topo.toml");
+    std::fs::write(&file, &text).unwrap();
+    let node = |names: &str| {
+        aurora()
+            .arg("node")
+            .arg(&file)
+            .args(["--name", names, "--json", "--duration", "1500ms"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (node("h0,s0"), node("r0,s1,h1"));
+    let report = |c: std::process::Child| -> Value {
+        let out = c.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"))
+    };
+    let (ra, rb) = (report(a), report(b));
+    let held = std::fs::read_to_string(&table).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let app = &ra["apps"][0];
+    assert_eq!(app["role"], "sends", "{ra}");
+    let kinds: Vec<&str> = app["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["open", "close"], "{app}");
+    for e in app["events"].as_array().unwrap() {
+        assert!(e["failure"].is_null(), "{app}");
+    }
+    let sent = u(app, "sent");
+    assert!(sent > 0, "{app}");
+    let got = &rb["apps"][0];
+    assert_eq!(got["role"], "receives", "{rb}");
+    // Loopback UDP may lose a datagram on a loaded machine; nothing
+    // arrives damaged, and no more than was sent.
+    assert!(
+        u(got, "delivered") > 0 && u(got, "delivered") <= sent,
+        "{got}"
+    );
+    assert_eq!(u(got, "corrupted"), 0, "{got}");
+    assert_eq!(held.lines().count(), 1, "the table keeps entries: {held}");
+}
