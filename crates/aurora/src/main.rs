@@ -25,6 +25,7 @@ mod node;
 mod ping;
 mod port_report;
 mod run;
+mod signal_report;
 mod stripe_report;
 mod tcp_report;
 mod tcp_trace;

@@ -73,6 +73,9 @@ pub struct NodeReport {
     /// The ends of striped VCs the process's hosts run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stripes: Vec<crate::stripe_report::EndRow>,
+    /// The process's signalling hosts: their apps and what arrived.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub apps: Vec<crate::signal_report::EndRow>,
 }
 
 /// What crossed an IP host's TUN interface.
@@ -438,7 +441,12 @@ fn run_process<F: Carries<CellBytes>>(
         &|id| local(id).and_then(|l| p.engine.node::<aurora_stripe::StripeHost>(l)),
         secs,
     );
+    let apps = crate::signal_report::ends(p.members.iter().filter_map(|m| {
+        let h = p.engine.node::<aurora_signal::host::SignalHost>(m.local)?;
+        Some((m.name.as_str(), h))
+    }));
     Ok(NodeReport {
+        apps,
         name: p.names.join(","),
         nodes: p.members.iter().map(|m| m.name.clone()).collect(),
         secs,
@@ -599,6 +607,7 @@ pub fn text(r: &NodeReport) -> String {
     s += &crate::run::ip_text(&r.ip);
     s += &tun_text(&r.tun);
     s += &crate::stripe_report::ends_text(&r.stripes);
+    s += &crate::signal_report::ends_text(&r.apps);
     for (f, cells, pdus, dropped) in &r.captures {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"

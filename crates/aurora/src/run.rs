@@ -302,6 +302,10 @@ pub struct Report {
     /// reordering and resequencing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stripe: Option<crate::stripe_report::StripeReport>,
+    /// Applications that open their own VCs (`[[app]]`): events,
+    /// refreshes and each one's books.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<crate::signal_report::SignalReport>,
 }
 
 impl Report {
@@ -316,6 +320,9 @@ impl Report {
             self.stripe
                 .as_ref()
                 .and_then(crate::stripe_report::imbalance),
+            self.signal
+                .as_ref()
+                .and_then(crate::signal_report::imbalance),
         ]
         .into_iter()
         .flatten()
@@ -502,6 +509,9 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         if let Some(h) = net.sim.node_mut::<aurora_stripe::StripeHost>(*id) {
             h.stop_sending_at(end);
         }
+        if let Some(h) = net.sim.node_mut::<aurora_signal::host::SignalHost>(*id) {
+            h.stop_sending_at(end);
+        }
     }
     crate::video_report::stop_at(&mut net, end);
     let ledger = Arc::new(Mutex::new(Ledger::new()));
@@ -622,6 +632,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         end + drain,
         duration.as_secs_f64(),
     );
+    r.signal = crate::signal_report::report(&net, &ledger, &place_names, end + drain);
     if let (Some(t), Some(dir)) = (r.tcp.as_mut(), traces) {
         t.traces = crate::tcp_trace::write_traces(&net, dir)?;
     }
@@ -730,7 +741,7 @@ fn place_name(names: &BTreeMap<u32, &str>, p: Place) -> String {
     format!("{node}:{} {side}", p.port)
 }
 
-fn loss_rows<'a>(
+pub(crate) fn loss_rows<'a>(
     names: &BTreeMap<u32, &str>,
     it: impl Iterator<Item = (&'a accounting::Loss, &'a u64)>,
 ) -> Vec<LossRow> {
@@ -873,6 +884,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
         tcp: None,
         video: None,
         stripe: None,
+        signal: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
     }
@@ -985,6 +997,9 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(t) = &r.stripe {
         s += &crate::stripe_report::text(t);
+    }
+    if let Some(t) = &r.signal {
+        s += &crate::signal_report::text(t);
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);

@@ -98,6 +98,9 @@ pub const CMD_CLEAR: u8 = 4;
 /// on, and changes nothing (see the module docs).
 pub const CMD_IDENT: u8 = 5;
 
+/// Most restarts a relay keeps scheduled ([`VunetLink::restart_at`]).
+pub const MAX_RESTARTS: usize = 1024;
+
 /// Nibbles a control cell's route holds.
 pub const ROUTE_NIBBLES: usize = 22;
 
@@ -299,6 +302,8 @@ pub struct LinkNodeCounters {
     pub refused_target: u64,
     /// Entries dropped because their owner did not refresh them in time.
     pub expired: u64,
+    /// Restarts (each losing every entry control cells wrote).
+    pub restarts: u64,
 }
 
 const VALID: u32 = 1 << 31;
@@ -317,6 +322,8 @@ pub struct VunetLink {
     /// Expiry times, earliest first, one per owned entry with a lifetime.
     expiries: BTreeSet<(Instant, u8, u16)>,
     lifetime: Option<Duration>,
+    /// Times the card is to be power-cycled ([`VunetLink::restart_at`]).
+    restarts: BTreeSet<Instant>,
     /// This relay's id, which tagged requests must name.
     id: u16,
     hec: [HecReceiver; 2],
@@ -337,6 +344,7 @@ impl VunetLink {
             owned: BTreeMap::new(),
             expiries: BTreeSet::new(),
             lifetime: None,
+            restarts: BTreeSet::new(),
             id: 0,
             hec: [HecReceiver::new(), HecReceiver::new()],
             counters: LinkNodeCounters::default(),
@@ -391,12 +399,30 @@ impl VunetLink {
     /// (entries loaded by management come back with the card's
     /// configuration), and so is what it knew of sequence numbers.
     pub fn restart(&mut self) {
+        self.counters.restarts += 1;
         for &(t, vci) in self.owned.keys() {
             self.tables[usize::from(t)][usize::from(vci)] = 0;
         }
         self.owned.clear();
         self.expiries.clear();
         self.last_seq.clear();
+    }
+
+    /// Restarts the card at `at` (as [`VunetLink::restart`]), in either
+    /// driver: the time is kept and acted on when the node is polled.
+    /// At most [`MAX_RESTARTS`] are kept; more are ignored.
+    pub fn restart_at(&mut self, at: Instant) {
+        if self.restarts.len() < MAX_RESTARTS {
+            self.restarts.insert(at);
+        }
+    }
+
+    /// Carries out the restarts due by `now`.
+    fn restarts_due(&mut self, now: Instant) {
+        while self.restarts.first().is_some_and(|&t| t <= now) {
+            self.restarts.pop_first();
+            self.restart();
+        }
     }
 
     /// Who holds entry `vci` of `table` (a key id), if a control cell
@@ -580,6 +606,7 @@ impl Node for VunetLink {
         if p > 1 {
             return;
         }
+        self.restarts_due(now);
         self.expire(now);
         self.ports[p].cells_in += cells.len() as u64;
         for cell in cells {
@@ -640,11 +667,14 @@ impl Node for VunetLink {
     }
 
     fn poll(&mut self, now: Instant, _out: &mut Outbox) {
+        self.restarts_due(now);
         self.expire(now);
     }
 
     fn poll_at(&self) -> Option<Instant> {
-        self.expiries.first().map(|e| e.0)
+        let expiry = self.expiries.first().map(|e| e.0);
+        let restart = self.restarts.first().copied();
+        expiry.into_iter().chain(restart).min()
     }
 
     fn port_summary(&self, port: PortId) -> Option<PortSummary> {

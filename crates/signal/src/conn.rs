@@ -238,6 +238,13 @@ pub struct Opener {
     pub answered: u64,
     /// Cells handed in that were not this opener's replies.
     pub ignored: u64,
+    /// Refreshing an open VC rather than opening one: an entry read back
+    /// missing or wrong is written again, and a failure undoes nothing.
+    refresh: bool,
+    /// Entries a refresh found missing or wrong and wrote again.
+    rewritten: u64,
+    /// The farthest relay that did not answer a clear, if one did not.
+    uncleared: Option<usize>,
 }
 
 impl Opener {
@@ -300,6 +307,9 @@ impl Opener {
             sent: 0,
             answered: 0,
             ignored: 0,
+            refresh: false,
+            rewritten: 0,
+            uncleared: None,
         }
     }
 
@@ -360,6 +370,11 @@ impl Opener {
     /// Gives up: clears what was written (relays before `k`, and `k` if
     /// its write may have landed), then fails with `e`.
     fn fail(&mut self, e: OpenError, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        if self.refresh {
+            // A refresh leaves the VC as it found it: the next one tries
+            // again, and the relays' lifetimes end what nobody keeps.
+            return self.go(Step::Done(Err(e)), now, seq);
+        }
         let k = self.relay();
         self.go(Step::Undo(k, e), now, seq)
     }
@@ -381,10 +396,18 @@ impl Opener {
         let k = self.relay();
         let last = self.vc.path.hops.len() - 1;
         let expect = (self.vc.vcis[k + 1], self.vc.path.hops[k].bits_on);
+        let wrong = r.status != 0 || (r.new_vci, r.port_bits) != expect;
         match self.step.clone() {
-            Step::Write(_) | Step::Read(_)
-                if r.status != 0 || (r.new_vci, r.port_bits) != expect =>
-            {
+            // A refresh that reads an entry missing (a restarted relay) or
+            // wrong writes it again; one another key holds is refused.
+            Step::Read(_) if self.refresh && wrong && r.status != 2 => {
+                self.rewritten += 1;
+                self.go(Step::Write(k), now, seq)
+            }
+            Step::Read(_) if self.refresh && !wrong && k < last => {
+                self.go(Step::Read(k + 1), now, seq)
+            }
+            Step::Write(_) | Step::Read(_) if wrong => {
                 let why = if r.status != 0 {
                     format!("status {}", r.status)
                 } else {
@@ -397,7 +420,9 @@ impl Opener {
             }
             Step::Write(_) => self.go(Step::Read(k), now, seq),
             Step::Read(_) if k == last => {
-                self.vc.opened.1 = now;
+                if !self.refresh {
+                    self.vc.opened.1 = now;
+                }
                 self.go(Step::Done(Ok(())), now, seq)
             }
             Step::Read(_) => self.go(Step::Write(k + 1), now, seq),
@@ -424,8 +449,14 @@ impl Opener {
         match self.step.clone() {
             // A relay that does not answer a clear: go on clearing the
             // ones before it, and fail as decided.
-            Step::Undo(0, e) => self.go(Step::Done(Err(e)), now, seq),
-            Step::Undo(k, e) => self.go(Step::Undo(k - 1, e), now, seq),
+            Step::Undo(0, e) => {
+                self.uncleared.get_or_insert(0);
+                self.go(Step::Done(Err(e)), now, seq)
+            }
+            Step::Undo(k, e) => {
+                self.uncleared.get_or_insert(k);
+                self.go(Step::Undo(k - 1, e), now, seq)
+            }
             _ => {
                 let k = self.relay();
                 self.fail(OpenError::NoAnswer(k), now, seq)
@@ -454,6 +485,20 @@ impl Opener {
     }
 }
 
+/// A VC whose path could not have been opened (see
+/// [`OpenError::NoRoute`]), or whose VCIs do not fit its path, is refused.
+fn check_vc(vc: &Vc) -> Result<(), OpenError> {
+    check(&vc.path)?;
+    if vc.vcis.len() != vc.path.hops.len() + 1 {
+        return Err(OpenError::NoRoute(format!(
+            "{} VCIs for {} segments",
+            vc.vcis.len(),
+            vc.path.hops.len() + 1
+        )));
+    }
+    Ok(())
+}
+
 /// Closing one VC: clears each relay's entry, farthest first, then frees
 /// its VCIs.
 #[derive(Debug)]
@@ -473,14 +518,7 @@ impl Closer {
         seq: &mut Seq,
         now: Instant,
     ) -> Result<(Closer, CellBytes), OpenError> {
-        check(&vc.path)?;
-        if vc.vcis.len() != vc.path.hops.len() + 1 {
-            return Err(OpenError::NoRoute(format!(
-                "{} VCIs for {} segments",
-                vc.vcis.len(),
-                vc.path.hops.len() + 1
-            )));
-        }
+        check_vc(&vc)?;
         // The opener's undo clears from a relay back to the nearest.
         let last = vc.path.hops.len() - 1;
         let step = Step::Undo(last, OpenError::NoRoute(String::new()));
@@ -509,6 +547,12 @@ impl Closer {
         matches!(self.inner.step, Step::Done(_))
     }
 
+    /// Once done: the farthest relay that did not answer its clear (its
+    /// entry may still be there, until its lifetime ends it), if any.
+    pub fn failure(&self) -> Option<OpenError> {
+        self.inner.uncleared.map(OpenError::NoAnswer)
+    }
+
     /// Frees the VC's table entries.
     pub fn release(
         &self,
@@ -517,6 +561,77 @@ impl Closer {
         now: Instant,
     ) -> Result<u64, TableError> {
         self.inner.release(owner, table, now)
+    }
+}
+
+/// Refreshing one open VC, the refresh daemon's round: reads each relay's
+/// entry back, nearest first; an entry missing (the relay restarted) or
+/// wrong is written again and read back before going on. Each read by
+/// the entry's owner also restarts its lifetime at the relay. A relay
+/// that does not answer, or refuses, ends the round with the reason and
+/// nothing undone: the VC is left for the next round.
+#[derive(Debug)]
+pub struct Refresher {
+    inner: Opener,
+}
+
+impl Refresher {
+    /// Starts a round over `vc` at `now`; the first cell to send. A VC
+    /// that could not have been opened is refused.
+    pub fn start(
+        vc: Vc,
+        timing: Timing,
+        vpi: u16,
+        key: Option<(u8, &[u8])>,
+        seq: &mut Seq,
+        now: Instant,
+    ) -> Result<(Refresher, CellBytes), OpenError> {
+        check_vc(&vc)?;
+        let mut inner = Opener::new(vc, Step::Read(0), timing, vpi, key, now);
+        inner.refresh = true;
+        let c = inner.send_step(now, seq);
+        Ok((Refresher { inner }, c))
+    }
+
+    /// A control reply arrived.
+    pub fn on_cell(&mut self, cell: &CellBytes, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        self.inner.on_cell(cell, now, seq)
+    }
+
+    /// See [`Opener::poll_at`].
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.inner.poll_at()
+    }
+
+    /// See [`Opener::poll`].
+    pub fn poll(&mut self, now: Instant, seq: &mut Seq) -> Option<CellBytes> {
+        self.inner.poll(now, seq)
+    }
+
+    /// The round's outcome once finished.
+    pub fn outcome(&self) -> Option<Result<(), &OpenError>> {
+        match &self.inner.step {
+            Step::Done(Ok(())) => Some(Ok(())),
+            Step::Done(Err(e)) => Some(Err(e)),
+            _ => None,
+        }
+    }
+
+    /// Entries found missing or wrong and written again so far.
+    pub fn rewritten(&self) -> u64 {
+        self.inner.rewritten
+    }
+
+    /// Extends the VC's table leases to `now` plus the lease.
+    pub fn renew(
+        &self,
+        owner: Owner,
+        table: &dyn VciTable,
+        now: Instant,
+    ) -> Result<u64, TableError> {
+        let t = now.as_nanos().max(0) as u64;
+        let lease = self.inner.timing.lease.as_nanos().max(0) as u64;
+        table.renew(owner, &self.inner.vc.grants(), t, lease)
     }
 }
 

@@ -22,4 +22,5 @@
 
 pub mod conn;
 pub mod discover;
+pub mod host;
 pub mod table;

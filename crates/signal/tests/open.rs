@@ -6,19 +6,19 @@
 
 use std::sync::Arc;
 
-use aurora_engine::{Engine, LinkSpec, NodeId};
-use aurora_net::vunet::{VunetLink, VunetSwitch};
+use aurora_engine::{Engine, NodeId};
+use aurora_net::vunet::VunetLink;
 use aurora_net::{Node, Outbox, PortId};
-use aurora_signal::conn::{Closer, Hop, OpenError, Opener, Path, Seq, Timing};
-use aurora_signal::table::{Link, MemTable, Owner, VciTable};
+use aurora_signal::conn::{Closer, OpenError, Opener, Path, Seq, Timing};
+use aurora_signal::table::{MemTable, Owner, VciTable};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{build_cell, Format, Header, VcId};
 use aurora_wire::CellBytes;
 
+mod common;
+use common::{chain_path, setup_latency, wire};
+
 const KEY: &[u8] = b"host key";
-/// 1 M cells a second: a cell time of exactly 1 us.
-const RATE: f64 = 1e6;
-const DELAY: Duration = Duration::from_micros(50);
 const DATA: u32 = 20;
 
 /// What the host does.
@@ -197,22 +197,8 @@ struct Net {
 fn chain(n: usize, dead: Option<usize>, close_at: Instant) -> Net {
     let mut sim = Engine::new(1);
     let table = Arc::new(MemTable::new(Default::default()));
-    let hops = (0..n)
-        .map(|k| Hop {
-            relay: k as u16,
-            link: Link(k as u32),
-            side: 0,
-            bits_on: if k + 1 == n { 2 } else { 1 },
-            bits_back: if k == 0 { 2 } else { 0 },
-        })
-        .collect();
-    let path = Path {
-        first_bits: 1,
-        hops,
-        last_link: Link(n as u32),
-    };
     let host = sim.add_node(Host {
-        path,
+        path: chain_path(n),
         table: table.clone(),
         start: Instant::from_micros(10),
         close_at,
@@ -227,23 +213,10 @@ fn chain(n: usize, dead: Option<usize>, close_at: Instant) -> Net {
         latency: None,
     });
     let dest = sim.add_node(Dest::default());
-    let switches: Vec<NodeId> = (0..=n).map(|_| sim.add_node(VunetSwitch::new(3))).collect();
-    let relays: Vec<NodeId> = (0..n)
-        .map(|k| {
-            let key = (dead != Some(k)).then(|| KEY.to_vec());
-            let mut relay = VunetLink::new([false, false], key);
-            relay.set_id(k as u16);
-            sim.add_node(relay)
-        })
-        .collect();
-    let spec = LinkSpec::clean(RATE, DELAY, 64);
-    sim.connect((host, 0), (switches[0], 2), spec).unwrap();
-    sim.connect((switches[n], 2), (dest, 0), spec).unwrap();
-    for k in 0..n {
-        sim.connect((switches[k], 1), (relays[k], 0), spec).unwrap();
-        sim.connect((relays[k], 1), (switches[k + 1], 0), spec)
-            .unwrap();
-    }
+    let relays = wire(&mut sim, host, dest, n, |k| {
+        let key = (dead != Some(k)).then(|| KEY.to_vec());
+        VunetLink::new([false, false], key)
+    });
     Net {
         sim,
         host,
@@ -289,10 +262,7 @@ fn open_across_one_three_and_six_relays_then_close() {
         // Set-up latency: relay k is 2k + 2 links away, each link 50 us of
         // delay and a 1 us cell time; a write and a read each make a round
         // trip.
-        let one_link = DELAY + Duration::from_micros(1);
-        let expected: Duration = (0..n)
-            .map(|k| Duration::from_nanos(one_link.as_nanos() * 2 * (2 * k as i64 + 2) * 2))
-            .fold(Duration::ZERO, |a, b| a + b);
+        let expected = setup_latency(n);
         assert_eq!(h.latency, Some(expected), "{n} relays");
         assert_eq!(net.table.entries(0).unwrap().len(), n + 1);
         // Close: every entry cleared, every VCI free.

@@ -69,6 +69,13 @@
 //! sync = "marker"           # none | sequence | marker
 //! sdu = 9180
 //! count = 1000              # interval = "100us" to pace; left out: greedy
+//!
+//! [[app]]                   # an application that opens its own VC (see `signal`)
+//! name = "video"
+//! host = "h1"
+//! to = "h3"
+//! open_at = "1ms"
+//! close_at = "80ms"
 //! ```
 
 use std::fmt;
@@ -89,6 +96,7 @@ mod mixed;
 mod process;
 mod pvc;
 pub mod qos;
+pub mod signal;
 pub mod stripe;
 pub mod tcp;
 pub mod video;
@@ -154,6 +162,15 @@ pub struct File {
     /// Striped VCs between hosts.
     #[serde(default)]
     pub stripe: Vec<Spanned<stripe::StripeDef>>,
+    /// Signalling settings for the applications.
+    #[serde(default)]
+    pub signal: Option<Spanned<signal::SignalDef>>,
+    /// Applications that open and close their own VCs.
+    #[serde(default)]
+    pub app: Vec<Spanned<signal::AppDef>>,
+    /// Relaying links restarted mid-run.
+    #[serde(default)]
+    pub restart: Vec<Spanned<signal::RestartDef>>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).
@@ -244,6 +261,10 @@ pub struct RelayDef {
     /// accepted if their HMAC tag checks.
     #[serde(default)]
     pub key: Option<String>,
+    /// How long an entry written by control cells lasts after its owner
+    /// last wrote or read it (default: for ever).
+    #[serde(default)]
+    pub lifetime: Option<String>,
 }
 
 /// A host (one port): a traffic host, or with `ip` a Classical IP host

@@ -40,6 +40,7 @@ impl Reader<'_> {
             cameras,
             viewers,
             stripe_plans,
+            signalling,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -60,7 +61,9 @@ impl Reader<'_> {
         for (k, r) in file.relay.iter().enumerate() {
             let d = r.get_ref();
             let id = NodeId(nodes.len() as u32);
-            nodes.push(Box::new(relay(d, k, &entries)));
+            let mut node = relay(d, k, &entries);
+            signalling.prepare_relay(&d.name, &mut node);
+            nodes.push(Box::new(node));
             ids.insert(d.name.clone(), id);
             switches.push((d.name.clone(), id, 2));
         }
@@ -127,8 +130,22 @@ impl Reader<'_> {
         let mut pvc_flows: Vec<Vec<usize>> = vec![Vec::new(); routed.len()];
         let mut pvc_pings: Vec<Vec<(usize, bool)>> = vec![Vec::new(); routed.len()];
         let mut hosts_out = Vec::new();
+        // Apps' VCIs start above every PVC's.
+        let first_free = routed
+            .iter()
+            .flat_map(|p| p.hops.iter().map(|h| h.4.vci))
+            .max()
+            .map_or(0, |v| v.saturating_add(1));
+        let table = signalling.table(first_free)?;
         for h in &file.host {
             let name = &h.get_ref().name;
+            if let Some(host) = signalling.host(name, table.as_ref()) {
+                let id = NodeId(nodes.len() as u32);
+                nodes.push(Box::new(host));
+                ids.insert(name.clone(), id);
+                hosts_out.push((name.clone(), id));
+                continue;
+            }
             if h.get_ref().ip.is_some() {
                 let id = NodeId(nodes.len() as u32);
                 nodes.push(add_ip_node(name, id)?);

@@ -14,6 +14,7 @@
 //! | [`Reader::tcp`] | `tcp.rs` | TCP transfers: their ends, amounts and settings |
 //! | [`Reader::video_nodes`], [`Reader::video`] | `video.rs` | cameras and viewers: sources, requests, host models, their circuits |
 //! | [`Reader::stripes`] | `stripe.rs` | striped VCs: their ends, member PVCs, unit, method, schedule and limits |
+//! | [`Reader::apps`] | `signal.rs` | applications: their hosts, routes, schedules; relays' lifetimes and restarts |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -40,6 +41,7 @@ mod links;
 mod nodes;
 mod pvc;
 mod qos;
+mod signal;
 mod stripe;
 mod tcp;
 mod traffic;
@@ -176,6 +178,10 @@ pub(crate) struct Reader<'f> {
     /// Striped VCs without problems, in file order.
     stripe_plans: Vec<stripe::StripePlan>,
 
+    // Signalling.
+    /// Applications, signalling hosts and what relays are given.
+    signalling: signal::Signalling,
+
     // ATOMIC.
     /// The ATOMIC part, once compiled.
     atomic: Option<AtomicNet>,
@@ -206,6 +212,7 @@ impl<'f> Reader<'f> {
             cameras: Vec::new(),
             viewers: Vec::new(),
             stripe_plans: Vec::new(),
+            signalling: signal::Signalling::default(),
             atomic: None,
         }
     }
@@ -232,6 +239,7 @@ impl<'f> Reader<'f> {
         self.tcp();
         self.video();
         self.stripes();
+        self.apps();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }

@@ -1,0 +1,72 @@
+//! The chain both scenario files run on: host - s0 - r0 - s1 - r1 - ... -
+//! r(n-1) - sn - dest, VuNet switches and relaying links. Switches: port
+//! 0 towards the host's side, 1 away from it; the host on s0's port 2,
+//! the destination on sn's port 2. Links of 1 M cells a second (a cell
+//! time of exactly 1 us) and 50 us of delay.
+
+use aurora_engine::{Engine, LinkSpec, NodeId};
+use aurora_net::vunet::{VunetLink, VunetSwitch};
+use aurora_signal::conn::{Hop, Path};
+use aurora_signal::table::Link;
+use aurora_time::Duration;
+
+/// Cells a second on every link.
+pub const RATE: f64 = 1e6;
+/// Every link's delay.
+pub const DELAY: Duration = Duration::from_micros(50);
+
+/// The path from the host to the destination across `n` relays, relay
+/// `k` with id `k` and segment `k` into it.
+pub fn chain_path(n: usize) -> Path {
+    let hops = (0..n)
+        .map(|k| Hop {
+            relay: k as u16,
+            link: Link(k as u32),
+            side: 0,
+            bits_on: if k + 1 == n { 2 } else { 1 },
+            bits_back: if k == 0 { 2 } else { 0 },
+        })
+        .collect();
+    Path {
+        first_bits: 1,
+        hops,
+        last_link: Link(n as u32),
+    }
+}
+
+/// Adds the switches and the `n` relays `relay(k)` (their ids set) to
+/// `sim` and links them between nodes `host` and `dest`; the relays.
+pub fn wire(
+    sim: &mut Engine,
+    host: NodeId,
+    dest: NodeId,
+    n: usize,
+    relay: impl Fn(usize) -> VunetLink,
+) -> Vec<NodeId> {
+    let switches: Vec<NodeId> = (0..=n).map(|_| sim.add_node(VunetSwitch::new(3))).collect();
+    let relays: Vec<NodeId> = (0..n)
+        .map(|k| {
+            let mut r = relay(k);
+            r.set_id(k as u16);
+            sim.add_node(r)
+        })
+        .collect();
+    let spec = LinkSpec::clean(RATE, DELAY, 64);
+    sim.connect((host, 0), (switches[0], 2), spec).unwrap();
+    sim.connect((switches[n], 2), (dest, 0), spec).unwrap();
+    for k in 0..n {
+        sim.connect((switches[k], 1), (relays[k], 0), spec).unwrap();
+        sim.connect((relays[k], 1), (switches[k + 1], 0), spec)
+            .unwrap();
+    }
+    relays
+}
+
+/// The modelled set-up latency across `n` relays: a write and a read to
+/// relay `k`, each a round trip over its 2k + 2 links.
+pub fn setup_latency(n: usize) -> Duration {
+    let one_link = DELAY + Duration::from_micros(1);
+    (0..n)
+        .map(|k| Duration::from_nanos(one_link.as_nanos() * 2 * (2 * k as i64 + 2) * 2))
+        .fold(Duration::ZERO, |a, b| a + b)
+}
