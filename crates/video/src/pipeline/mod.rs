@@ -26,7 +26,8 @@
 //! the scheduler runs, in this order: the due timeout with the earliest
 //! (time, scheduling order) whose module's outputs all have room; else
 //! one frame for the module furthest downstream (the last added) that
-//! has a frame waiting and room on all its outputs; else an end of
+//! has a frame waiting, is [ready](Module::ready) and has room on all its
+//! outputs; else an end of
 //! stream. A module whose output is full is not dispatched at all: that
 //! is the back-pressure, and it is how a source learns how fast the
 //! pipeline drains. A callback sends at most one frame per output port.
@@ -168,6 +169,13 @@ pub trait Module: Send {
     /// Output ports.
     fn outputs(&self) -> usize {
         1
+    }
+    /// Whether the module takes a frame at `now` (default: always). A
+    /// module that says no (a consumer still busy with the last frame)
+    /// must have a timeout scheduled for when it will say yes; meanwhile
+    /// its input fills and back-pressure stops what is upstream.
+    fn ready(&self, _now: Instant) -> bool {
+        true
     }
     /// Called once when the pipeline starts (a source schedules its first
     /// timeout here).

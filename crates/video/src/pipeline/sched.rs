@@ -423,7 +423,7 @@ impl Pipeline {
         }
         // 2. A frame for the module furthest downstream that can take one.
         for m in (0..self.slots.len()).rev() {
-            if self.slots[m].finished || !self.has_room(m) {
+            if self.slots[m].finished || !self.has_room(m) || !self.slots[m].module.ready(now) {
                 continue;
             }
             let waiting = self.slots[m]
@@ -487,9 +487,25 @@ impl Pipeline {
             if self.finished() {
                 return Ok(RunEnd::Finished);
             }
-            let next = match (self.next_timeout(), until) {
+            // Nothing is due: wait for the next timeout of a module with
+            // room (one without waits for what is downstream, which is
+            // itself waiting for a timeout).
+            let runnable = (0..self.slots.len())
+                .filter(|&m| self.has_room(m))
+                .filter_map(|m| self.slots[m].timeout.map(|(t, _)| t))
+                .min();
+            let next = match (runnable, until) {
                 (Some(t), Some(u)) => t.min(u),
                 (Some(t), None) => t,
+                (None, _) if self.next_timeout().is_some() => {
+                    // Only timeouts blocked by full outputs are left, and
+                    // nothing downstream will run: a module that neither
+                    // takes its input nor schedules a timeout. Stop rather
+                    // than spin.
+                    return Err(ModuleError(
+                        "the pipeline is stuck: a module holds its input and has no timeout to wake it".into(),
+                    ));
+                }
                 (None, Some(u)) => u,
                 (None, None) => {
                     // Nothing is due and nothing will be: whatever has not
@@ -498,14 +514,6 @@ impl Pipeline {
                     return Ok(RunEnd::Finished);
                 }
             };
-            if next <= now {
-                // Only timeouts blocked by full outputs are due, and
-                // nothing downstream can run: a module that neither takes
-                // nor frees its input. Stop rather than spin.
-                return Err(ModuleError(
-                    "the pipeline is stuck: a module holds its input without taking it".into(),
-                ));
-            }
             clock.wait_until(next);
         }
     }
