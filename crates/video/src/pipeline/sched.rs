@@ -468,6 +468,47 @@ impl Pipeline {
         Ok(())
     }
 
+    /// A report: one line per module (what the scheduler counted, then
+    /// the module's own counters), one for the timeouts' lateness.
+    pub fn report(&self) -> String {
+        use core::fmt::Write as _;
+        let mut s = String::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            let st = &slot.stats;
+            let _ = write!(
+                s,
+                "  {} {}: received {}, sent {}, timeouts {}",
+                i + 1,
+                slot.module.kind(),
+                st.received,
+                st.sent,
+                st.timeouts
+            );
+            if st.unconnected > 0 || st.over_sent > 0 {
+                let _ = write!(
+                    s,
+                    ", discarded {} (no output joined), {} (more than one a callback)",
+                    st.unconnected, st.over_sent
+                );
+            }
+            for (k, v) in slot.module.counters() {
+                let _ = write!(s, "; {k} {v}");
+            }
+            s.push('\n');
+        }
+        let l = &self.lateness;
+        let _ = write!(s, "  timeouts: {}", l.total());
+        if l.total() > 0 {
+            for (i, e) in Lateness::EDGES.iter().enumerate() {
+                let _ = write!(s, ", {:.1} % within {e}", 100.0 * l.within(i));
+            }
+            let mean = Duration::from_nanos(l.sum.as_nanos() / l.total() as i64);
+            let _ = write!(s, "; mean {mean}, latest {}", l.max);
+        }
+        s.push('\n');
+        s
+    }
+
     /// Runs until every module has finished or `until` (then every module
     /// is told to finish), taking time from `clock`.
     pub fn run(
