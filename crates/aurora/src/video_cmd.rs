@@ -18,7 +18,11 @@ pub fn main(text: &str, secs: Option<f64>, virtual_time: bool) -> Result<(), Str
     println!(
         "pipeline {} ({}): {} after {:.3} s of pipeline time ({:.3} s wall)",
         text.split_whitespace().collect::<Vec<_>>().join(" "),
-        if virtual_time { "virtual time" } else { "real time" },
+        if virtual_time {
+            "virtual time"
+        } else {
+            "real time"
+        },
         match end {
             RunEnd::Finished => "finished",
             RunEnd::TimeUp => "stopped",

@@ -61,10 +61,11 @@ impl Module for Alarm {
         Ok(())
     }
     fn timeout(&mut self, ctx: &mut Ctx) -> Result<(), ModuleError> {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("{}@{}", self.name, ctx.now().as_nanos() / 1_000_000));
+        self.log.lock().unwrap().push(format!(
+            "{}@{}",
+            self.name,
+            ctx.now().as_nanos() / 1_000_000
+        ));
         ctx.end();
         Ok(())
     }
@@ -335,10 +336,7 @@ fn motion_passes_a_moved_square_and_drops_still_frames() {
     // and 0 has nothing before it.
     assert_eq!(*log.lock().unwrap(), ["f2", "f3", "f6"]);
     let c: Vec<_> = p.counters(1);
-    assert_eq!(
-        c,
-        [("seen", 7), ("moving", 3), ("passed", 3), ("clips", 2)]
-    );
+    assert_eq!(c, [("seen", 7), ("moving", 3), ("passed", 3), ("clips", 2)]);
 }
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -362,7 +360,8 @@ fn y4m_bytes(w: usize, h: usize, cs: y4m::Colorspace, frames: u8) -> Vec<u8> {
         let y: Vec<u8> = (0..w * h).map(|i| (i as u8).wrapping_mul(k + 3)).collect();
         let u: Vec<u8> = (0..c).map(|i| (i as u8) ^ k).collect();
         let v: Vec<u8> = (0..c).map(|i| (i as u8).wrapping_add(k)).collect();
-        enc.write_frame(&y4m::Frame::new([&y, &u, &v], None)).unwrap();
+        enc.write_frame(&y4m::Frame::new([&y, &u, &v], None))
+            .unwrap();
     }
     out
 }
@@ -482,11 +481,8 @@ fn the_room_monitor_records_only_while_someone_moves() {
 #[test]
 fn the_vidboard_source_asks_at_the_pipelines_pace() {
     for (work_ms, lo, hi) in [(0, 55, 60), (100, 19, 21)] {
-        let src = VidboardSource::new(
-            Box::new(SyntheticSource::new(9)),
-            VidboardParams::default(),
-        )
-        .unwrap();
+        let src = VidboardSource::new(Box::new(SyntheticSource::new(9)), VidboardParams::default())
+            .unwrap();
         let mut p = Pipeline::new();
         p.chain(
             vec![
@@ -539,7 +535,9 @@ fn a_real_time_run_counts_every_timeout() {
     // Structure only: every frame's timeout is recorded once, whatever
     // the machine's timing.
     let mut p = syntax::build("synthetic size=160x120 fps=200 frames=10 ! edge ! null").unwrap();
-    let end = p.run(&mut WallClock::new(), Some(Instant::from_millis(5000))).unwrap();
+    let end = p
+        .run(&mut WallClock::new(), Some(Instant::from_millis(5000)))
+        .unwrap();
     assert_eq!(end, RunEnd::Finished);
     // Ten frames, and the source's last timeout finds it ended.
     assert_eq!(p.lateness().total(), 10);

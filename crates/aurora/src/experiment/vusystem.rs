@@ -64,7 +64,10 @@ fn memcpy_frame(n: usize) -> f64 {
 
 /// Runs `source ! module ! null` with the profiler on, frames offered as
 /// fast as taken; the module's stats.
-fn profile(source: Box<dyn Module>, module: Option<Box<dyn Module>>) -> Result<ModuleStats, String> {
+fn profile(
+    source: Box<dyn Module>,
+    module: Option<Box<dyn Module>>,
+) -> Result<ModuleStats, String> {
     let mut p = Pipeline::new();
     let mut chain = vec![source];
     let timed = if let Some(m) = module {
@@ -107,13 +110,19 @@ fn table9(out: &Path, secs: f64) -> Result<(Vec<Row>, f64), String> {
     let frames = (300.0 * secs).round().max(30.0) as u64;
     let copy_ms = memcpy_frame(20_000) * 1e3;
     let mut rows = Vec::new();
-    let st = profile(synthetic(frames), Some(Box::new(aurora_video::pipeline::Exercise::new())))?;
+    let st = profile(
+        synthetic(frames),
+        Some(Box::new(aurora_video::pipeline::Exercise::new())),
+    )?;
     rows.push(Row {
         module: "Exercise",
         ms: ms_per(&st, st.received),
         note: format!("{} frames", st.received),
     });
-    let st = profile(synthetic(frames), Some(Box::new(aurora_video::pipeline::Edge::new(128))))?;
+    let st = profile(
+        synthetic(frames),
+        Some(Box::new(aurora_video::pipeline::Edge::new(128))),
+    )?;
     rows.push(Row {
         module: "Edge",
         ms: ms_per(&st, st.received),
@@ -211,7 +220,9 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
         })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("VuSystem pipelines on {cpu}, {cores} cores (timings from a machine that may be shared)");
+    println!(
+        "VuSystem pipelines on {cpu}, {cores} cores (timings from a machine that may be shared)"
+    );
     println!();
     println!("Table 9: 320x240x8 frames");
     let (rows, copy_ms) = table9(out, secs)?;
@@ -278,7 +289,7 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
     println!(
         "Table 10: Timeout precision, 1 to 4 pipelines at once for {run:.0} s each ({T10_PIPELINE}); seed's in brackets"
     );
-    let labels = ["50us", "100us", "1ms", "5ms", "10ms", "15ms", "20ms"];
+    let labels = Lateness::LABELS;
     println!(
         "{:<10} {:>8} {}  {:>9} {:>9}",
         "pipelines",

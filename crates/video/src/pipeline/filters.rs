@@ -20,7 +20,11 @@ use crate::frame::{Picture, PixelFormat};
 /// byte in mono, every other byte in YUYV.
 fn luma_row(pic: &Picture, y: usize) -> impl Iterator<Item = u8> + '_ {
     let step = pic.format().bytes_per_pixel();
-    pic.line(y).unwrap_or_default().iter().step_by(step).copied()
+    pic.line(y)
+        .unwrap_or_default()
+        .iter()
+        .step_by(step)
+        .copied()
 }
 
 /// Walks every byte of each frame (see the [module](self) docs).
@@ -120,7 +124,8 @@ impl Edge {
             let (a, b, c) = (&rows[(y - 1) % 3], &rows[y % 3], &rows[(y + 1) % 3]);
             let line = out.lines_mut(y, 1).expect("the line is in the picture");
             for x in 1..w - 1 {
-                let gx = (a[x + 1] + 2 * b[x + 1] + c[x + 1]) - (a[x - 1] + 2 * b[x - 1] + c[x - 1]);
+                let gx =
+                    (a[x + 1] + 2 * b[x + 1] + c[x + 1]) - (a[x - 1] + 2 * b[x - 1] + c[x - 1]);
                 let gy = (c[x - 1] + 2 * c[x] + c[x + 1]) - (a[x - 1] + 2 * a[x] + a[x + 1]);
                 let edge = gx.abs() + gy.abs() >= t;
                 line[x] = if edge { 255 } else { 0 };

@@ -40,6 +40,9 @@ impl Lateness {
         Duration::from_millis(20),
     ];
 
+    /// The edges as text.
+    pub const LABELS: [&'static str; 7] = ["50us", "100us", "1ms", "5ms", "10ms", "15ms", "20ms"];
+
     /// Records one callback `late` after its time.
     pub fn record(&mut self, late: Duration) {
         let late = late.max(Duration::ZERO);
@@ -426,11 +429,10 @@ impl Pipeline {
             if self.slots[m].finished || !self.has_room(m) || !self.slots[m].module.ready(now) {
                 continue;
             }
-            let waiting = self.slots[m]
-                .inputs
-                .iter()
-                .enumerate()
-                .find_map(|(p, e)| e.filter(|&e| !self.edges[e].queue.is_empty()).map(|e| (p, e)));
+            let waiting = self.slots[m].inputs.iter().enumerate().find_map(|(p, e)| {
+                e.filter(|&e| !self.edges[e].queue.is_empty())
+                    .map(|e| (p, e))
+            });
             if let Some((port, e)) = waiting {
                 let f = self.edges[e]
                     .queue
@@ -499,7 +501,7 @@ impl Pipeline {
         let l = &self.lateness;
         let _ = write!(s, "  timeouts: {}", l.total());
         if l.total() > 0 {
-            for (i, e) in Lateness::EDGES.iter().enumerate() {
+            for (i, e) in Lateness::LABELS.iter().enumerate() {
                 let _ = write!(s, ", {:.1} % within {e}", 100.0 * l.within(i));
             }
             let mean = Duration::from_nanos(l.sum.as_nanos() / l.total() as i64);

@@ -59,9 +59,10 @@ impl FileSink {
         max_png: u64,
     ) -> Result<FileSink, ModuleError> {
         let file = match path {
-            Some(p) => Some(File::create(p).map_err(|e| {
-                ModuleError(format!("{} cannot be created: {e}", p.display()))
-            })?),
+            Some(p) => Some(
+                File::create(p)
+                    .map_err(|e| ModuleError(format!("{} cannot be created: {e}", p.display())))?,
+            ),
             None => None,
         };
         Ok(FileSink {
@@ -95,10 +96,14 @@ impl FileSink {
                 PixelFormat::Mono8 => y4m::Colorspace::Cmono,
                 PixelFormat::Yuyv => y4m::Colorspace::C422,
             };
-            let enc = y4m::encode(pic.width(), pic.height(), y4m::Ratio::new(self.fps as usize, 1))
-                .with_colorspace(cs)
-                .write_header(file)
-                .map_err(|e| ModuleError(format!("{} cannot be written: {e}", name())))?;
+            let enc = y4m::encode(
+                pic.width(),
+                pic.height(),
+                y4m::Ratio::new(self.fps as usize, 1),
+            )
+            .with_colorspace(cs)
+            .write_header(file)
+            .map_err(|e| ModuleError(format!("{} cannot be written: {e}", name())))?;
             self.encoder = Some((enc, pic.size(), pic.format()));
         }
         let Some((enc, size, format)) = self.encoder.as_mut() else {
@@ -107,7 +112,9 @@ impl FileSink {
         if (*size, *format) != (pic.size(), pic.format()) {
             return Err(ModuleError(format!(
                 "{} holds {size} {format} frames and was sent a {} {} frame",
-                self.path.as_deref().map_or_else(String::new, |p| p.display().to_string()),
+                self.path
+                    .as_deref()
+                    .map_or_else(String::new, |p| p.display().to_string()),
                 pic.size(),
                 pic.format()
             )));
@@ -123,7 +130,9 @@ impl FileSink {
         r.map_err(|e| {
             ModuleError(format!(
                 "{} cannot be written: {e}",
-                self.path.as_deref().map_or_else(String::new, |p| p.display().to_string())
+                self.path
+                    .as_deref()
+                    .map_or_else(String::new, |p| p.display().to_string())
             ))
         })?;
         self.bytes += pic.data().len() as u64;
