@@ -216,7 +216,7 @@ impl Module for FileSink {
             self.last_clip = frame.meta.clip;
         }
         self.write_y4m(&frame.picture)?;
-        if self.frames % self.every == 0 && self.pngs < self.max_png {
+        if self.frames.is_multiple_of(self.every) && self.pngs < self.max_png {
             self.write_png(frame.meta.number, &frame.picture)?;
         }
         self.frames += 1;
