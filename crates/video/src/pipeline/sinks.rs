@@ -82,12 +82,15 @@ impl FileSink {
         })
     }
 
+    /// The y4m file's name, for errors.
+    fn name(&self) -> String {
+        self.path
+            .as_deref()
+            .map_or_else(String::new, |p| p.display().to_string())
+    }
+
     fn write_y4m(&mut self, pic: &Picture) -> Result<(), ModuleError> {
-        let name = || {
-            self.path
-                .as_deref()
-                .map_or_else(String::new, |p| p.display().to_string())
-        };
+        let name = self.name();
         if self.encoder.is_none() {
             let Some(file) = self.file.take() else {
                 return Ok(());
@@ -103,7 +106,7 @@ impl FileSink {
             )
             .with_colorspace(cs)
             .write_header(file)
-            .map_err(|e| ModuleError(format!("{} cannot be written: {e}", name())))?;
+            .map_err(|e| ModuleError(format!("{name} cannot be written: {e}")))?;
             self.encoder = Some((enc, pic.size(), pic.format()));
         }
         let Some((enc, size, format)) = self.encoder.as_mut() else {
@@ -111,10 +114,7 @@ impl FileSink {
         };
         if (*size, *format) != (pic.size(), pic.format()) {
             return Err(ModuleError(format!(
-                "{} holds {size} {format} frames and was sent a {} {} frame",
-                self.path
-                    .as_deref()
-                    .map_or_else(String::new, |p| p.display().to_string()),
+                "{name} holds {size} {format} frames and was sent a {} {} frame",
                 pic.size(),
                 pic.format()
             )));
@@ -127,14 +127,7 @@ impl FileSink {
                 enc.write_frame(&y4m::Frame::new([y, u, v], None))
             }
         };
-        r.map_err(|e| {
-            ModuleError(format!(
-                "{} cannot be written: {e}",
-                self.path
-                    .as_deref()
-                    .map_or_else(String::new, |p| p.display().to_string())
-            ))
-        })?;
+        r.map_err(|e| ModuleError(format!("{name} cannot be written: {e}")))?;
         self.bytes += pic.data().len() as u64;
         Ok(())
     }

@@ -1,5 +1,5 @@
 //! Sources paced by timeouts: the synthetic source, the `FileSource` and
-//! the room scene, all one module over a [`Source`](crate::source::Source).
+//! the room scene, all one module over a [`Source`].
 //!
 //! A [`SourceModule`] renders frame `k` of its source and sends it at
 //! `start + k × period` (its timeout), or, unpaced, as fast as the
