@@ -273,3 +273,60 @@ impl Module for Motion {
         ]
     }
 }
+
+/// A stand-in for work that takes time: holds each frame for `work`
+/// (not ready for another meanwhile, using no processor), then passes it
+/// on. Shows the closed loop: `vidboard ! busy ms=100 ! null` gets a
+/// frame every 100 ms from a camera that could send 30 a second. Holds
+/// one frame.
+#[derive(Clone, Debug)]
+pub struct Busy {
+    work: aurora_time::Duration,
+    held: Option<Frame>,
+    frames: u64,
+}
+
+impl Busy {
+    /// Each frame takes `work`.
+    pub fn new(work: aurora_time::Duration) -> Busy {
+        Busy {
+            work,
+            held: None,
+            frames: 0,
+        }
+    }
+}
+
+impl Module for Busy {
+    fn kind(&self) -> &'static str {
+        "busy"
+    }
+
+    fn ready(&self, _now: aurora_time::Instant) -> bool {
+        self.held.is_none()
+    }
+
+    fn receive(&mut self, ctx: &mut Ctx, _port: usize, frame: Frame) -> Result<(), ModuleError> {
+        self.held = Some(frame);
+        ctx.schedule(ctx.now() + self.work);
+        Ok(())
+    }
+
+    fn timeout(&mut self, ctx: &mut Ctx) -> Result<(), ModuleError> {
+        if let Some(f) = self.held.take() {
+            self.frames += 1;
+            ctx.send(0, f);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _ctx: &mut Ctx) -> Result<(), ModuleError> {
+        // The run ended during the work: the frame held is dropped.
+        self.held = None;
+        Ok(())
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("frames", self.frames)]
+    }
+}

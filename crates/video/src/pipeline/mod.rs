@@ -12,7 +12,7 @@
 //! | [`clock`] | the [`Clock`] trait: [`VirtualClock`] (tests) and [`WallClock`] (real time) |
 //! | [`sources`] | [`SourceModule`]: the synthetic source, the `FileSource` (y4m) and the room scene, paced by timeouts |
 //! | [`vidboard_source`] | [`VidboardSource`]: a camera and a [`VidboardClient`](crate::client::VidboardClient) joined back to back, frames asked for as the pipeline drains |
-//! | [`filters`] | [`Exercise`], [`Edge`], [`Motion`] |
+//! | [`filters`] | [`Exercise`], [`Edge`], [`Motion`], [`Busy`] |
 //! | [`sinks`] | [`FileSink`] (y4m and PNG snapshots), [`RateMeter`], [`NullSink`] |
 //! | [`syntax`] | the command-line syntax (`synthetic ! edge ! filesink file=out.y4m`) and its checks |
 //! | [`room`] | the Room Monitor: a room scene, the pipeline, its summary |
@@ -52,7 +52,7 @@ pub mod syntax;
 pub mod vidboard_source;
 
 pub use clock::{Clock, VirtualClock, WallClock};
-pub use filters::{Edge, Exercise, Motion};
+pub use filters::{Busy, Edge, Exercise, Motion};
 pub use sched::{Lateness, ModuleId, ModuleStats, Pipeline, RunEnd};
 pub use sinks::{FileSink, NullSink, RateMeter};
 pub use sources::SourceModule;

@@ -22,6 +22,7 @@
 //! | `edge` | filter | `threshold` (128, 1 to 2040) |
 //! | `motion` | filter | `level` (24), `pixels` (300), `hold` (0) |
 //! | `ratemeter` | filter | none |
+//! | `busy` | filter | `ms` (10, 0 to 10000): holds each frame that long, as work that takes time would ([`Busy`]) |
 //! | `filesink` | sink | `file` (y4m), `png` (prefix of snapshots), `every` (30), `fps` (30, the y4m header's), `max_png` (100); `file` or `png` required |
 //! | `null` | sink | none |
 //!
@@ -38,7 +39,7 @@ use aurora_time::Duration;
 use super::room::RoomScene;
 use super::vidboard_source::VidboardParams;
 use super::{
-    Edge, Exercise, FileSink, Module, Motion, NullSink, Pipeline, RateMeter, SourceModule,
+    Busy, Edge, Exercise, FileSink, Module, Motion, NullSink, Pipeline, RateMeter, SourceModule,
     VidboardSource, DEFAULT_QUEUE, MAX_QUEUE,
 };
 use crate::frame::{PictureSize, PixelFormat};
@@ -192,6 +193,7 @@ const MODULES: &[(&str, Role, &[&str])] = &[
     ),
     ("exercise", Role::Filter, &[]),
     ("edge", Role::Filter, &["threshold"]),
+    ("busy", Role::Filter, &["ms"]),
     ("motion", Role::Filter, &["level", "pixels", "hold"]),
     ("ratemeter", Role::Filter, &[]),
     (
@@ -338,6 +340,9 @@ fn module(n: usize, el: &Element) -> Result<Box<dyn Module>, SyntaxError> {
             Box::new(VidboardSource::new(source, params).map_err(|e| p.wrap(e))?)
         }
         "exercise" => Box::new(Exercise::new()),
+        "busy" => Box::new(Busy::new(Duration::from_millis(
+            p.num("ms", 0, 10_000, 10)? as i64,
+        ))),
         "edge" => Box::new(Edge::new(p.num("threshold", 1, 2040, 128)? as u16)),
         "motion" => Box::new(Motion::new(
             p.num("level", 0, 255, 24)? as u8,
