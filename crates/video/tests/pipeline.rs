@@ -11,8 +11,8 @@ use aurora_video::pipeline::room::{RoomMonitor, RoomScene};
 use aurora_video::pipeline::sinks::write_png;
 use aurora_video::pipeline::vidboard_source::VidboardParams;
 use aurora_video::pipeline::{
-    syntax, Busy, Ctx, Edge, Exercise, FileSink, Frame, Meta, Module, ModuleError, Motion, NullSink,
-    Pipeline, RunEnd, SourceModule, VidboardSource, VirtualClock, WallClock,
+    syntax, Busy, Ctx, Edge, Exercise, FileSink, Frame, Meta, Module, ModuleError, Motion,
+    NullSink, Pipeline, RunEnd, SourceModule, VidboardSource, VirtualClock, WallClock,
 };
 use aurora_video::source::{Source, SyntheticSource, Y4mSource};
 
