@@ -561,3 +561,47 @@ impl Pipeline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_buckets_are_cumulative_and_merge() {
+        let mut l = Lateness::default();
+        for us in [0, 50, 51, 900, 4_000, 25_000] {
+            l.record(Duration::from_micros(us));
+        }
+        // A timeout early (a negative lateness) counts as on time.
+        l.record(Duration::from_nanos(-5));
+        assert_eq!(l.counts, [3, 1, 1, 1, 0, 0, 0, 1]);
+        assert_eq!(l.total(), 7);
+        assert!((l.within(0) - 3.0 / 7.0).abs() < 1e-12);
+        assert!((l.within(3) - 6.0 / 7.0).abs() < 1e-12);
+        assert!((l.within(6) - 6.0 / 7.0).abs() < 1e-12);
+        assert_eq!(l.max, Duration::from_millis(25));
+        let mut m = Lateness::default();
+        m.merge(&l);
+        m.merge(&l);
+        assert_eq!((m.total(), m.max, m.counts[7]), (14, l.max, 2));
+    }
+
+    #[test]
+    fn connect_refuses_ports_that_do_not_exist_or_are_taken() {
+        let mut p = Pipeline::new();
+        let a = p.add(Box::new(super::super::NullSink::new()));
+        let b = p.add(Box::new(super::super::Exercise::new()));
+        let c = p.add(Box::new(super::super::Exercise::new()));
+        assert_eq!(
+            p.connect(a, 0, b, 0, 2).unwrap_err().0,
+            "null has no free output port 0"
+        );
+        p.connect(b, 0, c, 0, 2).unwrap();
+        assert_eq!(
+            p.connect(c, 0, c, 0, 2).unwrap_err().0,
+            "exercise has no free input port 0"
+        );
+        assert!(p.connect(b, 0, c, 0, 0).is_err());
+        assert!(p.connect(b, 0, c, 0, MAX_QUEUE + 1).is_err());
+    }
+}
