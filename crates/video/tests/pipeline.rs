@@ -507,3 +507,98 @@ fn a_real_time_run_counts_every_timeout() {
     assert_eq!(p.lateness().total(), 10);
     assert_eq!(p.counter(2, "frames"), Some(10));
 }
+
+/// A camera and a viewer whose consumer is a pipeline, through an ATM
+/// switch in the engine (virtual time):
+/// `camera ──(0) switch (1)── viewer`.
+mod on_a_network {
+    use super::*;
+    use aurora_engine::{Engine, LinkSpec};
+    use aurora_net::switch::AtmSwitch;
+    use aurora_video::client::ClientConfig;
+    use aurora_video::command::{Frames, VideoRequest};
+    use aurora_video::pipeline::PipelineViewer;
+    use aurora_video::vidboard::{ControlChannel, Vidboard, VidboardConfig};
+    use aurora_wire::cell::{Format, VcId};
+
+    const OC3: f64 = 353_207.5;
+    const CAM: ControlChannel = ControlChannel {
+        command: VcId::new(0, 32),
+        reply: VcId::new(0, 33),
+    };
+    const CAM_VIDEO: VcId = VcId::new(0, 100);
+    const CMD: VcId = VcId::new(0, 40);
+    const REPLY: VcId = VcId::new(0, 41);
+    const VIDEO: VcId = VcId::new(0, 200);
+
+    fn viewer_run(work_ms: i64) -> (u64, u64, u64, u64) {
+        let mut sim = Engine::new(1);
+        let cam = Vidboard::new(
+            VidboardConfig {
+                format: Format::Uni,
+                line_rate: OC3,
+                channels: vec![CAM],
+            },
+            Box::new(SyntheticSource::new(3)),
+        )
+        .unwrap();
+        let mut sw = AtmSwitch::new(2, Format::Uni);
+        sw.add_vc(1, CMD, 0, CAM.command).unwrap();
+        sw.add_vc(0, CAM.reply, 1, REPLY).unwrap();
+        sw.add_vc(0, CAM_VIDEO, 1, VIDEO).unwrap();
+        let request = VideoRequest {
+            size: PictureSize::Half,
+            format: PixelFormat::Mono8,
+            lines_per_tframe: 16,
+            cells_per_burst: 56,
+            interburst: Duration::ZERO,
+            interframe: Duration::ZERO,
+            dest: CAM_VIDEO,
+            frames: Frames::OnRequest,
+        };
+        let viewer = PipelineViewer::new(
+            ClientConfig::new(CMD, REPLY, VIDEO, request),
+            vec![
+                Box::new(Busy::new(Duration::from_millis(work_ms))),
+                Box::new(NullSink::new()),
+            ],
+            1,
+        )
+        .unwrap();
+        let cam = sim.add_node(cam);
+        let sw = sim.add_node(sw);
+        let v = sim.add_node(viewer);
+        let link = || LinkSpec::clean(OC3, Duration::from_micros(5), 8192);
+        sim.connect((cam, 0), (sw, 0), link()).unwrap();
+        sim.connect((v, 0), (sw, 1), link()).unwrap();
+        sim.run_until(Instant::from_millis(2000));
+        let v = sim.node::<PipelineViewer>(v).unwrap();
+        assert!(v.error().is_none(), "{:?}", v.error());
+        let c = v.client().counters();
+        (
+            v.pipeline().stats(2).unwrap().received,
+            c.frame_requests,
+            c.frames_complete,
+            v.client().rx_stats().tframes_lost(),
+        )
+    }
+
+    #[test]
+    fn the_viewers_pipeline_sets_the_cameras_pace_through_the_network() {
+        // A pipeline that keeps up gets the camera's 30 frames a second; one
+        // taking 100 ms a frame gets 10, and the camera is asked for no
+        // more than that.
+        let (fast, fast_requests, fast_whole, lost) = viewer_run(0);
+        assert!((55..=60).contains(&fast), "{fast} frames");
+        assert!(fast_requests <= fast + 4 && fast_whole <= fast_requests);
+        assert_eq!(lost, 0);
+        let (slow, slow_requests, slow_whole, lost) = viewer_run(100);
+        assert!((18..=20).contains(&slow), "{slow} frames");
+        // Asked for: what reached the end, plus one frame in `busy`, one
+        // in the queue before it, one in the feed's slot and one on its
+        // way: nothing queues beyond the pipeline's own bounds.
+        assert!(slow_requests <= slow + 4, "{slow_requests} requests");
+        assert!(slow_whole <= slow_requests);
+        assert_eq!(lost, 0);
+    }
+}

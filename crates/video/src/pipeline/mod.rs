@@ -16,6 +16,7 @@
 //! | [`sinks`] | [`FileSink`] (y4m and PNG snapshots), [`RateMeter`], [`NullSink`] |
 //! | [`syntax`] | the command-line syntax (`synthetic ! edge ! filesink file=out.y4m`) and its checks |
 //! | [`room`] | the Room Monitor: a room scene, the pipeline, its summary |
+//! | [`viewer`] | [`PipelineViewer`]: a network node, a camera session's receiving side whose consumer is a pipeline |
 //!
 //! **Ports and payloads.** A port carries [`Frame`]s: a [`Picture`] and
 //! its [`Meta`] (number, capture time, clip). An output port is joined to
@@ -50,6 +51,7 @@ pub mod sinks;
 pub mod sources;
 pub mod syntax;
 pub mod vidboard_source;
+pub mod viewer;
 
 pub use clock::{Clock, VirtualClock, WallClock};
 pub use filters::{Busy, Edge, Exercise, Motion};
@@ -57,6 +59,7 @@ pub use sched::{Lateness, ModuleId, ModuleStats, Pipeline, RunEnd};
 pub use sinks::{FileSink, NullSink, RateMeter};
 pub use sources::SourceModule;
 pub use vidboard_source::VidboardSource;
+pub use viewer::{Feed, PipelineViewer};
 
 /// Frames a queue between two ports holds unless told otherwise.
 pub const DEFAULT_QUEUE: usize = 2;

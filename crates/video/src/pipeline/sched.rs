@@ -460,6 +460,26 @@ impl Pipeline {
             .min()
     }
 
+    /// The earliest pending timeout of a module with room on its outputs
+    /// (the next time [`Pipeline::step`] has something to do, unless a
+    /// frame arrives from outside).
+    pub fn next_wake(&self) -> Option<Instant> {
+        (0..self.slots.len())
+            .filter(|&m| self.has_room(m))
+            .filter_map(|m| self.slots[m].timeout.map(|(t, _)| t))
+            .min()
+    }
+
+    /// Schedules module `id`'s timeout at `at` from outside (replacing
+    /// one pending): how something that is not a module, a network node
+    /// holding the pipeline, wakes a module it feeds.
+    pub fn schedule(&mut self, id: ModuleId, at: Instant) {
+        if let Some(slot) = self.slots.get_mut(id).filter(|s| !s.finished) {
+            self.seq += 1;
+            slot.timeout = Some((at, self.seq));
+        }
+    }
+
     /// Tells every module not finished yet to finish, upstream first.
     pub fn finish_all(&mut self, now: Instant) -> Result<(), ModuleError> {
         for m in 0..self.slots.len() {
@@ -533,11 +553,7 @@ impl Pipeline {
             // Nothing is due: wait for the next timeout of a module with
             // room (one without waits for what is downstream, which is
             // itself waiting for a timeout).
-            let runnable = (0..self.slots.len())
-                .filter(|&m| self.has_room(m))
-                .filter_map(|m| self.slots[m].timeout.map(|(t, _)| t))
-                .min();
-            let next = match (runnable, until) {
+            let next = match (self.next_wake(), until) {
                 (Some(t), Some(u)) => t.min(u),
                 (Some(t), None) => t,
                 (None, _) if self.next_timeout().is_some() => {
