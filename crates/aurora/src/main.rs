@@ -30,6 +30,7 @@ mod stripe_report;
 mod tcp_report;
 mod tcp_trace;
 mod ttcp;
+mod video_cmd;
 mod video_report;
 
 /// Aurora: a software gigabit-networking testbed.
@@ -175,6 +176,20 @@ enum Command {
         #[arg(long, default_value_t = 1.0, value_parser = positive_secs, global = true)]
         secs: f64,
     },
+    /// Run a VuSystem-style media pipeline on this machine, e.g.
+    /// 'synthetic frames=90 ! edge ! filesink file=edges.y4m' (modules,
+    /// their parameters and the syntax: docs/video.md).
+    Video {
+        /// The pipeline: elements joined by `!`, each a module and its
+        /// key=value parameters.
+        pipeline: String,
+        /// Stop after this many seconds (default: when the source ends).
+        #[arg(long, value_parser = positive_secs)]
+        secs: Option<f64>,
+        /// Run in virtual time (work takes no time; waits jump).
+        #[arg(long)]
+        r#virtual: bool,
+    },
     /// Measure speed; every figure is a ratio against a baseline measured in
     /// the same run.
     Bench {
@@ -248,6 +263,11 @@ enum Experiment {
     /// model, the best interburst delay found by a sweep; frame rate and
     /// Mb/s per picture size and format. Runs at least 3 s per case.
     Vidboard,
+    /// VuSystem pipelines (the seed's Tables 9 and 10): ms/frame of the
+    /// Exercise, Edge, FileSink, FileSource and VidboardSource modules at
+    /// 320x240x8 against a memcpy of a frame, and Timeout precision with
+    /// one to four pipelines at once in real time (4 x --secs each).
+    Vusystem,
     /// Striping (examples/striping.toml): 4 x OC-3c against one OC-12c,
     /// cells and PDUs as the unit, no sync, sequence numbers and markers,
     /// skew from 0 to 5 ms, with and without loss; goodput, resequencing
@@ -764,6 +784,17 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Video {
+            pipeline,
+            secs,
+            r#virtual,
+        } => match video_cmd::main(&pipeline, secs, r#virtual) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("aurora video: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Experiment { what, out, secs } => {
             let r = match what {
                 Experiment::Epd => experiment::epd(&out, secs),
@@ -793,6 +824,7 @@ fn main() -> ExitCode {
                 Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
                 Experiment::Vidboard => experiment::vidboard(&out, secs.max(3.0)),
                 Experiment::Striping => experiment::striping(&out, secs),
+                Experiment::Vusystem => experiment::vusystem(&out, secs),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

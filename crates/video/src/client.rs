@@ -99,6 +99,10 @@ pub struct ClientConfig {
     /// The receiving workstation's costs, if it is modelled (see
     /// [`HostModel`]); `None` reads every cell the moment it arrives.
     pub host: Option<HostModel>,
+    /// The caller is the consumer: a frame delivered waits until the
+    /// caller takes it with [`VidboardClient::take`] (a pipeline's
+    /// `VidboardSource`), and `processing` is not used.
+    pub caller_consumes: bool,
 }
 
 /// A receiving workstation that takes time to absorb cells: an interrupt
@@ -147,6 +151,7 @@ impl ClientConfig {
             reference: None,
             stop: None,
             host: None,
+            caller_consumes: false,
         }
     }
 }
@@ -506,8 +511,16 @@ impl VidboardClient {
     /// The consumer takes the waiting frame, if it is free; in the capture
     /// loop that frees the slot, so the next frame is asked for.
     fn consume(&mut self, now: Instant, out: &mut Outbox) {
-        if self.busy_until.is_some() || !self.sink.waiting_frame {
+        if self.config.caller_consumes {
             return;
+        }
+        self.take_waiting(now, out);
+    }
+
+    /// The consumer takes the waiting frame, if it is free.
+    fn take_waiting(&mut self, now: Instant, out: &mut Outbox) -> bool {
+        if self.busy_until.is_some() || !self.sink.waiting_frame {
+            return false;
         }
         self.sink.waiting_frame = false;
         self.sink.counters.frames_taken += 1;
@@ -515,6 +528,22 @@ impl VidboardClient {
         if self.closed_loop() && self.phase == Phase::Running && self.outstanding.is_none() {
             self.request_frame(now, out);
         }
+        true
+    }
+
+    /// With [`ClientConfig::caller_consumes`]: whether a delivered frame
+    /// waits to be taken.
+    pub fn frame_waiting(&self) -> bool {
+        self.sink.waiting_frame
+    }
+
+    /// With [`ClientConfig::caller_consumes`]: takes the frame waiting (it
+    /// is [`VidboardClient::last_frame`]), which in the capture loop sends
+    /// the next frame request; false if none waits. A caller that takes
+    /// frames slowly gets fewer, at its own pace: the closed loop.
+    pub fn take(&mut self, now: Instant, out: &mut Outbox) -> bool {
+        self.busy_until = None;
+        self.take_waiting(now, out)
     }
 
     fn reply(&mut self, now: Instant, cell: &CellBytes, out: &mut Outbox) {

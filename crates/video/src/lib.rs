@@ -17,6 +17,7 @@
 //! | [`val`] | the video adaptation layer: t-frames of LT lines cut into cells like AAL5, an Internet-checksum trailer, the segmenter and the reassembler with its loss accounting |
 //! | [`vidboard`] | the camera node: capture loop, frame store, sessions per control channel, shaped bursts (CB, interburst, interframe), the closed loop |
 //! | [`client`] | the receiving node: requests, reassembly, a consumer with a processing time, checks of every frame |
+//! | [`pipeline`] | VuSystem-style media pipelines on a workstation: modules joined by bounded ports, non-preemptive dispatch, `Timeout` callbacks, a clock trait for virtual or real time, the modules, the command-line syntax and the Room Monitor |
 //!
 //! **Formats, in short.** A command is the 48-byte payload of one user
 //! cell: magic "VB", version 1, code, tag, 40 bytes of parameters, CRC-16
@@ -45,6 +46,7 @@
 pub mod client;
 pub mod command;
 pub mod frame;
+pub mod pipeline;
 pub mod source;
 pub mod val;
 pub mod vidboard;

@@ -21,6 +21,7 @@ mod tcp_epd;
 mod tcp_epd_linux;
 mod tcp_long;
 mod vidboard;
+mod vusystem;
 
 pub use ack_compression::main as ack_compression;
 pub use epd::main as epd;
@@ -31,6 +32,7 @@ pub use tcp_epd::main as tcp_epd;
 pub use tcp_epd_linux::{main as tcp_epd_linux, Opts as TcpEpdLinuxOpts};
 pub use tcp_long::main as tcp_long;
 pub use vidboard::main as vidboard;
+pub use vusystem::main as vusystem;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
 /// source, or from `examples/` under the current folder.

@@ -1,0 +1,198 @@
+//! A viewer whose consumer is a pipeline: a network node.
+//!
+//! [`PipelineViewer`] is a one-port [`Node`] holding a [`VidboardClient`]
+//! (the workstation's side of a camera session, with
+//! [`ClientConfig::caller_consumes`]) and a [`Pipeline`] whose source is
+//! a [`Feed`]: a one-frame slot the node fills from the client. The
+//! pipeline runs inside the node's callbacks, at the engine's time, so
+//! the same viewer runs under the engine's virtual clock and its real
+//! one.
+//!
+//! **The closed loop, end to end.** The node hands the client's waiting
+//! frame to the feed only when the feed's slot is free; the slot empties
+//! only when the feed is dispatched, which needs room on its output; so a
+//! pipeline that drains slowly leaves the frame in the client, the client
+//! asks the camera for nothing, and the camera sends nothing: the rate is
+//! the pipeline's, through the network.
+
+use std::sync::{Arc, Mutex};
+
+use aurora_net::{Node, Outbox, PortId};
+use aurora_time::Instant;
+use aurora_wire::CellBytes;
+
+use super::{Ctx, Frame, Meta, Module, ModuleError, ModuleId, Pipeline};
+use crate::client::{ClientConfig, VidboardClient};
+
+/// Pipeline steps run in one node callback at most.
+const MAX_STEPS: usize = 1024;
+
+/// The pipeline's source in a [`PipelineViewer`]: sends the frame the node
+/// put in its slot. Holds at most one frame.
+#[derive(Debug, Default)]
+pub struct Feed {
+    slot: Arc<Mutex<Option<Frame>>>,
+    sent: u64,
+}
+
+impl Feed {
+    /// A feed with an empty slot.
+    pub fn new() -> Feed {
+        Feed::default()
+    }
+
+    /// The slot the node fills.
+    pub fn slot(&self) -> Arc<Mutex<Option<Frame>>> {
+        self.slot.clone()
+    }
+}
+
+impl Module for Feed {
+    fn kind(&self) -> &'static str {
+        "feed"
+    }
+
+    fn inputs(&self) -> usize {
+        0
+    }
+
+    fn timeout(&mut self, ctx: &mut Ctx) -> Result<(), ModuleError> {
+        let f = self.slot.lock().map_or(None, |mut s| s.take());
+        if let Some(f) = f {
+            self.sent += 1;
+            ctx.send(0, f);
+        }
+        Ok(())
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("frames", self.sent)]
+    }
+}
+
+/// A camera session's receiving node whose consumer is a pipeline (see
+/// the [module](self) docs).
+pub struct PipelineViewer {
+    client: VidboardClient,
+    pipeline: Pipeline,
+    feed: ModuleId,
+    slot: Arc<Mutex<Option<Frame>>>,
+    error: Option<ModuleError>,
+}
+
+impl core::fmt::Debug for PipelineViewer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "PipelineViewer({:?})", self.pipeline)
+    }
+}
+
+impl PipelineViewer {
+    /// A viewer asking as `config` says (its consumer set to the
+    /// pipeline) and feeding `modules`, joined one after another by
+    /// queues of `cap` frames.
+    pub fn new(
+        mut config: ClientConfig,
+        modules: Vec<Box<dyn Module>>,
+        cap: usize,
+    ) -> Result<PipelineViewer, ModuleError> {
+        config.caller_consumes = true;
+        let client = VidboardClient::new(config).map_err(|e| ModuleError(e.to_string()))?;
+        let feed = Feed::new();
+        let slot = feed.slot();
+        let mut chain: Vec<Box<dyn Module>> = vec![Box::new(feed)];
+        chain.extend(modules);
+        let mut pipeline = Pipeline::new();
+        let feed = pipeline.chain(chain, cap)?;
+        Ok(PipelineViewer {
+            client,
+            pipeline,
+            feed,
+            slot,
+            error: None,
+        })
+    }
+
+    /// The client (its counters).
+    pub fn client(&self) -> &VidboardClient {
+        &self.client
+    }
+
+    /// The pipeline (its counters and report).
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// The error that stopped the pipeline, if one did.
+    pub fn error(&self) -> Option<&ModuleError> {
+        self.error.as_ref()
+    }
+
+    fn slot_free(&self) -> bool {
+        self.slot.lock().is_ok_and(|s| s.is_none())
+    }
+
+    /// Hands the client's frame to the feed when its slot is free, and
+    /// runs the pipeline's work due by `now`.
+    fn run(&mut self, now: Instant, out: &mut Outbox) {
+        if self.error.is_some() {
+            return;
+        }
+        for _ in 0..MAX_STEPS {
+            if self.client.frame_waiting() && self.slot_free() && self.client.take(now, out) {
+                if let (Some((info, pic)), Ok(mut slot)) =
+                    (self.client.last_frame(), self.slot.lock())
+                {
+                    *slot = Some(Frame {
+                        meta: Meta {
+                            number: u64::from(info.frame),
+                            captured: info.at,
+                            clip: None,
+                        },
+                        picture: pic.clone(),
+                    });
+                }
+                self.pipeline.schedule(self.feed, now);
+            }
+            match self.pipeline.step(now) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    self.error = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Node for PipelineViewer {
+    fn ports(&self) -> usize {
+        1
+    }
+
+    fn receive(&mut self, now: Instant, port: PortId, cells: &[CellBytes], out: &mut Outbox) {
+        self.client.receive(now, port, cells, out);
+        self.run(now, out);
+    }
+
+    fn poll(&mut self, now: Instant, out: &mut Outbox) {
+        if self.client.poll_at().is_some_and(|t| t <= now) {
+            self.client.poll(now, out);
+        }
+        self.run(now, out);
+    }
+
+    fn poll_at(&self) -> Option<Instant> {
+        let handoff = (self.error.is_none() && self.client.frame_waiting() && self.slot_free())
+            .then_some(Instant::ZERO);
+        let wake = self
+            .error
+            .is_none()
+            .then(|| self.pipeline.next_wake())
+            .flatten();
+        [self.client.poll_at(), wake, handoff]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
