@@ -274,16 +274,53 @@ impl Module for Motion {
     }
 }
 
+/// A workstation's processor shared by the pipelines running on it: a
+/// timeline of work booked first come, first served. A [`Busy`] module
+/// given one books its work here, so two pipelines on one host take
+/// turns and each gets half the processor. Clones share the timeline.
+#[derive(Clone, Debug, Default)]
+pub struct Processor {
+    free_at: std::sync::Arc<std::sync::Mutex<Option<aurora_time::Instant>>>,
+}
+
+impl Processor {
+    /// An idle processor.
+    pub fn new() -> Processor {
+        Processor::default()
+    }
+
+    /// Books `work` starting when both `now` has come and the work booked
+    /// before has ended; returns when it ends.
+    pub fn book(
+        &self,
+        now: aurora_time::Instant,
+        work: aurora_time::Duration,
+    ) -> aurora_time::Instant {
+        match self.free_at.lock() {
+            Ok(mut free) => {
+                let start = free.map_or(now, |f| f.max(now));
+                let end = start + work;
+                *free = Some(end);
+                end
+            }
+            // A pipeline that panicked holding the lock: work as if alone.
+            Err(_) => now + work,
+        }
+    }
+}
+
 /// A stand-in for work that takes time: holds each frame for `work`
-/// (not ready for another meanwhile, using no processor), then passes it
-/// on. Shows the closed loop: `vidboard ! busy ms=100 ! null` gets a
-/// frame every 100 ms from a camera that could send 30 a second. Holds
-/// one frame.
+/// (not ready for another meanwhile), then passes it on. Alone it uses no
+/// processor; [`Busy::on`] a shared [`Processor`] its work waits for the
+/// processor's earlier work, as a host's pipelines share its time. Shows
+/// the closed loop: `vidboard ! busy ms=100 ! null` gets a frame every
+/// 100 ms from a camera that could send 30 a second. Holds one frame.
 #[derive(Clone, Debug)]
 pub struct Busy {
     work: aurora_time::Duration,
     held: Option<Frame>,
     frames: u64,
+    cpu: Option<Processor>,
 }
 
 impl Busy {
@@ -293,6 +330,15 @@ impl Busy {
             work,
             held: None,
             frames: 0,
+            cpu: None,
+        }
+    }
+
+    /// Each frame takes `work` of the shared processor `cpu`.
+    pub fn on(work: aurora_time::Duration, cpu: Processor) -> Busy {
+        Busy {
+            cpu: Some(cpu),
+            ..Busy::new(work)
         }
     }
 }
@@ -308,7 +354,11 @@ impl Module for Busy {
 
     fn receive(&mut self, ctx: &mut Ctx, _port: usize, frame: Frame) -> Result<(), ModuleError> {
         self.held = Some(frame);
-        ctx.schedule(ctx.now() + self.work);
+        let done = match &self.cpu {
+            Some(cpu) => cpu.book(ctx.now(), self.work),
+            None => ctx.now() + self.work,
+        };
+        ctx.schedule(done);
         Ok(())
     }
 

@@ -54,7 +54,7 @@ pub mod vidboard_source;
 pub mod viewer;
 
 pub use clock::{Clock, VirtualClock, WallClock};
-pub use filters::{Busy, Edge, Exercise, Motion};
+pub use filters::{Busy, Edge, Exercise, Motion, Processor};
 pub use sched::{Lateness, ModuleId, ModuleStats, Pipeline, RunEnd};
 pub use sinks::{FileSink, NullSink, RateMeter};
 pub use sources::SourceModule;

@@ -39,7 +39,8 @@ use aurora_time::Duration;
 use super::room::RoomScene;
 use super::vidboard_source::VidboardParams;
 use super::{
-    Busy, Edge, Exercise, FileSink, Module, Motion, NullSink, Pipeline, RateMeter, SourceModule,
+    Busy, Edge, Exercise, FileSink, Module, Motion, NullSink, Pipeline, Processor, RateMeter,
+    SourceModule,
     VidboardSource, DEFAULT_QUEUE, MAX_QUEUE,
 };
 use crate::frame::{PictureSize, PixelFormat};
@@ -278,8 +279,9 @@ fn fps_period(fps: u64) -> Option<Duration> {
     (fps > 0).then(|| Duration::from_nanos((1_000_000_000 / fps) as i64))
 }
 
-/// Builds the module an element names (files opened now).
-fn module(n: usize, el: &Element) -> Result<Box<dyn Module>, SyntaxError> {
+/// Builds the module an element names (files opened now); a `busy`
+/// element's work is booked on `cpu` when one is given.
+fn module(n: usize, el: &Element, cpu: Option<&Processor>) -> Result<Box<dyn Module>, SyntaxError> {
     let p = Params { n, el };
     let seed = p.num("seed", 0, u64::MAX, 1)?;
     Ok(match el.name.as_str() {
@@ -340,9 +342,13 @@ fn module(n: usize, el: &Element) -> Result<Box<dyn Module>, SyntaxError> {
             Box::new(VidboardSource::new(source, params).map_err(|e| p.wrap(e))?)
         }
         "exercise" => Box::new(Exercise::new()),
-        "busy" => Box::new(Busy::new(Duration::from_millis(
-            p.num("ms", 0, 10_000, 10)? as i64,
-        ))),
+        "busy" => {
+            let work = Duration::from_millis(p.num("ms", 0, 10_000, 10)? as i64);
+            Box::new(match cpu {
+                Some(cpu) => Busy::on(work, cpu.clone()),
+                None => Busy::new(work),
+            })
+        }
         "edge" => Box::new(Edge::new(p.num("threshold", 1, 2040, 128)? as u16)),
         "motion" => Box::new(Motion::new(
             p.num("level", 0, 255, 24)? as u8,
@@ -425,15 +431,32 @@ pub fn check(elements: &[Element]) -> Result<(), SyntaxError> {
 pub fn build(text: &str) -> Result<Pipeline, SyntaxError> {
     let elements = parse(text)?;
     check(&elements)?;
+    let Some(first) = elements.first() else {
+        return err("the pipeline is empty".into());
+    };
+    let source = module(1, first, None)?;
+    assemble(source, &elements, None)
+}
+
+/// Builds a checked pipeline with `source` in place of its first
+/// element: the elements after it are built from `elements[1..]` (files
+/// opened and created now) and joined one after another, each by the
+/// queue its `queue` parameter asks for; `busy` elements book their work
+/// on `cpu` when one is given. How a network node runs a pipeline whose
+/// source it feeds itself.
+pub fn assemble(
+    source: Box<dyn Module>,
+    elements: &[Element],
+    cpu: Option<&Processor>,
+) -> Result<Pipeline, SyntaxError> {
     let mut p = Pipeline::new();
-    for (i, el) in elements.iter().enumerate() {
-        let m = module(i + 1, el)?;
+    p.add(source);
+    for (i, el) in elements.iter().enumerate().skip(1) {
+        let m = module(i + 1, el, cpu)?;
         let id = p.add(m);
-        if i > 0 {
-            let cap = Params { n: i + 1, el }.num("queue", 1, MAX_QUEUE as u64, 2)? as usize;
-            p.connect(id - 1, 0, id, 0, cap)
-                .map_err(|e| SyntaxError(format!("element {}: {e}", i + 1)))?;
-        }
+        let cap = Params { n: i + 1, el }.num("queue", 1, MAX_QUEUE as u64, 2)? as usize;
+        p.connect(id - 1, 0, id, 0, cap)
+            .map_err(|e| SyntaxError(format!("element {}: {e}", i + 1)))?;
     }
     Ok(p)
 }

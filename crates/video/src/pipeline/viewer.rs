@@ -21,11 +21,39 @@ use aurora_net::{Node, Outbox, PortId};
 use aurora_time::Instant;
 use aurora_wire::CellBytes;
 
-use super::{Ctx, Frame, Meta, Module, ModuleError, ModuleId, Pipeline};
+use super::syntax::{self, Element, SyntaxError};
+use super::{Ctx, Frame, Meta, Module, ModuleError, ModuleId, Pipeline, Processor};
 use crate::client::{ClientConfig, VidboardClient};
 
 /// Pipeline steps run in one node callback at most.
 const MAX_STEPS: usize = 1024;
+
+/// Parses and checks the pipeline text of a network-fed viewer: the
+/// syntax of [`syntax`](super::syntax), its first element `vidboard`
+/// without parameters (but `queue`). Opens no file; one sentence naming
+/// the element and the problem when the text is refused.
+pub fn fed_elements(text: &str) -> Result<Vec<Element>, SyntaxError> {
+    let elements = syntax::parse(text)?;
+    syntax::check(&elements)?;
+    match elements.first() {
+        Some(first) if first.name == "vidboard" => {
+            if let Some((k, _)) = first.params.iter().find(|(k, _)| k != "queue") {
+                return Err(SyntaxError(format!(
+                    "element 1 (vidboard) is fed by the network and takes no parameter `{}` \
+                     here; what to ask the camera for is the viewer's (size, format, lt, cb, ...)",
+                    k.chars().take(40).collect::<String>()
+                )));
+            }
+            Ok(elements)
+        }
+        Some(first) => Err(SyntaxError(format!(
+            "element 1 ({}) must be vidboard: a viewer's pipeline starts with the frames the \
+             network brings",
+            first.name
+        ))),
+        None => Err(SyntaxError("the pipeline is empty".into())),
+    }
+}
 
 /// The pipeline's source in a [`PipelineViewer`]: sends the frame the node
 /// put in its slot. Holds at most one frame.
@@ -112,9 +140,42 @@ impl PipelineViewer {
         })
     }
 
+    /// A viewer asking as `config` says and running the pipeline `text`
+    /// (the syntax of [`syntax`](super::syntax)), whose first element must
+    /// be `vidboard` without parameters: that source is this node's feed,
+    /// the frames the network brings (what to ask the camera for is in
+    /// `config`). `busy` elements book their work on `cpu` when given, so
+    /// viewers on one host share its processor. Files named in the text
+    /// are created now.
+    pub fn from_text(
+        mut config: ClientConfig,
+        text: &str,
+        cpu: Option<&Processor>,
+    ) -> Result<PipelineViewer, ModuleError> {
+        let elements = fed_elements(text).map_err(|e| ModuleError(e.0))?;
+        config.caller_consumes = true;
+        let client = VidboardClient::new(config).map_err(|e| ModuleError(e.to_string()))?;
+        let feed = Feed::new();
+        let slot = feed.slot();
+        let pipeline = syntax::assemble(Box::new(feed), &elements, cpu)
+            .map_err(|e| ModuleError(e.0))?;
+        Ok(PipelineViewer {
+            client,
+            pipeline,
+            feed: 0,
+            slot,
+            error: None,
+        })
+    }
+
     /// The client (its counters).
     pub fn client(&self) -> &VidboardClient {
         &self.client
+    }
+
+    /// The client, to change (to wind its session down).
+    pub fn client_mut(&mut self) -> &mut VidboardClient {
+        &mut self.client
     }
 
     /// The pipeline (its counters and report).
