@@ -20,6 +20,7 @@ use aurora_net::accounting::Ledger;
 use aurora_time::{Duration, Instant};
 use aurora_video::client::{Phase, VidboardClient};
 use aurora_video::command::{Defect, Frames};
+use aurora_video::pipeline::PipelineViewer;
 use aurora_video::val::Loss;
 use aurora_video::vidboard::Vidboard;
 use aurora_wire::CellBytes;
@@ -88,6 +89,10 @@ pub struct ViewerRow {
     pub host_overflow: u64,
     /// The most cells that waited for the host model.
     pub host_queue_max: u64,
+    /// A pipeline viewer's pipeline: per module what the scheduler
+    /// counted and the module's own counters, one line each, then the
+    /// timeouts' lateness (`None` for a plain viewer).
+    pub pipeline: Option<String>,
 }
 
 /// What became of the end cells of the t-frames a camera sent one viewer.
@@ -144,7 +149,28 @@ pub fn stop_at<F: aurora_net::Frame>(net: &mut aurora_topo::Network<F>, end: Ins
     for v in &net.video.viewers {
         if let Some(c) = net.sim.node_mut::<VidboardClient>(v.node) {
             c.set_stop(end);
+        } else if let Some(p) = net.sim.node_mut::<PipelineViewer>(v.node) {
+            p.client_mut().set_stop(end);
         }
+    }
+}
+
+/// The client of viewer node `id`: the node itself, or the client a
+/// pipeline viewer wraps (so both kinds keep the same books); with the
+/// pipeline's report for the second.
+fn client_of<F: Carries<CellBytes>>(
+    sim: &Engine<F>,
+    id: NodeId,
+) -> Option<(&VidboardClient, Option<String>)> {
+    match sim.node::<VidboardClient>(id) {
+        Some(c) => Some((c, None)),
+        None => sim.node::<PipelineViewer>(id).map(|p| {
+            let mut report = p.pipeline().report();
+            if let Some(e) = p.error() {
+                report += &format!("  stopped: {e}\n");
+            }
+            (p.client(), Some(report))
+        }),
     }
 }
 
@@ -168,7 +194,7 @@ pub fn report<F: Carries<CellBytes>>(
         .viewers
         .iter()
         .filter_map(|v| {
-            let c = sim.node::<VidboardClient>(v.node)?;
+            let (c, pipeline) = client_of(sim, v.node)?;
             let cam = sim.node::<Vidboard>(v.camera_node)?;
             let sent = cam.session(v.session).unwrap_or_default().tframes_sent;
             let (lost, in_flight) =
@@ -187,7 +213,9 @@ pub fn report<F: Carries<CellBytes>>(
                     - lost_total as i64
                     - in_flight as i64,
             };
-            Some(viewer_row(&v.name, &v.camera, c, sent, books, end))
+            let mut row = viewer_row(&v.name, &v.camera, c, sent, books, end);
+            row.pipeline = pipeline;
+            Some(row)
         })
         .collect();
     let cameras = net
@@ -294,6 +322,7 @@ fn viewer_row(
         host_interrupts: k.host_interrupts,
         host_overflow: k.host_overflow,
         host_queue_max: k.host_queue_max,
+        pipeline: None,
     }
 }
 
@@ -380,6 +409,10 @@ pub fn text(r: &VideoReport) -> String {
                  waiting\n",
                 v.host_interrupts, v.host_overflow, v.host_queue_max
             );
+        }
+        if let Some(p) = &v.pipeline {
+            s += "  pipeline:\n";
+            s += p;
         }
     }
     for c in &r.cameras {

@@ -25,6 +25,8 @@
 //! start = "0ms"
 //! frame_timeout = "5s"
 //! # host = "dec5000"        # a receiving-host model (see below), or "none"
+//! # pipeline = "vidboard ! busy ms=100 ! ratemeter ! null"
+//! # workstation = "ws1"     # pipeline viewers on one workstation share its processor
 //! ```
 //!
 //! | field | default | notes |
@@ -41,6 +43,8 @@
 //! | `start` | 0 | 0 to 24 h |
 //! | `frame_timeout` | 5s | 1 ms to 60 s: a frame not whole by then is given up and asked again |
 //! | `check` | true | complete frames checked against the source (synthetic) and their counter line |
+//! | `pipeline` | none | `aurora video`'s syntax, first element `vidboard` (no parameters: the frames the network brings); the viewer is then a `PipelineViewer`; not with `processing` (use `busy ms=N`) |
+//! | `workstation` | its own | pipeline viewers naming the same workstation book their `busy` work on one processor, first come, first served |
 //!
 //! For each viewer the compiler routes two circuits: the control circuit
 //! from the viewer to the camera, whose way back (a PVC's table entries
@@ -125,6 +129,16 @@ pub struct ViewerDef {
     /// The host model's cost per t-frame.
     #[serde(default)]
     pub per_tframe: Option<String>,
+    /// A pipeline consuming the frames (the syntax of `aurora video`,
+    /// first element `vidboard`): the viewer becomes a
+    /// [`PipelineViewer`](aurora_video::pipeline::PipelineViewer).
+    #[serde(default)]
+    pub pipeline: Option<String>,
+    /// The workstation the viewer's pipeline runs on: pipeline viewers
+    /// naming the same one share its processor (their `busy` work takes
+    /// turns). Default: a processor of its own.
+    #[serde(default)]
+    pub workstation: Option<String>,
 }
 
 /// A camera after compilation, for reports.

@@ -148,3 +148,106 @@ fn a_host_given_time_between_bursts_takes_one_interrupt_a_burst_and_loses_nothin
         k.replies_sent
     );
 }
+
+/// The client of a pipeline viewer.
+fn pipeline_viewer<'a>(
+    net: &'a aurora_topo::Network,
+    name: &str,
+) -> &'a aurora_video::pipeline::PipelineViewer {
+    let id = net.hosts.iter().find(|(n, _)| n == name).unwrap().1;
+    net.sim
+        .node::<aurora_video::pipeline::PipelineViewer>(id)
+        .unwrap()
+}
+
+#[test]
+fn a_pipeline_viewer_runs_its_pipeline_on_frames_from_the_network() {
+    let extra = "size = \"160x120\"\npipeline = \"vidboard ! exercise ! ratemeter ! null\"\n";
+    let mut net = aurora_topo::load(&topology(1, "oc3", extra), 1).unwrap();
+    net.sim
+        .run_until(Instant::ZERO + Duration::from_millis(1000));
+    let v = pipeline_viewer(&net, "v1");
+    assert!(v.error().is_none(), "{:?}", v.error());
+    let c = v.client().counters();
+    // The camera's 30 frames a second, less the first frame's set-up.
+    assert!((27..=31).contains(&c.frames_complete), "{c:?}");
+    assert_eq!(c.frames_matching, c.frames_complete, "{c:?}");
+    assert_eq!((c.frames_incomplete, c.counter_errors), (0, 0), "{c:?}");
+    let p = v.pipeline();
+    // Every frame the client took went into the pipeline; all but the
+    // ones still in its queues reached the sink.
+    let fed = p.counter(0, "frames").unwrap();
+    let sunk = p.counter(3, "frames").unwrap();
+    assert!(fed + 1 >= c.frames_complete && fed <= c.frames_complete, "{fed} {c:?}");
+    assert!(sunk + 3 >= fed && sunk <= fed, "{sunk} {fed}");
+}
+
+#[test]
+fn the_closed_loop_rate_halves_when_a_second_viewer_shares_the_workstation() {
+    // examples/two-viewers.toml: two pipeline viewers whose `busy ms=100`
+    // work takes turns on one workstation's processor; v2 starts at 2 s.
+    let text = include_str!("../../../examples/two-viewers.toml");
+    let mut net = aurora_topo::load(text, 1).unwrap();
+    net.sim.run_until(Instant::ZERO + Duration::from_secs(5));
+    let at = |ms: i64| Instant::ZERO + Duration::from_millis(ms);
+    let rate = |name: &str, from: i64, to: i64| {
+        pipeline_viewer(&net, name)
+            .client()
+            .complete_between(at(from), at(to)) as f64
+            / ((to - from) as f64 / 1000.0)
+    };
+    // Alone from 0.5 s (past the set-up) to 2 s; shared from 3 s (past
+    // v2's set-up and the frames its queues take at once) to 5 s.
+    let alone = rate("v1", 500, 2000);
+    let shared = rate("v1", 3000, 5000);
+    let other = rate("v2", 3000, 5000);
+    // A window of T seconds counts its frames to within one at each end:
+    // alone 10 frames/s ± 1/1.5, shared 5 ± 1/2, so the ratio lies in
+    // 4.5/10.67 to 5.5/9.33, inside 0.4 to 0.6.
+    assert!((9.0..=11.0).contains(&alone), "{alone}");
+    for s in [shared, other] {
+        let ratio = s / alone;
+        assert!(
+            (0.4..=0.6).contains(&ratio),
+            "{alone} alone, {shared} and {other} shared"
+        );
+    }
+    for name in ["v1", "v2"] {
+        let v = pipeline_viewer(&net, name);
+        let c = v.client().counters();
+        assert_eq!((c.frames_incomplete, c.frames_differing), (0, 0), "{c:?}");
+        assert_eq!(v.client().rx_stats().tframes_lost(), 0);
+    }
+}
+
+#[test]
+fn mistakes_in_a_viewers_pipeline_are_reported_with_their_lines() {
+    let text = "[[switch]]\nname = \"sw1\"\nports = 3\n\n[[camera]]\nname = \"cam\"\n\n\
+                [[viewer]]\nname = \"v1\"\ncamera = \"cam\"\npipeline = \"vidboard ! edgy\"\n\n\
+                [[viewer]]\nname = \"v2\"\ncamera = \"cam\"\npipeline = \"synthetic ! null\"\n\
+                processing = \"5ms\"\n\n\
+                [[viewer]]\nname = \"v3\"\ncamera = \"cam\"\nworkstation = \"ws\"\n\n\
+                [[link]]\na = \"cam\"\nb = \"sw1:0\"\n\n\
+                [[link]]\na = \"v1\"\nb = \"sw1:1\"\n\n\
+                [[link]]\na = \"v2\"\nb = \"sw1:2\"\n";
+    let e = aurora_topo::load(text, 1)
+        .err()
+        .expect("problems")
+        .to_string();
+    assert!(
+        e.contains("8:1: viewer \"v1\": pipeline: element 2, `edgy`, is not a module"),
+        "{e}"
+    );
+    assert!(
+        e.contains("13:1: viewer \"v2\": pipeline: element 1 (synthetic) must be vidboard"),
+        "{e}"
+    );
+    assert!(
+        e.contains("13:1: viewer \"v2\": processing is the plain viewer's"),
+        "{e}"
+    );
+    assert!(
+        e.contains("19:1: viewer \"v3\": workstation is for pipeline viewers"),
+        "{e}"
+    );
+}

@@ -13,6 +13,8 @@ use aurora_time::Duration;
 use aurora_video::client::{ClientConfig, HostModel, VidboardClient};
 use aurora_video::command::{Frames, VideoRequest};
 use aurora_video::frame::{PictureSize, PixelFormat};
+use aurora_video::pipeline::viewer::fed_elements;
+use aurora_video::pipeline::{PipelineViewer, Processor};
 use aurora_video::source::{Source, SyntheticSource, Y4mSource};
 use aurora_video::vidboard::{ControlChannel, Vidboard, VidboardConfig, MAX_CHANNELS};
 use aurora_wire::cell::{Format, VcId};
@@ -85,6 +87,8 @@ pub(super) struct ViewerPlan {
     config: ClientConfig,
     /// The video circuit, camera to viewer: each hop's ends and VC.
     video_hops: Vec<RoutedHop>,
+    /// Its pipeline's text (checked) and workstation, if it has one.
+    pipeline: Option<(String, Option<String>)>,
 }
 
 /// A hop of a routed circuit: sending node and port, receiving node and
@@ -301,6 +305,7 @@ impl Reader<'_> {
             let base = named.unwrap_or([Duration::ZERO; 3]);
             [0, 1, 2].map(|i| given[i].flatten().unwrap_or(base[i]))
         });
+        let pipeline = self.viewer_pipeline(span.clone(), &me, d);
         let own_link = self.port_link(&d.name);
         if own_link.is_none() && self.kinds.get(&d.name) == Some(&Kind::Viewer) {
             self.c.at(
@@ -375,7 +380,45 @@ impl Reader<'_> {
             session: plan.channels.len() - 1,
             config,
             video_hops: video,
+            pipeline: pipeline?,
         })
+    }
+
+    /// A viewer's `pipeline` and `workstation`, checked (no file opened):
+    /// `Some(None)` when it has no pipeline, `None` when wrong (reported).
+    #[allow(clippy::option_option)]
+    fn viewer_pipeline(
+        &mut self,
+        span: Range<usize>,
+        me: &str,
+        d: &crate::video::ViewerDef,
+    ) -> Option<Option<(String, Option<String>)>> {
+        let Some(text) = &d.pipeline else {
+            if d.workstation.is_some() {
+                self.c.at(
+                    span,
+                    format!("{me}: workstation is for pipeline viewers; give it a pipeline"),
+                );
+                return None;
+            }
+            return Some(None);
+        };
+        let mut ok = true;
+        if let Err(e) = fed_elements(text) {
+            self.c.at(span.clone(), format!("{me}: pipeline: {e}"));
+            ok = false;
+        }
+        if d.processing.is_some() {
+            self.c.at(
+                span,
+                format!(
+                    "{me}: processing is the plain viewer's time per frame; a pipeline viewer's \
+                     work is its pipeline's (busy ms=N)"
+                ),
+            );
+            ok = false;
+        }
+        ok.then(|| Some((text.clone(), d.workstation.clone())))
     }
 
     /// The path from viewer `from` to camera `to`: the one written, or
@@ -574,11 +617,21 @@ pub(super) fn build(
             viewers: labels.2,
         });
     }
+    let mut processors: BTreeMap<String, Processor> = BTreeMap::new();
     for v in viewers {
         let id = NodeId(nodes.len() as u32);
-        let client = VidboardClient::new(v.config)
-            .map_err(|e| problem(format!("viewer \"{}\": {e}", v.name)))?;
-        nodes.push(Box::new(client));
+        if let Some((text, workstation)) = &v.pipeline {
+            let cpu = workstation
+                .as_ref()
+                .map(|w| processors.entry(w.clone()).or_default().clone());
+            let node = PipelineViewer::from_text(v.config, text, cpu.as_ref())
+                .map_err(|e| problem(format!("viewer \"{}\": pipeline: {e}", v.name)))?;
+            nodes.push(Box::new(node));
+        } else {
+            let client = VidboardClient::new(v.config)
+                .map_err(|e| problem(format!("viewer \"{}\": {e}", v.name)))?;
+            nodes.push(Box::new(client));
+        }
         ids.insert(v.name.clone(), id);
         hosts.push((v.name.clone(), id));
         let (camera, camera_node) = camera_ids[v.camera].clone();
