@@ -28,6 +28,9 @@ use serde::Serialize;
 
 use crate::run::LossRow;
 
+/// The most bins in a viewer's frame-rate series.
+pub const RATE_BINS: usize = 200;
+
 /// The video part of a report.
 #[derive(Debug, Serialize)]
 pub struct VideoReport {
@@ -89,6 +92,12 @@ pub struct ViewerRow {
     pub host_overflow: u64,
     /// The most cells that waited for the host model.
     pub host_queue_max: u64,
+    /// The width of the bins of `rate`, seconds.
+    pub rate_bin_secs: f64,
+    /// Whole frames a second in each bin from the viewer's start to the
+    /// end of sending (at most [`RATE_BINS`] bins of at least 100 ms;
+    /// from the deliveries the viewer remembers).
+    pub rate: Vec<f64>,
     /// A pipeline viewer's pipeline: per module what the scheduler
     /// counted and the module's own counters, one line each, then the
     /// timeouts' lateness (`None` for a plain viewer).
@@ -264,6 +273,7 @@ fn viewer_row(
     let secs = span.as_secs_f64();
     let whole = c.complete_between(cfg.start, end);
     let fps = if secs > 0.0 { whole as f64 / secs } else { 0.0 };
+    let (rate_bin_secs, rate) = rate_series(c, cfg.start, end);
     let bytes = (r.size.width() * r.size.height() * r.format.bytes_per_pixel()) as f64;
     let (mut in_order, mut repeated, mut out_of_order) = (0, 0, 0);
     let mut last: Option<u32> = None;
@@ -322,8 +332,29 @@ fn viewer_row(
         host_interrupts: k.host_interrupts,
         host_overflow: k.host_overflow,
         host_queue_max: k.host_queue_max,
+        rate_bin_secs,
+        rate,
         pipeline: None,
     }
+}
+
+/// Whole frames a second in bins from `start` to `end`: the bin width,
+/// the rates.
+fn rate_series(c: &VidboardClient, start: Instant, end: Instant) -> (f64, Vec<f64>) {
+    let span = (end - start).max(Duration::ZERO);
+    let bin = Duration::from_nanos(
+        (span.as_nanos() / RATE_BINS as i64).max(Duration::from_millis(100).as_nanos()),
+    );
+    let bins = (span.as_nanos() / bin.as_nanos()) as usize;
+    let mut counts = vec![0u64; bins.min(RATE_BINS)];
+    for d in c.deliveries().filter(|d| d.complete && d.at >= start) {
+        let i = ((d.at - start).as_nanos() / bin.as_nanos()) as usize;
+        if let Some(n) = counts.get_mut(i) {
+            *n += 1;
+        }
+    }
+    let secs = bin.as_secs_f64();
+    (secs, counts.iter().map(|&n| n as f64 / secs).collect())
 }
 
 /// A delay in microseconds.
