@@ -23,10 +23,12 @@ pub fn main(
     std::fs::create_dir_all(out)
         .map_err(|e| format!("cannot create the output folder {}: {e}", out.display()))?;
     let topo = out.join("demo.toml");
-    std::fs::write(&topo, TOPOLOGY).map_err(|e| format!("cannot write {}: {e}", topo.display()))?;
+    let (text, snapshots) = with_snapshots_in(out)?;
+    std::fs::write(&topo, &text).map_err(|e| format!("cannot write {}: {e}", topo.display()))?;
     println!(
         "aurora demo: a desk-area network in real time: two switches joined by an OC-12c trunk,\n\
-         a camera, a workstation and a display, video and data flowing both ways ({secs} s)"
+         a camera, a workstation and a display, video and data flowing both ways, and a Vidboard\n\
+         camera watched across the trunk by a pipeline viewer ({secs} s)"
     );
     let d = aurora_time::Duration::from_nanos((secs * 1e9) as i64);
     let pvcs = aurora_topo::compile(TOPOLOGY)
@@ -93,9 +95,14 @@ pub fn main(
         serde_json::to_string_pretty(&report).map_err(|e| format!("cannot write JSON: {e}"))?;
     let jpath = out.join("report.json");
     std::fs::write(&jpath, json).map_err(|e| format!("cannot write {}: {e}", jpath.display()))?;
-    let plots = plot(&report, out)?;
+    let mut plots = plot(&report, out)?;
+    plots.extend(plot_video(&report, out)?);
     println!("\nwrote {}", jpath.display());
     for p in plots {
+        println!("wrote {}", p.display());
+    }
+    let pngs = if snapshots { frames_in(out) } else { Vec::new() };
+    for p in &pngs {
         println!("wrote {}", p.display());
     }
     let bad: u64 = report.pvcs.iter().map(|p| p.corrupted).sum();
@@ -109,7 +116,163 @@ pub fn main(
     if let Some(why) = report.imbalance() {
         return Err(why);
     }
+    video_check(&report, snapshots, pngs.len())
+}
+
+/// The pipeline's PNG snapshots in the built-in topology, whose prefix
+/// the demo points into its output folder.
+const SNAPSHOT_PREFIX: &str = "png=demo-frame";
+
+/// The demo's topology with the viewer's snapshots written as
+/// `out/frame-NNNNNN.png` (earlier ones removed), and whether it has
+/// them: a path with white space or `!` cannot be a pipeline's value, so
+/// then the snapshots are left out.
+fn with_snapshots_in(out: &Path) -> Result<(String, bool), String> {
+    for old in frames_in(out) {
+        std::fs::remove_file(&old)
+            .map_err(|e| format!("cannot remove {}: {e}", old.display()))?;
+    }
+    let prefix = out.join("frame").display().to_string();
+    if prefix.contains(|c: char| c.is_whitespace() || c == '!' || c == '"' || c == '\\') {
+        println!(
+            "(no PNG snapshots: the output folder's path {prefix} holds characters a pipeline's \
+             file names cannot)"
+        );
+        let sink = TOPOLOGY
+            .find(SNAPSHOT_PREFIX)
+            .and_then(|i| TOPOLOGY[..i].rfind('!').map(|j| (j, i)))
+            .and_then(|(j, i)| TOPOLOGY[i..].find('"').map(|k| (j, i + k)));
+        return Ok(match sink {
+            Some((j, k)) => (format!("{}! null{}", &TOPOLOGY[..j], &TOPOLOGY[k..]), false),
+            None => (TOPOLOGY.to_string(), false),
+        });
+    }
+    Ok((
+        TOPOLOGY.replace(SNAPSHOT_PREFIX, &format!("png={prefix}")),
+        TOPOLOGY.contains(SNAPSHOT_PREFIX),
+    ))
+}
+
+/// The snapshots in `out`, by name.
+fn frames_in(out: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("frame-") && n.ends_with(".png"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The demo's video checks, counts only (the machine may be loaded): the
+/// viewer got frames, every one whole, equal to the source's and in
+/// order, and its pipeline wrote snapshots.
+fn video_check(r: &run::Report, snapshots: bool, pngs: usize) -> Result<(), String> {
+    let Some(v) = &r.video else {
+        return Err("the demo's report has no video part".into());
+    };
+    for w in &v.viewers {
+        let bad = w.frames_incomplete
+            + w.frames_differing
+            + w.counter_errors
+            + w.repeated
+            + w.out_of_order;
+        if w.frames_complete == 0 || bad > 0 {
+            return Err(format!(
+                "the demo's viewer {} got {} whole frames and {bad} incomplete, differing, \
+                 miscounted, repeated or out of order; this is a fault of the testbed",
+                w.name, w.frames_complete
+            ));
+        }
+        println!(
+            "video: viewer {} got {} frames whole, every one equal to the camera's, in order",
+            w.name, w.frames_complete
+        );
+    }
+    if snapshots && pngs == 0 {
+        return Err("the demo's viewer wrote no PNG snapshot".into());
+    }
     Ok(())
+}
+
+fn draw_video<DB: DrawingBackend>(
+    v: &crate::video_report::VideoReport,
+    root: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("cannot draw the plot: {e}");
+    root.fill(&WHITE).map_err(err)?;
+    let right = v
+        .viewers
+        .iter()
+        .map(|w| w.rate.len() as f64 * w.rate_bin_secs)
+        .fold(0.1, f64::max);
+    let top = v
+        .viewers
+        .iter()
+        .flat_map(|w| w.rate.iter().copied())
+        .fold(1.0, f64::max)
+        * 1.2;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "aurora demo: the viewer's frame rate (real time)",
+            ("sans-serif", 22),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..right, 0.0..top)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds from the viewer's start")
+        .y_desc("whole frames a second")
+        .draw()
+        .map_err(err)?;
+    for (i, w) in v.viewers.iter().enumerate() {
+        let colour = Palette99::pick(i).to_rgba();
+        let points = w
+            .rate
+            .iter()
+            .enumerate()
+            .map(|(k, &r)| ((k as f64 + 0.5) * w.rate_bin_secs, r));
+        chart
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+            .map_err(err)?
+            .label(w.name.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// The viewers' frame rate over time, as SVG and PNG.
+fn plot_video(r: &run::Report, out: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let Some(v) = &r.video else {
+        return Ok(Vec::new());
+    };
+    if !crate::ttcp::plot::load_font() {
+        return Ok(Vec::new());
+    }
+    let svg = out.join("video-rate.svg");
+    draw_video(v, SVGBackend::new(&svg, (900, 500)).into_drawing_area())?;
+    let png = out.join("video-rate.png");
+    draw_video(v, BitMapBackend::new(&png, (900, 500)).into_drawing_area())?;
+    Ok(vec![svg, png])
 }
 
 fn draw<DB: DrawingBackend>(

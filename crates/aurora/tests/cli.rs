@@ -263,6 +263,22 @@ fn the_demo_runs_in_real_time_and_reports() {
     }
     let ping = &r["pings"][0];
     assert!(ping["answered"].as_u64().unwrap() > 0, "{ping}");
+    // Real video: the pipeline viewer's frames, whole, equal to the
+    // camera's and in order (counts, not rates: the machine may be
+    // loaded), its books balanced, PNG snapshots and the rate plot.
+    let v = &r["video"]["viewers"][0];
+    assert!(v["frames_complete"].as_u64().unwrap() >= 3, "{v}");
+    for k in ["frames_incomplete", "frames_differing", "out_of_order", "repeated"] {
+        assert_eq!(v[k], 0, "{k}: {v}");
+    }
+    assert_eq!(v["books"]["unaccounted"], 0, "{v}");
+    assert!(v["pipeline"].as_str().unwrap().contains("filesink"), "{v}");
+    assert!(text.contains("viewer window of vidboard"), "{text}");
+    let snap = std::fs::read(dir.join("frame-000001.png")).unwrap();
+    assert!(snap.starts_with(b"\x89PNG"), "not a PNG");
+    if dir.join("goodput.svg").exists() {
+        assert!(dir.join("video-rate.svg").exists());
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
