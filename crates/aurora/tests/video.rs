@@ -117,3 +117,25 @@ fn the_tframe_books_balance_with_losses_and_tframes_in_flight() {
         .collect();
     assert!(places.contains(&"host_overflow"), "{places:?}");
 }
+
+#[test]
+fn pipeline_viewers_sharing_a_workstation_keep_the_same_books() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/two-viewers.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args(["run", file, "--virtual", "--json", "--duration", "4s"])
+        .args(["--drain", "300ms"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for v in r["video"]["viewers"].as_array().unwrap() {
+        assert_eq!(v["books"]["unaccounted"], 0, "{v}");
+        assert_eq!(u(v, "tframes_sent"), u(&v["books"], "reached"), "{v}");
+        assert!(u(v, "frames_complete") >= 10, "{v}");
+        assert_eq!(u(v, "frames_differing"), 0, "{v}");
+        // The pipeline's per-module counts are in the report.
+        let p = v["pipeline"].as_str().unwrap();
+        assert!(p.contains("2 busy:") && p.contains("3 ratemeter:"), "{p}");
+    }
+}
