@@ -101,7 +101,11 @@ pub fn main(
     for p in plots {
         println!("wrote {}", p.display());
     }
-    let pngs = if snapshots { frames_in(out) } else { Vec::new() };
+    let pngs = if snapshots {
+        frames_in(out)
+    } else {
+        Vec::new()
+    };
     for p in &pngs {
         println!("wrote {}", p.display());
     }
@@ -129,8 +133,7 @@ const SNAPSHOT_PREFIX: &str = "png=demo-frame";
 /// then the snapshots are left out.
 fn with_snapshots_in(out: &Path) -> Result<(String, bool), String> {
     for old in frames_in(out) {
-        std::fs::remove_file(&old)
-            .map_err(|e| format!("cannot remove {}: {e}", old.display()))?;
+        std::fs::remove_file(&old).map_err(|e| format!("cannot remove {}: {e}", old.display()))?;
     }
     let prefix = out.join("frame").display().to_string();
     if prefix.contains(|c: char| c.is_whitespace() || c == '!' || c == '"' || c == '\\') {

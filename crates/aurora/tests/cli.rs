@@ -268,7 +268,12 @@ fn the_demo_runs_in_real_time_and_reports() {
     // loaded), its books balanced, PNG snapshots and the rate plot.
     let v = &r["video"]["viewers"][0];
     assert!(v["frames_complete"].as_u64().unwrap() >= 3, "{v}");
-    for k in ["frames_incomplete", "frames_differing", "out_of_order", "repeated"] {
+    for k in [
+        "frames_incomplete",
+        "frames_differing",
+        "out_of_order",
+        "repeated",
+    ] {
         assert_eq!(v[k], 0, "{k}: {v}");
     }
     assert_eq!(v["books"]["unaccounted"], 0, "{v}");

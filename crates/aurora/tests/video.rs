@@ -120,7 +120,10 @@ fn the_tframe_books_balance_with_losses_and_tframes_in_flight() {
 
 #[test]
 fn pipeline_viewers_sharing_a_workstation_keep_the_same_books() {
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/two-viewers.toml");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/two-viewers.toml"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
         .args(["run", file, "--virtual", "--json", "--duration", "4s"])
         .args(["--drain", "300ms"])

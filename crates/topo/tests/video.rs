@@ -178,7 +178,10 @@ fn a_pipeline_viewer_runs_its_pipeline_on_frames_from_the_network() {
     // ones still in its queues reached the sink.
     let fed = p.counter(0, "frames").unwrap();
     let sunk = p.counter(3, "frames").unwrap();
-    assert!(fed + 1 >= c.frames_complete && fed <= c.frames_complete, "{fed} {c:?}");
+    assert!(
+        fed + 1 >= c.frames_complete && fed <= c.frames_complete,
+        "{fed} {c:?}"
+    );
     assert!(sunk + 3 >= fed && sunk <= fed, "{sunk} {fed}");
 }
 

@@ -40,8 +40,7 @@ use super::room::RoomScene;
 use super::vidboard_source::VidboardParams;
 use super::{
     Busy, Edge, Exercise, FileSink, Module, Motion, NullSink, Pipeline, Processor, RateMeter,
-    SourceModule,
-    VidboardSource, DEFAULT_QUEUE, MAX_QUEUE,
+    SourceModule, VidboardSource, DEFAULT_QUEUE, MAX_QUEUE,
 };
 use crate::frame::{PictureSize, PixelFormat};
 use crate::source::{Source, SyntheticSource, Y4mSource};

@@ -29,7 +29,7 @@ use crate::client::{ClientConfig, VidboardClient};
 const MAX_STEPS: usize = 1024;
 
 /// Parses and checks the pipeline text of a network-fed viewer: the
-/// syntax of [`syntax`](super::syntax), its first element `vidboard`
+/// syntax of [`syntax`], its first element `vidboard`
 /// without parameters (but `queue`). Opens no file; one sentence naming
 /// the element and the problem when the text is refused.
 pub fn fed_elements(text: &str) -> Result<Vec<Element>, SyntaxError> {
@@ -141,7 +141,7 @@ impl PipelineViewer {
     }
 
     /// A viewer asking as `config` says and running the pipeline `text`
-    /// (the syntax of [`syntax`](super::syntax)), whose first element must
+    /// (the syntax of [`syntax`]), whose first element must
     /// be `vidboard` without parameters: that source is this node's feed,
     /// the frames the network brings (what to ask the camera for is in
     /// `config`). `busy` elements book their work on `cpu` when given, so
@@ -157,8 +157,8 @@ impl PipelineViewer {
         let client = VidboardClient::new(config).map_err(|e| ModuleError(e.to_string()))?;
         let feed = Feed::new();
         let slot = feed.slot();
-        let pipeline = syntax::assemble(Box::new(feed), &elements, cpu)
-            .map_err(|e| ModuleError(e.0))?;
+        let pipeline =
+            syntax::assemble(Box::new(feed), &elements, cpu).map_err(|e| ModuleError(e.0))?;
         Ok(PipelineViewer {
             client,
             pipeline,
