@@ -119,24 +119,16 @@ impl PipelineViewer {
     /// pipeline) and feeding `modules`, joined one after another by
     /// queues of `cap` frames.
     pub fn new(
-        mut config: ClientConfig,
+        config: ClientConfig,
         modules: Vec<Box<dyn Module>>,
         cap: usize,
     ) -> Result<PipelineViewer, ModuleError> {
-        config.caller_consumes = true;
-        let client = VidboardClient::new(config).map_err(|e| ModuleError(e.to_string()))?;
-        let feed = Feed::new();
-        let slot = feed.slot();
-        let mut chain: Vec<Box<dyn Module>> = vec![Box::new(feed)];
-        chain.extend(modules);
-        let mut pipeline = Pipeline::new();
-        let feed = pipeline.chain(chain, cap)?;
-        Ok(PipelineViewer {
-            client,
-            pipeline,
-            feed,
-            slot,
-            error: None,
+        PipelineViewer::fed(config, |feed| {
+            let mut chain: Vec<Box<dyn Module>> = vec![feed];
+            chain.extend(modules);
+            let mut pipeline = Pipeline::new();
+            let id = pipeline.chain(chain, cap)?;
+            Ok((pipeline, id))
         })
     }
 
@@ -148,21 +140,34 @@ impl PipelineViewer {
     /// viewers on one host share its processor. Files named in the text
     /// are created now.
     pub fn from_text(
-        mut config: ClientConfig,
+        config: ClientConfig,
         text: &str,
         cpu: Option<&Processor>,
     ) -> Result<PipelineViewer, ModuleError> {
         let elements = fed_elements(text).map_err(|e| ModuleError(e.0))?;
+        PipelineViewer::fed(config, |feed| {
+            // `assemble` puts the source first: the feed is module 0.
+            let pipeline = syntax::assemble(feed, &elements, cpu).map_err(|e| ModuleError(e.0))?;
+            Ok((pipeline, 0))
+        })
+    }
+
+    /// The client `config` asks for (its consumer the caller) and the
+    /// pipeline `build` makes around a feed (the pipeline and the feed's
+    /// id in it).
+    fn fed(
+        mut config: ClientConfig,
+        build: impl FnOnce(Box<dyn Module>) -> Result<(Pipeline, ModuleId), ModuleError>,
+    ) -> Result<PipelineViewer, ModuleError> {
         config.caller_consumes = true;
         let client = VidboardClient::new(config).map_err(|e| ModuleError(e.to_string()))?;
         let feed = Feed::new();
         let slot = feed.slot();
-        let pipeline =
-            syntax::assemble(Box::new(feed), &elements, cpu).map_err(|e| ModuleError(e.0))?;
+        let (pipeline, feed) = build(Box::new(feed))?;
         Ok(PipelineViewer {
             client,
             pipeline,
-            feed: 0,
+            feed,
             slot,
             error: None,
         })
