@@ -380,3 +380,23 @@ impl Module for Busy {
         vec![("frames", self.frames)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Processor;
+    use aurora_time::{Duration, Instant};
+
+    #[test]
+    fn a_shared_processor_serves_work_in_turn() {
+        let ms = |n| Instant::ZERO + Duration::from_millis(n);
+        let cpu = Processor::new();
+        let other = cpu.clone();
+        // Idle: work starts at once.
+        assert_eq!(cpu.book(ms(0), Duration::from_millis(100)), ms(100));
+        // Work asked for meanwhile, from the other pipeline, waits its turn.
+        assert_eq!(other.book(ms(10), Duration::from_millis(100)), ms(200));
+        assert_eq!(cpu.book(ms(150), Duration::from_millis(100)), ms(300));
+        // Idle again: no waiting.
+        assert_eq!(other.book(ms(500), Duration::from_millis(5)), ms(505));
+    }
+}
