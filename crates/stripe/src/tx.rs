@@ -34,7 +34,7 @@ impl CellFlags {
     }
 
     /// Index into a table of the eight header variants.
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         (usize::from(self.congestion) << 2) | (usize::from(self.auu) << 1) | usize::from(self.clp)
     }
 }
