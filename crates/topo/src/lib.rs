@@ -69,6 +69,11 @@
 //! sync = "marker"           # none | sequence | marker
 //! sdu = 9180
 //! count = 1000              # interval = "100us" to pace; left out: greedy
+//!
+//! [[splitter]]              # two striping relays inside the network (see `stripe`)
+//! name = "split"
+//! relays = ["split-a", "split-b"]
+//! stripes = 4               # ports 1..=4 of each; PVCs crossing from one to the other are striped
 //! ```
 
 use std::fmt;
@@ -154,6 +159,9 @@ pub struct File {
     /// Striped VCs between hosts.
     #[serde(default)]
     pub stripe: Vec<Spanned<stripe::StripeDef>>,
+    /// Pairs of striping relays inside the network.
+    #[serde(default)]
+    pub splitter: Vec<Spanned<stripe::SplitterDef>>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).
