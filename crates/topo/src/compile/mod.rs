@@ -14,6 +14,7 @@
 //! | [`Reader::tcp`] | `tcp.rs` | TCP transfers: their ends, amounts and settings |
 //! | [`Reader::video_nodes`], [`Reader::video`] | `video.rs` | cameras and viewers: sources, requests, host models, their circuits |
 //! | [`Reader::stripes`] | `stripe.rs` | striped VCs: their ends, member PVCs, unit, method, schedule and limits |
+//! | [`Reader::splitter_nodes`], [`Reader::splitters`] | `splitter.rs` | striping relay pairs: their relays, stripe links, settings, and the PVCs they stripe |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -40,6 +41,7 @@ mod links;
 mod nodes;
 mod pvc;
 mod qos;
+mod splitter;
 mod stripe;
 mod tcp;
 mod traffic;
@@ -175,6 +177,8 @@ pub(crate) struct Reader<'f> {
     // Striping.
     /// Striped VCs without problems, in file order.
     stripe_plans: Vec<stripe::StripePlan>,
+    /// Splitter pairs without problems, in file order.
+    splitter_plans: Vec<splitter::SplitterPlan>,
 
     // ATOMIC.
     /// The ATOMIC part, once compiled.
@@ -206,6 +210,7 @@ impl<'f> Reader<'f> {
             cameras: Vec::new(),
             viewers: Vec::new(),
             stripe_plans: Vec::new(),
+            splitter_plans: Vec::new(),
             atomic: None,
         }
     }
@@ -222,6 +227,7 @@ impl<'f> Reader<'f> {
         self.node_kinds();
         self.ip_settings();
         self.video_nodes();
+        self.splitter_nodes();
         self.node_names();
         self.links();
         self.pvcs();
@@ -232,6 +238,7 @@ impl<'f> Reader<'f> {
         self.tcp();
         self.video();
         self.stripes();
+        self.splitters();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }
