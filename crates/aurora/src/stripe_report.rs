@@ -615,10 +615,17 @@ pub fn text(r: &StripeReport) -> String {
             s += &format!("  not taken as units: {}\n", list.join(", "));
         }
         let p = &v.pdus;
-        s += &format!(
-            "  PDUs: sent {}, delivered intact and in order {}, missing {}, misordered {}; goodput {:.1} Mb/s of {:.1} offered\n",
-            p.sent, p.delivered, p.missing, p.misordered, p.mbps, p.offered_mbps
-        );
+        s += &if v.split_cells.is_some() {
+            format!(
+                "  units through the pair: striped {}, sent on {}; {:.1} Mb/s of {:.1} striped (the PDUs' fate is the PVC's row)\n",
+                p.sent, p.delivered, p.mbps, p.offered_mbps
+            )
+        } else {
+            format!(
+                "  PDUs: sent {}, delivered intact and in order {}, missing {}, misordered {}; goodput {:.1} Mb/s of {:.1} offered\n",
+                p.sent, p.delivered, p.missing, p.misordered, p.mbps, p.offered_mbps
+            )
+        };
         for (f, n) in &p.faults {
             s += &format!("    failed the check: {n} ({f})\n");
         }
@@ -650,10 +657,14 @@ pub fn text(r: &StripeReport) -> String {
             }
         }
         let o = &v.delivered_order;
-        s += &format!(
+        s += &if v.split_cells.is_some() {
+            String::new()
+        } else {
+            format!(
             "  RFC 4737, as delivered: {} of {} reordered ({:.4}), extent max {}, 1/2/3-reordered {}/{}/{}\n",
             o.reordered, o.units, o.ratio, o.extent_max, o.n_reordered[0], o.n_reordered[1], o.n_reordered[2]
-        );
+            )
+        };
         if let Some(a) = &v.arrival_order {
             s += &format!(
                 "  RFC 4737, as arrived:   {} of {} reordered ({:.4}), extent max {}, 1/2/3-reordered {}/{}/{}\n",

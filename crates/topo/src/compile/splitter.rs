@@ -304,7 +304,7 @@ impl<'f> Reader<'f> {
                 let relays = &file.splitter[k].get_ref().relays;
                 let next = p.hops.get(j + 1);
                 let crosses = next.is_some_and(|n| relays.contains(&n.2) && n.2 != h.2);
-                let leaves = j > 0 && relays.contains(&p.hops[j - 1].0) && p.hops[j - 1].0 != h.2;
+                let leaves = relays.contains(&h.0) && h.0 != h.2;
                 let msg = if !crosses && !leaves {
                     Some(format!(
                         "PVC \"{}\" passes through striping relay \"{}\" without crossing to the \
