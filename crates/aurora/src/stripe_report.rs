@@ -498,12 +498,16 @@ fn relay_row<F: aurora_net::Frame>(
                 };
                 (place, via.member_vc)
             });
+            // Cells the joining relay handed its Destriper arrived, and
+            // are in its counters (the rejected ones, by reason).
+            let mut dropped = dropped_at(places.into_iter(), ledger, names);
+            dropped.retain(|d| d.reason != "stripe_rejected");
             stripe_load(
                 format!("{}:{} {}", s.from, port, via.member_vc),
                 t.per_stripe.get(i).copied().unwrap_or_default(),
                 r.per_stripe.get(i).copied().unwrap_or_default(),
                 total_bytes,
-                dropped_at(places.into_iter(), ledger, names),
+                dropped,
             )
         })
         .collect();

@@ -112,5 +112,5 @@ pub use format::Marker;
 pub use metrics::{Histogram, Occupancy, Reordering};
 pub use node::{RecvSpec, RecvStats, Schedule, SendSpec, SendStats, StripeHost};
 pub use relay::{JoinSpec, Relay, RelayDrops, RelayError, SplitSpec};
-pub use rx::{Delivery, Destriper, Payload};
+pub use rx::{Delivery, Destriper, Discarded, Payload};
 pub use tx::{CellFlags, StripeTxStats, Striper, TxError, TxStats};

@@ -308,7 +308,8 @@ impl Relay {
             .to_bytes()
             .map_err(|_| RelayError::Vc(spec.wide_vc))?;
         }
-        let rx = Destriper::new(spec.cfg.clone())?;
+        let mut rx = Destriper::new(spec.cfg.clone())?;
+        rx.keep_discarded(true);
         let k = self.joins.len();
         for (i, vc) in spec.cfg.stripes.iter().enumerate() {
             self.members.insert(((i + 1) as PortId, *vc), (k, i));
@@ -446,46 +447,40 @@ impl Relay {
         let j = &mut self.joins[k];
         for d in j.deliveries.drain(..) {
             j.stats.units += 1;
-            match d.payload {
-                Payload::Cell { data, len, flags } => {
-                    let mut cell = [0u8; CELL_LEN];
-                    let h = flags.index();
-                    cell[..HEADER_LEN].copy_from_slice(&j.headers[h]);
-                    let n = usize::from(len).min(PAYLOAD_LEN);
-                    cell[HEADER_LEN..HEADER_LEN + n].copy_from_slice(&data[..n]);
-                    j.stats.bytes += n as u64;
-                    j.stats.cells_out += 1;
-                    out.push(0, cell);
-                }
-                Payload::Sdu(sdu) => {
-                    let mut hdr = [0u8; MAX_ENCAP];
-                    let n = if j.spec.cfg.unit == UnitKind::IpPacket {
-                        let proto = if sdu.first().is_some_and(|b| b >> 4 == 6) {
-                            Protocol::Ipv6
-                        } else {
-                            Protocol::Ipv4
-                        };
-                        j.spec.encap.emit_header(proto, &mut hdr).unwrap_or(0)
-                    } else {
-                        0
-                    };
-                    let parts: [&[u8]; 2] = [&hdr[..n], &sdu];
-                    let Ok(mut seg) = j.aal5.segment(&parts, PduOptions::default()) else {
-                        // Longer than AAL5 carries once encapsulated: the
-                        // unit was delivered, so count it here.
-                        j.stats.drops.add("relay_refused", 1);
-                        continue;
-                    };
-                    self.cells
-                        .resize(aal5::cells_for(n + sdu.len()), [0; CELL_LEN]);
-                    let c = seg.fill(&mut self.cells);
-                    for cell in &self.cells[..c] {
-                        out.push(0, *cell);
-                    }
-                    j.stats.cells_out += c as u64;
-                    j.stats.bytes += sdu.len() as u64;
-                }
+            j.stats.bytes += d.payload.data().len() as u64;
+            let Some(c) = wide_cells(
+                &j.spec,
+                &j.headers,
+                &mut j.aal5,
+                &d.payload,
+                &mut self.cells,
+            ) else {
+                // Longer than AAL5 carries once encapsulated.
+                j.stats.drops.add("relay_refused", 1);
+                continue;
+            };
+            for cell in &self.cells[..c] {
+                out.push(0, *cell);
             }
+            j.stats.cells_out += c as u64;
+        }
+        // Units the Destriper gave up: their cells go to the drop tap, as
+        // they arrived on their stripe's port, so that the network's books
+        // can charge the PDUs they belonged to.
+        for g in j.rx.take_discarded() {
+            let port = (g.stripe + 1) as PortId;
+            let why = g.why.relay_name();
+            let c = wide_cells(
+                &j.spec,
+                &j.headers,
+                &mut j.aal5,
+                &g.payload,
+                &mut self.cells,
+            );
+            for cell in &self.cells[..c.unwrap_or(0)] {
+                out.dropped(port, cell, why);
+            }
+            j.stats.drops.add(why, c.unwrap_or(0) as u64);
         }
     }
 
@@ -507,6 +502,71 @@ impl Relay {
                 j.rx.handle_timeout(now, &mut j.deliveries);
                 self.send_joined(k, out);
             }
+        }
+    }
+}
+
+/// Puts back a test-traffic tag ([`aurora_net::tag`]) that the sender had
+/// in the pad of a PDU's last cell and segmenting again left out: read
+/// from the PDU's first cell, and written only where the SDU's own bytes
+/// of the last cell's tag agree with it. (Pad bytes mean nothing to
+/// AAL5, and the CRC is corrected; the network's books read the tag from
+/// any cell dropped further on.)
+fn keep_tag(cells: &mut [CellBytes], sdu_len: usize) {
+    use aurora_net::tag::{self, Tag, END_TAG_AT, TAG_LEN};
+    let at = PAYLOAD_LEN * cells.len().saturating_sub(1) + END_TAG_AT;
+    let [first, .., last] = cells else {
+        return;
+    };
+    let Some(t) = Tag::of_cell(first) else {
+        return;
+    };
+    let k = sdu_len.saturating_sub(at).min(TAG_LEN);
+    let here = HEADER_LEN + END_TAG_AT;
+    if k < TAG_LEN && last[here..here + k] == t.bytes()[..k] {
+        tag::patch_last_cell(t, k, last);
+    }
+}
+
+/// The cells of one delivered unit on a join's wide VC, in `cells`:
+/// their number, or `None` if the unit is too long for AAL5 once
+/// encapsulated. Cell units keep their user bits; PDU units are segmented
+/// again; IP units get their encapsulation back.
+fn wide_cells(
+    spec: &JoinSpec,
+    headers: &[[u8; HEADER_LEN]; 8],
+    aal5: &mut Aal5Tx,
+    payload: &Payload,
+    cells: &mut Vec<CellBytes>,
+) -> Option<usize> {
+    match payload {
+        Payload::Cell { data, len, flags } => {
+            let mut cell = [0u8; CELL_LEN];
+            cell[..HEADER_LEN].copy_from_slice(&headers[flags.index()]);
+            let n = usize::from(*len).min(PAYLOAD_LEN);
+            cell[HEADER_LEN..HEADER_LEN + n].copy_from_slice(&data[..n]);
+            cells.clear();
+            cells.push(cell);
+            Some(1)
+        }
+        Payload::Sdu(sdu) => {
+            let mut hdr = [0u8; MAX_ENCAP];
+            let n = if spec.cfg.unit == UnitKind::IpPacket {
+                let proto = if sdu.first().is_some_and(|b| b >> 4 == 6) {
+                    Protocol::Ipv6
+                } else {
+                    Protocol::Ipv4
+                };
+                spec.encap.emit_header(proto, &mut hdr).unwrap_or(0)
+            } else {
+                0
+            };
+            let parts: [&[u8]; 2] = [&hdr[..n], sdu];
+            let mut seg = aal5.segment(&parts, PduOptions::default()).ok()?;
+            cells.resize(aal5::cells_for(n + sdu.len()), [0; CELL_LEN]);
+            let c = seg.fill(cells);
+            keep_tag(&mut cells[..c], n + sdu.len());
+            Some(c)
         }
     }
 }
