@@ -482,6 +482,10 @@ fn relay_row<F: aurora_net::Frame>(
     let dst = sim.node::<Relay>(s.to_node)?;
     let (_, tx, st, striped) = src.splits().find(|(spec, ..)| spec.name == s.name)?;
     let (_, rx, jt) = dst.joins().find(|(spec, ..)| spec.name == s.name)?;
+    if st.cells_in == 0 && rx.stats().per_stripe.iter().all(|p| p.cells == 0) {
+        // A way the PVC carried nothing (a one-way flow's way back).
+        return None;
+    }
     let t = tx.stats();
     let r = rx.stats();
     let total_bytes: u64 = t.per_stripe.iter().map(|p| p.bytes).sum();

@@ -13,7 +13,8 @@
 //!   port 0 and stripes them: each cell as a unit (cell units), or each
 //!   AAL5 PDU the relay reassembles from them (PDU units), or each IP
 //!   packet inside such a PDU, its LLC/SNAP or VC-multiplexed
-//!   encapsulation taken off (IP units);
+//!   encapsulation taken off (IP units; ATMARP messages, which IP over
+//!   ATM sends on a PVC before any packet, go the same way);
 //! * a **join** ([`JoinSpec`]) takes the member VCs arriving on the stripe
 //!   ports through a [`Destriper`] and sends what it delivers out of port
 //!   0 on one VC: cell units as cells with their user bits, PDU units
@@ -34,11 +35,23 @@
 //! or RM cell on a split VC, which is not striped), `aal5_crc`,
 //! `aal5_length`, `aal5_oversize`, `aal5_timeout` (the PDU's cells, when
 //! reassembly on the wide side fails), `relay_not_ip` (a PDU on an IP split
-//! that holds no IP packet), `relay_refused` (a unit the Striper refused)
-//! and `stripe_rejected` (a cell the Destriper did not take as part of a
-//! unit; its counters say why). Units a join's Destriper gives up after
-//! taking them are counted in its [`crate::RxStats`], as at a striping
-//! host.
+//! that holds no IP packet or ATMARP message), `relay_refused` (a unit the
+//! Striper refused), `stripe_rejected` (a cell the Destriper did not take
+//! as part of a unit; its counters say why), and for the units a join's
+//! Destriper gives up after taking them (counted in its
+//! [`crate::RxStats`] as at a striping host) their cells, as they would
+//! have left on the wide side, as `stripe_timeout`, `stripe_buffer_full`,
+//! `stripe_missing`, `stripe_unverified`, `stripe_out_of_step` or
+//! `stripe_overtaken` ([`crate::Loss::relay_name`]).
+//!
+//! The network's books find the PDU a dropped test-traffic cell belonged
+//! to by the tag in it (`aurora_net::tag`). A relay keeps the tags: cells
+//! travel whole, and a PDU segmented again has its SDU where it was and
+//! its last cell's tag put back in the pad. One thing it cannot keep:
+//! with sequence numbers, a PDU unit's SDU starts 4 bytes later in its
+//! member cells, so a member cell lost on a stripe carries no readable tag
+//! and a PDU lost that way has no outcome in its flow's books (the
+//! relay's units books count it).
 
 use std::collections::BTreeMap;
 
@@ -416,6 +429,11 @@ impl Relay {
                 Ok((Protocol::Ipv4 | Protocol::Ipv6, start)) => {
                     s.tx.push_ip(now, &sdu[start..], &mut self.out)
                 }
+                Ok((Protocol::Atmarp, start))
+                    if sdu.get(start).is_some_and(|b| b >> 4 != 4 && b >> 4 != 6) =>
+                {
+                    s.tx.push_ip_control(now, &sdu[start..], &mut self.out)
+                }
                 _ => Err(TxError::NotIp("not an IP packet in its encapsulation")),
             },
             _ => s.tx.push_pdu(now, sdu, &mut self.out),
@@ -552,10 +570,13 @@ fn wide_cells(
         Payload::Sdu(sdu) => {
             let mut hdr = [0u8; MAX_ENCAP];
             let n = if spec.cfg.unit == UnitKind::IpPacket {
-                let proto = if sdu.first().is_some_and(|b| b >> 4 == 6) {
-                    Protocol::Ipv6
-                } else {
-                    Protocol::Ipv4
+                // The version says which; anything else striped as an IP
+                // unit is an ATMARP message (its hardware type's first
+                // byte is 0).
+                let proto = match sdu.first().map(|b| b >> 4) {
+                    Some(4) => Protocol::Ipv4,
+                    Some(6) => Protocol::Ipv6,
+                    _ => Protocol::Atmarp,
                 };
                 spec.encap.emit_header(proto, &mut hdr).unwrap_or(0)
             } else {

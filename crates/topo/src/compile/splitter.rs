@@ -264,29 +264,42 @@ impl<'f> Reader<'f> {
                 .iter()
                 .find_map(|n| self.ipcfg.get(*n).map(|c| c.0.encap))
                 .unwrap_or(Encapsulation::Llc);
-            out.push(SplitVc {
-                split: (into.2.clone(), into.4),
-                join: (out_of.0.clone(), out_of.4),
-                member,
-                encap,
-                info: StripeInfo {
-                    name: format!("{}/{}", d.name, p.name),
-                    from: into.2.clone(),
-                    from_node: aurora_engine::NodeId(0),
-                    to: out_of.0.clone(),
-                    to_node: aurora_engine::NodeId(0),
-                    members: Vec::new(),
-                    unit: cfg.unit,
-                    sync: cfg.sync,
-                    greedy: false,
-                    via: Some(Via {
-                        splitter: d.name.clone(),
-                        pvc: i,
-                        member_vc: member,
-                        ports: (1..=links.len() as PortId).collect(),
-                    }),
-                },
-            });
+            // The PVC carries cells both ways (IP and OAM loopback do),
+            // so the pair stripes each way on the same member VC.
+            let ways = [
+                (into, out_of, String::new()),
+                (out_of, into, " back".to_string()),
+            ];
+            for (a, b, suffix) in ways {
+                let (split, join) = if suffix.is_empty() {
+                    ((a.2.clone(), a.4), (b.0.clone(), b.4))
+                } else {
+                    ((a.0.clone(), a.4), (b.2.clone(), b.4))
+                };
+                out.push(SplitVc {
+                    info: StripeInfo {
+                        name: format!("{}/{}{suffix}", d.name, p.name),
+                        from: split.0.clone(),
+                        from_node: aurora_engine::NodeId(0),
+                        to: join.0.clone(),
+                        to_node: aurora_engine::NodeId(0),
+                        members: Vec::new(),
+                        unit: cfg.unit,
+                        sync: cfg.sync,
+                        greedy: false,
+                        via: Some(Via {
+                            splitter: d.name.clone(),
+                            pvc: i,
+                            member_vc: member,
+                            ports: (1..=links.len() as PortId).collect(),
+                        }),
+                    },
+                    split,
+                    join,
+                    member,
+                    encap,
+                });
+            }
         }
         out
     }
