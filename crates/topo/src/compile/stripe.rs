@@ -579,7 +579,7 @@ pub(super) fn settings(
         c,
         span.clone(),
         &what("idle_marker"),
-        &d.idle_marker,
+        d.idle_marker,
         Duration::from_micros(100),
         IDLE_RANGE,
     );
@@ -595,7 +595,7 @@ pub(super) fn settings(
         c,
         span.clone(),
         &what("timeout"),
-        &d.timeout,
+        d.timeout,
         Duration::from_millis(10),
         TIMER_RANGE,
     );
@@ -611,14 +611,14 @@ pub(super) fn settings(
         c,
         span.clone(),
         &what("buffer_bytes"),
-        &d.buffer_bytes,
+        d.buffer_bytes,
         4 << 20,
     );
     let reassembly_timeout = duration_or(
         c,
         span.clone(),
         &what("reassembly_timeout"),
-        &d.reassembly_timeout,
+        d.reassembly_timeout,
         Duration::from_millis(10),
         TIMER_RANGE,
     );
@@ -626,7 +626,7 @@ pub(super) fn settings(
         c,
         span,
         &what("reassembly_buffer"),
-        &d.reassembly_buffer,
+        d.reassembly_buffer,
         1 << 20,
     );
     let mut cfg = Config::new(unit?, sync?, Vec::new());
