@@ -277,7 +277,7 @@ fn a_tcp_transfer_striped_by_ip_packet_completes_with_every_byte_checked() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
     /// Random skews, channel rates and losses: with markers, the far host
     /// gets its PDUs in order (an in-order subsequence of those sent:
@@ -291,9 +291,7 @@ proptest! {
         pdu in any::<bool>(),
     ) {
         let rates = fast.map(|f| if f { "oc12" } else { "oc3" });
-        // PDU units are run without loss: a PDU lost whole on a channel
-        // takes its test tag with it (see docs/striping.md).
-        let (unit, loss) = if pdu { ("pdu", 0.0) } else { ("cell", loss) };
+        let unit = if pdu { "pdu" } else { "cell" };
         let t = example(delays, rates, loss, unit, (600, "200us"));
         let (r, ok, err) = run(&t, "0.15s");
         prop_assert!(ok, "{}", err);

@@ -424,14 +424,17 @@ impl Relay {
             Err(PduError::Crc) => return Self::drop_partial(s, "aal5_crc", out),
             Err(_) => return Self::drop_partial(s, "aal5_length", out),
         };
+        let mut carried = sdu.len();
         let r = match s.spec.cfg.unit {
             UnitKind::IpPacket => match s.spec.encap.parse(sdu) {
                 Ok((Protocol::Ipv4 | Protocol::Ipv6, start)) => {
+                    carried -= start;
                     s.tx.push_ip(now, &sdu[start..], &mut self.out)
                 }
                 Ok((Protocol::Atmarp, start))
                     if sdu.get(start).is_some_and(|b| b >> 4 != 4 && b >> 4 != 6) =>
                 {
+                    carried -= start;
                     s.tx.push_ip_control(now, &sdu[start..], &mut self.out)
                 }
                 _ => Err(TxError::NotIp("not an IP packet in its encapsulation")),
@@ -447,6 +450,26 @@ impl Relay {
             }
             Err(TxError::NotIp(_)) => Self::drop_partial(s, "relay_not_ip", out),
             Err(_) => Self::drop_partial(s, "relay_refused", out),
+        }
+        // The unit's data cells (a marker may follow them): a tag the
+        // sender had in the pad goes in the member PDU's pad too.
+        self.cells.clear();
+        self.cells.extend(
+            self.out
+                .iter()
+                .filter(|(_, c)| CellFlags::of(c).is_some())
+                .map(|(_, c)| *c),
+        );
+        keep_tag(&mut self.cells, carried);
+        let mut fixed = self.cells.iter();
+        for (_, c) in self
+            .out
+            .iter_mut()
+            .filter(|(_, c)| CellFlags::of(c).is_some())
+        {
+            if let Some(f) = fixed.next() {
+                *c = *f;
+            }
         }
         self.send_striped(out);
     }
