@@ -76,6 +76,10 @@
 //! to = "h3"
 //! open_at = "1ms"
 //! close_at = "80ms"
+//! [[splitter]]              # two striping relays inside the network (see `stripe`)
+//! name = "split"
+//! relays = ["split-a", "split-b"]
+//! stripes = 4               # ports 1..=4 of each; PVCs crossing from one to the other are striped
 //! ```
 
 use std::fmt;
@@ -171,6 +175,9 @@ pub struct File {
     /// Relaying links restarted mid-run.
     #[serde(default)]
     pub restart: Vec<Spanned<signal::RestartDef>>,
+    /// Pairs of striping relays inside the network.
+    #[serde(default)]
+    pub splitter: Vec<Spanned<stripe::SplitterDef>>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).

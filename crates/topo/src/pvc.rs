@@ -36,6 +36,9 @@ pub(crate) enum Kind {
     Camera,
     /// A camera's viewer (one port).
     Viewer,
+    /// A striping relay of a `[[splitter]]` pair, with this many ports
+    /// (the wide side and the stripes).
+    Splitter(u16),
 }
 
 impl Kind {
@@ -43,7 +46,11 @@ impl Kind {
     pub(crate) fn ports(self) -> Option<u16> {
         match self {
             Kind::Host | Kind::Camera | Kind::Viewer => None,
-            Kind::MultiHost(n) | Kind::Switch(n) | Kind::VuSwitch(n) | Kind::Router(n) => Some(n),
+            Kind::MultiHost(n)
+            | Kind::Switch(n)
+            | Kind::VuSwitch(n)
+            | Kind::Router(n)
+            | Kind::Splitter(n) => Some(n),
             Kind::Relay => Some(2),
         }
     }
@@ -58,6 +65,7 @@ impl Kind {
             Kind::Router(_) => "router",
             Kind::Camera => "camera",
             Kind::Viewer => "viewer",
+            Kind::Splitter(_) => "striping relay",
         }
     }
 
@@ -115,7 +123,7 @@ impl Entries {
         self.links.get(&link).map_or(0, |l| l.taken.len())
     }
 
-    fn take(&mut self, link: usize, v: VcId) {
+    pub(crate) fn take(&mut self, link: usize, v: VcId) {
         let l = self.links.entry(link).or_insert_with(|| LinkVcs {
             taken: BTreeSet::new(),
             next: u32::from(aurora_wire::cell::VCI_FIRST_USER),
@@ -129,7 +137,7 @@ impl Entries {
     /// The lowest VC on VPI 0, from VCI 32 up, free on every one of
     /// `links`. Each link remembers where its free VCs start, so a link
     /// carrying many PVCs is not searched from the bottom again.
-    fn free_vc(&self, links: &[usize]) -> Option<VcId> {
+    pub(crate) fn free_vc(&self, links: &[usize]) -> Option<VcId> {
         let first = u32::from(aurora_wire::cell::VCI_FIRST_USER);
         let mut vci = links
             .iter()
@@ -298,7 +306,8 @@ pub(crate) fn route(
             | Kind::MultiHost(_)
             | Kind::Router(_)
             | Kind::Camera
-            | Kind::Viewer => {}
+            | Kind::Viewer
+            | Kind::Splitter(_) => {}
         }
     }
     if matches!(kinds[1], Kind::VuSwitch(_)) {

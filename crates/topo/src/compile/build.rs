@@ -9,7 +9,7 @@ use aurora_ip::node::IpNode;
 use aurora_net::oam::Ping;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::vunet::VunetSwitch;
-use aurora_stripe::StripeHost;
+use aurora_stripe::{JoinSpec, Relay, SplitSpec, StripeHost};
 use aurora_tcp::host::{SinkSpec, SourceSpec, TcpHost};
 use aurora_wire::cell::Format;
 
@@ -41,6 +41,7 @@ impl Reader<'_> {
             viewers,
             stripe_plans,
             signalling,
+            splitter_plans,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -66,6 +67,14 @@ impl Reader<'_> {
             nodes.push(Box::new(node));
             ids.insert(d.name.clone(), id);
             switches.push((d.name.clone(), id, 2));
+        }
+        for p in &splitter_plans {
+            for (name, relay) in p.relays.iter().zip(striping_relays(p)?) {
+                let id = NodeId(nodes.len() as u32);
+                nodes.push(Box::new(relay));
+                ids.insert(name.clone(), id);
+                switches.push((name.clone(), id, p.stripes as u16 + 1));
+            }
         }
         // IP hosts and routers: each end of each PVC they terminate.
         let mut ip_nodes = Vec::new();
@@ -292,8 +301,13 @@ impl Reader<'_> {
             .collect();
         let stripes = stripe_plans
             .into_iter()
-            .map(|p| {
-                let mut info = p.info;
+            .map(|p| p.info)
+            .chain(
+                splitter_plans
+                    .into_iter()
+                    .flat_map(|p| p.vcs.into_iter().map(|v| v.info)),
+            )
+            .map(|mut info| {
                 info.from_node = ids[&info.from];
                 info.to_node = ids[&info.to];
                 info
@@ -364,6 +378,41 @@ fn striping_host(
         }
     }
     Ok(h)
+}
+
+/// The two relays of splitter pair `p`, each splitting the logical VCs
+/// that reach it first and joining those that reach it second.
+fn striping_relays(p: &super::splitter::SplitterPlan) -> Result<[Relay; 2], Problems> {
+    let mut relays = [0, 1].map(|_| Relay::new(p.stripes, Format::Uni));
+    for v in &p.vcs {
+        let mut cfg = p.cfg.clone();
+        cfg.stripes = vec![v.member; p.stripes];
+        let fail = |e: aurora_stripe::RelayError| {
+            Problems(vec![crate::Problem {
+                line: 0,
+                col: 0,
+                msg: format!("striped VC {}: {e}", v.info.name),
+            }])
+        };
+        let at = |name: &str| usize::from(p.relays[1] == name);
+        relays[at(&v.split.0)]
+            .add_split(SplitSpec {
+                name: v.info.name.clone(),
+                wide_vc: v.split.1,
+                cfg: cfg.clone(),
+                encap: v.encap,
+            })
+            .map_err(fail)?;
+        relays[at(&v.join.0)]
+            .add_join(JoinSpec {
+                name: v.info.name.clone(),
+                cfg,
+                wide_vc: v.join.1,
+                encap: v.encap,
+            })
+            .map_err(fail)?;
+    }
+    Ok(relays)
 }
 
 /// The TCP host `name` (node `id`): IP node `ip` with `sources` and

@@ -15,6 +15,7 @@
 //! | [`Reader::video_nodes`], [`Reader::video`] | `video.rs` | cameras and viewers: sources, requests, host models, their circuits |
 //! | [`Reader::stripes`] | `stripe.rs` | striped VCs: their ends, member PVCs, unit, method, schedule and limits |
 //! | [`Reader::apps`] | `signal.rs` | applications: their hosts, routes, schedules; relays' lifetimes and restarts |
+//! | [`Reader::splitter_nodes`], [`Reader::splitters`] | `splitter.rs` | striping relay pairs: their relays, stripe links, settings, and the PVCs they stripe |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -42,6 +43,7 @@ mod nodes;
 mod pvc;
 mod qos;
 mod signal;
+mod splitter;
 mod stripe;
 mod tcp;
 mod traffic;
@@ -177,6 +179,8 @@ pub(crate) struct Reader<'f> {
     // Striping.
     /// Striped VCs without problems, in file order.
     stripe_plans: Vec<stripe::StripePlan>,
+    /// Splitter pairs without problems, in file order.
+    splitter_plans: Vec<splitter::SplitterPlan>,
 
     // Signalling.
     /// Applications, signalling hosts and what relays are given.
@@ -213,6 +217,7 @@ impl<'f> Reader<'f> {
             viewers: Vec::new(),
             stripe_plans: Vec::new(),
             signalling: signal::Signalling::default(),
+            splitter_plans: Vec::new(),
             atomic: None,
         }
     }
@@ -229,6 +234,7 @@ impl<'f> Reader<'f> {
         self.node_kinds();
         self.ip_settings();
         self.video_nodes();
+        self.splitter_nodes();
         self.node_names();
         self.links();
         self.pvcs();
@@ -240,6 +246,7 @@ impl<'f> Reader<'f> {
         self.video();
         self.stripes();
         self.apps();
+        self.splitters();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }
