@@ -14,6 +14,7 @@ use aurora_tcp::host::{SinkSpec, SourceSpec, TcpHost};
 use aurora_wire::cell::Format;
 
 use super::ip::ip_node;
+use super::avlink::avlink_node;
 use super::nodes::{atm_switch, relay};
 use super::Reader;
 use crate::pvc::Kind;
@@ -61,6 +62,14 @@ impl Reader<'_> {
             let d = r.get_ref();
             let id = NodeId(nodes.len() as u32);
             nodes.push(Box::new(relay(d, k, &entries)));
+            ids.insert(d.name.clone(), id);
+            switches.push((d.name.clone(), id, 2));
+        }
+        // AVlinks: relay ids after the relays'.
+        for (j, a) in file.avlink.iter().enumerate() {
+            let d = a.get_ref();
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(Box::new(avlink_node(d, file.relay.len() + j, &entries)?));
             ids.insert(d.name.clone(), id);
             switches.push((d.name.clone(), id, 2));
         }
@@ -249,6 +258,11 @@ impl Reader<'_> {
             .map(|d| (&d.get_ref().name, d.get_ref().worker))
             .chain(
                 file.relay
+                    .iter()
+                    .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+            )
+            .chain(
+                file.avlink
                     .iter()
                     .map(|d| (&d.get_ref().name, d.get_ref().worker)),
             )
