@@ -165,7 +165,9 @@ pub struct AvlinkCounters {
     pub hec_discarded: [u64; 2],
     /// Control cells dropped whose route had run out.
     pub control_malformed: u64,
-    /// Control cells the relay logic refused (see its counters for why).
+    /// Control cells the relay logic refused without an answer (see its
+    /// counters for why); writes refused with an answer are counted there
+    /// only (`refused_owner`, `refused_pool`).
     pub control_refused: u64,
 }
 
@@ -307,7 +309,10 @@ impl Avlink {
         let before = self.relay.counters().control_accepted;
         let mut scratch = std::mem::take(&mut self.scratch);
         self.relay.control(now, port, &payload, &mut scratch, vpi);
-        if self.relay.counters().control_accepted == before {
+        // Refused and not answered (no key, bad tag, replay, another
+        // relay's, unknown command): dropped here. A write refused with
+        // an answer (status 2 or 3) is the relay logic's to count.
+        if self.relay.counters().control_accepted == before && scratch.is_empty() {
             self.counters.control_refused += 1;
             self.drop(port, arrived, "control_refused", out);
         }
