@@ -152,7 +152,8 @@ impl Reader<'_> {
                 plan.check().err()
             };
             if let Some(m) = problem {
-                self.c.at(span.clone(), format!("AVlink \"{}\": {m}", d.name));
+                self.c
+                    .at(span.clone(), format!("AVlink \"{}\": {m}", d.name));
                 continue;
             }
             // Port 0 on a VuNet switch, port 1 on an ATM switch.

@@ -13,8 +13,8 @@ use aurora_stripe::StripeHost;
 use aurora_tcp::host::{SinkSpec, SourceSpec, TcpHost};
 use aurora_wire::cell::Format;
 
-use super::ip::ip_node;
 use super::avlink::avlink_node;
+use super::ip::ip_node;
 use super::nodes::{atm_switch, relay};
 use super::Reader;
 use crate::pvc::Kind;
