@@ -337,7 +337,7 @@ impl Avlink {
         vunet_to_wan(&from_atm(c), &h, self.plan.format, vc)
     }
 
-    fn from_vunet(&mut self, now: Instant, cells: &[CellBytes], out: &mut Outbox) {
+    fn arrived_from_vunet(&mut self, now: Instant, cells: &[CellBytes], out: &mut Outbox) {
         for cell in cells {
             let mut c = *cell;
             if self.hec[0].check_cell(&mut c) == HecVerdict::Discarded {
@@ -376,7 +376,7 @@ impl Avlink {
         }
     }
 
-    fn from_wan(&mut self, now: Instant, cells: &[CellBytes], out: &mut Outbox) {
+    fn arrived_from_wan(&mut self, now: Instant, cells: &[CellBytes], out: &mut Outbox) {
         for cell in cells {
             let mut c = *cell;
             if self.hec[1].check_cell(&mut c) == HecVerdict::Discarded {
@@ -465,9 +465,9 @@ impl Node for Avlink {
         summary.cells_in += cells.len() as u64;
         self.relay.expire(now);
         if port == PORT_VUNET {
-            self.from_vunet(now, cells, out);
+            self.arrived_from_vunet(now, cells, out);
         } else {
-            self.from_wan(now, cells, out);
+            self.arrived_from_wan(now, cells, out);
         }
     }
 

@@ -702,7 +702,7 @@ pub(crate) fn pass_on(c: &mut CellBytes, h: &Header) -> bool {
     if usize::from(next) >= ROUTE_NIBBLES {
         return false;
     }
-    let bits = if next % 2 == 0 {
+    let bits = if next.is_multiple_of(2) {
         pair >> 4
     } else {
         pair & 0x0F
