@@ -16,7 +16,10 @@ const KEY: &[u8] = b"fuzz";
 
 fuzz_target!(|data: &[u8]| {
     let plan = WanPlan { count: 8, ..WanPlan::default() };
-    let Ok(mut av) = Avlink::new(5, plan, false, Some(KEY.to_vec())) else { return };
+    // The first byte's low bit: whether the VuNet side is a management
+    // port (trusted writes are held to the pool too).
+    let Some((&mgmt, data)) = data.split_first() else { return };
+    let Ok(mut av) = Avlink::new(5, plan, mgmt & 1 != 0, Some(KEY.to_vec())) else { return };
     av.set_lifetime(Some(Duration::from_micros(50)));
     let _ = av.set_entry(0, 100, 39, 0);
     let mut now = Instant::ZERO;

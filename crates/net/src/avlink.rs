@@ -17,8 +17,10 @@
 //! WAN's switches cross-connect (out of band, as PVCs) between this AVlink
 //! and the one at the far end, and not one a management entry holds; a
 //! control cell that names another is refused with status 3 and counted
-//! (`refused_pool`). Which pool VC a VuNet VC takes is the writer's
-//! choice: the opener's write to the AVlink names it.
+//! (`refused_pool`); a management port's writes are held to the pool
+//! too, though they may name management's own VCIs. Which pool VC a
+//! VuNet VC takes is the writer's choice: the opener's write to the
+//! AVlink names it.
 //!
 //! **Control cells across the WAN.** The WAN's switches know nothing of
 //! VuNet's in-band control, so the AVlinks carry it on one VC of their own,
@@ -671,6 +673,27 @@ mod tests {
             &[request(CMD_WRITE, 0, 41, 33, 5, here).cell(0, Some(KEY))],
         );
         assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 3);
+    }
+
+    #[test]
+    fn a_management_port_is_held_to_the_pool_too() {
+        let mut a = Avlink::new(3, WanPlan::default(), true, None).unwrap();
+        a.set_entry(0, 60, 33, 0).unwrap();
+        let here = Route::to_relay(3, &[], &[0]).unwrap();
+        let (r, _) = run(
+            &mut a,
+            PORT_VUNET,
+            &[request(CMD_WRITE, 0, 40, 500, 1, here).cell(0, None)],
+        );
+        assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 3);
+        // Management may take over management's own WAN VCI.
+        let (r, _) = run(
+            &mut a,
+            PORT_VUNET,
+            &[request(CMD_WRITE, 0, 41, 33, 2, here).cell(0, None)],
+        );
+        assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 0);
+        assert_eq!(a.entry(0, 41), Some((33, 0)));
     }
 
     #[test]

@@ -326,10 +326,11 @@ impl WanPool {
     }
 
     /// True if a control cell may write entry `vci` of `table` mapping to
-    /// `new_vci`.
-    fn allows(&self, table: u8, vci: u16, new_vci: u16) -> bool {
+    /// `new_vci`: the WAN VCI in the pool, and not management's unless the
+    /// cell comes from a management port (`trusted`).
+    fn allows(&self, table: u8, vci: u16, new_vci: u16, trusted: bool) -> bool {
         let wan = if table == 0 { new_vci } else { vci };
-        self.contains(wan) && !self.held.contains(&wan)
+        self.contains(wan) && (trusted || !self.held.contains(&wan))
     }
 }
 
@@ -544,7 +545,7 @@ impl VunetLink {
         let pool_ok = self
             .pool
             .as_ref()
-            .is_none_or(|p| trusted || p.allows(c.table, c.vci, c.new_vci));
+            .is_none_or(|p| p.allows(c.table, c.vci, c.new_vci, trusted));
         match c.cmd {
             CMD_WRITE | CMD_CLEAR if !mine => {
                 self.counters.refused_owner += 1;
