@@ -25,6 +25,8 @@ use aurora_wire::cell::{Format, Header, VcId};
 use aurora_wire::CellBytes;
 
 const KEY: &[u8] = b"figure 13";
+/// The second host's key, id 1 at every relay and AVlink.
+const KEY2: &[u8] = b"figure 13, second host";
 const OC3: f64 = 353_207.5;
 const WAN_DELAY: Duration = Duration::from_millis(5);
 const LAN_DELAY: Duration = Duration::from_micros(2);
@@ -58,6 +60,9 @@ struct Source {
     sent: bool,
     /// The VC once open.
     opened: Option<Vc>,
+    /// Who it is in the VCI table, and its key (id and bytes).
+    owner: Owner,
+    key: (u8, &'static [u8]),
 }
 
 impl Source {
@@ -67,12 +72,12 @@ impl Source {
             retries: 2,
             lease: Duration::from_secs(30),
         };
-        let key = Some((0u8, KEY));
+        let key = Some(self.key);
         let next = match (&mut self.state, reply) {
             (State::Waiting, None) if now >= self.open_at => {
                 let (o, c) = Opener::start(
                     self.path.clone(),
-                    Owner(7),
+                    self.owner,
                     self.table.as_ref(),
                     timing,
                     0,
@@ -107,7 +112,7 @@ impl Source {
                     self.state = State::Open(vc.clone());
                 }
                 Some(Err(e)) => {
-                    o.release(Owner(7), self.table.as_ref(), now).unwrap();
+                    o.release(self.owner, self.table.as_ref(), now).unwrap();
                     self.state = State::Failed(e.clone());
                 }
                 None => {}
@@ -115,7 +120,7 @@ impl Source {
         }
         if let State::Closing(cl) = &self.state {
             if cl.is_done() {
-                cl.release(Owner(7), self.table.as_ref(), now).unwrap();
+                cl.release(self.owner, self.table.as_ref(), now).unwrap();
                 self.state = State::Closed;
             }
         }
@@ -201,6 +206,8 @@ struct Net {
     sim: Engine,
     src: NodeId,
     dst: NodeId,
+    src2: NodeId,
+    dst2: NodeId,
     relays: [NodeId; 2],
     avlinks: [NodeId; 2],
     wan: [NodeId; 2],
@@ -218,7 +225,7 @@ fn cross_connect(sw: &mut AtmSwitch, plan: &WanPlan) {
 
 /// Port numbers: every VuNet switch has 4 ports; port 0 faces the source's
 /// side, port 1 the destination's, port 2 a host.
-fn figure13(open_at: Instant, close_at: Instant) -> Net {
+fn figure13(open_at: Instant, close_at: Instant, second_at: Option<Instant>) -> Net {
     let mut sim = Engine::new(13);
     let table = Arc::new(MemTable::new(Default::default()));
     let plan = WanPlan::default();
@@ -260,36 +267,59 @@ fn figure13(open_at: Instant, close_at: Instant) -> Net {
         ],
         last_link: Link(4),
     };
-    let src = sim.add_node(Source {
-        path,
-        table: table.clone(),
-        open_at,
-        close_at,
-        state: State::Waiting,
-        seq: Seq(0),
-        sent: false,
-        opened: None,
-    });
-    let dst = sim.add_node(Sink {
-        rx: Aal5Rx::new(RxConfig::default()),
-        got: Vec::new(),
-        corrupted: 0,
-    });
+    // The second host: on port 3 of a0, to a sink on port 3 of b1.
+    let mut path2 = path.clone();
+    path2.hops[0].bits_back = 3;
+    path2.hops[3].bits_on = 3;
+    let mut source = |path: Path, at: Instant, owner: u32, key: (u8, &'static [u8])| {
+        sim.add_node(Source {
+            path,
+            table: table.clone(),
+            open_at: at,
+            close_at,
+            state: State::Waiting,
+            seq: Seq(0),
+            sent: false,
+            opened: None,
+            owner: Owner(owner),
+            key,
+        })
+    };
+    let src = source(path, open_at, 7, (0, KEY));
+    let src2 = source(
+        path2,
+        second_at.unwrap_or(Instant::from_millis(1_000_000)),
+        8,
+        (1, KEY2),
+    );
+    let mut sink = || {
+        sim.add_node(Sink {
+            rx: Aal5Rx::new(RxConfig::default()),
+            got: Vec::new(),
+            corrupted: 0,
+        })
+    };
+    let dst = sink();
+    let dst2 = sink();
     let [a0, a1, b0, b1] = [0; 4].map(|_| sim.add_node(VunetSwitch::new(4)));
     let relays = [0u16, 1].map(|id| {
         let mut r = VunetLink::new([false, false], Some(KEY.to_vec()));
         r.set_id(id);
+        r.add_key(1, KEY2.to_vec());
         sim.add_node(r)
     });
-    let avlinks =
-        [2u16, 3].map(|id| sim.add_node(Avlink::new(id, plan, false, Some(KEY.to_vec())).unwrap()));
+    let avlinks = [2u16, 3].map(|id| {
+        let mut a = Avlink::new(id, plan, false, Some(KEY.to_vec())).unwrap();
+        a.add_key(1, KEY2.to_vec());
+        sim.add_node(a)
+    });
     let wan = [0; 2].map(|_| {
         let mut sw = AtmSwitch::new(2, Format::Uni);
         cross_connect(&mut sw, &plan);
         sim.add_node(sw)
     });
     let lan = LinkSpec::clean(OC3 * 4.0, LAN_DELAY, 256);
-    let access = LinkSpec::clean(OC3, ACCESS_DELAY, 256);
+    let access = LinkSpec::clean(OC3, ACCESS_DELAY, 4096);
     let long = LinkSpec::clean(OC3, WAN_DELAY, 4096);
     for (a, b, spec) in [
         ((src, 0), (a0, 2), lan),
@@ -303,6 +333,8 @@ fn figure13(open_at: Instant, close_at: Instant) -> Net {
         ((b0, 1), (relays[1], 0), lan),
         ((relays[1], 1), (b1, 0), lan),
         ((b1, 2), (dst, 0), lan),
+        ((src2, 0), (a0, 3), lan),
+        ((b1, 3), (dst2, 0), lan),
     ] {
         sim.connect(a, b, spec).unwrap();
     }
@@ -310,6 +342,8 @@ fn figure13(open_at: Instant, close_at: Instant) -> Net {
         sim,
         src,
         dst,
+        src2,
+        dst2,
         relays,
         avlinks,
         wan,
@@ -332,7 +366,7 @@ fn times(d: Duration, n: i64) -> Duration {
 fn a_vunet_host_opens_across_the_wan_in_band_and_aal5_crosses() {
     let open_at = Instant::from_millis(1);
     let close_at = Instant::from_millis(200);
-    let mut net = figure13(open_at, close_at);
+    let mut net = figure13(open_at, close_at, None);
     net.sim.run_until(Instant::from_millis(150));
     let src = net.sim.node::<Source>(net.src).unwrap();
     let State::Open(vc) = &src.state else {
@@ -425,7 +459,7 @@ fn a_vunet_host_opens_across_the_wan_in_band_and_aal5_crosses() {
 /// there, by name, and what was written before is cleared.
 #[test]
 fn a_wan_vci_outside_the_pool_fails_the_open_at_the_avlink() {
-    let mut net = figure13(Instant::from_millis(1), Instant::from_millis(10_000));
+    let mut net = figure13(Instant::from_millis(1), Instant::from_millis(10_000), None);
     // Take every pool VCI on the WAN segment, so the table hands out one
     // beyond the pool.
     let plan = WanPlan::default();
@@ -454,4 +488,51 @@ fn a_wan_vci_outside_the_pool_fails_the_open_at_the_avlink() {
     assert_eq!(r0.entry(0, 32), None, "the first relay's entry undone");
     // Only the grabbed pool entries are left in the table.
     assert_eq!(net.table.entries(0).unwrap().len(), usize::from(plan.count));
+}
+
+/// Two hosts of VuNet A open at once to two hosts of VuNet B: each VC
+/// gets its own VCI on every shared segment and its own pool VC across
+/// the WAN, and each sink gets only its source's PDUs.
+#[test]
+fn two_hosts_opening_at_once_get_their_own_pool_vcs() {
+    let at = Instant::from_millis(1);
+    let mut net = figure13(at, Instant::from_millis(200), Some(at));
+    net.sim.run_until(Instant::from_millis(150));
+    let vcis = |id: NodeId| {
+        let State::Open(vc) = &net.sim.node::<Source>(id).unwrap().state else {
+            panic!("not open");
+        };
+        vc.vcis.clone()
+    };
+    let (one, two) = (vcis(net.src), vcis(net.src2));
+    assert_eq!(one, vec![32; 5]);
+    assert_eq!(two, vec![33; 5]);
+    let av = net.sim.node::<Avlink>(net.avlinks[0]).unwrap();
+    assert_eq!(av.entry(0, 32), Some((32, 0)));
+    assert_eq!(av.entry(0, 33), Some((33, 0)));
+    for (dst, vci) in [(net.dst, 32), (net.dst2, 33)] {
+        let sink = net.sim.node::<Sink>(dst).unwrap();
+        let want: Vec<(VcId, Vec<u8>)> = (0..PDUS).map(|i| (VcId::new(0, vci), pdu(i))).collect();
+        let got: Vec<(VcId, usize)> = sink.got.iter().map(|(v, p)| (*v, p.len())).collect();
+        let lens: Vec<(VcId, usize)> = want.iter().map(|(v, p)| (*v, p.len())).collect();
+        assert_eq!(got, lens, "sink of VCI {vci}");
+        assert!(sink.got == want, "sink of VCI {vci}: other bytes");
+        assert_eq!(sink.corrupted, 0);
+    }
+    net.sim.run_until(Instant::from_millis(400));
+    for src in [net.src, net.src2] {
+        assert!(matches!(
+            net.sim.node::<Source>(src).unwrap().state,
+            State::Closed
+        ));
+    }
+    assert!(net.table.entries(0).unwrap().is_empty());
+    for i in 0..2 {
+        let c = net
+            .sim
+            .node::<Avlink>(net.avlinks[i])
+            .unwrap()
+            .relay_counters();
+        assert_eq!(c.refused_replay + c.refused_tag + c.refused_owner, 0);
+    }
 }
