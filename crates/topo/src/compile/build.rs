@@ -13,6 +13,7 @@ use aurora_stripe::{JoinSpec, Relay, SplitSpec, StripeHost};
 use aurora_tcp::host::{SinkSpec, SourceSpec, TcpHost};
 use aurora_wire::cell::Format;
 
+use super::avlink::avlink_node;
 use super::ip::ip_node;
 use super::nodes::{atm_switch, relay};
 use super::Reader;
@@ -75,6 +76,14 @@ impl Reader<'_> {
                 ids.insert(name.clone(), id);
                 switches.push((name.clone(), id, p.stripes as u16 + 1));
             }
+        }
+        // AVlinks: relay ids after the relays'.
+        for (j, a) in file.avlink.iter().enumerate() {
+            let d = a.get_ref();
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(Box::new(avlink_node(d, file.relay.len() + j, &entries)?));
+            ids.insert(d.name.clone(), id);
+            switches.push((d.name.clone(), id, 2));
         }
         // IP hosts and routers: each end of each PVC they terminate.
         let mut ip_nodes = Vec::new();
@@ -275,6 +284,11 @@ impl Reader<'_> {
             .map(|d| (&d.get_ref().name, d.get_ref().worker))
             .chain(
                 file.relay
+                    .iter()
+                    .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+            )
+            .chain(
+                file.avlink
                     .iter()
                     .map(|d| (&d.get_ref().name, d.get_ref().worker)),
             )

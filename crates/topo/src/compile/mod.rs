@@ -8,6 +8,7 @@
 //! | [`Reader::node_kinds`], [`Reader::node_names`] | `nodes.rs` | switches, relaying links, hosts, routers: kinds, ports, names |
 //! | [`Reader::ip_settings`], [`Reader::atmarp_servers`], [`Reader::ip_hosts_beside_vunet`] | `ip.rs` | IP hosts' and routers' settings, addresses, ATMARP |
 //! | [`Reader::links`] | `links.rs` | links: ends, rates, delays, buffers, transports |
+//! | [`Reader::avlinks`] | `avlink.rs` | AVlinks: settings, links, peers, the WAN's cross-connects |
 //! | [`Reader::pvcs`] | `pvc.rs` | PVCs: paths, hops, VCs, table entries |
 //! | [`Reader::ports`] | `qos.rs` | output ports' disciplines, buffers and PDU discard |
 //! | [`Reader::flows`], [`Reader::pings`] | `traffic.rs` | flows and pings on PVCs |
@@ -35,6 +36,7 @@ use crate::pvc::{Entries, Kind};
 use crate::{escape, AtomicNet, File, Problem, Problems, PvcDef, Transport, TunSpec};
 
 mod atomic;
+mod avlink;
 mod build;
 mod checks;
 mod ip;
@@ -49,6 +51,7 @@ mod tcp;
 mod traffic;
 mod video;
 
+pub(crate) use avlink::{wan_hops, WanPair};
 pub(crate) use checks::plain_name;
 use checks::Names;
 use links::Join;
@@ -232,11 +235,13 @@ impl<'f> Reader<'f> {
     /// router come in the order they always have.
     pub(crate) fn cells(&mut self) {
         self.node_kinds();
+        self.avlink_kinds();
         self.ip_settings();
         self.video_nodes();
         self.splitter_nodes();
         self.node_names();
         self.links();
+        self.avlinks();
         self.pvcs();
         self.contracts();
         self.ports();
