@@ -40,6 +40,8 @@ pub struct PvcRow {
     pub unaccounted: i64,
     /// Goodput in Mb/s over the run.
     pub mbps: f64,
+    /// Intact PDUs that arrived after a later one (not in `delivered`).
+    pub misordered: u64,
 }
 
 /// PDUs (or cells) lost at one place for one reason.
@@ -800,6 +802,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                 in_flight: a.in_flight,
                 unaccounted: a.unaccounted,
                 mbps: r.bytes as f64 * 8.0,
+                misordered: r.out_of_order,
             })
         })
         .collect();

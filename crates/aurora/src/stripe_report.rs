@@ -19,10 +19,11 @@
 
 use aurora_engine::Engine;
 use aurora_net::accounting::{Ledger, Place, Side};
-use aurora_stripe::{Destriper, Histogram, Reordering, StripeHost, Striper, SyncMode};
+use aurora_stripe::{Destriper, Histogram, Relay, Reordering, StripeHost, Striper, SyncMode};
 use aurora_time::Instant;
-use aurora_topo::stripe::StripeInfo;
+use aurora_topo::stripe::{StripeInfo, Via};
 use aurora_topo::PvcInfo;
+use aurora_wire::cell::VcId;
 use serde::Serialize;
 
 use crate::run::LossRow;
@@ -79,6 +80,25 @@ pub struct StripeRow {
     /// Bytes in partial reassemblies at the end (AAL5 per stripe for PDU
     /// units, the logical PDU in progress for cell units).
     pub reassembling_bytes: u64,
+    /// A `[[splitter]]` VC: the wide VC's cells at the splitting relay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_cells: Option<SplitCells>,
+}
+
+/// The cells of a logical VC arriving at a splitting relay: `arrived =
+/// striped + dropped + reassembling + unaccounted`.
+#[derive(Debug, Default, Serialize)]
+pub struct SplitCells {
+    /// Cells that arrived on the wide VC.
+    pub arrived: u64,
+    /// Cells striped (as cell units, or in the PDUs striped).
+    pub striped: u64,
+    /// Cells dropped by the relay, per reason.
+    pub dropped: Vec<(String, u64)>,
+    /// Cells of a PDU still being reassembled.
+    pub reassembling: u64,
+    /// What the relay's books cannot place; anything but 0 fails the run.
+    pub unaccounted: i64,
 }
 
 /// The units of one logical VC: `sent = delivered + corrupted + lost +
@@ -216,21 +236,36 @@ fn delay_row(h: &Histogram) -> DelayRow {
 /// Cells dropped along PVC `p` (at every hop's sending port and arrival),
 /// per place and reason, named by `name`.
 fn dropped_along(p: &PvcInfo, ledger: &Ledger, name: &dyn Fn(Place) -> String) -> Vec<LossRow> {
+    let places = p.hops.iter().flat_map(|h| {
+        [(h.from.0, h.from.1, Side::Out), (h.to.0, h.to.1, Side::In)].map(|(node, port, side)| {
+            (
+                Place {
+                    node: node.0,
+                    port,
+                    side,
+                },
+                h.vc,
+            )
+        })
+    });
+    dropped_at(places, ledger, name)
+}
+
+/// Cells of each VC dropped at each place, per place and reason, named by
+/// `name`.
+fn dropped_at(
+    places: impl Iterator<Item = (Place, VcId)>,
+    ledger: &Ledger,
+    name: &dyn Fn(Place) -> String,
+) -> Vec<LossRow> {
     let mut rows = Vec::new();
-    for h in &p.hops {
-        for (node, port, side) in [(h.from.0, h.from.1, Side::Out), (h.to.0, h.to.1, Side::In)] {
-            let place = Place {
-                node: node.0,
-                port,
-                side,
-            };
-            for (reason, count) in ledger.dropped_on(place, h.vc) {
-                rows.push(LossRow {
-                    at: name(place),
-                    reason: reason.to_string(),
-                    count,
-                });
-            }
+    for (place, vc) in places {
+        for (reason, count) in ledger.dropped_on(place, vc) {
+            rows.push(LossRow {
+                at: name(place),
+                reason: reason.to_string(),
+                count,
+            });
         }
     }
     rows
@@ -289,86 +324,224 @@ pub fn report<F: aurora_net::Frame>(
     let secs = sending.max(1e-9);
     let vcs = stripes
         .iter()
-        .filter_map(|s| {
-            let src = sim.node::<StripeHost>(s.from_node)?;
-            let dst = sim.node::<StripeHost>(s.to_node)?;
-            let (_, tx, sent) = src.senders().find(|(spec, _, _)| spec.name == s.name)?;
-            let (k, (_, rx, got)) = dst
-                .receivers()
-                .enumerate()
-                .find(|(_, (spec, _, _))| spec.name == s.name)?;
-            let t = tx.stats();
-            let r = rx.stats();
-            let total_bytes: u64 = t.per_stripe.iter().map(|p| p.bytes).sum();
-            let stripes = s
-                .members
-                .iter()
-                .enumerate()
-                .map(|(i, &m)| {
-                    let p = &pvcs[m];
-                    let ts = t.per_stripe.get(i).copied().unwrap_or_default();
-                    let rs = r.per_stripe.get(i).copied().unwrap_or_default();
-                    let dropped = dropped_along(p, ledger, names);
-                    let lost: u64 = dropped.iter().map(|d| d.count).sum();
-                    StripeLoad {
-                        pvc: p.name.clone(),
-                        units: ts.units,
-                        share: ts.bytes as f64 / total_bytes.max(1) as f64,
-                        bytes: ts.bytes,
-                        cells: ts.cells,
-                        markers: ts.markers,
-                        arrived: rs.cells,
-                        units_arrived: rs.units,
-                        markers_taken: rs.markers,
-                        resyncs: rs.resyncs,
-                        dropped,
-                        on_the_way: (i128::from(ts.cells + ts.markers)
-                            - i128::from(rs.cells)
-                            - i128::from(lost)) as i64,
-                    }
-                })
-                .collect();
-            let faults = got
-                .faults
-                .iter()
-                .map(|(f, n)| (f.name().to_string(), *n))
-                .collect();
-            Some(StripeRow {
-                name: s.name.clone(),
-                from: s.from.clone(),
-                to: s.to.clone(),
-                unit: s.unit.name().into(),
-                sync: s.sync.name().into(),
-                greedy: s.greedy,
-                units: books(tx, rx, got.units_corrupted, got.order.reordered()),
-                stripes,
-                rejected: r
-                    .rejected
-                    .nonzero()
-                    .map(|(why, n)| (why.name().to_string(), n))
-                    .collect(),
-                skipped_turns: r.skipped_turns,
-                pdus: PduRow {
-                    sent: sent.pdus,
-                    delivered: got.pdus,
-                    faults,
-                    missing: got.pdus_missing,
-                    misordered: got.pdus_misordered,
-                    mbps: got.bytes as f64 * 8.0 / secs / 1e6,
-                    offered_mbps: sent.bytes as f64 * 8.0 / secs / 1e6,
-                },
-                delivered_order: reorder_row(&got.order),
-                arrival_order: (s.sync == SyncMode::Sequence)
-                    .then(|| reorder_row(&r.arrival_order)),
-                delay_us: delay_row(&r.delay),
-                held_max: r.occupancy.max(),
-                held_mean: r.occupancy.mean(end),
-                held_bytes_max: r.max_held_bytes as u64,
-                reassembling_bytes: (rx.reassembly_bytes() + dst.deframing(k)) as u64,
-            })
+        .filter_map(|s| match &s.via {
+            Some(via) => relay_row(s, via, sim, ledger, names, end, secs),
+            None => host_row(s, pvcs, sim, ledger, names, end, secs),
         })
         .collect();
     Some(StripeReport { vcs })
+}
+
+/// One stripe's load, from the two ends' counters and the cells `dropped`
+/// on its way; `pvc` names it.
+fn stripe_load(
+    pvc: String,
+    ts: aurora_stripe::StripeTxStats,
+    rs: aurora_stripe::StripeRxStats,
+    total_bytes: u64,
+    dropped: Vec<LossRow>,
+) -> StripeLoad {
+    let lost: u64 = dropped.iter().map(|d| d.count).sum();
+    StripeLoad {
+        pvc,
+        units: ts.units,
+        share: ts.bytes as f64 / total_bytes.max(1) as f64,
+        bytes: ts.bytes,
+        cells: ts.cells,
+        markers: ts.markers,
+        arrived: rs.cells,
+        units_arrived: rs.units,
+        markers_taken: rs.markers,
+        resyncs: rs.resyncs,
+        dropped,
+        on_the_way: (i128::from(ts.cells + ts.markers) - i128::from(rs.cells) - i128::from(lost))
+            as i64,
+    }
+}
+
+/// What a row needs beyond the two ends' counters.
+struct RowParts {
+    stripes: Vec<StripeLoad>,
+    corrupted: u64,
+    misordered: u64,
+    pdus: PduRow,
+    delivered_order: ReorderRow,
+    reassembling: u64,
+    split_cells: Option<SplitCells>,
+}
+
+/// The row of logical VC `s`, striped by `tx` and put back by `rx`.
+fn row(s: &StripeInfo, tx: &Striper, rx: &Destriper, end: Instant, p: RowParts) -> StripeRow {
+    let r = rx.stats();
+    StripeRow {
+        name: s.name.clone(),
+        from: s.from.clone(),
+        to: s.to.clone(),
+        unit: s.unit.name().into(),
+        sync: s.sync.name().into(),
+        greedy: s.greedy,
+        units: books(tx, rx, p.corrupted, p.misordered),
+        stripes: p.stripes,
+        rejected: r
+            .rejected
+            .nonzero()
+            .map(|(why, n)| (why.name().to_string(), n))
+            .collect(),
+        skipped_turns: r.skipped_turns,
+        pdus: p.pdus,
+        delivered_order: p.delivered_order,
+        arrival_order: (s.sync == SyncMode::Sequence).then(|| reorder_row(&r.arrival_order)),
+        delay_us: delay_row(&r.delay),
+        held_max: r.occupancy.max(),
+        held_mean: r.occupancy.mean(end),
+        held_bytes_max: r.max_held_bytes as u64,
+        reassembling_bytes: p.reassembling,
+        split_cells: p.split_cells,
+    }
+}
+
+/// A `[[stripe]]` entry's row: two striping hosts.
+fn host_row<F: aurora_net::Frame>(
+    s: &StripeInfo,
+    pvcs: &[PvcInfo],
+    sim: &Engine<F>,
+    ledger: &Ledger,
+    names: &dyn Fn(Place) -> String,
+    end: Instant,
+    secs: f64,
+) -> Option<StripeRow> {
+    let src = sim.node::<StripeHost>(s.from_node)?;
+    let dst = sim.node::<StripeHost>(s.to_node)?;
+    let (_, tx, sent) = src.senders().find(|(spec, _, _)| spec.name == s.name)?;
+    let (k, (_, rx, got)) = dst
+        .receivers()
+        .enumerate()
+        .find(|(_, (spec, _, _))| spec.name == s.name)?;
+    let t = tx.stats();
+    let r = rx.stats();
+    let total_bytes: u64 = t.per_stripe.iter().map(|p| p.bytes).sum();
+    let stripes = s
+        .members
+        .iter()
+        .enumerate()
+        .map(|(i, &m)| {
+            let p = &pvcs[m];
+            stripe_load(
+                p.name.clone(),
+                t.per_stripe.get(i).copied().unwrap_or_default(),
+                r.per_stripe.get(i).copied().unwrap_or_default(),
+                total_bytes,
+                dropped_along(p, ledger, names),
+            )
+        })
+        .collect();
+    let faults = got
+        .faults
+        .iter()
+        .map(|(f, n)| (f.name().to_string(), *n))
+        .collect();
+    Some(row(
+        s,
+        tx,
+        rx,
+        end,
+        RowParts {
+            stripes,
+            corrupted: got.units_corrupted,
+            misordered: got.order.reordered(),
+            pdus: PduRow {
+                sent: sent.pdus,
+                delivered: got.pdus,
+                faults,
+                missing: got.pdus_missing,
+                misordered: got.pdus_misordered,
+                mbps: got.bytes as f64 * 8.0 / secs / 1e6,
+                offered_mbps: sent.bytes as f64 * 8.0 / secs / 1e6,
+            },
+            delivered_order: reorder_row(&got.order),
+            reassembling: (rx.reassembly_bytes() + dst.deframing(k)) as u64,
+            split_cells: None,
+        },
+    ))
+}
+
+/// A `[[splitter]]` logical VC's row: two striping relays. The relays do
+/// not look inside the units, so the PDUs' outcome and order are the
+/// hosts' to report (their PVC's row); here `pdus` counts units, and the
+/// books also hold the splitting relay's cells.
+fn relay_row<F: aurora_net::Frame>(
+    s: &StripeInfo,
+    via: &Via,
+    sim: &Engine<F>,
+    ledger: &Ledger,
+    names: &dyn Fn(Place) -> String,
+    end: Instant,
+    secs: f64,
+) -> Option<StripeRow> {
+    let src = sim.node::<Relay>(s.from_node)?;
+    let dst = sim.node::<Relay>(s.to_node)?;
+    let (_, tx, st, striped) = src.splits().find(|(spec, ..)| spec.name == s.name)?;
+    let (_, rx, jt) = dst.joins().find(|(spec, ..)| spec.name == s.name)?;
+    if st.cells_in == 0 && rx.stats().per_stripe.iter().all(|p| p.cells == 0) {
+        // A way the PVC carried nothing (a one-way flow's way back).
+        return None;
+    }
+    let t = tx.stats();
+    let r = rx.stats();
+    let total_bytes: u64 = t.per_stripe.iter().map(|p| p.bytes).sum();
+    let stripes = via
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, &port)| {
+            let places = [(s.from_node, Side::Out), (s.to_node, Side::In)].map(|(n, side)| {
+                let place = Place {
+                    node: n.0,
+                    port,
+                    side,
+                };
+                (place, via.member_vc)
+            });
+            // Cells the joining relay handed its Destriper arrived, and
+            // are in its counters (the rejected ones, by reason).
+            let mut dropped = dropped_at(places.into_iter(), ledger, names);
+            dropped.retain(|d| d.reason != "stripe_rejected");
+            stripe_load(
+                format!("{}:{} {}", s.from, port, via.member_vc),
+                t.per_stripe.get(i).copied().unwrap_or_default(),
+                r.per_stripe.get(i).copied().unwrap_or_default(),
+                total_bytes,
+                dropped,
+            )
+        })
+        .collect();
+    Some(row(
+        s,
+        tx,
+        rx,
+        end,
+        RowParts {
+            stripes,
+            corrupted: 0,
+            misordered: 0,
+            pdus: PduRow {
+                sent: t.units,
+                delivered: jt.units,
+                mbps: jt.bytes as f64 * 8.0 / secs / 1e6,
+                offered_mbps: t.bytes as f64 * 8.0 / secs / 1e6,
+                ..PduRow::default()
+            },
+            delivered_order: ReorderRow::default(),
+            reassembling: rx.reassembly_bytes() as u64,
+            split_cells: Some(SplitCells {
+                arrived: st.cells_in,
+                striped,
+                dropped: st.drops.iter().map(|(w, n)| (w.to_string(), n)).collect(),
+                reassembling: st.reassembling,
+                unaccounted: st.balance(striped) as i64,
+            }),
+        },
+    ))
 }
 
 /// `None` when every striped VC's books balance; otherwise one sentence
@@ -380,6 +553,12 @@ pub fn imbalance(r: &StripeReport) -> Option<String> {
             bad.push(format!(
                 "{} ({} units unaccounted)",
                 v.name, v.units.unaccounted
+            ));
+        }
+        if let Some(c) = v.split_cells.as_ref().filter(|c| c.unaccounted != 0) {
+            bad.push(format!(
+                "{} ({} cells unaccounted at the splitting relay)",
+                v.name, c.unaccounted
             ));
         }
         for s in v.stripes.iter().filter(|s| s.on_the_way < 0) {
@@ -426,15 +605,35 @@ pub fn text(r: &StripeReport) -> String {
         for (why, n) in &u.losses {
             s += &format!("    lost {n} ({why})\n");
         }
+        if let Some(c) = &v.split_cells {
+            s += &format!(
+                "  splitting relay, wide VC cells: arrived {} = striped {} + dropped {} + reassembling {} + unaccounted {}\n",
+                c.arrived,
+                c.striped,
+                c.dropped.iter().map(|d| d.1).sum::<u64>(),
+                c.reassembling,
+                c.unaccounted
+            );
+            for (why, n) in &c.dropped {
+                s += &format!("    dropped {n} ({why})\n");
+            }
+        }
         if !v.rejected.is_empty() {
             let list: Vec<String> = v.rejected.iter().map(|(w, n)| format!("{n} {w}")).collect();
             s += &format!("  not taken as units: {}\n", list.join(", "));
         }
         let p = &v.pdus;
-        s += &format!(
-            "  PDUs: sent {}, delivered intact and in order {}, missing {}, misordered {}; goodput {:.1} Mb/s of {:.1} offered\n",
-            p.sent, p.delivered, p.missing, p.misordered, p.mbps, p.offered_mbps
-        );
+        s += &if v.split_cells.is_some() {
+            format!(
+                "  units through the pair: striped {}, sent on {}; {:.1} Mb/s of {:.1} striped (the PDUs' fate is the PVC's row)\n",
+                p.sent, p.delivered, p.mbps, p.offered_mbps
+            )
+        } else {
+            format!(
+                "  PDUs: sent {}, delivered intact and in order {}, missing {}, misordered {}; goodput {:.1} Mb/s of {:.1} offered\n",
+                p.sent, p.delivered, p.missing, p.misordered, p.mbps, p.offered_mbps
+            )
+        };
         for (f, n) in &p.faults {
             s += &format!("    failed the check: {n} ({f})\n");
         }
@@ -466,10 +665,14 @@ pub fn text(r: &StripeReport) -> String {
             }
         }
         let o = &v.delivered_order;
-        s += &format!(
+        s += &if v.split_cells.is_some() {
+            String::new()
+        } else {
+            format!(
             "  RFC 4737, as delivered: {} of {} reordered ({:.4}), extent max {}, 1/2/3-reordered {}/{}/{}\n",
             o.reordered, o.units, o.ratio, o.extent_max, o.n_reordered[0], o.n_reordered[1], o.n_reordered[2]
-        );
+            )
+        };
         if let Some(a) = &v.arrival_order {
             s += &format!(
                 "  RFC 4737, as arrived:   {} of {} reordered ({:.4}), extent max {}, 1/2/3-reordered {}/{}/{}\n",

@@ -11,8 +11,10 @@
 //! | [`switch`] | the ATM cell switch: per-input-port VC and VP translation, usage parameter control per VC |
 //! | [`traffic`] | a host that sends (shaped, if asked) and checks AAL5 flows, for scenarios |
 //! | [`vunet`] | VuNet's header-routed switch and relaying link, with authenticated control cells |
+//! | [`avlink`] | the AVlink: a VuNet relaying link whose far side is a standard ATM WAN |
 
 pub mod accounting;
+pub mod avlink;
 pub mod oam;
 pub mod switch;
 pub mod tag;

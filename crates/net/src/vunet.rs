@@ -25,7 +25,8 @@
 //!  6       output port bits, 0-15 (write; reply)
 //!  7       in a request: the key id (which host's key tags it); in a
 //!          reply: 0 done, 1 no entry, 2 not yours (another key holds
-//!          the entry)
+//!          the entry), 3 refused (an AVlink's WAN VCI outside its pool
+//!          or held by management)
 //!  8..16   sequence number (big-endian)
 //!  16..32  HMAC-SHA256 of bytes 0..16, 33 and 35..48 (route and target)
 //!          under the key, first 16 bytes
@@ -304,6 +305,38 @@ pub struct LinkNodeCounters {
     pub expired: u64,
     /// Restarts (each losing every entry control cells wrote).
     pub restarts: u64,
+    /// Writes refused (status 3) by a relay whose far side is a WAN: the
+    /// WAN VCI named is outside its pool, or held by a management entry.
+    pub refused_pool: u64,
+}
+
+/// What control cells may write at a relay whose side 1 is a WAN rather
+/// than a VuNet (an AVlink, [`crate::avlink`]): a side-0 entry's new VCI,
+/// and a side-1 entry's own VCI, are WAN VCIs and must lie in the pool of
+/// VCs the WAN cross-connects, and not be one management entries hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WanPool {
+    /// The pool: VCIs `first` to `first + count - 1`.
+    pub(crate) first: u16,
+    /// How many.
+    pub(crate) count: u16,
+    /// Pool VCIs management entries hold.
+    pub(crate) held: BTreeSet<u16>,
+}
+
+impl WanPool {
+    /// True if `vci` is one of the pool's.
+    pub(crate) fn contains(&self, vci: u16) -> bool {
+        vci >= self.first && u32::from(vci) < u32::from(self.first) + u32::from(self.count)
+    }
+
+    /// True if a control cell may write entry `vci` of `table` mapping to
+    /// `new_vci`: the WAN VCI in the pool, and not management's unless the
+    /// cell comes from a management port (`trusted`).
+    fn allows(&self, table: u8, vci: u16, new_vci: u16, trusted: bool) -> bool {
+        let wan = if table == 0 { new_vci } else { vci };
+        self.contains(wan) && (trusted || !self.held.contains(&wan))
+    }
 }
 
 const VALID: u32 = 1 << 31;
@@ -326,6 +359,8 @@ pub struct VunetLink {
     restarts: BTreeSet<Instant>,
     /// This relay's id, which tagged requests must name.
     id: u16,
+    /// For an AVlink: what its WAN side's entries may name.
+    pub(crate) pool: Option<WanPool>,
     hec: [HecReceiver; 2],
     counters: LinkNodeCounters,
     ports: [PortSummary; 2],
@@ -346,6 +381,7 @@ impl VunetLink {
             lifetime: None,
             restarts: BTreeSet::new(),
             id: 0,
+            pool: None,
             hec: [HecReceiver::new(), HecReceiver::new()],
             counters: LinkNodeCounters::default(),
             ports: [PortSummary::default(); 2],
@@ -444,7 +480,7 @@ impl VunetLink {
     }
 
     /// Drops the entries whose lifetime ended by `now`.
-    fn expire(&mut self, now: Instant) {
+    pub(crate) fn expire(&mut self, now: Instant) {
         while let Some(&(at, t, vci)) = self.expiries.first() {
             if at > now {
                 break;
@@ -464,7 +500,10 @@ impl VunetLink {
         (e & VALID != 0).then_some((e as u16, ((e >> 16) & 0x0F) as u8))
     }
 
-    fn control(
+    /// Carries out the control cell `payload` that arrived on `port` with
+    /// its hop count 0 (checks, then the command), pushing its reply out of
+    /// `port` on `vpi`.
+    pub(crate) fn control(
         &mut self,
         now: Instant,
         port: PortId,
@@ -528,11 +567,19 @@ impl VunetLink {
         // change either.
         let holder = self.owned.get(&key).map(|o| o.0);
         let mine = trusted || holder == Some(c.key_id) || (holder.is_none() && !exists);
-        let mut refused = false;
+        let mut refused = None;
+        let pool_ok = self
+            .pool
+            .as_ref()
+            .is_none_or(|p| p.allows(c.table, c.vci, c.new_vci, trusted));
         match c.cmd {
             CMD_WRITE | CMD_CLEAR if !mine => {
                 self.counters.refused_owner += 1;
-                refused = true;
+                refused = Some(2);
+            }
+            CMD_WRITE if !pool_ok => {
+                self.counters.refused_pool += 1;
+                refused = Some(3);
             }
             CMD_WRITE => {
                 self.tables[t][usize::from(c.vci)] =
@@ -557,14 +604,14 @@ impl VunetLink {
             }
             _ => {}
         }
-        if !refused {
+        if refused.is_none() {
             self.counters.control_accepted += 1;
         }
-        let (new_vci, port_bits, status) = match (self.entry(t, c.vci), c.cmd) {
-            _ if refused => (0, 0, 2),
-            (Some((v, b)), _) => (v, b, 0),
-            (None, CMD_CLEAR) => (0, 0, 0),
-            (None, _) => (0, 0, 1),
+        let (new_vci, port_bits, status) = match (refused, self.entry(t, c.vci), c.cmd) {
+            (Some(s), _, _) => (0, 0, s),
+            (None, Some((v, b)), _) => (v, b, 0),
+            (None, None, CMD_CLEAR) => (0, 0, 0),
+            (None, None, _) => (0, 0, 1),
         };
         let answer = Control {
             new_vci,
@@ -620,22 +667,14 @@ impl Node for VunetLink {
             let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
             if h.vci == VCI_LINK_CONTROL && c[HEADER_LEN + 32] > 0 {
                 // For a relay further on: pass it.
-                let next = c[HEADER_LEN + 34];
-                let Some(bits) = Control::decode(&c[HEADER_LEN..].try_into().expect("48 bytes"))
-                    .route
-                    .nibble(next)
-                else {
+                if !pass_on(&mut c, &h) {
                     self.counters.refused_malformed += 1;
                     self.ports[p].dropped += 1;
                     continue;
-                };
-                c[HEADER_LEN + 32] -= 1;
-                c[HEADER_LEN + 34] = next + 1;
-                if (Header { gfc: bits, ..h }).emit(&mut c).is_ok() {
-                    self.counters.control_passed += 1;
-                    self.ports[1 - p].cells_out += 1;
-                    out.push(1 - port, c);
                 }
+                self.counters.control_passed += 1;
+                self.ports[1 - p].cells_out += 1;
+                out.push(1 - port, c);
                 continue;
             }
             if h.vci == VCI_LINK_CONTROL {
@@ -680,6 +719,33 @@ impl Node for VunetLink {
     fn port_summary(&self, port: PortId) -> Option<PortSummary> {
         self.ports.get(usize::from(port)).copied()
     }
+}
+
+/// Passes on control cell `c` (header `h`, hop count not 0) as a relay
+/// does for a relay further on: one hop off its count, the routing bits
+/// set from its route's next nibble, the nibble moved on. False, and `c`
+/// unchanged, if the route has no nibble left.
+pub(crate) fn pass_on(c: &mut CellBytes, h: &Header) -> bool {
+    let next = c[HEADER_LEN + 34];
+    let Some(&pair) = c.get(HEADER_LEN + 35 + usize::from(next) / 2) else {
+        return false;
+    };
+    if usize::from(next) >= ROUTE_NIBBLES {
+        return false;
+    }
+    let bits = if next.is_multiple_of(2) {
+        pair >> 4
+    } else {
+        pair & 0x0F
+    };
+    let mut d = *c;
+    d[HEADER_LEN + 32] -= 1;
+    d[HEADER_LEN + 34] = next + 1;
+    if (Header { gfc: bits, ..*h }).emit(&mut d).is_err() {
+        return false;
+    }
+    *c = d;
+    true
 }
 
 /// The VuNet switch: each cell leaves on the port its GFC bits name, with

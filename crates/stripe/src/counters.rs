@@ -68,6 +68,19 @@ impl Loss {
             Loss::Overtaken => "overtaken",
         }
     }
+
+    /// The name a striping relay gives a cell of a unit it gave up for
+    /// this reason, when it hands the cell to the network's drop tap.
+    pub const fn relay_name(self) -> &'static str {
+        match self {
+            Loss::Timeout => "stripe_timeout",
+            Loss::BufferFull => "stripe_buffer_full",
+            Loss::Missing => "stripe_missing",
+            Loss::Unverified => "stripe_unverified",
+            Loss::OutOfStep => "stripe_out_of_step",
+            Loss::Overtaken => "stripe_overtaken",
+        }
+    }
 }
 
 impl fmt::Display for Loss {

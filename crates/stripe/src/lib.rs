@@ -27,6 +27,7 @@
 //! | [`metrics`] | RFC 4737 [`Reordering`], latency [`Histogram`], buffer [`Occupancy`] |
 //! | [`content`] | what a striping host's flows carry: stamped, checkable PDUs, and their framing over cell units |
 //! | [`node`] | [`StripeHost`], an `aurora_net::Node` that sends and receives striped VCs |
+//! | [`relay`] | [`Relay`], a splitter: an `aurora_net::Node` that stripes plain VCs from its wide port over its stripe ports, and joins them back |
 //!
 //! # Units and balance
 //!
@@ -85,7 +86,9 @@
 //! number of ports that sends logical flows striped over member VCs and
 //! receives and checks striped VCs. Topology files describe striped VCs
 //! with `[[stripe]]` entries (see `aurora-topo`), and `aurora run` reports
-//! them. Internal splitting inside a switch pair is not here.
+//! them. [`Relay`] does the same inside the network (internal splitting):
+//! a pair of relays stripes ordinary VCs between them, `[[splitter]]`
+//! entries in topology files.
 
 pub mod balance;
 pub mod config;
@@ -94,6 +97,7 @@ pub mod counters;
 pub mod format;
 pub mod metrics;
 pub mod node;
+pub mod relay;
 pub mod rx;
 pub mod tx;
 
@@ -107,5 +111,6 @@ pub use counters::{Loss, LossCounts, Reject, RejectCounts, RxStats, StripeRxStat
 pub use format::Marker;
 pub use metrics::{Histogram, Occupancy, Reordering};
 pub use node::{RecvSpec, RecvStats, Schedule, SendSpec, SendStats, StripeHost};
-pub use rx::{Delivery, Destriper, Payload};
+pub use relay::{JoinSpec, Relay, RelayDrops, RelayError, SplitSpec};
+pub use rx::{Delivery, Destriper, Discarded, Payload};
 pub use tx::{CellFlags, StripeTxStats, Striper, TxError, TxStats};

@@ -80,6 +80,20 @@ pub(crate) struct Book {
     pub(crate) stats: RxStats,
     pub(crate) held_units: usize,
     pub(crate) held_bytes: usize,
+    /// Units given up after arriving, with why, kept for the owner when it
+    /// asked ([`Destriper::keep_discarded`]).
+    pub(crate) given_up: Option<Vec<Discarded>>,
+}
+
+/// A unit the receiver gave up after it arrived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discarded {
+    /// Why.
+    pub why: Loss,
+    /// The stripe it arrived on.
+    pub stripe: usize,
+    /// Its data.
+    pub payload: Payload,
 }
 
 impl Book {
@@ -127,6 +141,13 @@ impl Book {
             self.release(now, &h);
         }
         self.stats.discarded.add(why, 1);
+        if let Some(v) = &mut self.given_up {
+            v.push(Discarded {
+                why,
+                stripe: h.stripe,
+                payload: h.payload,
+            });
+        }
     }
 
     /// Gives up on `n` units that never arrived.
@@ -230,6 +251,7 @@ impl Destriper {
                 stats,
                 held_units: 0,
                 held_bytes: 0,
+                given_up: None,
             },
             engine,
             aal5_drops: vec![0; aal5.len()],
@@ -246,6 +268,23 @@ impl Destriper {
     /// The counters and measurements.
     pub fn stats(&self) -> &RxStats {
         &self.book.stats
+    }
+
+    /// Keeps the units given up after they arrived (or stops, and forgets
+    /// those kept), for [`Destriper::take_discarded`]: a relay hands their
+    /// cells to the network's books. Take them after every call, since
+    /// they are kept until taken.
+    pub fn keep_discarded(&mut self, on: bool) {
+        self.book.given_up = on.then(Vec::new);
+    }
+
+    /// The units given up since the last call (when kept), oldest first.
+    pub fn take_discarded(&mut self) -> Vec<Discarded> {
+        self.book
+            .given_up
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Units held in the resequencer now.

@@ -34,7 +34,7 @@ impl CellFlags {
     }
 
     /// Index into a table of the eight header variants.
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         (usize::from(self.congestion) << 2) | (usize::from(self.auu) << 1) | usize::from(self.clp)
     }
 }
@@ -280,6 +280,19 @@ impl Striper {
             }
         }
         self.push_sdu(now, UnitKind::IpPacket, packet, out)
+    }
+
+    /// Sends a PDU of the IP layer that is not an IP packet (an ATMARP or
+    /// InATMARP message, which IP over ATM needs on a PVC before any
+    /// packet) as an IP unit: balanced and kept in order with the packets,
+    /// its contents not checked. Returns its index.
+    pub fn push_ip_control(
+        &mut self,
+        now: Instant,
+        pdu: &[u8],
+        out: &mut Vec<(usize, CellBytes)>,
+    ) -> Result<u64, TxError> {
+        self.push_sdu(now, UnitKind::IpPacket, pdu, out)
     }
 
     fn push_sdu(

@@ -14,6 +14,15 @@
 //! mgmt_ports = [0]          # optional: ports whose control cells are trusted
 //! key = "secret"            # optional: control cells tagged under this key are too
 //!
+//! [[avlink]]               # an AVlink (see `aurora_net::avlink`): port 0 on a VuNet
+//! name = "av1"              # switch, port 1 on an ATM switch of the WAN
+//! key = "secret"            # as a relay's; relay ids: relays in file order, then AVlinks
+//! peer = "av2"              # the far AVlink, named on one of the two only, with
+//! wan = ["w1", "w2"]        # the WAN's ATM switches from this one to the peer
+//! # wan_vpi = 1             # the pool's VPI; the pool is VCIs 32.. (pool = 64 VCs)
+//! # pool = 64               # and the control VC wan_vpi.30 (control_vci = 30),
+//! # control_vci = 30        # all cross-connected both ways by the compiler
+//!
 //! [[host]]
 //! name = "h1"
 //!
@@ -76,6 +85,10 @@
 //! to = "h3"
 //! open_at = "1ms"
 //! close_at = "80ms"
+//! [[splitter]]              # two striping relays inside the network (see `stripe`)
+//! name = "split"
+//! relays = ["split-a", "split-b"]
+//! stripes = 4               # ports 1..=4 of each; PVCs crossing from one to the other are striped
 //! ```
 
 use std::fmt;
@@ -171,6 +184,49 @@ pub struct File {
     /// Relaying links restarted mid-run.
     #[serde(default)]
     pub restart: Vec<Spanned<signal::RestartDef>>,
+    /// Pairs of striping relays inside the network.
+    #[serde(default)]
+    pub splitter: Vec<Spanned<stripe::SplitterDef>>,
+    /// AVlinks: bridges from a VuNet to an ATM WAN.
+    #[serde(default)]
+    pub avlink: Vec<Spanned<AvlinkDef>>,
+}
+
+/// An AVlink (`[[avlink]]`): a two-port bridge, port 0 on a VuNet switch,
+/// port 1 on an ATM switch of the WAN. Towards the VuNet it is a relaying
+/// link (its relay id follows the file's relays: the `j`-th AVlink has id
+/// relays + `j`); the WAN's switches cross-connect its control VC and a
+/// pool of data VCs to its peer.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AvlinkDef {
+    /// Its name.
+    pub name: String,
+    /// The worker this node runs on (see [`SwitchDef::worker`]).
+    #[serde(default)]
+    pub worker: Option<u16>,
+    /// Trust control cells from the VuNet side as a management port's.
+    #[serde(default)]
+    pub mgmt_vunet: bool,
+    /// A key (its UTF-8 bytes) under which tagged control cells are
+    /// accepted from either side.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The far AVlink; name it on one of the two.
+    #[serde(default)]
+    pub peer: Option<String>,
+    /// The WAN's ATM switches from this AVlink to its peer, in order.
+    #[serde(default)]
+    pub wan: Vec<String>,
+    /// The VPI of the pool and the control VC on the WAN (default 1).
+    #[serde(default)]
+    pub wan_vpi: Option<u16>,
+    /// How many data VCs the pool has, VCIs 32 up (default 64).
+    #[serde(default)]
+    pub pool: Option<u16>,
+    /// The control VC's VCI (default 30, below the pool).
+    #[serde(default)]
+    pub control_vci: Option<u16>,
 }
 
 /// An output port's discipline and buffer (`[[port]]`).

@@ -30,12 +30,17 @@ pub(crate) enum Kind {
     VuSwitch(u16),
     /// A VuNet relaying link (two ports).
     Relay,
+    /// An AVlink: port 0 on a VuNet, port 1 on the WAN.
+    Avlink,
     /// An IP router with this many ports.
     Router(u16),
     /// A Vidboard camera (one port).
     Camera,
     /// A camera's viewer (one port).
     Viewer,
+    /// A striping relay of a `[[splitter]]` pair, with this many ports
+    /// (the wide side and the stripes).
+    Splitter(u16),
 }
 
 impl Kind {
@@ -43,8 +48,12 @@ impl Kind {
     pub(crate) fn ports(self) -> Option<u16> {
         match self {
             Kind::Host | Kind::Camera | Kind::Viewer => None,
-            Kind::MultiHost(n) | Kind::Switch(n) | Kind::VuSwitch(n) | Kind::Router(n) => Some(n),
-            Kind::Relay => Some(2),
+            Kind::MultiHost(n)
+            | Kind::Switch(n)
+            | Kind::VuSwitch(n)
+            | Kind::Router(n)
+            | Kind::Splitter(n) => Some(n),
+            Kind::Relay | Kind::Avlink => Some(2),
         }
     }
 
@@ -55,9 +64,11 @@ impl Kind {
             Kind::Switch(_) => "switch",
             Kind::VuSwitch(_) => "VuNet switch",
             Kind::Relay => "relaying link",
+            Kind::Avlink => "AVlink",
             Kind::Router(_) => "router",
             Kind::Camera => "camera",
             Kind::Viewer => "viewer",
+            Kind::Splitter(_) => "striping relay",
         }
     }
 
@@ -102,6 +113,9 @@ pub(crate) struct Entries {
     pub host_bits: BTreeMap<String, Vec<(VcId, u8)>>,
     /// VCs in use on each link, by link index.
     links: BTreeMap<usize, LinkVcs>,
+    /// AVlink pairs, by their two names (either order): the WAN switches
+    /// from the first to the second, and the pool VCIs no PVC holds yet.
+    pub wan: BTreeMap<(String, String), crate::compile::WanPair>,
 }
 
 impl Entries {
@@ -115,7 +129,7 @@ impl Entries {
         self.links.get(&link).map_or(0, |l| l.taken.len())
     }
 
-    fn take(&mut self, link: usize, v: VcId) {
+    pub(crate) fn take(&mut self, link: usize, v: VcId) {
         let l = self.links.entry(link).or_insert_with(|| LinkVcs {
             taken: BTreeSet::new(),
             next: u32::from(aurora_wire::cell::VCI_FIRST_USER),
@@ -129,7 +143,7 @@ impl Entries {
     /// The lowest VC on VPI 0, from VCI 32 up, free on every one of
     /// `links`. Each link remembers where its free VCs start, so a link
     /// carrying many PVCs is not searched from the bottom again.
-    fn free_vc(&self, links: &[usize]) -> Option<VcId> {
+    pub(crate) fn free_vc(&self, links: &[usize]) -> Option<VcId> {
         let first = u32::from(aurora_wire::cell::VCI_FIRST_USER);
         let mut vci = links
             .iter()
@@ -183,7 +197,7 @@ pub(crate) fn route(
             continue;
         }
         for j in [i - 1, i + 1] {
-            if !matches!(kinds[j], Kind::Host | Kind::Relay) {
+            if !matches!(kinds[j], Kind::Host | Kind::Relay | Kind::Avlink) {
                 errs.push(format!(
                     "PVC \"{name}\": VuNet switch \"{}\" routes on bits that only a host or a \
                      relaying link sets, but its neighbour \"{}\" is a {}",
@@ -197,6 +211,7 @@ pub(crate) fn route(
     if !errs.is_empty() {
         return Err(errs);
     }
+    let wan = crate::compile::wan_hops(name, path, kinds, e)?;
 
     // Hops joined by a VuNet switch share one VC: it does not change it.
     let mut runs: Vec<Vec<usize>> = vec![vec![0]];
@@ -210,6 +225,14 @@ pub(crate) fn route(
     for run in &runs {
         let first = run.first().copied().unwrap_or(0);
         let last = run.last().copied().unwrap_or(0);
+        if let Some(vc) = wan[first] {
+            // Across the WAN on the AVlinks' pool VC.
+            for &i in run {
+                e.take(hops[i].link, vc);
+                vcs[i] = vc;
+            }
+            continue;
+        }
         let want_from = if first == 0 { from_vc } else { None };
         let want_to = if last == k - 1 { to_vc } else { None };
         let want = match (want_from, want_to) {
@@ -267,6 +290,37 @@ pub(crate) fn route(
         let node = &path[i];
         let (inp, outp) = (&hops[i - 1], &hops[i]);
         match kinds[i] {
+            // Cross-connected for the AVlinks' pool already.
+            Kind::Switch(_) if wan[i - 1].is_some() && wan[i].is_some() => {}
+            Kind::Avlink => {
+                let vunet = if wan[i].is_some() { i - 1 } else { i };
+                if vcs[vunet].vpi != 0 {
+                    errs.push(format!(
+                        "PVC \"{name}\": AVlink \"{node}\" sends into its VuNet on VPI 0, but the \
+                         PVC's VC there is {}",
+                        vcs[vunet]
+                    ));
+                    continue;
+                }
+                // (table, VCI) -> (VCI, bits) both ways, as a relay's;
+                // table 0 is the VuNet side, 1 the WAN side.
+                let pairs = if wan[i].is_some() {
+                    [
+                        (0, vcs[i - 1].vci, (vcs[i].vci, 0)),
+                        (1, vcs[i].vci, (vcs[i - 1].vci, bits_back(i - 1))),
+                    ]
+                } else {
+                    [
+                        (1, vcs[i - 1].vci, (vcs[i].vci, bits_fwd(i + 1))),
+                        (0, vcs[i].vci, (vcs[i - 1].vci, 0)),
+                    ]
+                };
+                for (table, vci, to) in pairs {
+                    if let Err(m) = e.relay_entry(node, table, vci, to) {
+                        errs.push(format!("PVC \"{name}\": {m}"));
+                    }
+                }
+            }
             Kind::Switch(_) => {
                 let t = e.atm.entry(node.clone()).or_default();
                 t.push((inp.to_port, vcs[i - 1], outp.from_port, vcs[i]));
@@ -298,7 +352,8 @@ pub(crate) fn route(
             | Kind::MultiHost(_)
             | Kind::Router(_)
             | Kind::Camera
-            | Kind::Viewer => {}
+            | Kind::Viewer
+            | Kind::Splitter(_) => {}
         }
     }
     if matches!(kinds[1], Kind::VuSwitch(_)) {

@@ -61,7 +61,9 @@
 //! is a member, and it has no `ip`.
 
 use aurora_engine::NodeId;
+use aurora_net::PortId;
 use aurora_stripe::{SyncMode, UnitKind};
+use aurora_wire::cell::VcId;
 use serde::Deserialize;
 
 use crate::tcp::Size;
@@ -154,6 +156,141 @@ pub struct StripeInfo {
     pub sync: SyncMode,
     /// True for a greedy flow.
     pub greedy: bool,
+    /// A logical VC a `[[splitter]]` pair stripes inside the network: then
+    /// the two ends are relays ([`aurora_stripe::Relay`]), not hosts, and
+    /// `members` is empty.
+    pub via: Option<Via>,
+}
+
+/// How a logical VC crosses a pair of striping relays.
+#[derive(Clone, Debug)]
+pub struct Via {
+    /// The `[[splitter]]` entry.
+    pub splitter: String,
+    /// The PVC striped: its index in the network's PVCs.
+    pub pvc: usize,
+    /// Its member VC on every stripe link.
+    pub member_vc: VcId,
+    /// The stripe ports, stripe 0 first (the same at both relays).
+    pub ports: Vec<PortId>,
+}
+
+/// A pair of striping relays (`[[splitter]]`), as written: internal
+/// splitting inside the network. Each relay has port 0 on its wide side
+/// and ports 1 to `stripes` on the stripe links, port `i` of one joined
+/// to port `i` of the other by a `[[link]]`. Every PVC whose path crosses
+/// from one relay straight to the other is a logical VC of the pair:
+/// striped by the first relay on its path, joined by the second.
+///
+/// ```toml
+/// [[splitter]]
+/// name = "split"
+/// relays = ["split-a", "split-b"]   # two relay nodes this entry makes
+/// stripes = 4                       # ports 1..=4 of each, link i joins split-a:i and split-b:i
+/// unit = "cell"                     # cell | pdu | ip
+/// sync = "marker"                   # none | sequence (pdu and ip units) | marker
+/// sdu = 9180                        # pdu and ip units: the largest SDU or packet
+/// # quantum, marker_interval, idle_marker, idle_marker_repeats, timeout,
+/// # buffer, buffer_bytes, reassembly_timeout, reassembly_buffer: as [[stripe]]
+/// ```
+///
+/// The member VC of a logical VC is chosen free on every stripe link, the
+/// same on all. A relay carries whole cells, so cell units take no
+/// sequence numbers.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SplitterDef {
+    /// Its name in reports.
+    pub name: String,
+    /// The two relays' names.
+    pub relays: Vec<String>,
+    /// Stripe ports on each relay.
+    pub stripes: i64,
+    /// `cell` (the default), `pdu` or `ip`.
+    #[serde(default)]
+    pub unit: Option<String>,
+    /// `none`, `sequence` or `marker` (the default).
+    #[serde(default)]
+    pub sync: Option<String>,
+    /// The largest SDU (pdu and ip units; default 9180).
+    #[serde(default)]
+    pub sdu: Option<i64>,
+    /// Surplus round robin quantum, bytes.
+    #[serde(default)]
+    pub quantum: Option<i64>,
+    /// Units per stripe between markers.
+    #[serde(default)]
+    pub marker_interval: Option<i64>,
+    /// Idle time before markers go on every stripe.
+    #[serde(default)]
+    pub idle_marker: Option<String>,
+    /// Idle markers in one quiet spell.
+    #[serde(default)]
+    pub idle_marker_repeats: Option<i64>,
+    /// The joining relay's resequencing timeout.
+    #[serde(default)]
+    pub timeout: Option<String>,
+    /// Units the joining relay holds at most.
+    #[serde(default)]
+    pub buffer: Option<i64>,
+    /// Bytes the joining relay holds at most.
+    #[serde(default)]
+    pub buffer_bytes: Option<Size>,
+    /// Per-stripe AAL5 reassembly timer (pdu and ip units), and the
+    /// splitting relay's timer for a PDU arriving on the wide side.
+    #[serde(default)]
+    pub reassembly_timeout: Option<String>,
+    /// Per-stripe AAL5 reassembly memory (pdu and ip units).
+    #[serde(default)]
+    pub reassembly_buffer: Option<Size>,
+}
+
+/// The striping settings `[[stripe]]` and `[[splitter]]` entries share,
+/// as written.
+pub(crate) struct Knobs<'a> {
+    pub(crate) unit: Option<&'a str>,
+    pub(crate) sync: Option<&'a str>,
+    pub(crate) quantum: Option<i64>,
+    pub(crate) marker_interval: Option<i64>,
+    pub(crate) idle_marker: &'a Option<String>,
+    pub(crate) idle_marker_repeats: Option<i64>,
+    pub(crate) timeout: &'a Option<String>,
+    pub(crate) buffer: Option<i64>,
+    pub(crate) buffer_bytes: &'a Option<Size>,
+    pub(crate) reassembly_timeout: &'a Option<String>,
+    pub(crate) reassembly_buffer: &'a Option<Size>,
+}
+
+macro_rules! knobs {
+    ($d:expr) => {
+        Knobs {
+            unit: $d.unit.as_deref(),
+            sync: $d.sync.as_deref(),
+            quantum: $d.quantum,
+            marker_interval: $d.marker_interval,
+            idle_marker: &$d.idle_marker,
+            idle_marker_repeats: $d.idle_marker_repeats,
+            timeout: &$d.timeout,
+            buffer: $d.buffer,
+            buffer_bytes: &$d.buffer_bytes,
+            reassembly_timeout: &$d.reassembly_timeout,
+            reassembly_buffer: &$d.reassembly_buffer,
+        }
+    };
+}
+
+impl StripeDef {
+    /// Its striping settings.
+    pub(crate) fn knobs(&self) -> Knobs<'_> {
+        knobs!(self)
+    }
+}
+
+impl SplitterDef {
+    /// Its striping settings.
+    pub(crate) fn knobs(&self) -> Knobs<'_> {
+        knobs!(self)
+    }
 }
 
 /// The largest `buffer` a file may give.

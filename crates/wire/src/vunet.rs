@@ -97,6 +97,14 @@ pub fn build_vucell(header: &Header, payload: &[u8; PAYLOAD_LEN]) -> Result<VuCe
     Ok(out)
 }
 
+/// Writes `header`'s four bytes into VuNet cell `v`, as a bridge does
+/// when it gives a cell another VC or header format (the payload and the
+/// reserved bytes stay as they are).
+pub fn set_header(v: &mut VuCellBytes, header: &Header) -> Result<()> {
+    v[..4].copy_from_slice(&header.to_bytes4()?);
+    Ok(())
+}
+
 /// The VuNet form of a 53-byte cell. The HEC is dropped unchecked.
 pub fn from_atm(cell: &CellBytes) -> VuCellBytes {
     let mut out = [0u8; VUNET_CELL_LEN];

@@ -120,6 +120,69 @@ fn variant(
     toml::to_string(&doc).map_err(|e| e.to_string())
 }
 
+/// Skews at which internal splitting is run, milliseconds.
+const SPLIT_SKEWS_MS: [f64; 3] = [0.0, 2.0, 5.0];
+/// The SDU of the splitter example's flow, bytes.
+const SPLIT_SDU: f64 = 9180.0;
+
+/// `examples/splitter.toml` with the pair's unit and method, channel `i`
+/// (port `i` of split-a, 1 to 4) delayed `(i - 1)/3` of `skew_ms`, and the
+/// flow sending until the run stops at the highest rate the four channels
+/// carry with that unit (what a greedy striping host finds by itself: one
+/// marker in 33 cells for cells; for 9180-byte PDUs, one OC-12c's worth).
+fn splitter_variant(base: &str, unit: &str, sync: &str, skew_ms: f64) -> Result<String, String> {
+    let mut doc: toml::Table = base.parse().map_err(|e| format!("{e}"))?;
+    let cell = unit.starts_with("cell");
+    for l in doc
+        .get_mut("link")
+        .and_then(toml::Value::as_array_mut)
+        .ok_or("the splitter example has no [[link]]")?
+        .iter_mut()
+        .filter_map(toml::Value::as_table_mut)
+    {
+        let channel = l
+            .get("a")
+            .and_then(toml::Value::as_str)
+            .and_then(|a| a.strip_prefix("split-a:"))
+            .and_then(|p| p.parse::<u32>().ok())
+            .filter(|&p| p >= 1);
+        if let Some(i) = channel {
+            let us = (skew_ms * 1000.0 * f64::from(i - 1) / 3.0).round() as i64;
+            l.insert("delay".into(), format!("{us}us").into());
+        }
+    }
+    for s in doc
+        .get_mut("splitter")
+        .and_then(toml::Value::as_array_mut)
+        .ok_or("the splitter example has no [[splitter]]")?
+        .iter_mut()
+        .filter_map(toml::Value::as_table_mut)
+    {
+        s.insert("unit".into(), (if cell { "cell" } else { "pdu" }).into());
+        s.insert("sync".into(), sync.into());
+        s.insert("marker_interval".into(), (if cell { 32 } else { 4 }).into());
+        if !cell {
+            // PDUs come 137 us apart: idle markers after 100 us would put
+            // one on every channel between every two PDUs.
+            s.insert("idle_marker".into(), "1ms".into());
+        }
+    }
+    for f in doc
+        .get_mut("flow")
+        .and_then(toml::Value::as_array_mut)
+        .ok_or("the splitter example has no [[flow]]")?
+        .iter_mut()
+        .filter_map(toml::Value::as_table_mut)
+    {
+        f.insert("count".into(), 100_000_000.into());
+        f.insert(
+            "interval".into(),
+            (if cell { "141us" } else { "137us" }).into(),
+        );
+    }
+    toml::to_string(&doc).map_err(|e| e.to_string())
+}
+
 /// The one striped VC of a report.
 fn only(r: &crate::run::Report) -> Result<&StripeRow, String> {
     r.stripe
@@ -213,6 +276,54 @@ pub fn main(out: &Path, secs: f64) -> Result<(), String> {
                 row.pdus_sent,
                 row.units_lost,
                 row.reordered,
+                row.delay_p50_us,
+                row.delay_p99_us,
+                row.held_max
+            );
+            rows.push(row);
+        }
+    }
+    // Internal splitting (examples/splitter.toml): the same four channels
+    // between two striping relays, the hosts sending one plain VC.
+    let split_base = example("splitter.toml")?;
+    let reference = baseline.iter().find(|b| b.0 == 0.0).map_or(1.0, |b| b.1);
+    for (unit, sync) in [
+        ("cell/split", "marker"),
+        ("pdu/split", "sequence"),
+        ("pdu/split", "marker"),
+    ] {
+        for skew_ms in SPLIT_SKEWS_MS {
+            let r = run(&splitter_variant(&split_base, unit, sync, skew_ms)?, secs)?;
+            let v = only(&r)?;
+            let flow = r.pvcs.first().ok_or("the splitter run reported no PVC")?;
+            let mbps = flow.delivered as f64 * SPLIT_SDU * 8.0 / secs / 1e6;
+            let row = Row {
+                unit,
+                sync,
+                buffer: 4096,
+                loss: 0.0,
+                skew_ms,
+                mbps,
+                share: mbps / reference.max(1e-9),
+                pdus: flow.delivered,
+                pdus_sent: flow.sent,
+                units_lost: v.units.lost + v.units.unseen,
+                reordered: 0.0,
+                delay_p50_us: v.delay_us.p50,
+                delay_p99_us: v.delay_us.p99,
+                delay_max_us: v.delay_us.max,
+                held_max: v.held_max,
+            };
+            println!(
+                "{:<10} {:<9} {:>7.1} {:>9.1} {:>6.1}% {:>5}/{:<5} {:>9} {:>9.0} {:>9.0} {:>8}",
+                row.unit,
+                row.sync,
+                row.skew_ms,
+                row.mbps,
+                100.0 * row.share,
+                row.pdus,
+                row.pdus_sent,
+                row.units_lost,
                 row.delay_p50_us,
                 row.delay_p99_us,
                 row.held_max

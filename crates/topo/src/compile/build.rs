@@ -9,10 +9,11 @@ use aurora_ip::node::IpNode;
 use aurora_net::oam::Ping;
 use aurora_net::traffic::{Flow, TrafficHost};
 use aurora_net::vunet::VunetSwitch;
-use aurora_stripe::StripeHost;
+use aurora_stripe::{JoinSpec, Relay, SplitSpec, StripeHost};
 use aurora_tcp::host::{SinkSpec, SourceSpec, TcpHost};
 use aurora_wire::cell::Format;
 
+use super::avlink::avlink_node;
 use super::ip::ip_node;
 use super::nodes::{atm_switch, relay};
 use super::Reader;
@@ -41,6 +42,7 @@ impl Reader<'_> {
             viewers,
             stripe_plans,
             signalling,
+            splitter_plans,
             ..
         } = self;
         // Node ids are positions in `nodes`, in the order added.
@@ -64,6 +66,22 @@ impl Reader<'_> {
             let mut node = relay(d, k, &entries);
             signalling.prepare_relay(&d.name, &mut node);
             nodes.push(Box::new(node));
+            ids.insert(d.name.clone(), id);
+            switches.push((d.name.clone(), id, 2));
+        }
+        for p in &splitter_plans {
+            for (name, relay) in p.relays.iter().zip(striping_relays(p)?) {
+                let id = NodeId(nodes.len() as u32);
+                nodes.push(Box::new(relay));
+                ids.insert(name.clone(), id);
+                switches.push((name.clone(), id, p.stripes as u16 + 1));
+            }
+        }
+        // AVlinks: relay ids after the relays'.
+        for (j, a) in file.avlink.iter().enumerate() {
+            let d = a.get_ref();
+            let id = NodeId(nodes.len() as u32);
+            nodes.push(Box::new(avlink_node(d, file.relay.len() + j, &entries)?));
             ids.insert(d.name.clone(), id);
             switches.push((d.name.clone(), id, 2));
         }
@@ -270,6 +288,11 @@ impl Reader<'_> {
                     .map(|d| (&d.get_ref().name, d.get_ref().worker)),
             )
             .chain(
+                file.avlink
+                    .iter()
+                    .map(|d| (&d.get_ref().name, d.get_ref().worker)),
+            )
+            .chain(
                 file.host
                     .iter()
                     .map(|d| (&d.get_ref().name, d.get_ref().worker)),
@@ -292,8 +315,13 @@ impl Reader<'_> {
             .collect();
         let stripes = stripe_plans
             .into_iter()
-            .map(|p| {
-                let mut info = p.info;
+            .map(|p| p.info)
+            .chain(
+                splitter_plans
+                    .into_iter()
+                    .flat_map(|p| p.vcs.into_iter().map(|v| v.info)),
+            )
+            .map(|mut info| {
                 info.from_node = ids[&info.from];
                 info.to_node = ids[&info.to];
                 info
@@ -364,6 +392,41 @@ fn striping_host(
         }
     }
     Ok(h)
+}
+
+/// The two relays of splitter pair `p`, each splitting the logical VCs
+/// that reach it first and joining those that reach it second.
+fn striping_relays(p: &super::splitter::SplitterPlan) -> Result<[Relay; 2], Problems> {
+    let mut relays = [0, 1].map(|_| Relay::new(p.stripes, Format::Uni));
+    for v in &p.vcs {
+        let mut cfg = p.cfg.clone();
+        cfg.stripes = vec![v.member; p.stripes];
+        let fail = |e: aurora_stripe::RelayError| {
+            Problems(vec![crate::Problem {
+                line: 0,
+                col: 0,
+                msg: format!("striped VC {}: {e}", v.info.name),
+            }])
+        };
+        let at = |name: &str| usize::from(p.relays[1] == name);
+        relays[at(&v.split.0)]
+            .add_split(SplitSpec {
+                name: v.info.name.clone(),
+                wide_vc: v.split.1,
+                cfg: cfg.clone(),
+                encap: v.encap,
+            })
+            .map_err(fail)?;
+        relays[at(&v.join.0)]
+            .add_join(JoinSpec {
+                name: v.info.name.clone(),
+                cfg,
+                wide_vc: v.join.1,
+                encap: v.encap,
+            })
+            .map_err(fail)?;
+    }
+    Ok(relays)
 }
 
 /// The TCP host `name` (node `id`): IP node `ip` with `sources` and

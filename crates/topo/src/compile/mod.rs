@@ -8,6 +8,7 @@
 //! | [`Reader::node_kinds`], [`Reader::node_names`] | `nodes.rs` | switches, relaying links, hosts, routers: kinds, ports, names |
 //! | [`Reader::ip_settings`], [`Reader::atmarp_servers`], [`Reader::ip_hosts_beside_vunet`] | `ip.rs` | IP hosts' and routers' settings, addresses, ATMARP |
 //! | [`Reader::links`] | `links.rs` | links: ends, rates, delays, buffers, transports |
+//! | [`Reader::avlinks`] | `avlink.rs` | AVlinks: settings, links, peers, the WAN's cross-connects |
 //! | [`Reader::pvcs`] | `pvc.rs` | PVCs: paths, hops, VCs, table entries |
 //! | [`Reader::ports`] | `qos.rs` | output ports' disciplines, buffers and PDU discard |
 //! | [`Reader::flows`], [`Reader::pings`] | `traffic.rs` | flows and pings on PVCs |
@@ -15,6 +16,7 @@
 //! | [`Reader::video_nodes`], [`Reader::video`] | `video.rs` | cameras and viewers: sources, requests, host models, their circuits |
 //! | [`Reader::stripes`] | `stripe.rs` | striped VCs: their ends, member PVCs, unit, method, schedule and limits |
 //! | [`Reader::apps`] | `signal.rs` | applications: their hosts, routes, schedules; relays' lifetimes and restarts |
+//! | [`Reader::splitter_nodes`], [`Reader::splitters`] | `splitter.rs` | striping relay pairs: their relays, stripe links, settings, and the PVCs they stripe |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |
 //!
@@ -34,6 +36,7 @@ use crate::pvc::{Entries, Kind};
 use crate::{escape, AtomicNet, File, Problem, Problems, PvcDef, Transport, TunSpec};
 
 mod atomic;
+mod avlink;
 mod build;
 mod checks;
 mod ip;
@@ -42,11 +45,13 @@ mod nodes;
 mod pvc;
 mod qos;
 mod signal;
+mod splitter;
 mod stripe;
 mod tcp;
 mod traffic;
 mod video;
 
+pub(crate) use avlink::{wan_hops, WanPair};
 pub(crate) use checks::plain_name;
 use checks::Names;
 use links::Join;
@@ -177,6 +182,8 @@ pub(crate) struct Reader<'f> {
     // Striping.
     /// Striped VCs without problems, in file order.
     stripe_plans: Vec<stripe::StripePlan>,
+    /// Splitter pairs without problems, in file order.
+    splitter_plans: Vec<splitter::SplitterPlan>,
 
     // Signalling.
     /// Applications, signalling hosts and what relays are given.
@@ -213,6 +220,7 @@ impl<'f> Reader<'f> {
             viewers: Vec::new(),
             stripe_plans: Vec::new(),
             signalling: signal::Signalling::default(),
+            splitter_plans: Vec::new(),
             atomic: None,
         }
     }
@@ -227,10 +235,13 @@ impl<'f> Reader<'f> {
     /// router come in the order they always have.
     pub(crate) fn cells(&mut self) {
         self.node_kinds();
+        self.avlink_kinds();
         self.ip_settings();
         self.video_nodes();
+        self.splitter_nodes();
         self.node_names();
         self.links();
+        self.avlinks();
         self.pvcs();
         self.contracts();
         self.ports();
@@ -240,6 +251,7 @@ impl<'f> Reader<'f> {
         self.video();
         self.stripes();
         self.apps();
+        self.splitters();
         self.atmarp_servers();
         self.ip_hosts_beside_vunet();
     }

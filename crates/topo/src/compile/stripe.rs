@@ -17,7 +17,7 @@ use super::checks::{
 };
 use super::{Ctx, Reader};
 use crate::pvc::Kind;
-use crate::stripe::{StripeDef, StripeInfo, MAX_BUFFER_UNITS, MAX_IDLE_REPEATS};
+use crate::stripe::{Knobs, StripeDef, StripeInfo, MAX_BUFFER_UNITS, MAX_IDLE_REPEATS};
 use crate::tcp::Size;
 use crate::MAX_FLOW_COUNT;
 
@@ -79,33 +79,11 @@ impl<'f> Reader<'f> {
             }
             let members = self.members(span.clone(), &me, d, &mut member_of);
             let c = &mut self.c;
-            let unit = match d.unit.as_deref().unwrap_or("cell") {
-                "cell" => Some(UnitKind::Cell),
-                "pdu" => Some(UnitKind::Pdu),
-                "ip" => Some(UnitKind::IpPacket),
-                u => {
-                    c.at(
-                        span.clone(),
-                        format!("{me}: unit \"{u}\" is not cell, pdu or ip"),
-                    );
-                    None
-                }
-            };
-            let sync = match d.sync.as_deref().unwrap_or("marker") {
-                "none" => Some(SyncMode::None),
-                "sequence" => Some(SyncMode::Sequence),
-                "marker" => Some(SyncMode::Marker),
-                m => {
-                    c.at(
-                        span.clone(),
-                        format!("{me}: sync \"{m}\" is not none, sequence or marker"),
-                    );
-                    None
-                }
-            };
+            let knobs = d.knobs();
+            let (unit, sync) = unit_and_sync(c, span.clone(), &me, &knobs);
             let sdu = sdu_range(c, span.clone(), &me, d, unit, sync);
             let schedule = schedule(c, span.clone(), &me, d, sdu);
-            let cfg = settings(c, span.clone(), &me, d, unit, sync, sdu);
+            let cfg = settings(c, span.clone(), &me, &knobs, unit, sync, sdu);
             if self.c.problems.len() > before {
                 continue;
             }
@@ -142,6 +120,7 @@ impl<'f> Reader<'f> {
                     unit: send_cfg.unit,
                     sync: send_cfg.sync,
                     greedy: schedule.interval.is_none(),
+                    via: None,
                 },
                 send: SendSpec {
                     name: d.name.clone(),
@@ -332,8 +311,42 @@ impl<'f> Reader<'f> {
     }
 }
 
+/// The unit and the method of entry `me`, each `None` if wrong (reported).
+pub(super) fn unit_and_sync(
+    c: &mut Ctx,
+    span: Range<usize>,
+    me: &str,
+    k: &Knobs,
+) -> (Option<UnitKind>, Option<SyncMode>) {
+    let unit = match k.unit.unwrap_or("cell") {
+        "cell" => Some(UnitKind::Cell),
+        "pdu" => Some(UnitKind::Pdu),
+        "ip" => Some(UnitKind::IpPacket),
+        u => {
+            c.at(
+                span.clone(),
+                format!("{me}: unit \"{u}\" is not cell, pdu or ip"),
+            );
+            None
+        }
+    };
+    let sync = match k.sync.unwrap_or("marker") {
+        "none" => Some(SyncMode::None),
+        "sequence" => Some(SyncMode::Sequence),
+        "marker" => Some(SyncMode::Marker),
+        m => {
+            c.at(
+                span,
+                format!("{me}: sync \"{m}\" is not none, sequence or marker"),
+            );
+            None
+        }
+    };
+    (unit, sync)
+}
+
 /// A whole-number field from `lo` to `hi`, or its default.
-fn int_in(
+pub(super) fn int_in(
     c: &mut Ctx,
     span: Range<usize>,
     what: &str,
@@ -529,12 +542,13 @@ fn schedule(
     })
 }
 
-/// The striping settings of entry `me` (member VCs left empty).
-fn settings(
+/// The striping settings of entry `me` (member VCs left empty), SDUs of
+/// up to `sdu.1` bytes.
+pub(super) fn settings(
     c: &mut Ctx,
     span: Range<usize>,
     me: &str,
-    d: &StripeDef,
+    d: &Knobs,
     unit: Option<UnitKind>,
     sync: Option<SyncMode>,
     sdu: Option<(usize, usize)>,
@@ -565,7 +579,7 @@ fn settings(
         c,
         span.clone(),
         &what("idle_marker"),
-        &d.idle_marker,
+        d.idle_marker,
         Duration::from_micros(100),
         IDLE_RANGE,
     );
@@ -581,7 +595,7 @@ fn settings(
         c,
         span.clone(),
         &what("timeout"),
-        &d.timeout,
+        d.timeout,
         Duration::from_millis(10),
         TIMER_RANGE,
     );
@@ -597,14 +611,14 @@ fn settings(
         c,
         span.clone(),
         &what("buffer_bytes"),
-        &d.buffer_bytes,
+        d.buffer_bytes,
         4 << 20,
     );
     let reassembly_timeout = duration_or(
         c,
         span.clone(),
         &what("reassembly_timeout"),
-        &d.reassembly_timeout,
+        d.reassembly_timeout,
         Duration::from_millis(10),
         TIMER_RANGE,
     );
@@ -612,7 +626,7 @@ fn settings(
         c,
         span,
         &what("reassembly_buffer"),
-        &d.reassembly_buffer,
+        d.reassembly_buffer,
         1 << 20,
     );
     let mut cfg = Config::new(unit?, sync?, Vec::new());
