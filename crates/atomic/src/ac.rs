@@ -172,6 +172,9 @@ pub struct Ac {
     unanswered: FxHashMap<u32, (Instant, usize)>,
     /// Answers that came after their deadline.
     pub late_answers: u64,
+    /// Probes and queries past their deadline not remembered (the record
+    /// was full), so an answer to them would not be known as late.
+    pub unanswered_full: u64,
     /// Routes handed out.
     pub routes_given: u64,
     /// Requests for unknown addresses or without a path.
@@ -216,6 +219,7 @@ impl Ac {
             doubts: 0,
             unanswered: FxHashMap::default(),
             late_answers: 0,
+            unanswered_full: 0,
             routes_given: 0,
             routes_refused: 0,
             map_full: 0,
@@ -516,6 +520,8 @@ impl Ac {
     fn note_unanswered(&mut self, seq: u32, sent: Instant, hops: usize) {
         if self.unanswered.len() < MAX_UNANSWERED {
             self.unanswered.insert(seq, (sent, hops));
+        } else {
+            self.unanswered_full += 1;
         }
     }
 
@@ -526,8 +532,13 @@ impl Ac {
             return false;
         };
         self.late_answers += 1;
-        let per_hop = Duration::from_nanos((now - sent).as_nanos() / hops.max(1) as i64);
-        self.hop_time = self.hop_time.max(per_hop);
+        // Learnt, but within reason: an answer held back for long (a
+        // stalled machine, or a node doing it on purpose) must not stretch
+        // every later round for good. A whole trip may take at most a
+        // tenth of the time between mappings.
+        let cap = self.cfg.remap.as_nanos() / 10 / hops.max(1) as i64;
+        let per_hop = ((now - sent).as_nanos() / hops.max(1) as i64).min(cap);
+        self.hop_time = self.hop_time.max(Duration::from_nanos(per_hop));
         true
     }
 
@@ -588,6 +599,9 @@ impl Ac {
         host: u64,
         out: &mut Outbox<Vec<u8>>,
     ) {
+        if self.late_answer(now, seq) {
+            return;
+        }
         let Phase::Hosts {
             outstanding,
             deadline,
@@ -597,7 +611,6 @@ impl Ac {
             return;
         };
         let Some(n) = outstanding.remove(&seq) else {
-            self.late_answer(now, seq);
             return;
         };
         // While answers come, wait for the rest.

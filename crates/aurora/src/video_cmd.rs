@@ -9,6 +9,20 @@ use aurora_video::pipeline::{room, syntax, Clock, RunEnd, VirtualClock, WallCloc
 /// end without), printing the report.
 pub fn main(text: &str, secs: Option<f64>, virtual_time: bool) -> Result<(), String> {
     let mut p = syntax::build(text).map_err(|e| e.to_string())?;
+    if secs.is_none() {
+        // A source without a frame count never ends: without --secs the
+        // run (and any file it writes) would not either.
+        let elements = syntax::parse(text).map_err(|e| e.to_string())?;
+        if let Some(e) = elements.first() {
+            if !e.params.iter().any(|(k, _)| k == "frames") {
+                return Err(format!(
+                    "the pipeline's source `{}` has no frames=N, so it would run for ever: \
+                     give frames=N or --secs",
+                    e.name
+                ));
+            }
+        }
+    }
     let until = secs.map(|s| Instant::ZERO + Duration::from_nanos((s * 1e9) as i64));
     let (mut v, mut w) = (VirtualClock::new(), WallClock::new());
     let clock: &mut dyn Clock = if virtual_time { &mut v } else { &mut w };

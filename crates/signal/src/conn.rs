@@ -243,6 +243,9 @@ pub struct Opener {
     refresh: bool,
     /// Entries a refresh found missing or wrong and wrote again.
     rewritten: u64,
+    /// The relay this refresh round last rewrote: a second wrong read of
+    /// it ends the round rather than rewrite it for ever.
+    rewrote: Option<usize>,
     /// The farthest relay that did not answer a clear, if one did not.
     uncleared: Option<usize>,
 }
@@ -309,6 +312,7 @@ impl Opener {
             ignored: 0,
             refresh: false,
             rewritten: 0,
+            rewrote: None,
             uncleared: None,
         }
     }
@@ -400,8 +404,9 @@ impl Opener {
         match self.step.clone() {
             // A refresh that reads an entry missing (a restarted relay) or
             // wrong writes it again; one another key holds is refused.
-            Step::Read(_) if self.refresh && wrong && r.status != 2 => {
+            Step::Read(_) if self.refresh && wrong && r.status != 2 && self.rewrote != Some(k) => {
                 self.rewritten += 1;
+                self.rewrote = Some(k);
                 self.go(Step::Write(k), now, seq)
             }
             Step::Read(_) if self.refresh && !wrong && k < last => {

@@ -119,6 +119,9 @@ pub enum RelayError {
     /// The VC does not fit the relay's header format.
     #[error("VC {0} does not fit the relay's header format")]
     Vc(VcId),
+    /// IP units this long could not be carried once encapsulated again.
+    #[error("IP units of up to {0} bytes do not fit one AAL5 PDU once encapsulated")]
+    TooLong(usize),
 }
 
 /// Cells a relay dropped, by reason (the names in the module's docs).
@@ -265,6 +268,9 @@ impl Relay {
         }
         if cfg.unit == UnitKind::Cell && cfg.sync == SyncMode::Sequence {
             return Err(RelayError::CellSequence);
+        }
+        if cfg.unit == UnitKind::IpPacket && cfg.max_sdu + MAX_ENCAP > aal5::MAX_SDU {
+            return Err(RelayError::TooLong(cfg.max_sdu));
         }
         Ok(())
     }

@@ -73,12 +73,13 @@
 //! unit). A frame lost without a trace leaves nothing to count here; the
 //! client counts it as a timeout.
 //!
-//! A good t-frame from far ahead (more than [`FRAME_WINDOW`] frames past
-//! the last good one) is not believed on its own: with a 16-bit checksum
-//! one corrupted t-frame in 65,536 passes, and a frame number moved far
-//! ahead would make every later t-frame look stale. It is lost as
-//! [`Loss::FarAhead`] unless [`RESYNC`] such t-frames in a row agree,
-//! when the receiver starts again from there.
+//! A good t-frame from far off (more than [`FRAME_WINDOW`] frames past or
+//! before the last good one) is not believed on its own: with a 16-bit
+//! checksum one corrupted t-frame in 65,536 passes, and a frame number
+//! moved far ahead would make every later t-frame look stale. It is lost
+//! as [`Loss::FarOff`] unless [`RESYNC`] such t-frames in a row agree,
+//! when the receiver starts again from there (a camera whose count
+//! restarted is followed the same way).
 //!
 //! **Bounds.** A reassembler holds two pictures (the one being assembled,
 //! the last delivered) and a unit buffer of at most twice the largest
@@ -405,17 +406,18 @@ pub enum Loss {
     /// Never seen at all: a gap in the sequence of good t-frames.
     Missing,
     /// A good t-frame whose frame number is more than [`FRAME_WINDOW`]
-    /// ahead of the last: not believed (a checksum collision or a forged
-    /// t-frame would otherwise make every later t-frame stale) until
-    /// [`RESYNC`] in a row agree.
-    FarAhead,
+    /// ahead of or behind the last: not believed (a checksum collision or
+    /// a forged t-frame would otherwise make every later t-frame stale)
+    /// until [`RESYNC`] in a row agree.
+    FarOff,
 }
 
-/// How far ahead of the last good t-frame's a frame number is believed.
+/// How far ahead of (or behind) the last good t-frame's a frame number is
+/// believed.
 pub const FRAME_WINDOW: u32 = 1 << 12;
-/// Good t-frames in a row, all far ahead and in order among themselves,
-/// that move the receiver there (a camera that restarted its count, a
-/// receiver that was away a long time).
+/// Good t-frames in a row, all out of the window and in order among
+/// themselves, that move the receiver there (a camera that restarted its
+/// count, a receiver that was away a long time).
 pub const RESYNC: u32 = 3;
 
 impl Loss {
@@ -431,7 +433,7 @@ impl Loss {
         Loss::Overflow,
         Loss::Timeout,
         Loss::Missing,
-        Loss::FarAhead,
+        Loss::FarOff,
     ];
 
     /// A short snake_case name.
@@ -445,7 +447,7 @@ impl Loss {
             Loss::Overflow => "tframe_overflow",
             Loss::Timeout => "tframe_timeout",
             Loss::Missing => "tframe_missing",
-            Loss::FarAhead => "tframe_far_ahead",
+            Loss::FarOff => "tframe_out_of_window",
         }
     }
 }
@@ -719,16 +721,21 @@ impl Reassembler {
         let n = self.layout.tframes();
         if let Some((f, _)) = self.last_good {
             let ahead = t.frame.wrapping_sub(f);
-            if ahead > FRAME_WINDOW && ahead < 1 << 31 {
+            if ahead > FRAME_WINDOW && ahead <= u32::MAX - FRAME_WINDOW {
                 let run = match self.far {
-                    Some((g, j, k)) if (t.frame, idx) > (g, j) && t.frame - g <= FRAME_WINDOW => {
-                        k + 1
+                    Some((g, j, k)) => {
+                        let d = t.frame.wrapping_sub(g);
+                        if (d == 0 && idx > j) || (d > 0 && d <= FRAME_WINDOW) {
+                            k + 1
+                        } else {
+                            1
+                        }
                     }
-                    _ => 1,
+                    None => 1,
                 };
                 if run < RESYNC {
                     self.far = Some((t.frame, idx, run));
-                    self.lose(Loss::FarAhead);
+                    self.lose(Loss::FarOff);
                     return;
                 }
                 // Enough agree: start again from here.
@@ -973,7 +980,7 @@ mod tests {
         );
         assert_eq!(got.len(), 3);
         assert!(got[1].1 == pics[0] && got[2].1 == pics[1]);
-        assert_eq!(r.stats().lost(Loss::FarAhead), 1);
+        assert_eq!(r.stats().lost(Loss::FarOff), 1);
         assert_eq!(r.stats().lost(Loss::Stale), 0);
     }
 
@@ -988,9 +995,23 @@ mod tests {
         let got = run(&mut r, &cells);
         // RESYNC t-frames of the first far frame are lost; the next frame
         // comes whole.
-        assert_eq!(r.stats().lost(Loss::FarAhead), u64::from(RESYNC) - 1);
+        assert_eq!(r.stats().lost(Loss::FarOff), u64::from(RESYNC) - 1);
         let last = got.last().unwrap();
         assert_eq!((last.0.frame, last.0.complete), (3_000_001, true));
+    }
+
+    #[test]
+    fn a_camera_whose_count_restarts_is_followed_after_a_few_tframes() {
+        let src = SyntheticSource::new(2);
+        let l = Layout::new(PictureSize::Quarter, PixelFormat::Mono8, 40).unwrap();
+        let (mut cells, _) = frames(l, &[900_000], &src);
+        let (rest, _) = frames(l, &[1, 2], &src);
+        cells.extend(rest);
+        let mut r = Reassembler::new(l, RxConfig::default());
+        let got = run(&mut r, &cells);
+        assert_eq!(r.stats().lost(Loss::FarOff), u64::from(RESYNC) - 1);
+        let last = got.last().unwrap();
+        assert_eq!((last.0.frame, last.0.complete), (2, true));
     }
 
     #[test]

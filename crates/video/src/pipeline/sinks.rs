@@ -35,6 +35,8 @@ pub struct FileSink {
     pngs: u64,
     clips: u64,
     last_clip: Option<u32>,
+    /// Frames not written because the file reached [`MAX_Y4M_BYTES`].
+    not_written: u64,
 }
 
 impl core::fmt::Debug for FileSink {
@@ -42,6 +44,10 @@ impl core::fmt::Debug for FileSink {
         write!(f, "FileSink({:?}, png {:?})", self.path, self.png)
     }
 }
+
+/// The most bytes a sink writes to one y4m file; frames past it are
+/// counted, not written.
+pub const MAX_Y4M_BYTES: u64 = 1 << 33;
 
 /// The most PNG snapshots a sink writes unless told otherwise.
 pub const DEFAULT_MAX_PNG: u64 = 100;
@@ -79,6 +85,7 @@ impl FileSink {
             pngs: 0,
             clips: 0,
             last_clip: None,
+            not_written: 0,
         })
     }
 
@@ -208,7 +215,11 @@ impl Module for FileSink {
             self.clips += 1;
             self.last_clip = frame.meta.clip;
         }
-        self.write_y4m(&frame.picture)?;
+        if self.bytes + frame.picture.data().len() as u64 > MAX_Y4M_BYTES {
+            self.not_written += 1;
+        } else {
+            self.write_y4m(&frame.picture)?;
+        }
         if self.frames.is_multiple_of(self.every) && self.pngs < self.max_png {
             self.write_png(frame.meta.number, &frame.picture)?;
         }
@@ -229,6 +240,7 @@ impl Module for FileSink {
             ("bytes", self.bytes),
             ("clips", self.clips),
             ("pngs", self.pngs),
+            ("not_written", self.not_written),
         ]
     }
 }
