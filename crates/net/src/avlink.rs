@@ -15,7 +15,8 @@
 //!
 //! A WAN VCI an entry names must be one of the **pool** of data VCs the
 //! WAN's switches cross-connect (out of band, as PVCs) between this AVlink
-//! and the one at the far end, and not one a management entry holds; a
+//! and the one at the far end, and not one a management entry holds or
+//! another key's entry already sends on; a
 //! control cell that names another is refused with status 3 and counted
 //! (`refused_pool`); a management port's writes are held to the pool
 //! too, though they may name management's own VCIs. Which pool VC a
@@ -694,6 +695,40 @@ mod tests {
         );
         assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 0);
         assert_eq!(a.entry(0, 41), Some((33, 0)));
+    }
+
+    #[test]
+    fn one_key_cannot_send_on_a_wan_vc_another_keys_entry_uses() {
+        let mut a = Avlink::new(3, WanPlan::default(), false, Some(KEY.to_vec())).unwrap();
+        a.add_key(2, b"other".to_vec());
+        let here = Route::to_relay(3, &[], &[0]).unwrap();
+        let (r, _) = run(
+            &mut a,
+            PORT_VUNET,
+            &[request(CMD_WRITE, 0, 40, 33, 1, here).cell(0, Some(KEY))],
+        );
+        assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 0);
+        // Key 2 names WAN VCI 33 for another VuNet VC: refused.
+        let theirs = Control {
+            key_id: 2,
+            ..request(CMD_WRITE, 0, 41, 33, 1, here)
+        };
+        let (r, _) = run(&mut a, PORT_VUNET, &[theirs.cell(0, Some(b"other"))]);
+        assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 3);
+        assert_eq!(a.entry(0, 41), None);
+        // A free pool VCI is fine, and the first key may move its own.
+        let free = Control {
+            key_id: 2,
+            ..request(CMD_WRITE, 0, 41, 34, 2, here)
+        };
+        let (r, _) = run(&mut a, PORT_VUNET, &[free.cell(0, Some(b"other"))]);
+        assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 0);
+        let (r, _) = run(
+            &mut a,
+            PORT_VUNET,
+            &[request(CMD_WRITE, 0, 40, 35, 2, here).cell(0, Some(KEY))],
+        );
+        assert_eq!(Control::decode(r[0].1[5..].try_into().unwrap()).status, 0);
     }
 
     #[test]

@@ -568,10 +568,23 @@ impl VunetLink {
         let holder = self.owned.get(&key).map(|o| o.0);
         let mine = trusted || holder == Some(c.key_id) || (holder.is_none() && !exists);
         let mut refused = None;
+        // Towards a WAN the pool's VCs are shared by every key: one another
+        // key's entry already sends on is not this one's to take.
+        let taken = || {
+            c.table == 0
+                && !trusted
+                && self.owned.iter().any(|(&(t, v), o)| {
+                    t == 0
+                        && v != c.vci
+                        && o.0 != c.key_id
+                        && self.entry(0, v).is_some_and(|(w, _)| w == c.new_vci)
+                })
+        };
         let pool_ok = self
             .pool
             .as_ref()
-            .is_none_or(|p| p.allows(c.table, c.vci, c.new_vci, trusted));
+            .is_none_or(|p| p.allows(c.table, c.vci, c.new_vci, trusted))
+            && (self.pool.is_none() || !taken());
         match c.cmd {
             CMD_WRITE | CMD_CLEAR if !mine => {
                 self.counters.refused_owner += 1;
