@@ -348,9 +348,24 @@ impl SignalHost {
             .then(|| Tag::of_cell(c))
             .flatten();
         let cur = self.sessions.iter().position(|s| s.current && s.vci == vci);
+        // A flow this VCI carried before (a stray or damaged tag in
+        // between does not split its books): that session again.
+        let known = tag.and_then(|t| {
+            self.sessions
+                .iter()
+                .rposition(|s| s.vci == vci && s.flow == t.flow)
+        });
         let idx = match (cur, tag) {
             (Some(i), None) => Some(i),
             (Some(i), Some(t)) if self.sessions[i].flow == t.flow => Some(i),
+            (_, Some(_)) if known.is_some() => {
+                if let Some(i) = cur {
+                    self.sessions[i].current = false;
+                }
+                let k = known.expect("checked");
+                self.sessions[k].current = true;
+                Some(k)
+            }
             (_, Some(t)) if self.sessions.len() < MAX_SESSIONS => {
                 // A new flow on this VCI: the one before it has ended.
                 if let Some(i) = cur {
