@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each test file uses some of these
 //! The chain both scenario files run on: host - s0 - r0 - s1 - r1 - ... -
 //! r(n-1) - sn - dest, VuNet switches and relaying links. Switches: port
 //! 0 towards the host's side, 1 away from it; the host on s0's port 2,
@@ -43,7 +44,22 @@ pub fn wire(
     n: usize,
     relay: impl Fn(usize) -> VunetLink,
 ) -> Vec<NodeId> {
-    let switches: Vec<NodeId> = (0..=n).map(|_| sim.add_node(VunetSwitch::new(3))).collect();
+    wire_many(sim, &[host], &[dest], n, relay)
+}
+
+/// [`wire`] with several hosts and destinations: host `i` on s0's port
+/// 2 + i, destination `j` on sn's port 2 + j.
+pub fn wire_many(
+    sim: &mut Engine,
+    hosts: &[NodeId],
+    dests: &[NodeId],
+    n: usize,
+    relay: impl Fn(usize) -> VunetLink,
+) -> Vec<NodeId> {
+    let ports = 2 + hosts.len().max(dests.len());
+    let switches: Vec<NodeId> = (0..=n)
+        .map(|_| sim.add_node(VunetSwitch::new(ports)))
+        .collect();
     let relays: Vec<NodeId> = (0..n)
         .map(|k| {
             let mut r = relay(k);
@@ -52,8 +68,14 @@ pub fn wire(
         })
         .collect();
     let spec = LinkSpec::clean(RATE, DELAY, 64);
-    sim.connect((host, 0), (switches[0], 2), spec).unwrap();
-    sim.connect((switches[n], 2), (dest, 0), spec).unwrap();
+    for (i, &h) in hosts.iter().enumerate() {
+        sim.connect((h, 0), (switches[0], 2 + i as u16), spec)
+            .unwrap();
+    }
+    for (j, &d) in dests.iter().enumerate() {
+        sim.connect((switches[n], 2 + j as u16), (d, 0), spec)
+            .unwrap();
+    }
     for k in 0..n {
         sim.connect((switches[k], 1), (relays[k], 0), spec).unwrap();
         sim.connect((relays[k], 1), (switches[k + 1], 0), spec)
