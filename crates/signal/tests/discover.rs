@@ -11,9 +11,12 @@ use aurora_signal::conn::{Opener, Path, Seq, Timing};
 use aurora_signal::discover::{Config, Discover, Map, Place, MAX_DEPTH};
 use aurora_signal::table::{Link, MemTable, Owner};
 use aurora_time::{Duration, Instant};
-use aurora_wire::cell::{build_cell, Format, Header, VcId};
+use aurora_wire::cell::{build_cell, Header, VcId};
 use aurora_wire::CellBytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+mod common;
+use common::CellSink;
 
 /// The connection library's key, id 0 at every relay.
 const CONN_KEY: &[u8] = b"host connection key";
@@ -143,26 +146,6 @@ impl Node for Daemon {
         .into_iter()
         .flatten()
         .min()
-    }
-}
-
-/// A host that keeps the cells it gets.
-#[derive(Default)]
-struct Sink(Vec<(u16, u8)>);
-
-impl Node for Sink {
-    fn ports(&self) -> usize {
-        1
-    }
-    fn receive(&mut self, _: Instant, _: PortId, cells: &[CellBytes], _: &mut Outbox) {
-        for c in cells {
-            let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
-            self.0.push((h.vci, c[5]));
-        }
-    }
-    fn poll(&mut self, _: Instant, _: &mut Outbox) {}
-    fn poll_at(&self) -> Option<Instant> {
-        None
     }
 }
 
@@ -360,7 +343,7 @@ fn build(truth: &Truth, cfg: Config) -> Net {
             match at {
                 Some((s, p)) => sim.connect(here, (switches[*s], u16::from(*p)), spec),
                 None => {
-                    let sink = sim.add_node(Sink::default());
+                    let sink = sim.add_node(CellSink::default());
                     sinks.push(sink);
                     sim.connect(here, (sink, 0), spec)
                 }
@@ -370,7 +353,7 @@ fn build(truth: &Truth, cfg: Config) -> Net {
         relays.insert(id, node);
     }
     for &(s, p) in &truth.hosts {
-        let sink = sim.add_node(Sink::default());
+        let sink = sim.add_node(CellSink::default());
         sinks.push(sink);
         sim.connect((sink, 0), (switches[s], u16::from(p)), spec)
             .unwrap();
@@ -746,7 +729,7 @@ fn the_path_to_a_destination_opens_and_carries_data() {
     // (It also got the daemon's probes of its port, on the control VCI.)
     let got: Vec<(u16, u8)> = net
         .sim
-        .node::<Sink>(dest_sink)
+        .node::<CellSink>(dest_sink)
         .unwrap()
         .0
         .iter()

@@ -12,11 +12,11 @@ use aurora_net::{Node, Outbox, PortId};
 use aurora_signal::conn::{Closer, OpenError, Opener, Path, Seq, Timing};
 use aurora_signal::table::{MemTable, Owner, VciTable};
 use aurora_time::{Duration, Instant};
-use aurora_wire::cell::{build_cell, Format, Header, VcId};
+use aurora_wire::cell::{build_cell, Header, VcId};
 use aurora_wire::CellBytes;
 
 mod common;
-use common::{chain_path, setup_latency, wire};
+use common::{chain_path, setup_latency, wire, CellSink};
 
 const KEY: &[u8] = b"host key";
 const DATA: u32 = 20;
@@ -163,26 +163,6 @@ impl Host {
     }
 }
 
-/// Counts the cells it gets, by VCI.
-#[derive(Default)]
-struct Dest(Vec<(u16, u8)>);
-
-impl Node for Dest {
-    fn ports(&self) -> usize {
-        1
-    }
-    fn receive(&mut self, _: Instant, _: PortId, cells: &[CellBytes], _: &mut Outbox) {
-        for c in cells {
-            let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
-            self.0.push((h.vci, c[5]));
-        }
-    }
-    fn poll(&mut self, _: Instant, _: &mut Outbox) {}
-    fn poll_at(&self) -> Option<Instant> {
-        None
-    }
-}
-
 /// host - s0 - r0 - s1 - r1 - ... - r(n-1) - sn - dest. Switches: port 0
 /// towards the host's side, 1 away from it; the host on s0's port 2, the
 /// destination on sn's port 2. `dead` relays answer nothing (no key).
@@ -212,7 +192,7 @@ fn chain(n: usize, dead: Option<usize>, close_at: Instant) -> Net {
         sent_data: false,
         latency: None,
     });
-    let dest = sim.add_node(Dest::default());
+    let dest = sim.add_node(CellSink::default());
     let relays = wire(&mut sim, host, dest, n, |k| {
         let key = (dead != Some(k)).then(|| KEY.to_vec());
         VunetLink::new([false, false], key)
@@ -256,7 +236,7 @@ fn open_across_one_three_and_six_relays_then_close() {
         }
         // The data followed the set-up: every cell arrived, in order, on
         // the destination's VCI.
-        let got = &net.sim.node::<Dest>(net.dest).unwrap().0;
+        let got = &net.sim.node::<CellSink>(net.dest).unwrap().0;
         let want: Vec<(u16, u8)> = (0..DATA).map(|i| (vc.receive_vci(), i as u8)).collect();
         assert_eq!(got, &want, "{n} relays");
         // Set-up latency: relay k is 2k + 2 links away, each link 50 us of

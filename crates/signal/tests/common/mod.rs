@@ -7,9 +7,13 @@
 
 use aurora_engine::{Engine, LinkSpec, NodeId};
 use aurora_net::vunet::{VunetLink, VunetSwitch};
+use aurora_net::{Node, Outbox, PortId};
 use aurora_signal::conn::{Hop, Path};
 use aurora_signal::table::Link;
 use aurora_time::Duration;
+use aurora_time::Instant;
+use aurora_wire::cell::{Format, Header};
+use aurora_wire::CellBytes;
 
 /// Cells a second on every link.
 pub const RATE: f64 = 1e6;
@@ -91,4 +95,24 @@ pub fn setup_latency(n: usize) -> Duration {
     (0..n)
         .map(|k| Duration::from_nanos(one_link.as_nanos() * 2 * (2 * k as i64 + 2) * 2))
         .fold(Duration::ZERO, |a, b| a + b)
+}
+
+/// A host that keeps, for every cell it gets, the VCI and payload byte 0.
+#[derive(Default)]
+pub struct CellSink(pub Vec<(u16, u8)>);
+
+impl Node for CellSink {
+    fn ports(&self) -> usize {
+        1
+    }
+    fn receive(&mut self, _: Instant, _: PortId, cells: &[CellBytes], _: &mut Outbox) {
+        for c in cells {
+            let h = Header::parse(&[c[0], c[1], c[2], c[3]], Format::Uni);
+            self.0.push((h.vci, c[5]));
+        }
+    }
+    fn poll(&mut self, _: Instant, _: &mut Outbox) {}
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
 }
