@@ -10,6 +10,7 @@
 
 use aurora_engine::Engine;
 use aurora_net::accounting::{self, Ledger, Place, Side};
+use aurora_net::avlink::Avlink;
 use aurora_net::vunet::VunetLink;
 use aurora_net::Frame;
 use aurora_signal::host::SignalHost;
@@ -230,7 +231,12 @@ pub fn report<F: Frame>(
     let relays: Vec<(&str, &VunetLink)> = net
         .switches
         .iter()
-        .filter_map(|(n, id, _)| Some((n.as_str(), sim.node::<VunetLink>(*id)?)))
+        .filter_map(|(n, id, _)| {
+            let relay = sim
+                .node::<VunetLink>(*id)
+                .or_else(|| sim.node::<Avlink>(*id).map(Avlink::relay))?;
+            Some((n.as_str(), relay))
+        })
         .collect();
     let mut r = SignalReport {
         apps: Vec::new(),

@@ -273,6 +273,17 @@ impl Avlink {
         self.relay.restart();
     }
 
+    /// Restarts the card at `at` (see [`VunetLink::restart_at`]).
+    pub fn restart_at(&mut self, at: Instant) {
+        self.relay.restart_at(at);
+    }
+
+    /// Its relay logic: the tables control cells write, their owners and
+    /// the relay id (read only).
+    pub fn relay(&self) -> &VunetLink {
+        &self.relay
+    }
+
     /// The AVlink's own counters.
     pub fn counters(&self) -> AvlinkCounters {
         self.counters
@@ -466,7 +477,7 @@ impl Node for Avlink {
             return;
         };
         summary.cells_in += cells.len() as u64;
-        self.relay.expire(now);
+        self.relay.catch_up(now);
         if port == PORT_VUNET {
             self.arrived_from_vunet(now, cells, out);
         } else {
@@ -475,7 +486,7 @@ impl Node for Avlink {
     }
 
     fn poll(&mut self, now: Instant, _out: &mut Outbox) {
-        self.relay.expire(now);
+        self.relay.catch_up(now);
     }
 
     fn poll_at(&self) -> Option<Instant> {

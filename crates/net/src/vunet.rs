@@ -453,6 +453,12 @@ impl VunetLink {
         }
     }
 
+    /// Carries out what is due by `now`: restarts, then expiries.
+    pub(crate) fn catch_up(&mut self, now: Instant) {
+        self.restarts_due(now);
+        self.expire(now);
+    }
+
     /// Carries out the restarts due by `now`.
     fn restarts_due(&mut self, now: Instant) {
         while self.restarts.first().is_some_and(|&t| t <= now) {
@@ -480,7 +486,7 @@ impl VunetLink {
     }
 
     /// Drops the entries whose lifetime ended by `now`.
-    pub(crate) fn expire(&mut self, now: Instant) {
+    fn expire(&mut self, now: Instant) {
         while let Some(&(at, t, vci)) = self.expiries.first() {
             if at > now {
                 break;
@@ -666,8 +672,7 @@ impl Node for VunetLink {
         if p > 1 {
             return;
         }
-        self.restarts_due(now);
-        self.expire(now);
+        self.catch_up(now);
         self.ports[p].cells_in += cells.len() as u64;
         for cell in cells {
             let mut c = *cell;
@@ -719,8 +724,7 @@ impl Node for VunetLink {
     }
 
     fn poll(&mut self, now: Instant, _out: &mut Outbox) {
-        self.restarts_due(now);
-        self.expire(now);
+        self.catch_up(now);
     }
 
     fn poll_at(&self) -> Option<Instant> {

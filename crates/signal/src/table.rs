@@ -103,7 +103,7 @@ pub struct Counters {
 }
 
 /// The limits of a table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Lowest VCI handed out (0 to 31 are reserved in ATM).
     pub first: u16,
@@ -111,6 +111,20 @@ pub struct Limits {
     pub last: u16,
     /// Most entries the table holds.
     pub entries: usize,
+    /// Links whose VCIs come from a range of their own (first, last), in
+    /// place of `first..=last`: a WAN segment between two AVlinks, whose
+    /// VCIs are its pool's.
+    pub links: BTreeMap<Link, (u16, u16)>,
+}
+
+impl Limits {
+    /// The VCIs `link` hands out: (first, last).
+    fn range(&self, link: Link) -> (u16, u16) {
+        self.links
+            .get(&link)
+            .copied()
+            .unwrap_or((self.first, self.last))
+    }
 }
 
 impl Default for Limits {
@@ -119,6 +133,7 @@ impl Default for Limits {
             first: 32,
             last: u16::MAX,
             entries: 1 << 20,
+            links: BTreeMap::new(),
         }
     }
 }
@@ -140,20 +155,18 @@ impl State {
     /// The lowest free VCI on `link` within `limits` (none if the range is
     /// empty).
     fn lowest_free(&self, link: Link, limits: &Limits) -> Option<u16> {
-        if limits.first > limits.last {
+        let (first, last) = limits.range(link);
+        if first > last {
             return None;
         }
-        let mut want = limits.first;
-        for (&(_, vci), _) in self
-            .entries
-            .range((link, limits.first)..=(link, limits.last))
-        {
+        let mut want = first;
+        for (&(_, vci), _) in self.entries.range((link, first)..=(link, last)) {
             if vci != want {
                 break;
             }
             want = want.checked_add(1)?;
         }
-        (want <= limits.last && want >= limits.first).then_some(want)
+        (want <= last && want >= first).then_some(want)
     }
 
     /// Allocates one VCI on every link of `hops` for `owner`, leased until
@@ -553,6 +566,7 @@ mod tests {
         first: 32,
         last: 35,
         entries: 100,
+        links: BTreeMap::new(),
     };
 
     #[test]
@@ -574,6 +588,32 @@ mod tests {
         assert_eq!(t.allocate(Owner(3), &[Link(1)], 0, 100).unwrap(), [32]);
         let c = t.counters();
         assert_eq!((c.allocated, c.refused, c.released), (3, 1, 1));
+    }
+
+    #[test]
+    fn a_link_with_a_range_of_its_own_hands_out_only_that_range() {
+        let t = MemTable::new(Limits {
+            links: BTreeMap::from([(Link(7), (40, 41))]),
+            ..L
+        });
+        assert_eq!(
+            t.allocate(Owner(1), &[Link(6), Link(7)], 0, 9).unwrap(),
+            [32, 40]
+        );
+        assert_eq!(t.allocate(Owner(1), &[Link(7)], 0, 9).unwrap(), [41]);
+        assert_eq!(
+            t.allocate(Owner(2), &[Link(6), Link(7)], 0, 9),
+            Err(TableError::NoFreeVci(7))
+        );
+        // An empty range hands out nothing.
+        let none = MemTable::new(Limits {
+            links: BTreeMap::from([(Link(7), (41, 40))]),
+            ..L
+        });
+        assert_eq!(
+            none.allocate(Owner(1), &[Link(7)], 0, 9),
+            Err(TableError::NoFreeVci(7))
+        );
     }
 
     #[test]

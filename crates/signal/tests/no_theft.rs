@@ -16,6 +16,7 @@ const LIMITS: Limits = Limits {
     first: 32,
     last: 41,
     entries: 10_000,
+    links: std::collections::BTreeMap::new(),
 };
 /// Leases outlast the concurrent part of the test.
 const LEASE: u64 = 1_000_000;

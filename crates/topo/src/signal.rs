@@ -40,9 +40,13 @@
 //!
 //! A path runs host, VuNet switch, relaying link, VuNet switch, ...,
 //! host: at least one relay and at most 11 (a control cell's route holds
-//! no more). Found routes are shortest in relays, the first found in link
-//! order on a tie. VCIs come from the network's table, from above the
-//! highest VCI any PVC uses, so the two never collide.
+//! no more). An AVlink counts as a relay, and from one AVlink a path
+//! crosses the WAN to its peer (an explicit path names the WAN switches
+//! between, in order). Found routes are shortest in steps (a WAN crossing
+//! is one), the first found in link order on a tie. VCIs come from the
+//! network's table, from above the highest VCI any PVC uses, so the two
+//! never collide; on a WAN segment they come from the bottom of the
+//! AVlinks' pool, whose top PVCs take. `[[restart]]` may name an AVlink.
 
 use serde::Deserialize;
 

@@ -131,3 +131,105 @@ fn mistakes_are_reported_at_their_lines() {
         "{e}"
     );
 }
+
+fn host_id(net: &aurora_topo::Network, name: &str) -> aurora_engine::NodeId {
+    net.hosts.iter().find(|h| h.0 == name).map(|h| h.1).unwrap()
+}
+
+/// The example's apps find their routes through the relay and both
+/// AVlinks, the WAN one step between them: the near AVlink routes on with
+/// no VuNet nibble, the far one is entered from its WAN side with none
+/// back; the WAN segment's VCI comes from the pool's bottom, below the
+/// PVCs' VCs at its top; each VC opens, carries its PDUs and closes.
+#[test]
+fn figure13s_apps_open_across_the_wan_in_band() {
+    use aurora_signal::host::SignalHost;
+    let mut net = aurora_topo::load(FIGURE13, 5).unwrap();
+    net.sim.run_until(Instant::from_millis(400));
+    let h = net
+        .sim
+        .node::<SignalHost>(host_id(&net, "mit-app"))
+        .unwrap();
+    let app = &h.apps()[0];
+    let vc = app.vc().unwrap();
+    let hops: Vec<(u16, u8, u8, u8)> = vc
+        .path
+        .hops
+        .iter()
+        .map(|x| (x.relay, x.side, x.bits_on, x.bits_back))
+        .collect();
+    // ring-mit (0), entered on side 0: on out of vs-mit2's port 3 (to
+    // av-mit), back out of vs-mit1's port 2 (to the host); av-mit (1) from
+    // the VuNet on to the WAN, back out of vs-mit2's port 0 (to ring-mit);
+    // av-bc (2) from the WAN on out of vs-bc's port 2 (to the app's host).
+    assert_eq!(hops, [(0, 0, 3, 2), (1, 0, 0, 0), (2, 1, 2, 0)]);
+    assert_eq!(vc.vcis[2], 32, "the WAN segment takes the pool's bottom");
+    assert!(app.is_closed());
+    let to = net.sim.node::<SignalHost>(host_id(&net, "bc-app")).unwrap();
+    let (flow, _) = to.received(app.spec().flow).unwrap();
+    assert_eq!(flow.delivered, 100);
+    assert_eq!(h.table().entries(400_000_000).unwrap(), []);
+}
+
+/// An explicit path names the WAN switches between two AVlinks, in order;
+/// one that leaves them out, or names them wrong, is refused at its line.
+#[test]
+fn an_apps_explicit_path_names_the_wan_switches() {
+    let app = "[[app]]\nname = \"mit-camera\"\nhost = \"mit-app\"\nto = \"bc-app\"";
+    let path = "[[app]]\nname = \"mit-camera\"\nhost = \"mit-app\"\npath = [\"mit-app\", \"vs-mit1\", \"ring-mit\", \"vs-mit2\", \"av-mit\", \"sunshine-mit\", \"sunshine-bc\", \"av-bc\", \"vs-bc\", \"bc-app\"]";
+    let path_of = |text: &str| {
+        let net = aurora_topo::load(text, 5).unwrap();
+        let h = net
+            .sim
+            .node::<aurora_signal::host::SignalHost>(host_id(&net, "mit-app"))
+            .unwrap();
+        h.apps()[0].spec().path.clone()
+    };
+    assert_eq!(path_of(&with(app, path)), path_of(FIGURE13));
+    for wrong in [
+        "\"av-mit\", \"av-bc\"",
+        "\"av-mit\", \"sunshine-bc\", \"sunshine-mit\", \"av-bc\"",
+    ] {
+        let bad = path.replace(
+            "\"av-mit\", \"sunshine-mit\", \"sunshine-bc\", \"av-bc\"",
+            wrong,
+        );
+        let text = with(app, &bad);
+        let e = aurora_topo::compile(&text).err().unwrap();
+        let line = line_of(&text, "name = \"mit-camera\"") - 1;
+        assert!(
+            e.0.iter()
+                .any(|p| p.line == line && p.msg.contains("path cannot go from \"av-mit\"")),
+            "{e}"
+        );
+    }
+}
+
+/// An AVlink restarted mid-run loses what control cells wrote in it; the
+/// camera app's refresh rewrites its entry within one refresh period, and
+/// the cells that met the empty table are counted at the AVlink.
+#[test]
+fn an_avlink_restarted_mid_run_is_rewritten_by_the_refresh() {
+    use aurora_signal::host::SignalHost;
+    let text = FIGURE13.to_string() + "\n[[restart]]\nnode = \"av-bc\"\nat = \"100ms\"\n";
+    let mut net = aurora_topo::load(&text, 5).unwrap();
+    net.sim.run_until(Instant::from_millis(400));
+    let av = net.sim.node::<Avlink>(id(&net, "av-bc")).unwrap();
+    assert_eq!(av.relay_counters().restarts, 1);
+    let lost = av.counters().unmapped[1];
+    let h = net
+        .sim
+        .node::<SignalHost>(host_id(&net, "mit-app"))
+        .unwrap();
+    let app = &h.apps()[0];
+    let (_, _, rewritten) = app.refreshes();
+    assert!(rewritten >= 1, "{:?}", app.refreshes());
+    let to = net.sim.node::<SignalHost>(host_id(&net, "bc-app")).unwrap();
+    let (flow, _) = to.received(app.spec().flow).unwrap();
+    // PDUs every 2 ms, a refresh every 50 ms: at most 25 PDUs meet the
+    // empty table, and each cell of theirs is counted there.
+    let missed = h.sent(0) - flow.delivered;
+    assert!((1..=26).contains(&missed), "{missed}");
+    assert!(lost >= missed, "{lost} cells for {missed} PDUs");
+    assert!(app.is_closed());
+}

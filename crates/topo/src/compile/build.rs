@@ -81,7 +81,9 @@ impl Reader<'_> {
         for (j, a) in file.avlink.iter().enumerate() {
             let d = a.get_ref();
             let id = NodeId(nodes.len() as u32);
-            nodes.push(Box::new(avlink_node(d, file.relay.len() + j, &entries)?));
+            let mut node = avlink_node(d, file.relay.len() + j, &entries)?;
+            signalling.prepare_relay(&d.name, &mut node);
+            nodes.push(Box::new(node));
             ids.insert(d.name.clone(), id);
             switches.push((d.name.clone(), id, 2));
         }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 
+use aurora_net::avlink::{Avlink, PORT_VUNET, PORT_WAN};
 use aurora_net::vunet::VunetLink;
 use aurora_net::PortId;
 use aurora_signal::conn::{Hop, Path, Timing, MAX_RELAYS};
@@ -54,6 +55,41 @@ pub(crate) struct Signalling {
     /// A table file shared by processes.
     table: Option<std::path::PathBuf>,
     timing: Timing,
+    /// WAN segments (the link into an AVlink from the WAN): the pool VCIs
+    /// no PVC holds, which are all the table may hand out there.
+    wan_ranges: BTreeMap<Link, (u16, u16)>,
+}
+
+/// A node that relays VCs whose entries control cells write: a relaying
+/// link or an AVlink.
+pub(crate) trait SoftRelay {
+    fn add_key(&mut self, id: u8, key: Vec<u8>);
+    fn set_lifetime(&mut self, lifetime: Option<Duration>);
+    fn restart_at(&mut self, at: Instant);
+}
+
+impl SoftRelay for VunetLink {
+    fn add_key(&mut self, id: u8, key: Vec<u8>) {
+        VunetLink::add_key(self, id, key);
+    }
+    fn set_lifetime(&mut self, lifetime: Option<Duration>) {
+        VunetLink::set_lifetime(self, lifetime);
+    }
+    fn restart_at(&mut self, at: Instant) {
+        VunetLink::restart_at(self, at);
+    }
+}
+
+impl SoftRelay for Avlink {
+    fn add_key(&mut self, id: u8, key: Vec<u8>) {
+        Avlink::add_key(self, id, key);
+    }
+    fn set_lifetime(&mut self, lifetime: Option<Duration>) {
+        Avlink::set_lifetime(self, lifetime);
+    }
+    fn restart_at(&mut self, at: Instant) {
+        Avlink::restart_at(self, at);
+    }
 }
 
 impl Signalling {
@@ -65,9 +101,9 @@ impl Signalling {
         k
     }
 
-    /// Gives relay `name` every signalling host's key, its lifetime and
-    /// its restarts.
-    pub(crate) fn prepare_relay(&self, name: &str, relay: &mut VunetLink) {
+    /// Gives relay (or AVlink) `name` every signalling host's key, its
+    /// lifetime and its restarts.
+    pub(crate) fn prepare_relay(&self, name: &str, relay: &mut impl SoftRelay) {
         for (host, &id) in &self.hosts {
             relay.add_key(id, self.host_key(host));
         }
@@ -87,6 +123,7 @@ impl Signalling {
         }
         let limits = Limits {
             first: first.max(aurora_wire::cell::VCI_FIRST_USER),
+            links: self.wan_ranges.clone(),
             ..Limits::default()
         };
         Ok(Some(match &self.table {
@@ -175,10 +212,13 @@ impl<'f> Reader<'f> {
         }
         for r in &file.restart {
             let (span, d) = (r.span(), r.get_ref());
-            if self.kinds.get(&d.node) != Some(&Kind::Relay) {
+            if !matches!(self.kinds.get(&d.node), Some(Kind::Relay | Kind::Avlink)) {
                 self.c.at(
                     span.clone(),
-                    format!("restart: \"{}\" is not a relaying link", d.node),
+                    format!(
+                        "restart: \"{}\" is not a relaying link or an AVlink",
+                        d.node
+                    ),
                 );
             }
             if let Some(t) = duration_in(&mut self.c, span, "restart at", &d.at, START_RANGE) {
@@ -186,12 +226,16 @@ impl<'f> Reader<'f> {
                 sig.restarts.entry(d.node.clone()).or_default().push(at);
             }
         }
+        // Relay ids: the relays in file order, then the AVlinks.
         let relay_ids: BTreeMap<&str, u16> = file
             .relay
             .iter()
+            .map(|r| r.get_ref().name.as_str())
+            .chain(file.avlink.iter().map(|a| a.get_ref().name.as_str()))
             .enumerate()
-            .map(|(k, r)| (r.get_ref().name.as_str(), k as u16))
+            .map(|(k, name)| (name, k as u16))
             .collect();
+        sig.wan_ranges = self.wan_ranges();
         // Hosts that carry other traffic cannot also run applications.
         let mut busy: BTreeSet<&str> = self.pvcs.iter().flat_map(|p| [p.from, p.to]).collect();
         busy.extend(file.stripe.iter().flat_map(|s| {
@@ -230,7 +274,7 @@ impl<'f> Reader<'f> {
                         self.c.at(
                             span.clone(),
                             format!(
-                                "{me}: no route from \"{}\" to \"{to}\" through VuNet switches and relaying links",
+                                "{me}: no route from \"{}\" to \"{to}\" through VuNet switches, relaying links and AVlinks",
                                 d.host
                             ),
                         );
@@ -316,7 +360,8 @@ impl<'f> Reader<'f> {
     }
 
     /// Whether a VC may go on from `node` (of kind `kind`, entered by
-    /// port `inp`) by join `j` to `next`, towards `to`.
+    /// port `inp`) by join `j` to `next`, towards `to`. (An AVlink entered
+    /// from its VuNet goes on across the WAN: [`Reader::wan_steps`].)
     fn may_step(
         &self,
         node: &str,
@@ -332,27 +377,91 @@ impl<'f> Reader<'f> {
             && match kind {
                 Kind::Host => inp.is_none() && vu,
                 Kind::VuSwitch(_) => {
-                    nk == Some(Kind::Relay) || (next == to && nk == Some(Kind::Host))
+                    nk == Some(Kind::Relay)
+                        || (nk == Some(Kind::Avlink) && j.1 == PORT_VUNET)
+                        || (next == to && nk == Some(Kind::Host))
                 }
                 // A relay passes cells from one side to the other.
                 Kind::Relay => inp != Some(j.0) && vu,
+                // Back into a VuNet from the WAN.
+                Kind::Avlink => inp == Some(PORT_WAN) && j.0 == PORT_VUNET && vu,
                 _ => false,
             }
     }
 
+    /// The steps from `node`, entered by `inp`, towards `to`: each next
+    /// node with the join into it and the WAN switches crossed on the way
+    /// (none but across a WAN).
+    fn steps(&self, node: &str, inp: Option<PortId>, to: &str) -> Vec<(String, Join, Vec<String>)> {
+        let Some(&kind) = self.kinds.get(node) else {
+            return Vec::new();
+        };
+        if kind == Kind::Avlink && inp == Some(PORT_VUNET) {
+            return self.wan_steps(node);
+        }
+        self.joins_from(node)
+            .into_iter()
+            .filter(|(next, j)| self.may_step(node, kind, inp, next, *j, to))
+            .map(|(next, j)| (next, j, Vec::new()))
+            .collect()
+    }
+
+    /// From AVlink `av` across the WAN to each of its peers: the peer, the
+    /// join into it (from the last WAN switch, on its WAN side) and the
+    /// WAN switches between, from `av` on.
+    fn wan_steps(&self, av: &str) -> Vec<(String, Join, Vec<String>)> {
+        let mut out = Vec::new();
+        for ((a, b), pair) in &self.entries.wan {
+            let (peer, switches): (&str, Vec<String>) = if a == av {
+                (b, pair.switches.clone())
+            } else if b == av {
+                (a, pair.switches.iter().rev().cloned().collect())
+            } else {
+                continue;
+            };
+            let Some(last) = switches.last() else {
+                continue;
+            };
+            let into = self
+                .joins_from(last)
+                .into_iter()
+                .find(|(n, j)| n == peer && j.1 == PORT_WAN);
+            if let Some((_, j)) = into {
+                out.push((peer.to_string(), j, switches));
+            }
+        }
+        out
+    }
+
+    /// For each link from the WAN into an AVlink, the VCIs the table may
+    /// hand out there: the pair's pool, less what PVCs took (from the top
+    /// down, so what is left is the bottom of the pool).
+    fn wan_ranges(&self) -> BTreeMap<Link, (u16, u16)> {
+        let mut ranges = BTreeMap::new();
+        for ((a, b), pair) in &self.entries.wan {
+            let range = match pair.free.last() {
+                Some(&top) => (pair.plan.first, top),
+                None => (1, 0),
+            };
+            for av in [a, b] {
+                for (_, j, _) in self.wan_steps(av) {
+                    ranges.insert(Link(j.2 as u32), range);
+                }
+            }
+        }
+        ranges
+    }
+
     /// The shortest route from `from` to `to`: each node after `from`
-    /// with the join that reaches it.
+    /// with the join that reaches it (a WAN crossing is one step, from
+    /// AVlink to AVlink).
     fn find_route(&self, from: &str, to: &str) -> Option<Vec<(String, Join)>> {
         type State = (String, Option<PortId>);
         let start: State = (from.to_string(), None);
         let mut prev: BTreeMap<State, (State, Join)> = BTreeMap::new();
         let mut queue = VecDeque::from([start.clone()]);
         while let Some((node, inp)) = queue.pop_front() {
-            let kind = *self.kinds.get(&node)?;
-            for (next, j) in self.joins_from(&node) {
-                if !self.may_step(&node, kind, inp, &next, j, to) {
-                    continue;
-                }
+            for (next, j, _) in self.steps(&node, inp, to) {
                 let st: State = (next.clone(), Some(j.1));
                 if st == start || prev.contains_key(&st) {
                     continue;
@@ -375,7 +484,8 @@ impl<'f> Reader<'f> {
     }
 
     /// Explicit path `names` of app `me` from `host`: each step over a
-    /// link that joins the two nodes and keeps to the rules.
+    /// link that joins the two nodes and keeps to the rules; across a WAN,
+    /// the path names the pair's WAN switches between the two AVlinks.
     fn explicit_route(
         &mut self,
         span: Range<usize>,
@@ -393,29 +503,32 @@ impl<'f> Reader<'f> {
         let to = names.last().map(String::as_str).unwrap_or(host);
         let mut route = Vec::new();
         let mut inp = None;
-        for w in names.windows(2) {
-            let Some(kind) = self.kinds.get(&w[0]).copied() else {
+        let mut k = 0;
+        while k + 1 < names.len() {
+            let here = &names[k];
+            if !self.kinds.contains_key(here) {
                 self.c.at(
                     span,
-                    format!("{me}: path names \"{}\", which is not defined", w[0]),
+                    format!("{me}: path names \"{here}\", which is not defined"),
                 );
                 return None;
-            };
-            let step = self
-                .joins_from(&w[0])
-                .into_iter()
-                .find(|(n, j)| n == &w[1] && self.may_step(&w[0], kind, inp, n, *j, to));
-            let Some((n, j)) = step else {
+            }
+            let step = self.steps(here, inp, to).into_iter().find(|(n, _, wan)| {
+                names.get(k + 1..k + 1 + wan.len()) == Some(wan.as_slice())
+                    && names.get(k + 1 + wan.len()) == Some(n)
+            });
+            let Some((n, j, wan)) = step else {
                 self.c.at(
                     span,
                     format!(
-                        "{me}: path cannot go from \"{}\" to \"{}\" (a path is host, VuNet switch, relaying link, VuNet switch, ..., host, each pair joined by a link)",
-                        w[0], w[1]
+                        "{me}: path cannot go from \"{here}\" to \"{}\" (a path is host, VuNet switch, relaying link or AVlink, VuNet switch, ..., host, each pair joined by a link; between two AVlinks it names their WAN switches)",
+                        names[k + 1]
                     ),
                 );
                 return None;
             };
             inp = Some(j.1);
+            k += 1 + wan.len();
             route.push((n, j));
         }
         Some(route)
@@ -432,27 +545,41 @@ impl<'f> Reader<'f> {
     ) -> Option<Path> {
         let j = |i: usize| route.get(i).map(|r| r.1);
         let mut hops = Vec::new();
-        // Node i of the route is position i + 1 of the path; relays sit
-        // at odd route indices.
+        // Node i of the route is position i + 1 of the path.
         for (i, (name, into)) in route.iter().enumerate() {
-            if self.kinds.get(name) != Some(&Kind::Relay) {
+            let kind = self.kinds.get(name).copied();
+            if !matches!(kind, Some(Kind::Relay | Kind::Avlink)) {
                 continue;
             }
             // The switch after the relay routes on to the node beyond it;
             // the switch before routes back towards the node before it.
-            let (Some(on), Some(back)) = (j(i + 2), i.checked_sub(1).and_then(j)) else {
+            // On the WAN side of an AVlink there is no VuNet switch: its
+            // nibble is 0 (the WAN drops it).
+            let wan_side = kind == Some(Kind::Avlink) && into.1 == PORT_WAN;
+            let to_wan = kind == Some(Kind::Avlink) && into.1 == PORT_VUNET;
+            let on = if to_wan {
+                Some(0)
+            } else {
+                j(i + 2).map(|j| j.0)
+            };
+            let back = if wan_side {
+                Some(0)
+            } else {
+                i.checked_sub(1).and_then(j).map(|j| j.1)
+            };
+            let (Some(on), Some(back)) = (on, back) else {
                 return None;
             };
             hops.push(Hop {
                 relay: *ids.get(name.as_str())?,
                 link: Link(into.2 as u32),
                 side: into.1 as u8,
-                bits_on: on.0 as u8,
-                bits_back: back.1 as u8,
+                bits_on: on as u8,
+                bits_back: back as u8,
             });
         }
         if hops.is_empty() || hops.len() > MAX_RELAYS {
-            self.c.at(span, format!("{me}: its path crosses {} relaying links; an app's VC crosses 1 to {MAX_RELAYS}", hops.len()));
+            self.c.at(span, format!("{me}: its path crosses {} relaying links and AVlinks; an app's VC crosses 1 to {MAX_RELAYS}", hops.len()));
             return None;
         }
         Some(Path {
