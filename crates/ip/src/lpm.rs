@@ -1,8 +1,11 @@
 //! A longest-prefix-match table for IPv4: a multibit trie with strides of
 //! 16, 8 and 8 bits (at most three steps per lookup, most routes found in
-//! one or two), prefixes expanded into the level where they end. Each slot
-//! remembers the length of the prefix it holds, so a longer prefix written
-//! earlier is never overwritten by a shorter one written later.
+//! one or two), prefixes expanded into the level where they end and pushed
+//! down into the blocks below (a slot holds the longest prefix covering
+//! it, so a lookup's answer is its last slot's). Each slot remembers the
+//! length of the prefix it holds, so a longer prefix written earlier is
+//! never overwritten by a shorter one written later. The default route
+//! is a prefix of length 0 like any other.
 //!
 //! A slot is one `u64`: the value + 1 in the low half (0: none) and the
 //! index of its child block in the high half (0: none; the root block is
@@ -75,12 +78,12 @@ impl Lpm {
         let len = len.min(32);
         let value = value.min(u32::MAX - 1);
         self.prefixes += 1;
-        if len == 0 {
-            self.default = value + 1;
-            return;
-        }
         if let Some(t) = self.trie.as_mut() {
             t.insert(addr, len, value);
+            return;
+        }
+        if len == 0 {
+            self.default = value + 1;
             return;
         }
         let bits = u32::from(addr) & mask(len);
@@ -96,6 +99,9 @@ impl Lpm {
         // Too many for the list: build the trie, shortest prefixes first
         // so longer ones win where they overlap.
         let mut t = Trie::new();
+        if let Some(d) = self.default.checked_sub(1) {
+            t.insert(Ipv4Addr::UNSPECIFIED, 0, d);
+        }
         for &(b, l, v) in self.small.iter().rev() {
             t.insert(Ipv4Addr::from(b), l, v);
         }
@@ -107,17 +113,21 @@ impl Lpm {
     /// The value of the longest prefix holding `addr`.
     #[inline]
     pub fn lookup(&self, addr: Ipv4Addr) -> Option<u32> {
-        let found = match &self.trie {
-            Some(t) => t.lookup(u32::from(addr)),
-            None => {
-                let a = u32::from(addr);
-                self.small
-                    .iter()
-                    .find(|e| a & mask(e.1) == e.0)
-                    .map_or(0, |e| e.2 + 1)
-            }
-        };
-        if found != 0 { found } else { self.default }.checked_sub(1)
+        self.raw(addr).checked_sub(1)
+    }
+
+    /// Value + 1 of the longest prefix holding `addr` (0: none).
+    #[inline]
+    fn raw(&self, addr: Ipv4Addr) -> u32 {
+        let a = u32::from(addr);
+        match &self.trie {
+            Some(t) => t.lookup(a),
+            None => self
+                .small
+                .iter()
+                .find(|e| a & mask(e.1) == e.0)
+                .map_or(self.default, |e| e.2 + 1),
+        }
     }
 }
 
@@ -130,31 +140,40 @@ impl Trie {
         }
     }
 
-    /// The child block of slot `i`, made if missing.
+    /// The child block of slot `i`, made if missing: a new block starts
+    /// with slot `i`'s value in every slot (leaf pushing), so a lookup
+    /// that ends in it needs no memory of what it passed.
     fn child(&mut self, i: usize) -> usize {
         let c = (self.slots[i] >> 32) as usize;
         if c != 0 {
             return c;
         }
         let c = self.slots.len();
-        self.slots.resize(c + BLOCK, 0);
-        self.lens.resize(c + BLOCK, 0);
+        let (value, len) = (self.slots[i] & 0xFFFF_FFFF, self.lens[i]);
+        self.slots.resize(c + BLOCK, value);
+        self.lens.resize(c + BLOCK, len);
         self.slots[i] |= (c as u64) << 32;
         c
     }
 
     /// Writes `value` for a prefix of `len` bits into `span` slots from
-    /// `first`, where no longer prefix is held.
+    /// `first`, where no longer prefix is held, and on into their child
+    /// blocks (leaf pushing: a slot holds the longest prefix covering it,
+    /// whether or not it has a child).
     fn fill(&mut self, first: usize, span: usize, len: u8, value: u32) {
         for i in first..first + span {
             if self.lens[i] <= len {
                 self.lens[i] = len;
                 self.slots[i] = (self.slots[i] & !0xFFFF_FFFF) | u64::from(value + 1);
+                let c = (self.slots[i] >> 32) as usize;
+                if c != 0 {
+                    self.fill(c, BLOCK, len, value);
+                }
             }
         }
     }
 
-    /// Writes `addr/len` (1 to 32 bits).
+    /// Writes `addr/len` (0 to 32 bits).
     fn insert(&mut self, addr: Ipv4Addr, len: u8, value: u32) {
         let a = u32::from(addr) as usize;
         if len <= 16 {
@@ -172,30 +191,30 @@ impl Trie {
         }
     }
 
-    /// Value + 1 of the longest prefix holding `a` (0: none).
+    /// Value + 1 of the longest prefix holding `a` (0: none): the value
+    /// of the last slot on its way down, as slots are leaf-pushed.
     #[inline]
     fn lookup(&self, a: u32) -> u32 {
         let a = a as usize;
-        let mut best = 0;
-        let mut s = self.slots[a >> 16];
-        if s as u32 != 0 {
-            best = s as u32;
-        }
+        let at = |i: usize| {
+            debug_assert!(i < self.slots.len());
+            // SAFETY: `i` is below `ROOT` (`a >> 16`), whose block the
+            // trie is made with, or a child block's index plus a byte;
+            // `child` sets a slot's child index only after the block's
+            // `BLOCK` slots exist, and slots are never removed.
+            unsafe { *self.slots.get_unchecked(i) }
+        };
+        let s = at(a >> 16);
         let c = (s >> 32) as usize;
-        if c != 0 {
-            s = self.slots.get(c + ((a >> 8) & 0xFF)).copied().unwrap_or(0);
-            if s as u32 != 0 {
-                best = s as u32;
-            }
-            let c = (s >> 32) as usize;
-            if c != 0 {
-                s = self.slots.get(c + (a & 0xFF)).copied().unwrap_or(0);
-                if s as u32 != 0 {
-                    best = s as u32;
-                }
-            }
+        if c == 0 {
+            return s as u32;
         }
-        best
+        let s = at(c + ((a >> 8) & 0xFF));
+        let c = (s >> 32) as usize;
+        if c == 0 {
+            return s as u32;
+        }
+        at(c + (a & 0xFF)) as u32
     }
 }
 
