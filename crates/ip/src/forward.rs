@@ -326,7 +326,7 @@ mod tests {
 
     #[test]
     fn a_good_packet_is_forwarded_with_ttl_and_checksum_updated() {
-        let mut f = fwd();
+        let f = fwd();
         let mut p = packet(Ipv4Addr::new(10, 2, 0, 7), 64, 84);
         assert_eq!(
             f.decide(&mut p),
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn each_bad_packet_is_dropped_for_its_own_reason() {
-        let mut f = fwd();
+        let f = fwd();
         let good = packet(Ipv4Addr::new(10, 2, 0, 7), 64, 60);
         let mut cases: Vec<(Vec<u8>, DropReason)> = Vec::new();
         let mut v = good.clone();
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn packets_for_the_node_are_local_even_with_ttl_1() {
-        let mut f = fwd();
+        let f = fwd();
         let mut p = packet(Ipv4Addr::new(10, 1, 0, 254), 1, 28);
         assert_eq!(f.decide(&mut p), Decision::Local { len: 28 });
         assert_eq!(p[8], 1);

@@ -252,6 +252,25 @@ mod tests {
         assert_eq!(t.lookup(ip("192.168.1.8")), None);
     }
 
+    /// Longest match by a plain scan; among equal prefixes the last
+    /// inserted.
+    fn scan(routes: &[(u32, u8)], p: u32) -> Option<u32> {
+        let mask = |l: u8| u32::MAX.checked_shl(32 - u32::from(l)).unwrap_or(0);
+        routes
+            .iter()
+            .enumerate()
+            .filter(|(_, &(a, l))| (a ^ p) & mask(l) == 0)
+            .max_by_key(|(i, &(_, l))| (l, *i))
+            .map(|(i, _)| i as u32)
+    }
+
+    /// Addresses near three bases (random low bits, how many at random),
+    /// so prefixes nest in every order and at every level of the trie.
+    fn near_bases() -> impl Strategy<Value = u32> {
+        const BASES: [u32; 3] = [0x0A01_0203, 0x0A01_FF00, 0xC0A8_0001];
+        (0usize..3, any::<u32>(), 0u32..32).prop_map(|(b, r, s)| BASES[b] ^ (r >> s))
+    }
+
     proptest! {
         /// Against a plain scan of every prefix.
         #[test]
@@ -263,18 +282,30 @@ mod tests {
             for (i, &(a, l)) in routes.iter().enumerate() {
                 t.insert(Ipv4Addr::from(a), l, i as u32);
             }
-            let mask = |l: u8| u32::MAX.checked_shl(32 - u32::from(l)).unwrap_or(0);
             // Probe near the prefixes too, not only at random.
             let near = routes.iter().map(|&(a, _)| a ^ 1);
             for p in probes.into_iter().chain(near) {
-                // Longest match; among equal prefixes the last inserted.
-                let want = routes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &(a, l))| (a ^ p) & mask(l) == 0)
-                    .max_by_key(|(i, &(_, l))| (l, *i))
-                    .map(|(i, _)| i as u32);
-                prop_assert_eq!(t.lookup(Ipv4Addr::from(p)), want);
+                prop_assert_eq!(t.lookup(Ipv4Addr::from(p)), scan(&routes, p));
+            }
+        }
+
+        /// Nested prefixes inserted in any order, into the trie from the
+        /// start and into a table that starts small and grows into one:
+        /// a shorter prefix written after a longer one reaches the slots
+        /// below it that nothing longer holds, and a block made later
+        /// starts with what covers it.
+        #[test]
+        fn nested_prefixes_in_any_order(
+            routes in proptest::collection::vec((near_bases(), 0u8..=32), 1..120),
+            probes in proptest::collection::vec(near_bases(), 1..300),
+        ) {
+            for mut t in [Lpm::with_trie(), Lpm::new()] {
+                for (i, &(a, l)) in routes.iter().enumerate() {
+                    t.insert(Ipv4Addr::from(a), l, i as u32);
+                }
+                for &p in &probes {
+                    prop_assert_eq!(t.lookup(Ipv4Addr::from(p)), scan(&routes, p));
+                }
             }
         }
     }
