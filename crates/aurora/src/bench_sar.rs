@@ -1,5 +1,6 @@
-//! `aurora bench sar`: segmentation and reassembly speed against memcpy,
-//! all measured in the same run on one thread.
+//! `aurora bench sar`: segmentation and reassembly speed against memcpy
+//! and against the copy that makes (or reads) the same cell layout, all
+//! measured in the same run on one thread.
 
 use std::hint::black_box;
 use std::time::Instant as WallClock;
@@ -23,6 +24,9 @@ pub struct Row {
     pub gbps: f64,
     /// Ratio to memcpy of the same size in the same run.
     pub vs_memcpy: Option<f64>,
+    /// Ratio to the cell-layout copy of the same size and direction in
+    /// the same run (scatter for segmentation, gather for reassembly).
+    pub vs_layout: Option<f64>,
     /// Items (cells) per second, where that is the unit.
     pub per_sec: Option<f64>,
 }
@@ -94,6 +98,52 @@ pub fn memcpy_rate(secs: f64, size: usize) -> f64 {
     })
 }
 
+/// The cell-layout copy the segmenter's output has: the SDU scattered into
+/// 48-byte payloads behind a 5-byte header, the last cell's rest zeroed,
+/// no trailer and no CRC. What segmentation costs beyond copying bytes
+/// into cells is the ratio to this.
+fn scatter(sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
+    let mut chunks = sdu.chunks_exact(48);
+    let mut cells = cells.iter_mut();
+    // The chunks first: when they run out, zip takes no cell.
+    for (p, c) in chunks.by_ref().zip(cells.by_ref()) {
+        c[..5].copy_from_slice(header);
+        c[5..].copy_from_slice(p);
+    }
+    let rest = chunks.remainder();
+    for (i, c) in cells.enumerate() {
+        c[..5].copy_from_slice(header);
+        let n = if i == 0 { rest.len() } else { 0 };
+        c[5..5 + n].copy_from_slice(&rest[..n]);
+        c[5 + n..].fill(0);
+    }
+}
+
+/// The reverse: the payloads of `cells` gathered into `out`, headers not
+/// looked at, no CRC: the copy reassembly has to make.
+fn gather(cells: &[CellBytes], out: &mut [u8]) {
+    for (o, c) in out.chunks_mut(48).zip(cells) {
+        o.copy_from_slice(&c[5..5 + o.len()]);
+    }
+}
+
+/// Scatter and gather bytes per second (of SDU) for `size`, cache-resident.
+fn layout_rates(secs: f64, size: usize) -> (f64, f64) {
+    let sdu = pattern(size, 6);
+    let mut cells = vec![[0u8; 53]; aal5::cells_for(size)];
+    let header = [0, 0, 2, 0xA0, 0];
+    let sc = rate(secs, size, || {
+        scatter(black_box(&sdu), &header, &mut cells);
+        black_box(&mut cells);
+    });
+    let mut out = vec![0u8; aal5::cpcs_len(size)];
+    let ga = rate(secs, size, || {
+        gather(black_box(&cells), &mut out);
+        black_box(&mut out);
+    });
+    (sc, ga)
+}
+
 fn aal5_seg_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
     let sdu = pattern(size, 2);
     let mut tx = Aal5Tx::with_kernel(VC, Format::Uni, kernel).expect("valid VC");
@@ -141,7 +191,7 @@ fn aal5_reasm_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
 
 /// The stream case: many SDUs whose total exceeds the last-level cache, so
 /// every byte comes from and goes to DRAM.
-fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> (f64, f64, f64) {
+fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> Stream {
     let size = 65535;
     let n = (total / size).max(1);
     let src = pattern(n * size, 4);
@@ -154,6 +204,17 @@ fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> (f64, f64, f64) {
         let k = i % n;
         dst[k * size..(k + 1) * size].copy_from_slice(black_box(&src[k * size..(k + 1) * size]));
         black_box(&mut dst[k * size..(k + 1) * size]);
+        i += 1;
+    });
+    let header = [0, 0, 2, 0xA0, 0];
+    let mut i = 0;
+    let scattered = rate(secs, size, || {
+        let k = i % n;
+        scatter(
+            black_box(&src[k * size..(k + 1) * size]),
+            &header,
+            &mut cells[k * per..(k + 1) * per],
+        );
         i += 1;
     });
     let mut tx = Aal5Tx::with_kernel(VC, Format::Uni, kernel).expect("valid VC");
@@ -193,8 +254,31 @@ fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> (f64, f64, f64) {
         });
         i += 1;
     });
-    drop(dst);
-    (memcpy, seg, reasm)
+    let mut i = 0;
+    let gathered = rate(secs, size, || {
+        let k = i % n;
+        gather(
+            black_box(&cells[k * per..(k + 1) * per]),
+            &mut dst[k * size..(k + 1) * size],
+        );
+        i += 1;
+    });
+    Stream {
+        memcpy,
+        scatter: scattered,
+        seg,
+        gather: gathered,
+        reasm,
+    }
+}
+
+/// The stream case's figures, bytes of SDU per second.
+struct Stream {
+    memcpy: f64,
+    scatter: f64,
+    seg: f64,
+    gather: f64,
+    reasm: f64,
 }
 
 fn hec_rates(secs: f64) -> (f64, f64, f64) {
@@ -264,57 +348,62 @@ fn aal34_rates(secs: f64, size: usize) -> (f64, f64) {
 pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
     let mut rows = Vec::new();
     let s = opts.secs;
+    // One row: `what` at `size`, `bps` bytes a second, against memcpy `m`
+    // and the layout copy `l` where one applies.
+    let row = |what: &str, size, bps: f64, m: f64, l: Option<f64>| Row {
+        what: what.into(),
+        size,
+        gbps: bps / 1e9,
+        vs_memcpy: Some(bps / m),
+        vs_layout: l.map(|l| bps / l),
+        per_sec: None,
+    };
     for &size in &SIZES {
-        progress(&format!("memcpy and AAL5 at {size} bytes"));
+        progress(&format!(
+            "memcpy, the cell-layout copies and AAL5 at {size} bytes"
+        ));
         let m = memcpy_rate(s, size);
+        let (sc, ga) = layout_rates(s, size);
         let seg = aal5_seg_rate(s, size, opts.kernel);
         let re = aal5_reasm_rate(s, size, opts.kernel);
-        rows.push(Row {
-            what: "memcpy".into(),
-            size,
-            gbps: m / 1e9,
-            vs_memcpy: Some(1.0),
-            per_sec: None,
-        });
-        rows.push(Row {
-            what: "aal5 segment".into(),
-            size,
-            gbps: seg / 1e9,
-            vs_memcpy: Some(seg / m),
-            per_sec: None,
-        });
-        rows.push(Row {
-            what: "aal5 reassemble".into(),
-            size,
-            gbps: re / 1e9,
-            vs_memcpy: Some(re / m),
-            per_sec: None,
-        });
+        rows.push(row("memcpy", size, m, m, None));
+        rows.push(row("cell layout scatter", size, sc, m, Some(sc)));
+        rows.push(row("cell layout gather", size, ga, m, Some(ga)));
+        rows.push(row("aal5 segment", size, seg, m, Some(sc)));
+        rows.push(row("aal5 reassemble", size, re, m, Some(ga)));
     }
     progress("stream case (larger than the last-level cache)");
-    let (m, seg, re) = stream_rates(s, opts.stream_bytes, opts.kernel);
-    let size = 65535;
-    rows.push(Row {
-        what: "memcpy stream".into(),
+    let st = stream_rates(s, opts.stream_bytes, opts.kernel);
+    let (size, m) = (65535, st.memcpy);
+    rows.push(row("memcpy stream", size, m, m, None));
+    rows.push(row(
+        "layout scatter stream",
         size,
-        gbps: m / 1e9,
-        vs_memcpy: Some(1.0),
-        per_sec: None,
-    });
-    rows.push(Row {
-        what: "aal5 segment stream".into(),
+        st.scatter,
+        m,
+        Some(st.scatter),
+    ));
+    rows.push(row(
+        "layout gather stream",
         size,
-        gbps: seg / 1e9,
-        vs_memcpy: Some(seg / m),
-        per_sec: None,
-    });
-    rows.push(Row {
-        what: "aal5 reassemble stream".into(),
+        st.gather,
+        m,
+        Some(st.gather),
+    ));
+    rows.push(row(
+        "aal5 segment stream",
         size,
-        gbps: re / 1e9,
-        vs_memcpy: Some(re / m),
-        per_sec: None,
-    });
+        st.seg,
+        m,
+        Some(st.scatter),
+    ));
+    rows.push(row(
+        "aal5 reassemble stream",
+        size,
+        st.reasm,
+        m,
+        Some(st.gather),
+    ));
     progress("HEC");
     let (gen, check, run) = hec_rates(s);
     rows.push(Row {
@@ -322,6 +411,7 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
         size: 0,
         gbps: gen * 53.0 / 1e9,
         vs_memcpy: None,
+        vs_layout: None,
         per_sec: Some(gen),
     });
     rows.push(Row {
@@ -329,6 +419,7 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
         size: 0,
         gbps: check * 53.0 / 1e9,
         vs_memcpy: None,
+        vs_layout: None,
         per_sec: Some(check),
     });
     rows.push(Row {
@@ -336,6 +427,7 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
         size: 0,
         gbps: run * 53.0 / 1e9,
         vs_memcpy: None,
+        vs_layout: None,
         per_sec: Some(run),
     });
     for size in [9180, 65535] {
@@ -345,20 +437,8 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
             .find(|r| r.what == "memcpy" && r.size == size)
             .map_or(1.0, |r| r.gbps * 1e9);
         let (seg, re) = aal34_rates(s, size);
-        rows.push(Row {
-            what: "aal3/4 segment".into(),
-            size,
-            gbps: seg / 1e9,
-            vs_memcpy: Some(seg / m),
-            per_sec: None,
-        });
-        rows.push(Row {
-            what: "aal3/4 reassemble".into(),
-            size,
-            gbps: re / 1e9,
-            vs_memcpy: Some(re / m),
-            per_sec: None,
-        });
+        rows.push(row("aal3/4 segment", size, seg, m, None));
+        rows.push(row("aal3/4 reassemble", size, re, m, None));
     }
     rows
 }
@@ -367,12 +447,12 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
 pub fn table(rows: &[Row], kernel: Kernel) -> String {
     let mut s = format!(
         "aurora bench sar (one thread, CRC kernel {kernel:?}; GB/s = 1e9 bytes of SDU per second)\n\
-         {:<24} {:>7} {:>9} {:>10} {:>14}\n",
-        "what", "bytes", "GB/s", "x memcpy", "per second"
+         {:<24} {:>7} {:>9} {:>10} {:>10} {:>14}\n",
+        "what", "bytes", "GB/s", "x memcpy", "x layout", "per second"
     );
     for r in rows {
         s += &format!(
-            "{:<24} {:>7} {:>9.2} {:>10} {:>14}\n",
+            "{:<24} {:>7} {:>9.2} {:>10} {:>10} {:>14}\n",
             r.what,
             if r.size == 0 {
                 "-".into()
@@ -381,8 +461,42 @@ pub fn table(rows: &[Row], kernel: Kernel) -> String {
             },
             r.gbps,
             r.vs_memcpy.map_or("-".into(), |v| format!("{v:.3}")),
+            r.vs_layout.map_or("-".into(), |v| format!("{v:.3}")),
             r.per_sec.map_or("-".into(), |v| format!("{:.1}M", v / 1e6)),
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scatter ceiling makes the segmenter's layout: the same payload
+    /// bytes in the same cells (the segmenter adds its trailer and CRC in
+    /// the last cell); the gather reads the SDU back.
+    #[test]
+    fn the_layout_copies_make_and_read_the_segmenters_layout() {
+        for size in [1, 40, 48, 1500, 9180] {
+            let sdu = pattern(size, 9);
+            let n = aal5::cells_for(size);
+            let mut cells = vec![[7u8; 53]; n];
+            scatter(&sdu, &[1, 2, 3, 4, 5], &mut cells);
+            let mut tx = Aal5Tx::new(VC, Format::Uni).unwrap();
+            let mut seg = vec![[0u8; 53]; n];
+            assert_eq!(
+                tx.segment_into(&sdu, PduOptions::default(), &mut seg)
+                    .unwrap(),
+                n
+            );
+            for (i, (a, b)) in cells.iter().zip(&seg).enumerate() {
+                assert_eq!(&a[..5], &[1, 2, 3, 4, 5]);
+                let payload = (size.saturating_sub(i * 48)).min(48);
+                assert_eq!(a[5..5 + payload], b[5..5 + payload], "cell {i} of {size}");
+            }
+            let mut out = vec![0u8; aal5::cpcs_len(size)];
+            gather(&cells, &mut out);
+            assert_eq!(&out[..size], &sdu[..]);
+        }
+    }
 }
