@@ -275,6 +275,10 @@ enum Experiment {
         /// Wall-clock seconds of each real-time run.
         #[arg(long, default_value_t = 1.0, value_parser = positive_secs)]
         real_secs: f64,
+        /// Real-time runs busy-wait for their next event instead of
+        /// sleeping (less late; takes a core).
+        #[arg(long)]
+        spin: bool,
         /// The real-time Table 6's CB values, comma-separated.
         #[arg(long, value_delimiter = ',', default_value = "14,28,42,56",
               value_parser = clap::value_parser!(i64).range(1..=1024))]
@@ -853,6 +857,7 @@ fn main() -> ExitCode {
                 Experiment::Vidboard {
                     parts,
                     real_secs,
+                    spin,
                     cb,
                     lt,
                     delays,
@@ -863,6 +868,7 @@ fn main() -> ExitCode {
                     &experiment::VidboardOpts {
                         parts,
                         real_secs,
+                        spin,
                         cbs: cb,
                         lts: lt,
                         delays,

@@ -65,17 +65,18 @@ fn run(text: &str, secs: f64) -> Result<Report, String> {
 }
 
 /// Runs topology `text` in real time (the wall-clock driver `aurora run`
-/// uses, sleeping between events, one worker) for `secs` and a drain of
-/// 100 ms; fails if its books do not balance. The report's `lateness`
-/// says whether the run kept up with the wall clock.
-fn run_real(text: &str, secs: f64) -> Result<Report, String> {
+/// uses, one worker, sleeping between events or with `spin` busy-waiting)
+/// for `secs` and a drain of 100 ms; fails if its books do not balance.
+/// The report's `lateness` says whether the run kept up with the wall
+/// clock.
+fn run_real(text: &str, secs: f64, spin: bool) -> Result<Report, String> {
     let net = aurora_topo::load(text, 1).map_err(|p| p.to_string())?;
     let r = run_network(
         net,
         Duration::from_nanos((secs * 1e9) as i64),
         Duration::from_millis(100),
         (None, None),
-        Clock::Wall { spin: false },
+        Clock::Wall { spin },
         None,
     )?;
     if let Some(why) = r.imbalance() {

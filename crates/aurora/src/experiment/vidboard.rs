@@ -105,6 +105,9 @@ pub struct Opts {
     pub parts: Vec<String>,
     /// Wall-clock seconds of each real-time run.
     pub real_secs: f64,
+    /// Real-time runs busy-wait for their next event instead of sleeping
+    /// (less late; takes a core).
+    pub spin: bool,
     /// The real-time Table 6's CB values.
     pub cbs: Vec<i64>,
     /// The real-time Table 6's LT values.
@@ -344,8 +347,8 @@ struct RealRun {
 }
 
 /// Runs `text` in real time for `secs` (books checked) and reads it.
-fn real_run(text: &str, secs: f64) -> Result<RealRun, String> {
-    let r = run_real(text, secs)?;
+fn real_run(text: &str, secs: f64, spin: bool) -> Result<RealRun, String> {
+    let r = run_real(text, secs, spin)?;
     let v = r.video.as_ref().ok_or("the example has no viewer")?;
     if v.viewers.is_empty() {
         return Err("the example has no viewer".into());
@@ -387,9 +390,14 @@ fn table6_real(out: &Path, o: &Opts) -> Result<Vec<PathBuf>, String> {
     let delays: Vec<String> = o.delays.iter().map(|d| d.to_string()).collect();
     println!(
         "\nTable 6 in real time, 640x480 mono8, closed loop, today's host (this machine's own \
-         receiving code, no host model), {} s of wall time per run, interburst delays {} us; \
-         * marks a figure whose run was not real-time-faithful\n",
+         receiving code, no host model), {} s of wall time per run ({}), interburst delays {} \
+         us; * marks a figure whose run was not real-time-faithful\n",
         o.real_secs,
+        if o.spin {
+            "spinning"
+        } else {
+            "sleeping between events"
+        },
         delays.join(", ")
     );
     println!(
@@ -425,7 +433,7 @@ fn table6_real(out: &Path, o: &Opts) -> Result<Vec<PathBuf>, String> {
             let mut faithful_runs = 0;
             for &d in &o.delays {
                 let t = viewer(&t, "interburst", format!("{d}us").into())?;
-                let r = real_run(&t, o.real_secs)?;
+                let r = real_run(&t, o.real_secs, o.spin)?;
                 faithful_runs += usize::from(r.faithful);
                 if !r.faithful {
                     sentences.push(format!("CB {cb}, LT {lt}, {d} us: {}", r.sentence));
@@ -594,9 +602,14 @@ fn aggregate(out: &Path, secs: f64, o: &Opts) -> Result<Vec<PathBuf>, String> {
     println!(
         "\nAggregate: 1 to {max} cameras (640x480 mono8, closed loop, LT 480, CB 56) into one \
          workstation; host models in virtual time ({secs} s a run, the interburst delay swept), \
-         today's host in real time ({} s of wall time a run, no delay); seed: about \
+         today's host in real time ({} s of wall time a run, {}, no delay); seed: about \
          {SEED_AGGREGATE_MBPS} Mb/s into an Alpha; * marks a run not real-time-faithful\n",
-        o.real_secs
+        o.real_secs,
+        if o.spin {
+            "spinning"
+        } else {
+            "sleeping between events"
+        }
     );
     println!(
         "{:>22} {:>7} {:>10} {:>10} {:>24} {:>11}",
@@ -670,7 +683,7 @@ fn aggregate(out: &Path, secs: f64, o: &Opts) -> Result<Vec<PathBuf>, String> {
     let mut points = Vec::new();
     let mut unfaithful = Vec::new();
     for n in 1..=max {
-        let r = real_run(&cameras(n, "none", 0)?, o.real_secs)?;
+        let r = real_run(&cameras(n, "none", 0)?, o.real_secs, o.spin)?;
         let (lo, hi, mean) = stats(&r.fps);
         println!(
             "{:>22} {:>7} {:>10} {:>10} {:>24} {:>11}",
