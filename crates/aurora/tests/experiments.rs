@@ -145,3 +145,92 @@ fn a_coarse_timer_costs_reno_and_a_larger_window_after_loss_pays() {
     assert!(get("newreno", 1) > get("reno", 1));
     assert!(get("newreno keep 3/4", 1) > get("newreno", 1) * 1.1);
 }
+
+/// Runs `aurora experiment vidboard` with `args` into a fresh folder;
+/// the CSV files `names` it wrote, as rows of fields (header first).
+fn vidboard(args: &[&str], names: &[&str]) -> Vec<Vec<Vec<String>>> {
+    let out = std::env::temp_dir().join(format!("aurora-exp-vidboard-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args(["experiment", "vidboard"])
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tables = names
+        .iter()
+        .map(|name| {
+            std::fs::read_to_string(out.join(format!("{name}.csv")))
+                .unwrap()
+                .lines()
+                .map(|l| l.split(',').map(str::to_string).collect())
+                .collect()
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&out);
+    tables
+}
+
+#[test]
+fn vidboard_real_time_table_6_and_the_aggregate_into_one_workstation() {
+    // A reduced grid: CB 56 at LT 16 and 480, two delays, short runs; one
+    // and two cameras. Real-time figures depend on the machine, so only
+    // their presence and their faithfulness marks are checked.
+    let t = vidboard(
+        &[
+            "--parts",
+            "real,aggregate",
+            "--secs",
+            "3",
+            "--real-secs",
+            "0.4",
+            "--cb",
+            "56",
+            "--lt",
+            "16,480",
+            "--delays",
+            "0,200",
+            "--cameras",
+            "2",
+        ],
+        &["vidboard-table6-real", "vidboard-aggregate"],
+    );
+    let (real, agg) = (&t[0], &t[1]);
+    assert_eq!(
+        real[0][..6],
+        ["cb", "lt", "best_interburst_us", "fps", "mbps", "faithful"]
+    );
+    assert_eq!(real.len(), 3, "{real:?}");
+    for (r, lt) in real[1..].iter().zip(["16", "480"]) {
+        assert_eq!((r[0].as_str(), r[1].as_str()), ("56", lt), "{r:?}");
+        assert!(["0", "200"].contains(&r[2].as_str()), "{r:?}");
+        assert!(num(&r[3]) >= 0.0 && num(&r[3]) <= 31.0, "{r:?}");
+        assert!(["true", "false"].contains(&r[5].as_str()), "{r:?}");
+        assert!(num(&r[6]) <= num(&r[7]) && num(&r[7]) == 2.0, "{r:?}");
+    }
+    let row = |host: &str, n: &str| {
+        agg.iter()
+            .find(|r| r[0] == host && r[2] == n)
+            .unwrap_or_else(|| panic!("no row {host} {n}: {agg:?}"))
+    };
+    for host in ["dec5000", "dec3000"] {
+        let (one, two) = (row(host, "1"), row(host, "2"));
+        assert_eq!(one[1], "virtual");
+        // One camera nearly fills the modelled processor: a second one
+        // adds little to the aggregate, and the two share it, each
+        // getting about half the frames one alone gets.
+        let (a1, a2) = (num(&one[4]), num(&two[4]));
+        assert!(a1 > 5.0 && a1 < 30.0, "{one:?}");
+        assert!(a2 > 0.8 * a1 && a2 < 1.2 * a1, "{one:?} {two:?}");
+        let (f1, f2) = (num(&one[7]), num(&two[7]));
+        assert!(f2 > 0.35 * f1 && f2 < 0.65 * f1, "{one:?} {two:?}");
+        assert!(num(&two[6]) - num(&two[5]) <= 0.5, "fair turns {two:?}");
+    }
+    for n in ["1", "2"] {
+        let r = row("today", n);
+        assert_eq!(r[1], "real");
+        assert!(["true", "false"].contains(&r[9].as_str()), "{r:?}");
+    }
+}

@@ -26,7 +26,7 @@
 //! frame_timeout = "5s"
 //! # host = "dec5000"        # a receiving-host model (see below), or "none"
 //! # pipeline = "vidboard ! busy ms=100 ! ratemeter ! null"
-//! # workstation = "ws1"     # pipeline viewers on one workstation share its processor
+//! # workstation = "ws1"     # viewers on one workstation share its processor
 //! ```
 //!
 //! | field | default | notes |
@@ -44,7 +44,7 @@
 //! | `frame_timeout` | 5s | 1 ms to 60 s: a frame not whole by then is given up and asked again |
 //! | `check` | true | complete frames checked against the source (synthetic) and their counter line |
 //! | `pipeline` | none | `aurora video`'s syntax, first element `vidboard` (no parameters: the frames the network brings); the viewer is then a `PipelineViewer`; not with `processing` (use `busy ms=N`) |
-//! | `workstation` | its own | pipeline viewers naming the same workstation book their `busy` work on one processor, first come, first served |
+//! | `workstation` | its own | viewers naming the same workstation book their work on one processor, first come, first served: a pipeline's `busy` work, the host model's interrupts, cell reads and t-frame work, and a plain viewer's `processing` |
 //!
 //! For each viewer the compiler routes two circuits: the control circuit
 //! from the viewer to the camera, whose way back (a PVC's table entries
@@ -134,9 +134,10 @@ pub struct ViewerDef {
     /// [`PipelineViewer`](aurora_video::pipeline::PipelineViewer).
     #[serde(default)]
     pub pipeline: Option<String>,
-    /// The workstation the viewer's pipeline runs on: pipeline viewers
-    /// naming the same one share its processor (their `busy` work takes
-    /// turns). Default: a processor of its own.
+    /// The workstation the viewer runs on: viewers naming the same one
+    /// share its processor (their pipelines' `busy` work, their host
+    /// models' work and their `processing` take turns). Default: a
+    /// processor of its own.
     #[serde(default)]
     pub workstation: Option<String>,
 }

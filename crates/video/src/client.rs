@@ -52,6 +52,7 @@ use crate::command::{
     self, AckStatus, CommandCell, ErrorReply, Frames, Message, Status, VideoRequest,
 };
 use crate::frame::Picture;
+use crate::pipeline::Processor;
 use crate::source::{read_counter, Source, SyntheticSource};
 use crate::val::{FrameInfo, Layout, Reassembler, RxConfig, RxStats};
 
@@ -99,6 +100,13 @@ pub struct ClientConfig {
     /// The receiving workstation's costs, if it is modelled (see
     /// [`HostModel`]); `None` reads every cell the moment it arrives.
     pub host: Option<HostModel>,
+    /// The workstation's processor, when other viewers share it: the host
+    /// model's work (interrupts, cell reads, t-frame work) and the
+    /// consumer's processing are booked on it first come, first served,
+    /// so viewers on one workstation take turns (see
+    /// [`crate::pipeline::Processor`]). `None`: this viewer has a
+    /// processor of its own.
+    pub cpu: Option<Processor>,
     /// The caller is the consumer: a frame delivered waits until the
     /// caller takes it with [`VidboardClient::take`] (a pipeline's
     /// `VidboardSource`), and `processing` is not used.
@@ -151,6 +159,7 @@ impl ClientConfig {
             reference: None,
             stop: None,
             host: None,
+            cpu: None,
             caller_consumes: false,
         }
     }
@@ -524,7 +533,7 @@ impl VidboardClient {
         }
         self.sink.waiting_frame = false;
         self.sink.counters.frames_taken += 1;
-        self.busy_until = Some(now + self.config.processing);
+        self.busy_until = Some(self.book(now, self.config.processing));
         if self.closed_loop() && self.phase == Phase::Running && self.outstanding.is_none() {
             self.request_frame(now, out);
         }
@@ -650,6 +659,15 @@ impl VidboardClient {
         }
     }
 
+    /// When `work` begun at `now` ends: on the shared processor, after the
+    /// work booked on it before; else at once.
+    fn book(&self, now: Instant, work: Duration) -> Instant {
+        match &self.config.cpu {
+            Some(cpu) if work > Duration::ZERO => cpu.book(now, work),
+            _ => now + work,
+        }
+    }
+
     /// The host model's work due by `now`: finish the cell being read,
     /// start reading the next, or return from the interrupt.
     fn host_run(&mut self, now: Instant, out: &mut Outbox) {
@@ -665,7 +683,7 @@ impl VidboardClient {
                 // waiting raise the next one.
                 self.sink.counters.host_interrupts += 1;
                 self.host_read = 0;
-                self.host_next = Some(t + host.per_burst);
+                self.host_next = Some(self.book(t, host.per_burst));
                 continue;
             }
             match self.host_queue.pop_front() {
@@ -680,7 +698,7 @@ impl VidboardClient {
                             Duration::ZERO
                         };
                     self.host_reading = Some(c);
-                    self.host_next = Some(t + cost);
+                    self.host_next = Some(self.book(t, cost));
                 }
                 None => {
                     self.host_next = None;
@@ -731,7 +749,7 @@ impl Node for VidboardClient {
             if self.host_next.is_none() {
                 // The host was idle: an interrupt.
                 self.sink.counters.host_interrupts += 1;
-                self.host_next = Some(now + host.per_burst);
+                self.host_next = Some(self.book(now, host.per_burst));
             }
         }
     }

@@ -31,7 +31,7 @@ pub use tcp_drops::main as tcp_drops;
 pub use tcp_epd::main as tcp_epd;
 pub use tcp_epd_linux::{main as tcp_epd_linux, Opts as TcpEpdLinuxOpts};
 pub use tcp_long::main as tcp_long;
-pub use vidboard::main as vidboard;
+pub use vidboard::{main as vidboard, Opts as VidboardOpts, PARTS as VIDBOARD_PARTS};
 pub use vusystem::main as vusystem;
 
 /// Reads example `name` from the `examples/` folder beside the binary's
@@ -56,6 +56,27 @@ fn run(text: &str, secs: f64) -> Result<Report, String> {
         Duration::from_millis(100),
         (None, None),
         Clock::Virtual,
+        None,
+    )?;
+    if let Some(why) = r.imbalance() {
+        return Err(why);
+    }
+    Ok(r)
+}
+
+/// Runs topology `text` in real time (the wall-clock driver `aurora run`
+/// uses, one worker, sleeping between events or with `spin` busy-waiting)
+/// for `secs` and a drain of 100 ms; fails if its books do not balance.
+/// The report's `lateness` says whether the run kept up with the wall
+/// clock.
+fn run_real(text: &str, secs: f64, spin: bool) -> Result<Report, String> {
+    let net = aurora_topo::load(text, 1).map_err(|p| p.to_string())?;
+    let r = run_network(
+        net,
+        Duration::from_nanos((secs * 1e9) as i64),
+        Duration::from_millis(100),
+        (None, None),
+        Clock::Wall { spin },
         None,
     )?;
     if let Some(why) = r.imbalance() {

@@ -87,7 +87,8 @@ pub(super) struct ViewerPlan {
     config: ClientConfig,
     /// The video circuit, camera to viewer: each hop's ends and VC.
     video_hops: Vec<RoutedHop>,
-    /// Its pipeline's text (checked) and workstation, if it has one.
+    /// Its pipeline's text (checked; empty for a plain viewer) and its
+    /// workstation, if it has either.
     pipeline: Option<(String, Option<String>)>,
 }
 
@@ -394,14 +395,9 @@ impl Reader<'_> {
         d: &crate::video::ViewerDef,
     ) -> Option<Option<(String, Option<String>)>> {
         let Some(text) = &d.pipeline else {
-            if d.workstation.is_some() {
-                self.c.at(
-                    span,
-                    format!("{me}: workstation is for pipeline viewers; give it a pipeline"),
-                );
-                return None;
-            }
-            return Some(None);
+            // A plain viewer on a workstation: its host model and its
+            // consumer take turns with the other viewers there.
+            return Some(d.workstation.clone().map(|w| (String::new(), Some(w))));
         };
         let mut ok = true;
         if let Err(e) = fed_elements(text) {
@@ -620,15 +616,16 @@ pub(super) fn build(
     let mut processors: BTreeMap<String, Processor> = BTreeMap::new();
     for v in viewers {
         let id = NodeId(nodes.len() as u32);
-        if let Some((text, workstation)) = &v.pipeline {
-            let cpu = workstation
-                .as_ref()
-                .map(|w| processors.entry(w.clone()).or_default().clone());
-            let node = PipelineViewer::from_text(v.config, text, cpu.as_ref())
+        let workstation = v.pipeline.as_ref().and_then(|(_, w)| w.as_ref());
+        let cpu = workstation.map(|w| processors.entry(w.clone()).or_default().clone());
+        let mut config = v.config;
+        config.cpu = cpu.clone();
+        if let Some((text, _)) = v.pipeline.as_ref().filter(|(t, _)| !t.is_empty()) {
+            let node = PipelineViewer::from_text(config, text, cpu.as_ref())
                 .map_err(|e| problem(format!("viewer \"{}\": pipeline: {e}", v.name)))?;
             nodes.push(Box::new(node));
         } else {
-            let client = VidboardClient::new(v.config)
+            let client = VidboardClient::new(config)
                 .map_err(|e| problem(format!("viewer \"{}\": {e}", v.name)))?;
             nodes.push(Box::new(client));
         }
