@@ -447,6 +447,8 @@ fn run_process<F: Carries<CellBytes>>(
                     .node_mut::<aurora_signal::host::SignalHost>(m.local)
                 {
                     hosts.push((m.name.clone(), h.control_handle()));
+                    // It now asks to be polled every INBOX_POLL.
+                    p.engine.touch(m.local);
                 }
             }
             let server = crate::vc_cmd::listen(path, hosts)?;
