@@ -104,6 +104,11 @@ enum Command {
         /// when there are some).
         #[arg(long, default_value = "out/run")]
         out: std::path::PathBuf,
+        /// In real time, listen on a Unix domain socket at this path for
+        /// `aurora vc` commands to the signalling hosts (removed at the
+        /// end of the run).
+        #[arg(long, conflicts_with = "virtual")]
+        control: Option<std::path::PathBuf>,
         #[command(flatten)]
         capture: CaptureOpts,
     },
@@ -1009,6 +1014,7 @@ fn main() -> ExitCode {
             seed,
             json,
             out,
+            control,
             capture,
         } => {
             let capture = capture.arg();
@@ -1032,7 +1038,14 @@ fn main() -> ExitCode {
                 clock,
                 workers,
             };
-            let result = run::run(&file, args, capture.as_ref(), Some(&out), None);
+            let result = run::run(
+                &file,
+                args,
+                capture.as_ref(),
+                Some(&out),
+                None,
+                control.as_deref(),
+            );
             // An unfaithful run still reports (exit 0), but says so on
             // stderr too, so a script reading only the JSON or the exit
             // status's neighbours sees it.

@@ -5,7 +5,9 @@
 //! open` on a's socket opens a VC to b through the relay in the other
 //! process; the PDUs arrive at b (its `aurora vc list`); `aurora vc close`
 //! clears the relay's entry and empties the table; an open to a host that
-//! is not there fails with its reason. Also: mistakes in `[signal] hosts`
+//! is not there fails with its reason. Also: `aurora run --control` in
+//! real time (one process holding both hosts, so commands name one; the
+//! run's report has the VC's books balanced), mistakes in `[signal] hosts`
 //! with their lines, and `--control` on a process with no signalling host.
 
 use std::path::{Path, PathBuf};
@@ -308,4 +310,107 @@ fn mistakes_in_signal_hosts_are_reported_with_their_line() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `aurora run` in real time with `--control`: the same open and close in
+/// one process, and the run's report has the VC's books balanced and
+/// nothing left in the relay or the table.
+#[test]
+fn aurora_run_in_real_time_takes_vc_commands() {
+    let dir = folder("run");
+    let table = dir.join("vci-table");
+    let file = dir.join("topo.toml");
+    let one = topology(&table)
+        .lines()
+        .filter(|l| !l.starts_with("udp_"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&file, one).unwrap();
+    let sock = dir.join("run.sock");
+    let run = aurora()
+        .arg("run")
+        .arg(&file)
+        .args(["--duration", "8s", "--drain", "50ms", "--json", "--control"])
+        .arg(&sock)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(60);
+    while !sock.exists() {
+        assert!(Instant::now() < end, "the control socket never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let s = sock.to_str().unwrap();
+    // The process holds both hosts: a command names one.
+    let out = vc(&["open", "--control", s, "--to", "b"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("several signalling hosts (a, b); name one with host"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = vc(&[
+        "open",
+        "--control",
+        s,
+        "--host",
+        "a",
+        "--to",
+        "b",
+        "--count",
+        "20",
+        "--wait",
+        "60s",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lb = list_until_host(&sock, "b", |l| l["received"][0]["delivered"] == 20);
+    assert_eq!(lb["received"][0]["delivered"], 20, "{lb}");
+    let out = vc(&[
+        "close",
+        "--control",
+        s,
+        "--host",
+        "a",
+        "a/1",
+        "--wait",
+        "60s",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
+    std::fs::remove_dir_all(&dir).ok();
+    let app = &r["signal"]["apps"][0];
+    assert_eq!(app["name"], "a/1", "{r}");
+    assert_eq!(
+        (&app["sent"], &app["unaccounted"]),
+        (&20.into(), &0.into()),
+        "{app}"
+    );
+    assert_eq!(app["delivered"], 20, "{app}");
+    assert_eq!(app["relay_entries_left"], 0, "{app}");
+    assert_eq!(app["table_entries_left"], 0, "{app}");
+}
+
+/// Lists host `host` on `sock` until `ok` holds or 30 s pass.
+fn list_until_host(sock: &Path, host: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let end = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = vc(&[
+            "list",
+            "--control",
+            sock.to_str().unwrap(),
+            "--host",
+            host,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let l: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if ok(&l) || Instant::now() > end {
+            return l;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
