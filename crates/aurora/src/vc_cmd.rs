@@ -194,16 +194,16 @@ pub fn listen(path: &Path, hosts: Vec<(String, ControlHandle)>) -> Result<Contro
                     );
                     continue;
                 }
-                let (hosts, live) = (hosts.clone(), live.clone());
+                let (hosts, done) = (hosts.clone(), live.clone());
                 let spawned = std::thread::Builder::new()
                     .name("control-conn".into())
                     .spawn(move || {
                         serve_connection(conn, &hosts);
-                        live.fetch_sub(1, Ordering::SeqCst);
+                        done.fetch_sub(1, Ordering::SeqCst);
                     });
                 if spawned.is_err() {
-                    // The closure (and its count) went with the failure.
-                    continue;
+                    // The thread never ran, so its count is given back here.
+                    live.fetch_sub(1, Ordering::SeqCst);
                 }
             }
         })

@@ -233,6 +233,8 @@ fn aurora_vc_opens_uses_and_closes_a_vc_between_two_node_processes() {
     );
     assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
 
+    raw_protocol(&sock_b);
+
     let (ra, rb, rs) = (stop(a), stop(b), stop(sw));
     std::fs::remove_dir_all(&dir).ok();
     // The relay holds no host's entry at the end; it carried out the
@@ -413,4 +415,57 @@ fn list_until_host(sock: &Path, host: &str, ok: impl Fn(&Value) -> bool) -> Valu
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The socket's protocol, spoken directly: several requests on one
+/// connection, each answered on a line; a request not understood, an
+/// unknown field and a host not in the process are refused with a
+/// sentence; a line over 4096 bytes is refused and the connection closed.
+fn raw_protocol(sock: &Path) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    let conn = UnixStream::connect(sock).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut w = conn.try_clone().unwrap();
+    let mut r = BufReader::new(conn);
+    let mut ask = |line: &str| -> Value {
+        writeln!(w, "{line}").unwrap();
+        let mut got = String::new();
+        r.read_line(&mut got).unwrap();
+        serde_json::from_str(&got).unwrap_or_else(|e| panic!("{e}: {got}"))
+    };
+    let v = ask(r#"{"op":"list"}"#);
+    assert_eq!((&v["ok"], &v["host"]), (&true.into(), &"b".into()), "{v}");
+    let v = ask("not json");
+    assert_eq!(v["ok"], false);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the request is not understood"),
+        "{v}"
+    );
+    let v = ask(r#"{"op":"list","colour":"red"}"#);
+    assert!(v["error"].as_str().unwrap().contains("colour"), "{v}");
+    let v = ask(r#"{"op":"list","host":"zz"}"#);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("\"zz\" is not a signalling host of this process"),
+        "{v}"
+    );
+    let v = ask(r#"{"op":"open","to":"a","interval_ns":-5}"#);
+    assert!(
+        v["error"].as_str().unwrap().contains("interval -5 ns"),
+        "{v}"
+    );
+    let v = ask(&format!(r#"{{"op":"list","pad":"{}"}}"#, "x".repeat(5000)));
+    assert!(
+        v["error"].as_str().unwrap().contains("longer than 4096"),
+        "{v}"
+    );
+    let mut rest = String::new();
+    assert_eq!(r.read_line(&mut rest).unwrap_or(0), 0, "{rest}");
 }

@@ -457,7 +457,12 @@ impl SignalHost {
             ));
         };
         match a.phase {
-            Phase::Waiting | Phase::Opening(_) | Phase::Open { .. } => {
+            // Not begun: it never will be.
+            Phase::Waiting => {
+                a.phase = Phase::Closed;
+                Ok(())
+            }
+            Phase::Opening(_) | Phase::Open { .. } => {
                 a.spec.close_at = Some(a.spec.close_at.map_or(now, |t| t.min(now)));
                 // No PDU starts after the close begins.
                 if let Some(f) = a.flow_index {

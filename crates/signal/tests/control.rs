@@ -270,3 +270,36 @@ fn one_vc_too_many_is_refused_and_a_full_inbox_refuses_the_caller() {
         assert!(matches!(rx.try_recv(), Ok(Answer::List(..))));
     }
 }
+
+#[test]
+fn closing_an_app_that_has_not_begun_cancels_it() {
+    let mut net = chain(1);
+    // A file's app, due later.
+    let spec = aurora_signal::host::AppSpec {
+        name: "later".into(),
+        to: "dest".into(),
+        flow: 7,
+        path: chain_path(1),
+        open_at: Instant::from_millis(50),
+        close_at: None,
+        sdu: 1000,
+        count: 10,
+        interval: Duration::from_micros(100),
+        refresh: None,
+    };
+    assert!(net
+        .sim
+        .node_mut::<SignalHost>(net.src)
+        .unwrap()
+        .add_app(spec));
+    net.sim.touch(net.src);
+    assert_eq!(
+        net.ask(Request::Close("later".into())),
+        Answer::Closing("later".into())
+    );
+    net.sim.run_until(Instant::from_millis(80));
+    let vc = &net.list()[0];
+    assert_eq!(vc.state, VcState::Closed);
+    assert!(vc.events.is_empty() && vc.vcis.is_empty(), "{vc:?}");
+    assert!(net.table.entries(80_000_000).unwrap().is_empty());
+}
