@@ -364,12 +364,25 @@ fn answer(line: &str, hosts: &[(String, ControlHandle)]) -> Value {
 /// Sends `req` to the control socket at `path`; the answer, or why there
 /// is none (a refusal's sentence included).
 fn call(path: &Path, req: &Value) -> Result<Value, String> {
-    let conn = UnixStream::connect(path).map_err(|e| {
-        format!(
-            "cannot reach the control socket {}: {e} (is aurora node running with --control?)",
-            path.display()
-        )
-    })?;
+    // A socket just made may refuse for a moment (its file appears before
+    // it listens): try again for up to a second.
+    let end = StdInstant::now() + StdDuration::from_secs(1);
+    let conn = loop {
+        match UnixStream::connect(path) {
+            Ok(c) => break c,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused && StdInstant::now() < end =>
+            {
+                std::thread::sleep(StdDuration::from_millis(20));
+            }
+            Err(e) => {
+                return Err(format!(
+                "cannot reach the control socket {}: {e} (is aurora node running with --control?)",
+                path.display()
+            ))
+            }
+        }
+    };
     let timeout = Some(ANSWER_TIMEOUT + StdDuration::from_secs(5));
     conn.set_read_timeout(timeout).map_err(|e| e.to_string())?;
     conn.set_write_timeout(timeout).map_err(|e| e.to_string())?;
