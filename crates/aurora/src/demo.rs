@@ -45,7 +45,7 @@ pub fn main(
                 clock: run::Clock::Wall { spin: false },
                 workers: 1,
             };
-            run::run(&topo, args, capture.as_ref(), None, live)
+            run::run(&topo, args, capture.as_ref(), None, live, None)
         })
     };
     if !quiet {

@@ -30,6 +30,7 @@ mod stripe_report;
 mod tcp_report;
 mod tcp_trace;
 mod ttcp;
+mod vc_cmd;
 mod video_cmd;
 mod video_report;
 
@@ -103,6 +104,11 @@ enum Command {
         /// when there are some).
         #[arg(long, default_value = "out/run")]
         out: std::path::PathBuf,
+        /// In real time, listen on a Unix domain socket at this path for
+        /// `aurora vc` commands to the signalling hosts (removed at the
+        /// end of the run).
+        #[arg(long, conflicts_with = "virtual")]
+        control: Option<std::path::PathBuf>,
         #[command(flatten)]
         capture: CaptureOpts,
     },
@@ -133,8 +139,19 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Listen on a Unix domain socket at this path for `aurora vc`
+        /// commands to the process's signalling hosts (JSON lines; removed
+        /// at the end of the run).
+        #[arg(long)]
+        control: Option<std::path::PathBuf>,
         #[command(flatten)]
         capture: CaptureOpts,
+    },
+    /// Open, close and list VCs of the signalling hosts of a running
+    /// `aurora node` started with --control.
+    Vc {
+        #[command(subcommand)]
+        what: Vc,
     },
     /// Time OAM F5 loopback round trips from a host of a topology file, its
     /// own traffic running around them.
@@ -539,6 +556,77 @@ impl CaptureOpts {
             },
         })
     }
+}
+
+/// `aurora vc`'s commands.
+#[derive(Subcommand)]
+enum Vc {
+    /// Open a VC from a signalling host to another, send on it, and print
+    /// its id once it is open (or why it did not open, failing).
+    Open {
+        /// The node process's control socket.
+        #[arg(long)]
+        control: std::path::PathBuf,
+        /// The host that opens (needed if the process holds several).
+        #[arg(long)]
+        host: Option<String>,
+        /// The destination host.
+        #[arg(long)]
+        to: String,
+        /// Bytes in each PDU, 8 to 65535.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u16).range(8..))]
+        sdu: u16,
+        /// PDUs to send at most while open, 0 to 1000000000.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+        count: u64,
+        /// Time between PDUs, more than 0 and at most 60 s.
+        #[arg(long, default_value = "1ms", value_parser = ping_interval)]
+        interval: aurora_time::Duration,
+        /// Close by itself this long after opening (default: stays open
+        /// until closed), more than 0 and at most 24 hours.
+        #[arg(long, value_parser = run_duration)]
+        close_after: Option<aurora_time::Duration>,
+        /// Read the relays' entries back (and renew the table's leases)
+        /// this often, more than 0 and at most 1 hour.
+        #[arg(long, default_value = "1s", value_parser = refresh_period)]
+        refresh: aurora_time::Duration,
+        /// Wait this long for the VC to open, more than 0 and at most 1 hour.
+        #[arg(long, default_value = "10s", value_parser = refresh_period)]
+        wait: aurora_time::Duration,
+    },
+    /// Close a VC and wait for the outcome.
+    Close {
+        /// The node process's control socket.
+        #[arg(long)]
+        control: std::path::PathBuf,
+        /// The host that opened it (needed if the process holds several).
+        #[arg(long)]
+        host: Option<String>,
+        /// The VC's id, as `aurora vc open` printed it.
+        id: String,
+        /// Wait this long for the close, more than 0 and at most 1 hour.
+        #[arg(long, default_value = "10s", value_parser = refresh_period)]
+        wait: aurora_time::Duration,
+    },
+    /// List a host's VCs (state, relays, VCIs, events, PDUs sent) and
+    /// what arrived at it.
+    List {
+        /// The node process's control socket.
+        #[arg(long)]
+        control: std::path::PathBuf,
+        /// The host (needed if the process holds several).
+        #[arg(long)]
+        host: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Reads `aurora vc`'s `--refresh` and `--wait`: more than 0 and at most
+/// 1 hour.
+fn refresh_period(s: &str) -> Result<aurora_time::Duration, String> {
+    duration_up_to(s, 3600)
 }
 
 /// Reads `--secs`: more than 0 and at most 60 seconds.
@@ -978,6 +1066,7 @@ fn main() -> ExitCode {
             seed,
             json,
             out,
+            control,
             capture,
         } => {
             let capture = capture.arg();
@@ -1001,7 +1090,14 @@ fn main() -> ExitCode {
                 clock,
                 workers,
             };
-            let result = run::run(&file, args, capture.as_ref(), Some(&out), None);
+            let result = run::run(
+                &file,
+                args,
+                capture.as_ref(),
+                Some(&out),
+                None,
+                control.as_deref(),
+            );
             // An unfaithful run still reports (exit 0), but says so on
             // stderr too, so a script reading only the JSON or the exit
             // status's neighbours sees it.
@@ -1026,11 +1122,12 @@ fn main() -> ExitCode {
             duration,
             seed,
             json,
+            control,
             capture,
         } => {
             let capture = capture.arg();
             let d = duration.map(|d| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64));
-            let result = node::main(&file, &name, d, seed, capture.as_ref());
+            let result = node::main(&file, &name, d, seed, capture.as_ref(), control.as_deref());
             if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {
                 if !l.faithful {
                     eprintln!("aurora node: {}", l.sentence);
@@ -1039,6 +1136,40 @@ fn main() -> ExitCode {
             let imbalance = result.as_ref().ok().and_then(node::NodeReport::imbalance);
             unbalanced(report("aurora node", result, json, node::text), imbalance)
         }
+        Command::Vc { what } => match what {
+            Vc::Open {
+                control,
+                host,
+                to,
+                sdu,
+                count,
+                interval,
+                close_after,
+                refresh,
+                wait,
+            } => vc_cmd::open(vc_cmd::OpenArgs {
+                control,
+                host,
+                to,
+                sdu: sdu.into(),
+                count,
+                interval,
+                close_after,
+                refresh,
+                wait,
+            }),
+            Vc::Close {
+                control,
+                host,
+                id,
+                wait,
+            } => vc_cmd::close(&control, host.as_deref(), &id, wait),
+            Vc::List {
+                control,
+                host,
+                json,
+            } => vc_cmd::list_cmd(&control, host.as_deref(), json),
+        },
         Command::Ping {
             file,
             target,

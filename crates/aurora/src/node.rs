@@ -76,6 +76,47 @@ pub struct NodeReport {
     /// The process's signalling hosts: their apps and what arrived.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub apps: Vec<crate::signal_report::EndRow>,
+    /// The process's relaying links: the entries control cells wrote that
+    /// they still hold at the end.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub relays: Vec<RelayRow>,
+}
+
+/// A relaying link of the process at the end of the run.
+#[derive(Debug, Serialize)]
+pub struct RelayRow {
+    /// Its name.
+    pub name: String,
+    /// Its relay id.
+    pub id: u16,
+    /// Entries a host's key wrote that it still holds (both tables).
+    pub host_entries: u64,
+    /// Control cells it carried out, and passed on to relays beyond.
+    pub control_accepted: u64,
+    /// Control cells it passed on.
+    pub control_passed: u64,
+}
+
+/// The rows of the process's relaying links.
+fn relay_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<RelayRow> {
+    p.members
+        .iter()
+        .filter_map(|m| {
+            let l = p.engine.node::<aurora_net::vunet::VunetLink>(m.local)?;
+            let held = (0..=1u8)
+                .flat_map(|t| (0..=u16::MAX).map(move |v| (t, v)))
+                .filter(|&(t, v)| l.owner(t, v).is_some())
+                .count() as u64;
+            let c = l.counters();
+            Some(RelayRow {
+                name: m.name.clone(),
+                id: l.id(),
+                host_entries: held,
+                control_accepted: c.control_accepted,
+                control_passed: c.control_passed,
+            })
+        })
+        .collect()
 }
 
 /// What crossed an IP host's TUN interface.
@@ -327,6 +368,7 @@ pub fn main(
     duration: Option<std::time::Duration>,
     seed: u64,
     capture: Option<&crate::run::CaptureArg>,
+    control: Option<&Path>,
 ) -> Result<NodeReport, String> {
     let text = aurora_topo::read_topology(path)?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
@@ -342,14 +384,21 @@ pub fn main(
     if bp.atomic.is_some() {
         let m = bp.mixed_process(names, seed)?;
         let mut atomic = None;
-        let mut r = run_process(m.process, &m.info, dir, duration, &mut |p, secs| {
-            atomic = Some(atomic_section(&m.atomic, p, secs));
-        })?;
+        let mut r = run_process(
+            m.process,
+            &m.info,
+            dir,
+            duration,
+            control,
+            &mut |p, secs| {
+                atomic = Some(atomic_section(&m.atomic, p, secs));
+            },
+        )?;
         r.atomic = atomic;
         return Ok(r);
     }
     let (p, info) = bp.node_process(names, seed)?;
-    run_process(p, &info, dir, duration, &mut |_, _| {})
+    run_process(p, &info, dir, duration, control, &mut |_, _| {})
 }
 
 /// The ATOMIC part of a process's report.
@@ -383,8 +432,30 @@ fn run_process<F: Carries<CellBytes>>(
     info: &aurora_topo::BlueprintInfo,
     dir: Option<aurora_capture::CaptureDir>,
     duration: Option<std::time::Duration>,
+    control: Option<&Path>,
     after: &mut dyn FnMut(&NodeProcess<F>, f64),
 ) -> Result<NodeReport, String> {
+    // The control socket (removed when the run ends) reaches the
+    // process's signalling hosts through their inboxes.
+    let _control = match control {
+        None => None,
+        Some(path) => {
+            let mut hosts = Vec::new();
+            for m in &p.members {
+                if let Some(h) = p
+                    .engine
+                    .node_mut::<aurora_signal::host::SignalHost>(m.local)
+                {
+                    hosts.push((m.name.clone(), h.control_handle()));
+                    // It now asks to be polled every INBOX_POLL.
+                    p.engine.touch(m.local);
+                }
+            }
+            let server = crate::vc_cmd::listen(path, hosts)?;
+            eprintln!("{}: control socket {}", p.names.join(","), path.display());
+            Some(server)
+        }
+    };
     let captures_dir: Option<Arc<Mutex<aurora_capture::CaptureDir>>> =
         dir.map(|dir| Arc::new(Mutex::new(dir.in_background())));
     if let Some(c) = &captures_dir {
@@ -447,6 +518,7 @@ fn run_process<F: Carries<CellBytes>>(
     }));
     Ok(NodeReport {
         apps,
+        relays: relay_rows(&p),
         name: p.names.join(","),
         nodes: p.members.iter().map(|m| m.name.clone()).collect(),
         secs,
@@ -608,6 +680,12 @@ pub fn text(r: &NodeReport) -> String {
     s += &tun_text(&r.tun);
     s += &crate::stripe_report::ends_text(&r.stripes);
     s += &crate::signal_report::ends_text(&r.apps);
+    for l in &r.relays {
+        s += &format!(
+            "relay {} (id {}): {} entries written by hosts held at the end; {} control cells carried out, {} passed on\n",
+            l.name, l.id, l.host_entries, l.control_accepted, l.control_passed
+        );
+    }
     for (f, cells, pdus, dropped) in &r.captures {
         s += &format!(
             "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"

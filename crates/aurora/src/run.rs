@@ -422,13 +422,15 @@ pub struct RunArgs {
 
 /// Loads and runs `path` as `args` say, writing a pcap file per receiving
 /// port into `capture` if given and publishing figures to `live` as it
-/// goes.
+/// goes; with `control` (real time only), listening there for `aurora vc`
+/// commands to the signalling hosts while it runs.
 pub fn run(
     path: &Path,
     args: RunArgs,
     capture: Option<&CaptureArg>,
     traces: Option<&Path>,
     live: Option<Arc<Mutex<Live>>>,
+    control: Option<&Path>,
 ) -> Result<Report, String> {
     let RunArgs {
         duration,
@@ -446,6 +448,7 @@ pub fn run(
                 tun_workers(&net, clock, workers),
                 aurora_engine::plan::MIN_CUT,
             )?;
+            let _control = listen_control(&mut net, clock, control)?;
             match live {
                 Some(live) => {
                     let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
@@ -468,9 +471,35 @@ pub fn run(
                 tun_workers(&net, clock, workers),
                 aurora_engine::plan::MIN_CUT,
             )?;
+            let _control = listen_control(&mut net, clock, control)?;
             run_network(net, duration, drain, (capture, traces), clock, None)
         }
     }
+}
+
+/// With `path`, the control socket for `aurora vc` commands to the
+/// network's signalling hosts (in real time only); it is removed when the
+/// guard returned is dropped.
+fn listen_control<F: Frame>(
+    net: &mut aurora_topo::Network<F>,
+    clock: Clock,
+    path: Option<&Path>,
+) -> Result<Option<crate::vc_cmd::ControlServer>, String> {
+    let Some(path) = path else { return Ok(None) };
+    if clock == Clock::Virtual {
+        return Err("--control needs a run in real time".into());
+    }
+    let mut hosts = Vec::new();
+    for (name, id) in &net.hosts {
+        if let Some(h) = net.sim.node_mut::<aurora_signal::host::SignalHost>(*id) {
+            hosts.push((name.clone(), h.control_handle()));
+            // It now asks to be polled every INBOX_POLL.
+            net.sim.touch(*id);
+        }
+    }
+    let server = crate::vc_cmd::listen(path, hosts)?;
+    eprintln!("aurora run: control socket {}", path.display());
+    Ok(Some(server))
 }
 
 /// Workers for a run: one when it makes TUN interfaces (the engine's

@@ -78,7 +78,7 @@ pub struct AppRow {
 }
 
 /// A set-up, refresh round or tear-down.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub struct EventRow {
     /// `open`, `refresh` or `close`.
     pub kind: String,
@@ -184,7 +184,7 @@ pub fn ends_text(rows: &[EndRow]) -> String {
 }
 
 /// One event as an indented line.
-fn event_line(e: &EventRow) -> String {
+pub(crate) fn event_line(e: &EventRow) -> String {
     format!(
         "    {:<8} at {:>9.3} ms, took {:>9.1} us{}{}\n",
         e.kind,
@@ -201,7 +201,7 @@ fn event_line(e: &EventRow) -> String {
     )
 }
 
-fn event_row(e: &aurora_signal::host::Event) -> EventRow {
+pub(crate) fn event_row(e: &aurora_signal::host::Event) -> EventRow {
     EventRow {
         kind: e.kind.name().into(),
         started_ms: e.started.as_nanos() as f64 / 1e6,

@@ -233,6 +233,15 @@ impl TrafficHost {
         self.stop = Some(t);
     }
 
+    /// Flow `i` (in the order added) starts no further PDU: its count
+    /// becomes what it has sent. A shaped flow's PDU already leaving
+    /// finishes. An unknown `i` is ignored.
+    pub fn end_flow(&mut self, i: usize) {
+        if let Some(f) = self.flows.get_mut(i) {
+            f.spec.count = f.sent;
+        }
+    }
+
     /// The books of receiving VC `vc`: what it saw of PDUs it did not
     /// deliver.
     pub fn book(&self, vc: VcId) -> Option<&RxBook> {

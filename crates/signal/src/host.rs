@@ -23,6 +23,12 @@
 //! are its own. Sessions are bounded ([`MAX_SESSIONS`]); cells beyond
 //! that, and untagged cells on VCIs the host does not know, are dropped
 //! and counted as `unknown_vc`.
+//!
+//! Applications come from the host's builder ([`SignalHost::add_app`]) or,
+//! while it runs, from commands through its inbox
+//! ([`SignalHost::control_handle`], [`crate::control`]): an open there
+//! becomes an application like any other, opened at once on the path its
+//! [`Directory`] gives to the host named.
 
 use std::sync::Arc;
 
@@ -36,6 +42,10 @@ use aurora_wire::hec::{HecReceiver, HecVerdict};
 use aurora_wire::CellBytes;
 
 use crate::conn::{Closer, Opener, Path, Refresher, Seq, Timing, Vc};
+use crate::control::{
+    Answer, Arrival, ControlHandle, Directory, OpenRequest, Request, VcState, VcStatus, INBOX_POLL,
+    MAX_COUNT, MAX_LIVE_VCS,
+};
 use crate::table::{Owner, VciTable};
 
 /// Receiving sessions a host keeps at most.
@@ -151,6 +161,8 @@ pub struct App {
     rewritten: u64,
     /// Events not listed (over [`MAX_EVENTS`]).
     events_dropped: u64,
+    /// Whether it came through the host's inbox.
+    from_inbox: bool,
 }
 
 impl App {
@@ -183,6 +195,18 @@ impl App {
     /// Whether it closed its VC.
     pub fn is_closed(&self) -> bool {
         matches!(self.phase, Phase::Closed)
+    }
+
+    /// Where its VC is.
+    pub fn state(&self) -> VcState {
+        match self.phase {
+            Phase::Waiting => VcState::Waiting,
+            Phase::Opening(_) => VcState::Opening,
+            Phase::Open { .. } => VcState::Open,
+            Phase::Closing(..) => VcState::Closing,
+            Phase::Closed => VcState::Closed,
+            Phase::Failed => VcState::Failed,
+        }
     }
 
     fn record(&mut self, e: Event) {
@@ -235,6 +259,14 @@ pub struct SignalHost {
     unknown: u64,
     /// Table operations that failed (releases and renewals).
     table_errors: u64,
+    /// What the host can open to through its inbox.
+    directory: Directory,
+    /// Its inbox, once asked for.
+    inbox: Option<ControlHandle>,
+    /// When it was last polled.
+    last_poll: Instant,
+    /// VCs opened through the inbox so far.
+    opened: u64,
 }
 
 impl std::fmt::Debug for SignalHost {
@@ -262,7 +294,223 @@ impl SignalHost {
             hec_dropped: 0,
             unknown: 0,
             table_errors: 0,
+            directory: Directory::default(),
+            inbox: None,
+            last_poll: Instant::ZERO,
+            opened: 0,
         }
+    }
+
+    /// Sets what the host can open to through its inbox.
+    pub fn set_directory(&mut self, d: Directory) {
+        self.directory = d;
+    }
+
+    /// What the host can open to through its inbox.
+    pub fn directory(&self) -> &Directory {
+        &self.directory
+    }
+
+    /// A handle on the host's inbox (made on the first call). From then on
+    /// the host asks to be polled at least every
+    /// [`INBOX_POLL`](crate::control::INBOX_POLL).
+    pub fn control_handle(&mut self) -> ControlHandle {
+        self.inbox.get_or_insert_with(ControlHandle::new).clone()
+    }
+
+    /// Answers every request waiting in the inbox, as of `now`.
+    fn serve(&mut self, now: Instant) {
+        let Some(inbox) = &self.inbox else { return };
+        for (req, reply) in inbox.take() {
+            let answer = self.command(now, req);
+            // A caller that stopped waiting is no concern of the host's.
+            let _ = reply.send(answer);
+        }
+    }
+
+    /// Carries out one request at `now`.
+    fn command(&mut self, now: Instant, req: Request) -> Answer {
+        match req {
+            Request::Open(o) => match self.open_now(now, o) {
+                Ok(id) => Answer::Opening(id),
+                Err(why) => Answer::Refused(why),
+            },
+            Request::Close(id) => match self.close_now(now, &id) {
+                Ok(()) => Answer::Closing(id),
+                Err(why) => Answer::Refused(why),
+            },
+            Request::List => Answer::List(self.vc_list(), self.arrivals()),
+        }
+    }
+
+    /// Checks open request `o` and adds its application, opening at `now`;
+    /// its id, or why not.
+    fn open_now(&mut self, now: Instant, o: OpenRequest) -> Result<String, String> {
+        let me = &self.directory.name;
+        let path = match self.directory.routes.iter().find(|(n, _)| *n == o.to) {
+            Some((_, Some(p))) => p.clone(),
+            Some((_, None)) => {
+                return Err(format!(
+                    "no route from \"{me}\" to \"{}\" through VuNet switches and 1 to {} relaying links",
+                    o.to,
+                    crate::conn::MAX_RELAYS
+                ))
+            }
+            None if o.to == *me => return Err(format!("\"{me}\" cannot open a VC to itself")),
+            None => {
+                let known: Vec<&str> = self
+                    .directory
+                    .routes
+                    .iter()
+                    .take(8)
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                let more = if self.directory.routes.len() > known.len() {
+                    ", ..."
+                } else {
+                    ""
+                };
+                return Err(format!(
+                    "unknown host \"{}\": \"{me}\" can open to {}{more}",
+                    o.to.chars().take(64).collect::<String>(),
+                    if known.is_empty() {
+                        "no host".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ));
+            }
+        };
+        if !(aurora_net::tag::TAG_LEN..=65535).contains(&o.sdu) {
+            return Err(format!("sdu {} is outside 8 to 65535 bytes", o.sdu));
+        }
+        if o.count > MAX_COUNT {
+            return Err(format!("count {} is outside 0 to {MAX_COUNT}", o.count));
+        }
+        let minute = Duration::from_secs(60);
+        if o.interval <= Duration::ZERO || o.interval > minute {
+            return Err("interval is outside 1 ns to 60 s".into());
+        }
+        let day = Duration::from_secs(24 * 3600);
+        if o.close_after
+            .is_some_and(|d| d <= Duration::ZERO || d > day)
+        {
+            return Err("close_after is outside 1 ns to 24 hours".into());
+        }
+        let hour = Duration::from_secs(3600);
+        if o.refresh
+            .is_some_and(|d| d < Duration::from_micros(1) || d > hour)
+        {
+            return Err("refresh is outside 1 us to 1 hour".into());
+        }
+        let live = self
+            .apps
+            .iter()
+            .filter(|a| a.from_inbox && !matches!(a.phase, Phase::Closed | Phase::Failed))
+            .count();
+        if live >= MAX_LIVE_VCS {
+            return Err(format!(
+                "\"{me}\" has {MAX_LIVE_VCS} VCs open or opening, as many as it holds; close one first"
+            ));
+        }
+        if self.apps.len() >= MAX_APPS {
+            return Err(format!(
+                "\"{me}\" has run {MAX_APPS} VCs, as many as it keeps; no more can be opened"
+            ));
+        }
+        let flows = &self.directory.flows;
+        let span = u64::from(flows.end.saturating_sub(flows.start));
+        if span == 0 {
+            return Err(format!("no flow numbers are left for \"{me}\"'s VCs"));
+        }
+        let flow = flows.start + (self.opened % span) as u16;
+        let id = format!("{me}/{}", self.opened + 1);
+        let spec = AppSpec {
+            name: id.clone(),
+            to: o.to,
+            flow,
+            path,
+            open_at: now,
+            close_at: o.close_after.map(|d| now + d),
+            sdu: o.sdu,
+            count: o.count,
+            interval: o.interval,
+            refresh: o.refresh,
+        };
+        if !self.add_app(spec) {
+            return Err("the host refused the VC".into());
+        }
+        if let Some(a) = self.apps.last_mut() {
+            a.from_inbox = true;
+        }
+        self.opened += 1;
+        Ok(id)
+    }
+
+    /// Begins closing VC `id` at `now`, or says why not.
+    fn close_now(&mut self, now: Instant, id: &str) -> Result<(), String> {
+        let Some(a) = self.apps.iter_mut().rev().find(|a| a.spec.name == id) else {
+            return Err(format!(
+                "no VC \"{}\" at \"{}\"",
+                id.chars().take(64).collect::<String>(),
+                self.directory.name
+            ));
+        };
+        match a.phase {
+            // Not begun: it never will be.
+            Phase::Waiting => {
+                a.phase = Phase::Closed;
+                Ok(())
+            }
+            Phase::Opening(_) | Phase::Open { .. } => {
+                a.spec.close_at = Some(a.spec.close_at.map_or(now, |t| t.min(now)));
+                // No PDU starts after the close begins.
+                if let Some(f) = a.flow_index {
+                    self.tx.end_flow(f);
+                }
+                Ok(())
+            }
+            Phase::Closing(..) => Err(format!("VC \"{id}\" is closing already")),
+            Phase::Closed => Err(format!("VC \"{id}\" is closed already")),
+            Phase::Failed => Err(format!("VC \"{id}\" failed; there is nothing to close")),
+        }
+    }
+
+    /// Every application as a VC status.
+    pub fn vc_list(&self) -> Vec<VcStatus> {
+        self.apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| VcStatus {
+                id: a.spec.name.clone(),
+                to: a.spec.to.clone(),
+                state: a.state(),
+                relays: a
+                    .spec
+                    .path
+                    .hops
+                    .iter()
+                    .map(|h| self.directory.relay_name(h.relay))
+                    .collect(),
+                vcis: a.vc.as_ref().map(|v| v.vcis.clone()).unwrap_or_default(),
+                events: a.events.clone(),
+                sent: self.sent(i),
+                flow: a.spec.flow,
+            })
+            .collect()
+    }
+
+    /// What arrived at the host, flow by flow.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.sessions()
+            .map(|(flow, vci, rx)| Arrival {
+                flow,
+                vci,
+                delivered: rx.delivered,
+                missing: rx.missing,
+                corrupted: rx.corrupted + rx.out_of_order,
+            })
+            .collect()
     }
 
     /// Adds an application; refused (false) past [`MAX_APPS`] or with a
@@ -281,6 +529,7 @@ impl SignalHost {
             refresh_failures: 0,
             rewritten: 0,
             events_dropped: 0,
+            from_inbox: false,
         });
         true
     }
@@ -655,6 +904,8 @@ impl Node for SignalHost {
     }
 
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
+        self.last_poll = now;
+        self.serve(now);
         self.tx.poll(now, out);
         for s in &mut self.sessions {
             if s.rx.poll_at().is_some_and(|t| t <= now) {
@@ -688,6 +939,8 @@ impl Node for SignalHost {
             Phase::Closed | Phase::Failed => None,
         });
         let rx = self.sessions.iter().filter_map(|s| s.rx.poll_at());
-        apps.chain(rx).chain(self.tx.poll_at()).min()
+        // With an inbox, commands are looked at every INBOX_POLL.
+        let inbox = self.inbox.as_ref().map(|_| self.last_poll + INBOX_POLL);
+        apps.chain(rx).chain(self.tx.poll_at()).chain(inbox).min()
     }
 }

@@ -16,11 +16,14 @@
 //!   back), with a timeout, retries and a clear reason for a failure; close
 //!   it. Control cells reach relays beyond the first by the route they
 //!   carry ([`aurora_net::vunet::Route`]).
+//! - [`control`]: commands to a running host from another thread (open a
+//!   VC to a named host, close it, list), through the host's inbox.
 //! - [`discover`]: the topology daemon: maps relays and switch ports with
 //!   identify probes, round after round, and gives the connection library
 //!   its paths.
 
 pub mod conn;
+pub mod control;
 pub mod discover;
 pub mod host;
 pub mod table;

@@ -16,6 +16,10 @@
 //! # timeout = "10ms"        # wait this long for each control reply
 //! # retries = 3             # then ask again this often before failing
 //! # lease = "60s"           # the VCI table's leases (renewed by refreshes)
+//! # hosts = ["h1", "h2"]    # signalling hosts without apps of their own
+//! #                         # (they open VCs on command: `aurora vc open`);
+//! #                         # key ids 1, 2, ... in this order, before the
+//! #                         # hosts apps name
 //!
 //! [[relay]]
 //! name = "r1"
@@ -69,6 +73,10 @@ pub struct SignalDef {
     /// Leases of the VCI table's entries.
     #[serde(default)]
     pub lease: Option<String>,
+    /// Hosts that signal without an `[[app]]` of their own (they open VCs
+    /// on command while they run); key ids 1, 2, ... in this order.
+    #[serde(default)]
+    pub hosts: Option<Vec<String>>,
 }
 
 /// An application (`[[app]]`).

@@ -15,7 +15,7 @@
 //! | [`Reader::tcp`] | `tcp.rs` | TCP transfers: their ends, amounts and settings |
 //! | [`Reader::video_nodes`], [`Reader::video`] | `video.rs` | cameras and viewers: sources, requests, host models, their circuits |
 //! | [`Reader::stripes`] | `stripe.rs` | striped VCs: their ends, member PVCs, unit, method, schedule and limits |
-//! | [`Reader::apps`] | `signal.rs` | applications: their hosts, routes, schedules; relays' lifetimes and restarts |
+//! | [`Reader::apps`] | `signal.rs`, `signal/hosts.rs` | applications: their hosts, routes, schedules; `[signal] hosts`; each signalling host's paths to the others; relays' lifetimes and restarts |
 //! | [`Reader::splitter_nodes`], [`Reader::splitters`] | `splitter.rs` | striping relay pairs: their relays, stripe links, settings, and the PVCs they stripe |
 //! | [`Reader::atomic`] | `atomic.rs` | ATOMIC meshes, hosts, cables and flows |
 //! | [`Reader::blueprint`] | `build.rs` | the nodes, links and circuits, built |

@@ -24,6 +24,8 @@ use crate::pvc::Kind;
 use crate::signal::AppDef;
 use crate::{Problem, Problems, MAX_FLOW_COUNT};
 
+mod hosts;
+
 /// A relay's entry lifetime, a control reply's timeout, a lease: 1 us to
 /// 1 hour.
 const SOFT_RANGE: DurationRange = (
@@ -43,9 +45,12 @@ const MAX_SIGNAL_HOSTS: usize = 255;
 pub(crate) struct Signalling {
     /// Applications without problems: the sending host and the spec.
     apps: Vec<(String, AppSpec)>,
-    /// Signalling hosts (ends of applications) with their key ids, in
-    /// file order.
+    /// Signalling hosts (`[signal] hosts`, then ends of applications) with
+    /// their key ids, in file order.
     hosts: BTreeMap<String, u8>,
+    /// Each signalling host's directory: paths to the others, relays'
+    /// names, its flow numbers.
+    directories: BTreeMap<String, aurora_signal::control::Directory>,
     /// Relays' entry lifetimes, by name.
     lifetimes: BTreeMap<String, Duration>,
     /// Relays' restarts, by name.
@@ -153,6 +158,9 @@ impl Signalling {
         for (_, spec) in self.apps.iter().filter(|(h, _)| h == name) {
             h.add_app(spec.clone());
         }
+        if let Some(d) = self.directories.get(name) {
+            h.set_directory(d.clone());
+        }
         Some(h)
     }
 }
@@ -242,6 +250,7 @@ impl<'f> Reader<'f> {
             let d = s.get_ref();
             [d.from.as_str(), d.to.as_str()]
         }));
+        self.signal_hosts(&mut sig, &busy);
         let mut names = BTreeMap::new();
         for (i, a) in file.app.iter().enumerate() {
             let (span, d) = (a.span(), a.get_ref());
@@ -323,6 +332,8 @@ impl<'f> Reader<'f> {
             spec.to = to;
             sig.apps.push((d.host.clone(), spec));
         }
+        let flow_base = self.pvcs.len() + file.app.len();
+        self.host_directories(&mut sig, &relay_ids, flow_base);
         self.signalling = sig;
     }
 
