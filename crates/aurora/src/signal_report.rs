@@ -16,7 +16,7 @@ use aurora_net::Frame;
 use aurora_signal::host::SignalHost;
 use aurora_time::Instant;
 use aurora_topo::Network;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -251,26 +251,46 @@ pub fn report<F: Frame>(
         r.unknown_vc += unknown;
         r.table_errors += table;
         let held = h.table().entries(now).unwrap_or_default();
+        // What the host's VCs not yet closed hold: a closed VC whose VCIs a
+        // later one of the same host took again has not left those behind.
+        let live: Vec<&aurora_signal::conn::Vc> = h
+            .apps()
+            .iter()
+            .filter(|a| !a.is_closed())
+            .filter_map(|a| a.vc())
+            .collect();
+        let live_hops: BTreeSet<(u16, u8, u16)> = live
+            .iter()
+            .flat_map(|vc| vc.path.hops.iter().zip(&vc.vcis))
+            .map(|(hop, &vci)| (hop.relay, hop.side, vci))
+            .collect();
+        let live_grants: BTreeSet<_> = live.iter().flat_map(|vc| vc.grants()).collect();
         for (i, a) in h.apps().iter().enumerate() {
             let spec = a.spec();
             let relay_of = |id: u16| relays.iter().find(|(_, l)| l.id() == id);
             let vc = a.vc();
+            let closed = a.is_closed();
             let relay_entries_left = vc.map_or(0, |vc| {
                 vc.path
                     .hops
                     .iter()
                     .zip(&vc.vcis)
                     .filter(|(hop, &vci)| {
-                        relay_of(hop.relay).is_some_and(|(_, l)| {
-                            h.key_id().is_some() && l.owner(hop.side, vci) == h.key_id()
-                        })
+                        !(closed && live_hops.contains(&(hop.relay, hop.side, vci)))
+                            && relay_of(hop.relay).is_some_and(|(_, l)| {
+                                h.key_id().is_some() && l.owner(hop.side, vci) == h.key_id()
+                            })
                     })
                     .count() as u64
             });
             let table_entries_left = vc.map_or(0, |vc| {
                 let grants = vc.grants();
                 held.iter()
-                    .filter(|e| e.owner == h.owner() && grants.contains(&(e.link, e.vci)))
+                    .filter(|e| {
+                        e.owner == h.owner()
+                            && grants.contains(&(e.link, e.vci))
+                            && !(closed && live_grants.contains(&(e.link, e.vci)))
+                    })
                     .count() as u64
             });
             let sent = h.sent(i);

@@ -124,6 +124,31 @@ fn apps_open_across_one_three_and_six_relays_with_the_modelled_latency() {
     }
 }
 
+/// A host's second VC, opened after its first closed, takes the same VCIs
+/// again and is still open at the end: the entries it holds are its own,
+/// not left behind by the first.
+#[test]
+fn a_closed_vc_is_not_charged_with_what_a_later_one_holds() {
+    let text = chain(2)
+        + "\n[[app]]\nname = \"b\"\nhost = \"h0\"\nto = \"h1\"\nopen_at = \"40ms\"\n\
+           sdu = 1000\ncount = 10\ninterval = \"100us\"\n";
+    let (r, ok, err) = run("reuse", &text, "60ms", true);
+    assert!(ok, "{err}");
+    let apps = r["signal"]["apps"].as_array().unwrap();
+    let (a, b) = (&apps[0], &apps[1]);
+    assert_eq!(a["vcis"], b["vcis"], "the second VC reuses the VCIs");
+    assert_eq!(
+        (u(a, "relay_entries_left"), u(a, "table_entries_left")),
+        (0, 0),
+        "{a}"
+    );
+    assert_eq!(
+        (u(b, "relay_entries_left"), u(b, "table_entries_left")),
+        (2, 3),
+        "{b}"
+    );
+}
+
 /// The example's books and what the restart of r2 did.
 fn check_restart(r: &Value) {
     let apps = apps_clean(r);
