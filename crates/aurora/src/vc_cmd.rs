@@ -35,13 +35,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
-use aurora_signal::control::{Answer, ControlHandle, OpenRequest, Request, VcStatus};
+use aurora_signal::control::{parse_request, Answer, ControlHandle, VcStatus};
 use aurora_time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// Bytes a request line may hold at most.
-pub const MAX_REQUEST: usize = 4096;
+pub use aurora_signal::control::MAX_REQUEST;
 
 /// Bytes an answer line may hold at most (as the client reads it).
 const MAX_ANSWER: usize = 16 << 20;
@@ -54,36 +54,6 @@ pub const ANSWER_TIMEOUT: StdDuration = StdDuration::from_secs(5);
 
 /// How long a connection may sit idle before it is closed.
 const IDLE: StdDuration = StdDuration::from_secs(60);
-
-/// A request as it arrives on the socket.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
-enum WireRequest {
-    Open {
-        #[serde(default)]
-        host: Option<String>,
-        to: String,
-        #[serde(default)]
-        sdu: Option<usize>,
-        #[serde(default)]
-        count: Option<u64>,
-        #[serde(default)]
-        interval_ns: Option<i64>,
-        #[serde(default)]
-        close_after_ns: Option<i64>,
-        #[serde(default)]
-        refresh_ns: Option<i64>,
-    },
-    Close {
-        #[serde(default)]
-        host: Option<String>,
-        id: String,
-    },
-    List {
-        #[serde(default)]
-        host: Option<String>,
-    },
-}
 
 /// A VC in a list.
 #[derive(Debug, Serialize, Deserialize)]
@@ -261,25 +231,11 @@ fn serve_connection(conn: UnixStream, hosts: &[(String, ControlHandle)]) {
     }
 }
 
-/// Nanoseconds as a duration, if given; `what` names it in a refusal.
-fn nanos(v: Option<i64>, what: &str) -> Result<Option<Duration>, String> {
-    match v {
-        None => Ok(None),
-        Some(n) if n > 0 => Ok(Some(Duration::from_nanos(n))),
-        Some(n) => Err(format!("{what} {n} ns is not more than 0")),
-    }
-}
-
 /// The answer to request `line`.
 fn answer(line: &str, hosts: &[(String, ControlHandle)]) -> Value {
-    let req: WireRequest = match serde_json::from_str(line) {
+    let (host, request) = match parse_request(line) {
         Ok(r) => r,
-        Err(e) => return refusal(&format!("the request is not understood: {e}")),
-    };
-    let host = match &req {
-        WireRequest::Open { host, .. }
-        | WireRequest::Close { host, .. }
-        | WireRequest::List { host } => host.clone(),
+        Err(e) => return refusal(&e),
     };
     let names = || {
         hosts
@@ -307,39 +263,6 @@ fn answer(line: &str, hosts: &[(String, ControlHandle)]) -> Value {
                 .collect::<String>(),
             names()
         ));
-    };
-    let request = match req {
-        WireRequest::Open {
-            to,
-            sdu,
-            count,
-            interval_ns,
-            close_after_ns,
-            refresh_ns,
-            ..
-        } => {
-            let times = (|| {
-                Ok::<_, String>((
-                    nanos(interval_ns, "interval")?.unwrap_or(Duration::from_millis(1)),
-                    nanos(close_after_ns, "close_after")?,
-                    nanos(refresh_ns, "refresh")?.or(Some(Duration::from_secs(1))),
-                ))
-            })();
-            let (interval, close_after, refresh) = match times {
-                Ok(t) => t,
-                Err(e) => return refusal(&e),
-            };
-            Request::Open(OpenRequest {
-                to,
-                sdu: sdu.unwrap_or(1000),
-                count: count.unwrap_or(0),
-                interval,
-                close_after,
-                refresh,
-            })
-        }
-        WireRequest::Close { id, .. } => Request::Close(id),
-        WireRequest::List { .. } => Request::List,
     };
     match handle.call(request, ANSWER_TIMEOUT) {
         Answer::Opening(id) | Answer::Closing(id) => json!({"ok": true, "id": id}),

@@ -26,6 +26,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use aurora_time::Duration;
+use serde::Deserialize;
 
 use crate::conn::Path;
 use crate::host::Event;
@@ -229,5 +230,130 @@ impl ControlHandle {
     pub(crate) fn take(&self) -> Vec<Pending> {
         let mut q = self.0.pending.lock().unwrap_or_else(|e| e.into_inner());
         q.drain(..).collect()
+    }
+}
+
+/// Bytes a request line may hold at most (see [`parse_request`]).
+pub const MAX_REQUEST: usize = 4096;
+
+/// A request as a line of JSON carries it (the control socket's form).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+enum WireRequest {
+    Open {
+        #[serde(default)]
+        host: Option<String>,
+        to: String,
+        #[serde(default)]
+        sdu: Option<usize>,
+        #[serde(default)]
+        count: Option<u64>,
+        #[serde(default)]
+        interval_ns: Option<i64>,
+        #[serde(default)]
+        close_after_ns: Option<i64>,
+        #[serde(default)]
+        refresh_ns: Option<i64>,
+    },
+    Close {
+        #[serde(default)]
+        host: Option<String>,
+        id: String,
+    },
+    List {
+        #[serde(default)]
+        host: Option<String>,
+    },
+}
+
+/// Nanoseconds as a duration, if given; `what` names it in a refusal.
+fn nanos(v: Option<i64>, what: &str) -> Result<Option<Duration>, String> {
+    match v {
+        None => Ok(None),
+        Some(n) if n > 0 => Ok(Some(Duration::from_nanos(n))),
+        Some(n) => Err(format!("{what} {n} ns is not more than 0")),
+    }
+}
+
+/// Reads one request line of the control socket's protocol (JSON:
+/// `{"op":"open","host":"a","to":"b","sdu":1000,"count":100,
+/// "interval_ns":1000000,"close_after_ns":null,"refresh_ns":1000000000}`,
+/// `{"op":"close","host":"a","id":"a/1"}`, `{"op":"list","host":"a"}`;
+/// `host` optional, every field of `open` but `to` defaulted to 1000, 0,
+/// 1 ms, never and 1 s): the host it names, if any, and the request; or
+/// one sentence saying what is wrong with it. Whether the numbers are in
+/// range is the host's to say when it takes the request.
+pub fn parse_request(line: &str) -> Result<(Option<String>, Request), String> {
+    if line.len() > MAX_REQUEST {
+        return Err(format!("the request is longer than {MAX_REQUEST} bytes"));
+    }
+    let req: WireRequest =
+        serde_json::from_str(line).map_err(|e| format!("the request is not understood: {e}"))?;
+    Ok(match req {
+        WireRequest::Open {
+            host,
+            to,
+            sdu,
+            count,
+            interval_ns,
+            close_after_ns,
+            refresh_ns,
+        } => (
+            host,
+            Request::Open(OpenRequest {
+                to,
+                sdu: sdu.unwrap_or(1000),
+                count: count.unwrap_or(0),
+                interval: nanos(interval_ns, "interval")?.unwrap_or(Duration::from_millis(1)),
+                close_after: nanos(close_after_ns, "close_after")?,
+                refresh: nanos(refresh_ns, "refresh")?.or(Some(Duration::from_secs(1))),
+            }),
+        ),
+        WireRequest::Close { host, id } => (host, Request::Close(id)),
+        WireRequest::List { host } => (host, Request::List),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_are_read_with_their_defaults_or_refused_in_a_sentence() {
+        let (host, req) = parse_request(r#"{"op":"open","to":"b"}"#).unwrap();
+        assert_eq!(host, None);
+        assert_eq!(
+            req,
+            Request::Open(OpenRequest {
+                to: "b".into(),
+                sdu: 1000,
+                count: 0,
+                interval: Duration::from_millis(1),
+                close_after: None,
+                refresh: Some(Duration::from_secs(1)),
+            })
+        );
+        assert_eq!(
+            parse_request(r#"{"op":"close","host":"a","id":"a/1"}"#).unwrap(),
+            (Some("a".into()), Request::Close("a/1".into()))
+        );
+        assert_eq!(
+            parse_request(r#"{"op":"list"}"#).unwrap(),
+            (None, Request::List)
+        );
+        for (bad, says) in [
+            (
+                r#"{"op":"open","to":"b","interval_ns":-5}"#,
+                "interval -5 ns",
+            ),
+            (r#"{"op":"open","to":"b","colour":1}"#, "not understood"),
+            (r#"{"op":"jump"}"#, "not understood"),
+            ("not json", "not understood"),
+        ] {
+            let e = parse_request(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let long = format!(r#"{{"op":"list","host":"{}"}}"#, "x".repeat(MAX_REQUEST));
+        assert!(parse_request(&long).unwrap_err().contains("longer than"));
     }
 }
