@@ -15,6 +15,8 @@
 //! A node's output port is a queue under a discipline ([`port`]); the link
 //! leaving it pulls the next frame when its line is free, serialises it at
 //! the link's rate, delays it, then loses it or flips a bit as configured.
+//! A receiving node may hold the line feeding one of its inputs, so that
+//! frames wait (and are dropped) in the sending port instead ([`port`]).
 
 use std::any::Any;
 use std::fmt;

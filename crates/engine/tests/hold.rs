@@ -183,3 +183,70 @@ fn the_plan_never_cuts_a_link_into_a_node_that_holds() {
         assert_eq!(home[0] == home[1], hold, "{home:?}");
     }
 }
+
+/// A FIFO of `n` waiting frames that names its drops `refused_here`.
+struct Small {
+    q: std::collections::VecDeque<CellBytes>,
+    n: usize,
+}
+
+impl aurora_engine::port::Port<CellBytes> for Small {
+    fn enqueue(
+        &mut self,
+        frame: CellBytes,
+        _: Instant,
+        _: usize,
+    ) -> Result<(), (CellBytes, &'static str)> {
+        if self.q.len() >= self.n {
+            return Err((frame, "refused_here"));
+        }
+        self.q.push_back(frame);
+        Ok(())
+    }
+    fn dequeue(&mut self, _: Instant) -> Option<CellBytes> {
+        self.q.pop_front()
+    }
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(&CellBytes)) {
+        self.q.iter().for_each(f);
+    }
+}
+
+#[test]
+fn a_held_line_under_a_discipline_drops_by_its_rule() {
+    let mut sim = Engine::new(1);
+    let tx = sim.add_node(Sender {
+        next: 0,
+        count: 200,
+        every: CELL,
+    });
+    let rx = sim.add_node(receiver(true, Duration::from_micros(10)));
+    let spec = LinkSpec::clean(RATE, Duration::from_micros(5), 4096);
+    sim.connect((tx, 0), (rx, 0), spec).unwrap();
+    sim.set_port(
+        tx,
+        0,
+        Box::new(Small {
+            q: Default::default(),
+            n: 10,
+        }),
+    )
+    .unwrap();
+    let why = Arc::new(Mutex::new(Vec::new()));
+    let w = why.clone();
+    sim.set_drop_tap(Box::new(move |_, at, r, _| {
+        w.lock().unwrap().push((at.node, at.port, r));
+    }));
+    sim.run_until(Instant::ZERO + Duration::from_millis(10));
+    sim.clear_drop_tap();
+    let c = sim.link(tx, 0).unwrap();
+    let got = sim.node::<Receiver>(rx).unwrap().arrivals.len() as u64;
+    let why = why.lock().unwrap();
+    assert!(c.overflow > 0);
+    assert_eq!(why.len() as u64, c.overflow);
+    assert!(why.iter().all(|&w| w == (0, 0, "refused_here")));
+    assert_eq!(got + c.overflow, 200);
+    assert!(sim.node::<Receiver>(rx).unwrap().backlog <= 8);
+}
