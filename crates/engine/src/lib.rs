@@ -15,6 +15,8 @@
 //! A node's output port is a queue under a discipline ([`port`]); the link
 //! leaving it pulls the next frame when its line is free, serialises it at
 //! the link's rate, delays it, then loses it or flips a bit as configured.
+//! A receiving node may hold the line feeding one of its inputs, so that
+//! frames wait (and are dropped) in the sending port instead ([`port`]).
 
 use std::any::Any;
 use std::fmt;
@@ -171,6 +173,8 @@ struct DirSpec {
     from: (u32, PortId),
     to: (u32, PortId),
     spec: LinkSpec,
+    /// The receiving node may hold its input ([`Node::holds_input`]).
+    held: bool,
 }
 
 /// The engine, for frames of type `F` (cells unless said otherwise).
@@ -294,8 +298,8 @@ impl<F: Frame> Engine<F> {
         for (n, p) in [a, b] {
             self.free_port(n, p)?;
         }
-        self.add_dir(a, b, a_to_b);
-        self.add_dir(b, a, b_to_a);
+        self.add_dir(a, b, a_to_b, false);
+        self.add_dir(b, a, b_to_a, false);
         Ok(())
     }
 
@@ -318,7 +322,7 @@ impl<F: Frame> Engine<F> {
         {
             return Err(EngineError::NoSuchPort(to.0, to.1));
         }
-        self.add_dir(from, to, spec);
+        self.add_dir(from, to, spec, false);
         Ok(())
     }
 
@@ -335,27 +339,32 @@ impl<F: Frame> Engine<F> {
         }
     }
 
+    /// Adds the direction from `from` to `to` (to a sink outside the
+    /// engine, if `external`: no node receives it, so none holds it).
     fn add_dir(
         &mut self,
         (from, fp): (NodeId, PortId),
         (to, tp): (NodeId, PortId),
         spec: LinkSpec,
+        external: bool,
     ) {
+        let held = !external
+            && self.parts[self.home[to.0 as usize] as usize].nodes[to.0 as usize].holds_input();
         let d = DirSpec {
             from: (from.0, fp),
             to: (to.0, tp),
             spec,
+            held,
         };
         let k = self.specs.len() as u32;
         self.specs.push(d);
         let (near, far) = (self.home[from.0 as usize], self.home[to.0 as usize]);
         for (i, p) in self.parts.iter_mut().enumerate() {
-            p.push_dir(
-                Dir::new(k, d.from, d.to, spec, self.seed),
-                i as u32,
-                near,
-                far,
-            );
+            let mut dir = Dir::new(k, d.from, d.to, spec, self.seed);
+            if held {
+                dir.set_held();
+            }
+            p.push_dir(dir, i as u32, near, far);
         }
         if near != far {
             self.lookahead = self
@@ -382,7 +391,7 @@ impl<F: Frame> Engine<F> {
         let k = self.specs.len();
         // The far end is the port itself: the direction stays in this
         // partition, and its deliveries go to the sink.
-        self.add_dir(from, from, spec);
+        self.add_dir(from, from, spec, true);
         let p = &mut self.parts[0];
         p.dirs[k].external = Some(p.io.outs.len() as u32);
         p.io.outs.push(io::ExtOut {
@@ -566,12 +575,11 @@ impl<F: Frame> Engine<F> {
         for (k, d) in self.specs.iter().enumerate() {
             let (near, far) = (home[d.from.0 as usize], home[d.to.0 as usize]);
             for (i, p) in parts.iter_mut().enumerate() {
-                p.push_dir(
-                    Dir::new(k as u32, d.from, d.to, d.spec, self.seed),
-                    i as u32,
-                    near,
-                    far,
-                );
+                let mut dir = Dir::new(k as u32, d.from, d.to, d.spec, self.seed);
+                if d.held {
+                    dir.set_held();
+                }
+                p.push_dir(dir, i as u32, near, far);
             }
             if let Some(p) = disciplines[k].take() {
                 parts[near as usize].dirs[k].set_port(p);
@@ -602,7 +610,13 @@ impl<F: Frame> Engine<F> {
             .map(|(d, dir)| plan::Edge {
                 a: d.from.0,
                 b: d.to.0,
-                crossing: dir.least_crossing(),
+                // A hold cannot cross partitions: a link into a node that
+                // holds its input is never cut (see [`plan::plan`]).
+                crossing: if d.held {
+                    Duration::ZERO
+                } else {
+                    dir.least_crossing()
+                },
             })
             .collect();
         plan::plan(self.home.len(), &edges, workers, min_cut, pins)

@@ -62,6 +62,13 @@ pub(crate) struct Dir<F> {
     /// next when it is free. (An idle port with nothing waiting needs no
     /// event: a frame sent to it goes straight to the line.)
     pulling: bool,
+    /// The receiving node may hold its input ([`Node::holds_input`]): the
+    /// line is never computed in closed form.
+    pub(crate) held: bool,
+    /// The line starts no frame before this: the receiver's hold, less
+    /// the least time a frame takes to cross (so nothing arrives before
+    /// the time the receiver asked for).
+    hold_until: Instant,
     rng: u64,
     pub(crate) counters: DirCounters,
     /// When each cell on the wire arrives, in arrival order (a link is
@@ -101,6 +108,8 @@ impl<F: Frame> Dir<F> {
             port: AnyPort::Fifo(Fifo::new(spec.buffer)),
             busy_until: Instant::ZERO,
             pulling: false,
+            held: false,
+            hold_until: Instant::ZERO,
             rng: mix | 1,
             counters: DirCounters::default(),
             arrive_at: VecDeque::new(),
@@ -120,6 +129,27 @@ impl<F: Frame> Dir<F> {
     pub(crate) fn set_port(&mut self, port: Box<dyn Port<F>>) {
         self.port = AnyPort::Other(port);
         self.closed = false;
+    }
+
+    /// The receiving node may hold its input: the line pulls event by
+    /// event, so that it can wait.
+    pub(crate) fn set_held(&mut self) {
+        self.held = true;
+        self.closed = false;
+    }
+
+    /// The receiver asks that nothing arrive before `until`: the line
+    /// starts nothing before `until` less the least crossing. A hold only
+    /// lengthens.
+    fn hold(&mut self, until: Instant) {
+        let start = until - self.least_crossing();
+        self.hold_until = self.hold_until.max(start);
+    }
+
+    /// When the line may start its next frame: free, and not held.
+    #[inline]
+    fn free_at(&self) -> Instant {
+        self.busy_until.max(self.hold_until)
     }
 
     /// The sending port's discipline, if it is not the FIFO.
@@ -241,6 +271,9 @@ pub(crate) struct Part<F: Frame> {
     pub(crate) now: Instant,
     /// Per receiving node, a digest of what it received.
     pub(crate) digests: Vec<u64>,
+    /// Per node, per input port: the directions feeding it whose lines
+    /// this partition runs and that the node may hold.
+    inputs: Vec<Vec<Vec<u32>>>,
     pub(crate) events: u64,
     pub(crate) unconnected: u64,
     pub(crate) in_flight: u64,
@@ -268,6 +301,7 @@ impl<F: Frame> Part<F> {
             wake: Vec::new(),
             now: Instant::ZERO,
             digests: Vec::new(),
+            inputs: Vec::new(),
             events: 0,
             unconnected: 0,
             in_flight: 0,
@@ -284,6 +318,7 @@ impl<F: Frame> Part<F> {
     pub(crate) fn push_node(&mut self, node: Box<dyn EngineNode<F>>, mine: bool) {
         let id = self.nodes.len() as u32;
         self.out.push(vec![None; node.ports()]);
+        self.inputs.push(vec![Vec::new(); node.ports()]);
         self.nodes.push(node);
         self.wake.push(None);
         self.digests.push(DIGEST_START);
@@ -298,6 +333,12 @@ impl<F: Frame> Part<F> {
         let k = self.dirs.len() as u32;
         self.out[dir.from.0 as usize][usize::from(dir.from.1)] = Some(k);
         self.remote.push((near == me && far != me).then_some(far));
+        if dir.held && near == me && far == me {
+            // A hold reaches only a line in the receiver's own partition.
+            if let Some(v) = self.inputs[dir.to.0 as usize].get_mut(usize::from(dir.to.1)) {
+                v.push(k);
+            }
+        }
         self.dirs.push(dir);
     }
 
@@ -571,6 +612,11 @@ impl<F: Frame> Part<F> {
             match kind {
                 Kind::TxDone { dir } => {
                     let d = &mut self.dirs[dir as usize];
+                    if d.hold_until > at {
+                        // Held since the pull was planned: pull then.
+                        self.queue.push((d.hold_until, Kind::TxDone { dir }));
+                        return;
+                    }
                     d.pulling = false;
                     if let Some(f) = d.port.dequeue(at) {
                         self.transmit(dir, f);
@@ -667,6 +713,13 @@ impl<F: Frame> Part<F> {
     fn route(&mut self, node: u32, out: &mut Outbox<F>) {
         use aurora_net::accounting::{Place, Side};
         let now = self.now;
+        for (port, until) in out.drain_holds() {
+            if let Some(ks) = self.inputs[node as usize].get(usize::from(port)) {
+                for &k in ks {
+                    self.dirs[k as usize].hold(until);
+                }
+            }
+        }
         if let Some(t) = self.drop_tap.as_mut() {
             for (port, cell, why) in out.drain_drops() {
                 let side = Side::In;
@@ -741,7 +794,7 @@ impl<F: Frame> Part<F> {
                 continue;
             }
             let on_line = usize::from(d.busy_until > now);
-            let accepted = if on_line == 0 && !d.pulling {
+            let accepted = if on_line == 0 && !d.pulling && d.hold_until <= now {
                 // An idle line and nothing waiting: the discipline says at
                 // once whether the frame goes (most frames, at light load).
                 match d.port.pass(cell, now) {
@@ -761,7 +814,7 @@ impl<F: Frame> Part<F> {
                         // The line pulls when it is free.
                     } else {
                         d.pulling = true;
-                        let t = d.busy_until;
+                        let t = d.free_at().max(now);
                         self.queue.push((t, Kind::TxDone { dir: k }));
                     }
                 }

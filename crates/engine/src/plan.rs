@@ -6,9 +6,13 @@
 //! partitions about the same size: links are taken shortest delay first,
 //! and the two groups of nodes a link joins become one unless that group
 //! would outgrow its share of the nodes; links shorter than `min_cut` are
-//! never cut, whatever the sizes. The groups are then packed, largest
-//! first, onto the worker with the fewest nodes. Ties go to the lower node
-//! or worker number, so a plan is a function of the topology alone.
+//! never cut, whatever the sizes, nor are links of zero crossing (the
+//! engine gives that to a link into a node that holds its input, which a
+//! cut would stop reaching the sender; see
+//! [`aurora_net::Outbox::hold_input`]), unless pins put their ends on
+//! different workers. The groups are then packed, largest first, onto the
+//! worker with the fewest nodes. Ties go to the lower node or worker
+//! number, so a plan is a function of the topology alone.
 
 use aurora_time::Duration;
 
@@ -76,7 +80,10 @@ pub fn plan(
         if pa.is_some() && pb.is_some() && pa != pb {
             continue;
         }
-        if e.crossing < min_cut || size[a as usize] + size[b as usize] <= share {
+        if e.crossing < min_cut
+            || e.crossing == Duration::ZERO
+            || size[a as usize] + size[b as usize] <= share
+        {
             let (keep, gone) = (a.min(b), a.max(b));
             up[gone as usize] = keep;
             size[keep as usize] += size[gone as usize];

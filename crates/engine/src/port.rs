@@ -7,6 +7,19 @@
 //! The discipline here is FIFO with a bounded buffer. The buffer counts the
 //! frame on the line too, as a switch's output FIFO does: a port of buffer
 //! B holds B − 1 waiting frames while one is being sent.
+//!
+//! A receiving node may hold an input port
+//! ([`aurora_net::Outbox::hold_input`], for a node whose
+//! [`aurora_net::Node::holds_input`] says it may): the line feeding it
+//! then starts no frame that would arrive before the hold ends (it starts
+//! one crossing, the least frame time plus the delay, before), so frames
+//! wait in the sending port and are dropped there by its rule when it is
+//! full (with nothing on the line, a FIFO of buffer B holds B waiting
+//! frames), counted like any port drop. Frames already on the wire still
+//! arrive. A hold only lengthens. Lines into such a node are never
+//! computed in closed form, and the planner ([`crate::plan`]) never cuts
+//! them: a hold reaches only a line run on the receiver's own worker, and
+//! not an external one.
 
 use std::collections::VecDeque;
 

@@ -64,13 +64,15 @@ impl Frame for Vec<u8> {
 }
 
 /// The frames a node sends during one call, each with its output port, in
-/// the order they were sent; and, when the driver asks for them, copies of
+/// the order they were sent; when the driver asks for them, copies of
 /// the frames the node dropped on arrival, each with its port and reason,
-/// so the driver can charge every loss to the flow it hit.
+/// so the driver can charge every loss to the flow it hit; and the holds
+/// the node put on its input ports ([`Outbox::hold_input`]).
 #[derive(Debug)]
 pub struct Outbox<F = CellBytes> {
     cells: Vec<(PortId, F)>,
     drops: Vec<(PortId, F, &'static str)>,
+    holds: Vec<(PortId, Instant)>,
     track_drops: bool,
 }
 
@@ -79,6 +81,7 @@ impl<F> Default for Outbox<F> {
         Outbox {
             cells: Vec::new(),
             drops: Vec::new(),
+            holds: Vec::new(),
             track_drops: false,
         }
     }
@@ -123,6 +126,22 @@ impl<F> Outbox<F> {
     pub fn drain_drops(&mut self) -> std::vec::Drain<'_, (PortId, F, &'static str)> {
         self.drops.drain(..)
     }
+    /// Asks that no frame arrive on input `port` before `until`: the line
+    /// feeding it starts no frame that would arrive sooner, and frames
+    /// wait in the sending node's output port (under that port's rule,
+    /// drops included). Only for a node whose [`Node::holds_input`] is
+    /// true, and only where the driver can reach the sender (not across
+    /// partitions or external links: there frames keep arriving). A hold
+    /// only lengthens: one ending before the port's current hold changes
+    /// nothing.
+    #[inline]
+    pub fn hold_input(&mut self, port: PortId, until: Instant) {
+        self.holds.push((port, until));
+    }
+    /// Takes the holds asked for, oldest first.
+    pub fn drain_holds(&mut self) -> std::vec::Drain<'_, (PortId, Instant)> {
+        self.holds.drain(..)
+    }
 }
 
 /// A sans-I/O network node, exchanging frames of type `F` (cells unless
@@ -136,6 +155,12 @@ pub trait Node<F: Frame = CellBytes> {
     fn poll(&mut self, now: Instant, out: &mut Outbox<F>);
     /// When [`Node::poll`] next needs to run, if ever.
     fn poll_at(&self) -> Option<Instant>;
+    /// Whether the node may hold its input ports ([`Outbox::hold_input`]):
+    /// asked once, when a link into it is built, so the driver keeps the
+    /// lines feeding it ready to wait.
+    fn holds_input(&self) -> bool {
+        false
+    }
     /// What went through `port` so far, for nodes that switch or relay
     /// cells (hosts report their own figures and give `None`).
     fn port_summary(&self, _port: PortId) -> Option<PortSummary> {

@@ -51,6 +51,15 @@
 //! work both ways) carries the camera's replies, and the video circuit
 //! from the camera to the viewer. The camera gets one control channel
 //! per viewer, in file order. The camera's line rate is its link's.
+//!
+//! A viewer with a host model holds its input while the host works, so
+//! the cells behind wait in the switch's output port toward it: its
+//! link's `buffer` (default 4,096 cells; `examples/vidboard.toml` sets
+//! the seed's 1,024), or that port's `[[port]]` discipline, and are
+//! dropped there when it is full. The cells already on the wire when it
+//! holds wait in a queue in the viewer of at most the same `buffer`
+//! cells (`host_overflow` past that), which also takes the backlog where
+//! the hold cannot reach (a line from another worker or process).
 
 use aurora_engine::NodeId;
 use serde::Deserialize;

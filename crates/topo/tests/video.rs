@@ -84,17 +84,77 @@ fn the_closed_loop_rate_halves_with_a_second_viewer() {
     }
 }
 
+/// The switch, and the engine's counters of its port toward viewer 1.
+fn port_to_v1(net: &aurora_topo::Network) -> (aurora_engine::NodeId, aurora_engine::DirCounters) {
+    let sw = net.switches.iter().find(|(n, _, _)| n == "sw1").unwrap().1;
+    (sw, net.sim.link(sw, 1).unwrap())
+}
+
 #[test]
-fn a_host_model_costs_frames_and_its_losses_are_counted() {
-    // The 1990s host with bursts back to back: its queue overflows and
-    // the t-frames that lose cells are counted lost.
+fn a_host_model_costs_frames_and_its_losses_are_at_the_switch_port() {
+    // The 1990s host with bursts back to back: the host holds its line,
+    // the cells wait in the switch's port toward it, and those finding
+    // it full are dropped there; the t-frames that lose cells are
+    // counted lost.
     let text = topology(1, "oc3", "host = \"dec5000\"\n")
         .replace("interburst = \"20us\"", "interburst = \"0us\"");
     let mut net = aurora_topo::load(&text, 1).unwrap();
+    let drops = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let d = drops.clone();
+    net.sim.set_drop_tap(Box::new(move |_, at, why, _| {
+        d.lock().unwrap().push((at.node, at.port, why));
+    }));
     net.sim.run_until(Instant::ZERO + Duration::from_secs(2));
+    net.sim.clear_drop_tap();
     let v = viewer(&net, "v1");
     let c = v.counters();
-    assert!(c.host_overflow > 0, "{c:?}");
+    // The viewer's own queue takes only the cells on the wire when it
+    // holds: it never fills.
+    assert_eq!(c.host_overflow, 0, "{c:?}");
+    assert!(c.host_queue_max >= 1 && c.host_queue_max < 16, "{c:?}");
+    assert!(v.rx_stats().tframes_lost() > 0);
+    let (sw, port) = port_to_v1(&net);
+    assert!(port.overflow > 0, "{port:?}");
+    let drops = drops.lock().unwrap();
+    assert_eq!(drops.len() as u64, port.overflow);
+    assert!(drops
+        .iter()
+        .all(|&(n, p, why)| (n, p, why) == (sw.0, 1, "tail_drop")));
+}
+
+#[test]
+fn a_port_discipline_in_front_of_a_slow_host_applies_its_rule() {
+    // The same host behind a switch port under a `[[port]]` discipline:
+    // the cells wait in that port, and it refuses them by its own rule,
+    // at its own size, under its own reasons.
+    let text = topology(1, "oc3", "host = \"dec5000\"\n")
+        .replace("interburst = \"20us\"", "interburst = \"0us\"")
+        + "\n[[port]]\nat = \"sw1:1\"\ndiscipline = \"drr\"\nbuffer = 300\n";
+    let mut net = aurora_topo::load(&text, 1).unwrap();
+    net.sim.run_until(Instant::ZERO + Duration::from_secs(2));
+    let (sw, counters) = port_to_v1(&net);
+    let port = net
+        .sim
+        .port::<aurora_engine::cell_port::CellPort>(sw, 1)
+        .expect("a discipline at sw1:1");
+    let refused: u64 = port.stats().iter().map(|q| q.dropped_total()).sum();
+    assert!(refused > 0);
+    assert_eq!(refused, counters.overflow);
+    let served: u64 = port.stats().iter().map(|q| q.served).sum();
+    assert!(served > 0);
+    let reasons: Vec<&str> = port
+        .stats()
+        .iter()
+        .flat_map(|q| q.dropped.iter().map(|(r, _)| *r))
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .all(|r| ["port_full", "queue_full"].contains(r)),
+        "{reasons:?}"
+    );
+    let v = viewer(&net, "v1");
+    assert_eq!(v.counters().host_overflow, 0);
     assert!(v.rx_stats().tframes_lost() > 0);
 }
 

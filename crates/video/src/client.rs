@@ -26,9 +26,13 @@
 //!
 //! **The receiving host.** By default a cell is read the moment it
 //! arrives. With a [`HostModel`] the workstation takes time to absorb
-//! cells: an interrupt per burst, a read per cell, work per t-frame, the
-//! cells waiting meanwhile in a bounded queue (overflow counted). That is
-//! what the seed's shaping parameters were tuned against (Table 6).
+//! cells: an interrupt per burst, a read per cell, work per t-frame.
+//! While it works it holds its input ([`aurora_net::Outbox::hold_input`]):
+//! the cells behind wait in the output port of the switch that feeds it,
+//! and those finding that port full are dropped there, by its rule. The
+//! cells already on the wire when it holds wait in a small queue of its
+//! own (overflow counted). That is what the seed's shaping parameters
+//! were tuned against (Table 6).
 //!
 //! **Winding down.** From [`ClientConfig::stop`] on the client asks for
 //! no more frames, and turns a stream back into the capture loop, so the
@@ -115,9 +119,13 @@ pub struct ClientConfig {
 
 /// A receiving workstation that takes time to absorb cells: an interrupt
 /// when a cell finds it idle, a read per cell, and work per t-frame (at
-/// its last cell). Cells arriving while it works wait in a bounded queue
-/// in front of it (the buffer of the port that feeds it); a cell finding
-/// the queue full is dropped, counted as `host_overflow`. One interrupt
+/// its last cell). While it works it asks that no cell arrive before it
+/// can be free (its input held): cells wait in the port that feeds it
+/// (a switch's output port, under that port's buffer and rule). Cells
+/// that arrive meanwhile all the same (on the wire when it asked, or on a
+/// line the hold cannot reach: from another worker or another process)
+/// wait in a queue of its own of `buffer` cells; a cell finding that
+/// queue full is dropped, counted as `host_overflow`. One interrupt
 /// reads at most one burst (the CB cells the host asked the camera to
 /// send together, as the seed's driver did); cells still waiting after
 /// it take another interrupt.
@@ -129,7 +137,7 @@ pub struct HostModel {
     pub per_cell: Duration,
     /// The cost of finishing a t-frame (checking and placing it).
     pub per_tframe: Duration,
-    /// Cells that may wait (at least 1).
+    /// Cells that may wait in the host's own queue (at least 1).
     pub buffer: usize,
 }
 
@@ -668,6 +676,33 @@ impl VidboardClient {
         }
     }
 
+    /// With a host model, asks that nothing arrive on `port` before the
+    /// host has read what it holds: the end of the work under way, and a
+    /// read (and a t-frame's work, at a t-frame's end) for each cell in
+    /// its own queue. Interrupts still to come are not counted, so this
+    /// is the earliest the host can be free; cells arriving before then
+    /// (sent before the hold reached the line) wait in its own queue.
+    fn hold(&self, port: PortId, out: &mut Outbox) {
+        let (Some(host), Some(next)) = (self.config.host, self.host_next) else {
+            return;
+        };
+        let video = self.config.video_vc;
+        let format = self.config.format;
+        let queued: Duration = self
+            .host_queue
+            .iter()
+            .map(|c| {
+                let vc = Header::parse(&[c[0], c[1], c[2], c[3]], format).vc();
+                if vc == video && c[3] & 0x02 != 0 {
+                    host.per_cell + host.per_tframe
+                } else {
+                    host.per_cell
+                }
+            })
+            .fold(Duration::ZERO, |a, b| a + b);
+        out.hold_input(port, next + queued);
+    }
+
     /// The host model's work due by `now`: finish the cell being read,
     /// start reading the next, or return from the interrupt.
     fn host_run(&mut self, now: Instant, out: &mut Outbox) {
@@ -752,10 +787,16 @@ impl Node for VidboardClient {
                 self.host_next = Some(self.book(now, host.per_burst));
             }
         }
+        self.hold(port, out);
+    }
+
+    fn holds_input(&self) -> bool {
+        self.config.host.is_some()
     }
 
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
         self.host_run(now, out);
+        self.hold(0, out);
         self.wind_down(now, out);
         if self.phase == Phase::Idle && now >= self.config.start {
             self.phase = Phase::Setup;

@@ -241,6 +241,10 @@ impl Node for PipelineViewer {
         self.run(now, out);
     }
 
+    fn holds_input(&self) -> bool {
+        self.client.holds_input()
+    }
+
     fn poll(&mut self, now: Instant, out: &mut Outbox) {
         if self.client.poll_at().is_some_and(|t| t <= now) {
             self.client.poll(now, out);
