@@ -122,8 +122,15 @@ fn scatter(sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
 /// The reverse: the payloads of `cells` gathered into `out`, headers not
 /// looked at, no CRC: the copy reassembly has to make.
 fn gather(cells: &[CellBytes], out: &mut [u8]) {
-    for (o, c) in out.chunks_mut(48).zip(cells) {
-        o.copy_from_slice(&c[5..5 + o.len()]);
+    let mut chunks = out.chunks_exact_mut(48);
+    let mut cells = cells.iter();
+    // The chunks first: when they run out, zip takes no cell.
+    for (o, c) in chunks.by_ref().zip(cells.by_ref()) {
+        o.copy_from_slice(&c[5..]);
+    }
+    let rest = chunks.into_remainder();
+    if let Some(c) = cells.next() {
+        rest.copy_from_slice(&c[5..5 + rest.len()]);
     }
 }
 
