@@ -587,8 +587,8 @@ enum Vc {
         #[arg(long, value_parser = run_duration)]
         close_after: Option<aurora_time::Duration>,
         /// Read the relays' entries back (and renew the table's leases)
-        /// this often, more than 0 and at most 1 hour.
-        #[arg(long, default_value = "1s", value_parser = refresh_period)]
+        /// this often, at most 1 hour; 0 for never.
+        #[arg(long, default_value = "1s", value_parser = refresh_or_never)]
         refresh: aurora_time::Duration,
         /// Wait this long for the VC to open, more than 0 and at most 1 hour.
         #[arg(long, default_value = "10s", value_parser = refresh_period)]
@@ -627,6 +627,15 @@ enum Vc {
 /// 1 hour.
 fn refresh_period(s: &str) -> Result<aurora_time::Duration, String> {
     duration_up_to(s, 3600)
+}
+
+/// Reads `--refresh` of `aurora vc open`: 0 (no refresh daemon for the VC)
+/// or more than 0 and at most 1 hour.
+fn refresh_or_never(s: &str) -> Result<aurora_time::Duration, String> {
+    match aurora_topo::parse_duration(s) {
+        Ok(d) if d.as_nanos() == 0 => Ok(d),
+        _ => duration_up_to(s, 3600),
+    }
 }
 
 /// Reads `--secs`: more than 0 and at most 60 seconds.

@@ -102,7 +102,13 @@ fn relay_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<RelayRow> {
     p.members
         .iter()
         .filter_map(|m| {
-            let l = p.engine.node::<aurora_net::vunet::VunetLink>(m.local)?;
+            let l = p
+                .engine
+                .node::<aurora_net::vunet::VunetLink>(m.local)
+                .or_else(|| {
+                    let av = p.engine.node::<aurora_net::avlink::Avlink>(m.local)?;
+                    Some(av.relay())
+                })?;
             let held = (0..=1u8)
                 .flat_map(|t| (0..=u16::MAX).map(move |v| (t, v)))
                 .filter(|&(t, v)| l.owner(t, v).is_some())

@@ -152,7 +152,11 @@ pub fn listen(path: &Path, hosts: Vec<(String, ControlHandle)>) -> Result<Contro
         .name("control".into())
         .spawn(move || {
             for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
+                let Ok(mut conn) = conn else {
+                    // Out of descriptors, say: wait rather than spin.
+                    std::thread::sleep(StdDuration::from_millis(50));
+                    continue;
+                };
                 if live.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                     live.fetch_sub(1, Ordering::SeqCst);
                     let _ = writeln!(

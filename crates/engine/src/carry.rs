@@ -149,13 +149,17 @@ impl<T: Frame> Carried<T> {
         self.wrong_kind
     }
 
-    /// Hands what the inner node sent (and dropped) on, wrapped.
+    /// Hands what the inner node sent (and dropped) on, wrapped, and the
+    /// holds it put on its inputs.
     fn flush<F: Carries<T>>(&mut self, out: &mut Outbox<F>) {
         for (p, t) in self.out.drain() {
             out.push(p, F::wrap(t));
         }
         for (p, t, why) in self.out.drain_drops() {
             out.dropped(p, &F::wrap(t), why);
+        }
+        for (p, until) in self.out.drain_holds() {
+            out.hold_input(p, until);
         }
         self.to_host = self.inner.packet_port().map_or(0, |p| p.to_host_len());
     }
@@ -192,6 +196,10 @@ impl<T: Frame, F: Carries<T>> Node<F> for Carried<T> {
 
     fn poll_at(&self) -> Option<Instant> {
         self.inner.poll_at()
+    }
+
+    fn holds_input(&self) -> bool {
+        self.inner.holds_input()
     }
 
     fn port_summary(&self, port: PortId) -> Option<PortSummary> {
@@ -404,6 +412,39 @@ mod tests {
             <Unit as Carries<CellBytes>>::peek(&Unit::Frame(vec![5; 53])),
             Some(&[5u8; 53])
         );
+    }
+
+    /// Holds its one input until 1 ms past whatever arrives.
+    struct Slow;
+    impl Node<CellBytes> for Slow {
+        fn ports(&self) -> usize {
+            1
+        }
+        fn receive(&mut self, now: Instant, _: PortId, _: &[CellBytes], out: &mut Outbox) {
+            out.hold_input(0, now + aurora_time::Duration::from_millis(1));
+        }
+        fn poll(&mut self, _: Instant, _: &mut Outbox) {}
+        fn poll_at(&self) -> Option<Instant> {
+            None
+        }
+        fn holds_input(&self) -> bool {
+            true
+        }
+    }
+
+    /// A node that holds its input still does inside a mixed network: the
+    /// wrapper says so and hands its holds on (one per port, the latest).
+    #[test]
+    fn a_wrapped_node_holds_its_input_through_the_wrapper() {
+        let mut n = Carried::new(Box::new(Slow) as Box<dyn EngineNode<CellBytes>>);
+        assert!(Node::<Unit>::holds_input(&n));
+        let mut out: Outbox<Unit> = Outbox::default();
+        for t in [0, 5, 3] {
+            let now = Instant::from_millis(t);
+            Node::<Unit>::receive(&mut n, now, 0, &[Unit::Cell([0; 53])], &mut out);
+        }
+        let holds: Vec<_> = out.drain_holds().collect();
+        assert_eq!(holds, [(0, Instant::from_millis(6))]);
     }
 
     /// Keeps what it is sent; gives back what it is given.

@@ -149,6 +149,8 @@ impl Trie {
             return c;
         }
         let c = self.slots.len();
+        // The child index lives in a slot's high half.
+        assert!(c <= u32::MAX as usize - BLOCK, "trie beyond 2^32 slots");
         let (value, len) = (self.slots[i] & 0xFFFF_FFFF, self.lens[i]);
         self.slots.resize(c + BLOCK, value);
         self.lens.resize(c + BLOCK, len);

@@ -136,9 +136,15 @@ impl<F> Outbox<F> {
     /// nothing.
     #[inline]
     pub fn hold_input(&mut self, port: PortId, until: Instant) {
-        self.holds.push((port, until));
+        // One hold per port, the latest: an outbox nobody drains of holds
+        // (a node inside another's) stays as small as the node's ports.
+        match self.holds.iter_mut().find(|h| h.0 == port) {
+            Some(h) => h.1 = h.1.max(until),
+            None => self.holds.push((port, until)),
+        }
     }
-    /// Takes the holds asked for, oldest first.
+    /// Takes the holds asked for, one per port (the latest), in the order
+    /// their ports were first held.
     pub fn drain_holds(&mut self) -> std::vec::Drain<'_, (PortId, Instant)> {
         self.holds.drain(..)
     }

@@ -180,8 +180,9 @@ pub enum Answer {
     Refused(String),
 }
 
-/// A request and where its answer goes.
-type Pending = (Request, mpsc::Sender<Answer>);
+/// A request, where its answer goes, and the wall-clock time after which
+/// its caller no longer waits (then it is refused, not carried out).
+pub(crate) type Pending = (Request, mpsc::Sender<Answer>, Option<std::time::Instant>);
 
 /// The requests waiting for a host (see the module docs).
 #[derive(Debug, Default)]
@@ -202,6 +203,16 @@ impl ControlHandle {
     /// Puts `req` in the inbox; the receiver its answer will arrive on, or
     /// why it could not be put there (the inbox is full).
     pub fn send(&self, req: Request) -> Result<mpsc::Receiver<Answer>, String> {
+        self.send_by(req, None)
+    }
+
+    /// As [`ControlHandle::send`], but a request the host has not taken by
+    /// `deadline` (wall clock) is refused unanswered-for, not carried out.
+    fn send_by(
+        &self,
+        req: Request,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<mpsc::Receiver<Answer>, String> {
         let (tx, rx) = mpsc::channel();
         // A poisoned lock means a thread panicked holding it; the queue
         // itself is still whole.
@@ -211,14 +222,17 @@ impl ControlHandle {
                 "the host has {INBOX_CAP} commands waiting already; try again"
             ));
         }
-        q.push_back((req, tx));
+        q.push_back((req, tx, deadline));
         Ok(rx)
     }
 
     /// Puts `req` in the inbox and waits up to `timeout` for the answer;
-    /// a refusal if the inbox is full or no answer came in time.
+    /// a refusal if the inbox is full or no answer came in time. A request
+    /// the host has not taken by then is never carried out, so a caller
+    /// told "no answer" has not opened or closed anything.
     pub fn call(&self, req: Request, timeout: std::time::Duration) -> Answer {
-        match self.send(req) {
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        match self.send_by(req, deadline) {
             Err(e) => Answer::Refused(e),
             Ok(rx) => rx.recv_timeout(timeout).unwrap_or_else(|_| {
                 Answer::Refused("the host did not answer in time (is its process running?)".into())
@@ -280,7 +294,7 @@ fn nanos(v: Option<i64>, what: &str) -> Result<Option<Duration>, String> {
 /// "interval_ns":1000000,"close_after_ns":null,"refresh_ns":1000000000}`,
 /// `{"op":"close","host":"a","id":"a/1"}`, `{"op":"list","host":"a"}`;
 /// `host` optional, every field of `open` but `to` defaulted to 1000, 0,
-/// 1 ms, never and 1 s): the host it names, if any, and the request; or
+/// 1 ms, never and 1 s; `refresh_ns` 0 for no refresh): the host it names, if any, and the request; or
 /// one sentence saying what is wrong with it. Whether the numbers are in
 /// range is the host's to say when it takes the request.
 pub fn parse_request(line: &str) -> Result<(Option<String>, Request), String> {
@@ -306,7 +320,11 @@ pub fn parse_request(line: &str) -> Result<(Option<String>, Request), String> {
                 count: count.unwrap_or(0),
                 interval: nanos(interval_ns, "interval")?.unwrap_or(Duration::from_millis(1)),
                 close_after: nanos(close_after_ns, "close_after")?,
-                refresh: nanos(refresh_ns, "refresh")?.or(Some(Duration::from_secs(1))),
+                // 0: no refresh daemon for this VC.
+                refresh: match refresh_ns {
+                    Some(0) => None,
+                    r => nanos(r, "refresh")?.or(Some(Duration::from_secs(1))),
+                },
             }),
         ),
         WireRequest::Close { host, id } => (host, Request::Close(id)),

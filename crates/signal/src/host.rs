@@ -30,6 +30,7 @@
 //! becomes an application like any other, opened at once on the path its
 //! [`Directory`] gives to the host named.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use aurora_net::tag::Tag;
@@ -57,6 +58,9 @@ pub const MAX_APPS: usize = 4096;
 /// Events an application records at most (refresh rounds beyond this are
 /// counted, not listed).
 pub const MAX_EVENTS: usize = 64;
+
+/// Closed or failed VCs a list shows at most (the most recent).
+pub const LIST_FINISHED: usize = 64;
 
 /// A table shared by the hosts of a network.
 pub type SharedTable = Arc<dyn VciTable + Send + Sync>;
@@ -321,7 +325,13 @@ impl SignalHost {
     /// Answers every request waiting in the inbox, as of `now`.
     fn serve(&mut self, now: Instant) {
         let Some(inbox) = &self.inbox else { return };
-        for (req, reply) in inbox.take() {
+        for (req, reply, deadline) in inbox.take() {
+            if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+                // Its caller was told there was no answer: carry nothing
+                // out that it does not know of.
+                let _ = reply.send(Answer::Refused("the request waited too long".into()));
+                continue;
+            }
             let answer = self.command(now, req);
             // A caller that stopped waiting is no concern of the host's.
             let _ = reply.send(answer);
@@ -351,7 +361,7 @@ impl SignalHost {
             Some((_, Some(p))) => p.clone(),
             Some((_, None)) => {
                 return Err(format!(
-                    "no route from \"{me}\" to \"{}\" through VuNet switches and 1 to {} relaying links",
+                    "no route from \"{me}\" to \"{}\" through VuNet switches and 1 to {} relaying links or AVlinks",
                     o.to,
                     crate::conn::MAX_RELAYS
                 ))
@@ -423,7 +433,22 @@ impl SignalHost {
         if span == 0 {
             return Err(format!("no flow numbers are left for \"{me}\"'s VCs"));
         }
-        let flow = flows.start + (self.opened % span) as u16;
+        // The next flow number in turn that no VC of this host not yet
+        // closed or failed uses (a receiver keeps books per flow).
+        let busy: BTreeSet<u16> = self
+            .apps
+            .iter()
+            .filter(|a| !matches!(a.phase, Phase::Closed | Phase::Failed))
+            .map(|a| a.spec.flow)
+            .collect();
+        let Some(flow) = (0..span)
+            .map(|k| flows.start + ((self.opened + k) % span) as u16)
+            .find(|f| !busy.contains(f))
+        else {
+            return Err(format!(
+                "\"{me}\" has no flow number left for another VC ({span} are in use); close one first"
+            ));
+        };
         let id = format!("{me}/{}", self.opened + 1);
         let spec = AppSpec {
             name: id.clone(),
@@ -476,11 +501,24 @@ impl SignalHost {
         }
     }
 
-    /// Every application as a VC status.
+    /// Every application not yet closed or failed, and the
+    /// [`LIST_FINISHED`] that finished last, as VC statuses (so a list stays
+    /// small enough for one answer line however long the host runs).
     pub fn vc_list(&self) -> Vec<VcStatus> {
+        let finished = |a: &App| matches!(a.phase, Phase::Closed | Phase::Failed);
+        let done = self.apps.iter().filter(|a| finished(a)).count();
+        let skip = done.saturating_sub(LIST_FINISHED);
+        let mut seen = 0;
         self.apps
             .iter()
             .enumerate()
+            .filter(|(_, a)| {
+                if !finished(a) {
+                    return true;
+                }
+                seen += 1;
+                seen > skip
+            })
             .map(|(i, a)| VcStatus {
                 id: a.spec.name.clone(),
                 to: a.spec.to.clone(),

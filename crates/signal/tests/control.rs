@@ -303,3 +303,62 @@ fn closing_an_app_that_has_not_begun_cancels_it() {
     assert!(vc.events.is_empty() && vc.vcis.is_empty(), "{vc:?}");
     assert!(net.table.entries(80_000_000).unwrap().is_empty());
 }
+
+/// Flow numbers are taken in turn, skipping those of VCs still open: a
+/// host with two numbers holds two VCs, refuses a third, and after a
+/// close reuses the freed number, never one a live VC has.
+#[test]
+fn a_flow_number_is_never_shared_by_two_live_vcs() {
+    let mut net = chain(1);
+    {
+        let h = net.sim.node_mut::<SignalHost>(net.src).unwrap();
+        let mut d = h.directory().clone();
+        d.flows = 100..102;
+        h.set_directory(d);
+    }
+    for k in 1..=2 {
+        assert_eq!(
+            net.ask(Request::Open(open("dest", 0))),
+            Answer::Opening(format!("src/{k}"))
+        );
+    }
+    let why = net.refused(Request::Open(open("dest", 0)));
+    assert!(why.contains("no flow number left"), "{why}");
+    net.sim.run_until(Instant::from_millis(30));
+    assert_eq!(
+        net.ask(Request::Close("src/2".into())),
+        Answer::Closing("src/2".into())
+    );
+    net.sim.run_until(Instant::from_millis(60));
+    assert_eq!(
+        net.ask(Request::Open(open("dest", 0))),
+        Answer::Opening("src/3".into())
+    );
+    let flows: Vec<(String, u16)> = net.list().into_iter().map(|v| (v.id, v.flow)).collect();
+    assert_eq!(
+        flows,
+        [
+            ("src/1".to_string(), 100),
+            ("src/2".to_string(), 101),
+            ("src/3".to_string(), 101)
+        ]
+    );
+}
+
+/// A caller that stopped waiting (no answer within its timeout) has not
+/// opened anything: the host, polled later, refuses the stale request
+/// instead of carrying it out.
+#[test]
+fn a_request_whose_caller_gave_up_is_not_carried_out() {
+    let mut net = chain(1);
+    let a = net.ctl.call(
+        Request::Open(open("dest", 10)),
+        std::time::Duration::from_millis(1),
+    );
+    assert!(
+        matches!(&a, Answer::Refused(w) if w.contains("did not answer")),
+        "{a:?}"
+    );
+    net.sim.run_until(Instant::from_millis(30));
+    assert!(net.list().is_empty());
+}

@@ -233,3 +233,39 @@ fn an_avlink_restarted_mid_run_is_rewritten_by_the_refresh() {
     assert!(lost >= missed, "{lost} cells for {missed} PDUs");
     assert!(app.is_closed());
 }
+
+/// `[signal] hosts` gives a host a directory with a route to every other
+/// signalling host, AVlinks counted like relays: a host beside the MIT
+/// AVlink reaches Bellcore through the two AVlinks and no relaying link.
+#[test]
+fn a_signalling_hosts_directory_reaches_across_the_wan_through_avlinks_alone() {
+    use aurora_signal::host::SignalHost;
+    let text = with(
+        "timeout = \"40ms\"",
+        "timeout = \"40ms\"\nhosts = [\"mit2-host\"]",
+    )
+        + "\n[[host]]\nname = \"mit2-host\"\n\n[[link]]\na = \"mit2-host\"\nb = \"vs-mit2:1\"\n";
+    let net = aurora_topo::load(&text, 5).unwrap();
+    let h = net
+        .sim
+        .node::<SignalHost>(host_id(&net, "mit2-host"))
+        .unwrap();
+    let (_, path) = h
+        .directory()
+        .routes
+        .iter()
+        .find(|(n, _)| n == "bc-app")
+        .expect("bc-app in the directory");
+    let hops: Vec<(u16, u8)> = path
+        .as_ref()
+        .expect("a route")
+        .hops
+        .iter()
+        .map(|x| (x.relay, x.side))
+        .collect();
+    assert_eq!(
+        hops,
+        [(1, 0), (2, 1)],
+        "av-mit from its VuNet, av-bc from the WAN"
+    );
+}

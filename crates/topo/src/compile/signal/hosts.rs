@@ -69,10 +69,12 @@ impl<'f> Reader<'f> {
             for (to, _) in names.iter().filter(|(n, _)| n != from) {
                 let path = self.find_route(from, to).and_then(|route| {
                     // Only routes the path builder takes without a
-                    // complaint: 1 to MAX_RELAYS relays.
+                    // complaint: 1 to MAX_RELAYS relays and AVlinks.
                     let relays = route
                         .iter()
-                        .filter(|(n, _)| self.kinds.get(n) == Some(&Kind::Relay))
+                        .filter(|(n, _)| {
+                            matches!(self.kinds.get(n), Some(Kind::Relay | Kind::Avlink))
+                        })
                         .count();
                     if !(1..=MAX_RELAYS).contains(&relays) {
                         return None;
