@@ -248,10 +248,7 @@ impl Forwarder {
             Ok(h) => h,
             Err(e) => return Decision::Drop(e.into()),
         };
-        let route = self
-            .lpm
-            .lookup(h.dst)
-            .and_then(|i| self.routes.get(i as usize));
+        let route = self.routes.get(self.lpm.index(h.dst));
         let Some(&Route { port, gateway }) = route else {
             return if h.ttl <= 1 {
                 Decision::Drop(DropReason::TtlExpired)

@@ -7,7 +7,7 @@
 //! never overwritten by a shorter one written later. The default route
 //! is a prefix of length 0 like any other.
 //!
-//! A slot is one `u64`: the value + 1 in the low half (0: none) and the
+//! A slot is one `u64`: the value in the low half ([`NONE`]: none) and the
 //! index of its child block in the high half (0: none; the root block is
 //! at 0 and is nobody's child).
 //!
@@ -22,6 +22,9 @@ use std::net::Ipv4Addr;
 const ROOT: usize = 1 << 16;
 const BLOCK: usize = 1 << 8;
 
+/// The value of "no prefix holds it" (values are below it).
+pub const NONE: u32 = u32::MAX;
+
 /// Prefixes kept in a plain list before the trie is built.
 pub const SMALL: usize = 32;
 
@@ -32,8 +35,8 @@ pub struct Lpm {
     /// (prefix bits, length, value), longest first, while small.
     small: Vec<(u32, u8, u32)>,
     trie: Option<Trie>,
-    /// Value + 1 of the default route (0: none).
-    default: u32,
+    /// The default route's value, while small.
+    default: Option<u32>,
     prefixes: usize,
 }
 
@@ -83,7 +86,7 @@ impl Lpm {
             return;
         }
         if len == 0 {
-            self.default = value + 1;
+            self.default = Some(value);
             return;
         }
         let bits = u32::from(addr) & mask(len);
@@ -99,7 +102,7 @@ impl Lpm {
         // Too many for the list: build the trie, shortest prefixes first
         // so longer ones win where they overlap.
         let mut t = Trie::new();
-        if let Some(d) = self.default.checked_sub(1) {
+        if let Some(d) = self.default {
             t.insert(Ipv4Addr::UNSPECIFIED, 0, d);
         }
         for &(b, l, v) in self.small.iter().rev() {
@@ -113,10 +116,20 @@ impl Lpm {
     /// The value of the longest prefix holding `addr`.
     #[inline]
     pub fn lookup(&self, addr: Ipv4Addr) -> Option<u32> {
-        self.raw(addr).checked_sub(1)
+        let v = self.raw(addr);
+        (v != NONE).then_some(v)
     }
 
-    /// Value + 1 of the longest prefix holding `addr` (0: none).
+    /// The value of the longest prefix holding `addr` as an index into
+    /// the caller's list, [`NONE`] (past the end of any list of fewer than
+    /// 2^32 - 1 entries) if no prefix holds it: one bounds check tells
+    /// both.
+    #[inline]
+    pub fn index(&self, addr: Ipv4Addr) -> usize {
+        self.raw(addr) as usize
+    }
+
+    /// The value of the longest prefix holding `addr` ([`NONE`]: none).
     #[inline]
     fn raw(&self, addr: Ipv4Addr) -> u32 {
         let a = u32::from(addr);
@@ -126,7 +139,7 @@ impl Lpm {
                 .small
                 .iter()
                 .find(|e| a & mask(e.1) == e.0)
-                .map_or(self.default, |e| e.2 + 1),
+                .map_or(self.default.unwrap_or(NONE), |e| e.2),
         }
     }
 }
@@ -135,7 +148,7 @@ impl Trie {
     /// An empty trie (its root block is 512 KiB).
     fn new() -> Self {
         Trie {
-            slots: vec![0; ROOT],
+            slots: vec![u64::from(NONE); ROOT],
             lens: vec![0; ROOT],
         }
     }
@@ -166,7 +179,7 @@ impl Trie {
         for i in first..first + span {
             if self.lens[i] <= len {
                 self.lens[i] = len;
-                self.slots[i] = (self.slots[i] & !0xFFFF_FFFF) | u64::from(value + 1);
+                self.slots[i] = (self.slots[i] & !0xFFFF_FFFF) | u64::from(value);
                 let c = (self.slots[i] >> 32) as usize;
                 if c != 0 {
                     self.fill(c, BLOCK, len, value);
@@ -193,7 +206,7 @@ impl Trie {
         }
     }
 
-    /// Value + 1 of the longest prefix holding `a` (0: none): the value
+    /// The value of the longest prefix holding `a` ([`NONE`]: none): the value
     /// of the last slot on its way down, as slots are leaf-pushed.
     #[inline]
     fn lookup(&self, a: u32) -> u32 {
