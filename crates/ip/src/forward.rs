@@ -140,8 +140,10 @@ impl Drops {
     }
 }
 
-/// The port number of routes to the node itself.
-const LOCAL: PortId = PortId::MAX;
+/// The table value of a node's own address: a flag past every route's
+/// index, so the one bounds check on the route list also sets local
+/// delivery (and "no route", [`crate::lpm::NONE`]) apart from forwarding.
+const LOCAL: u32 = 1 << 31;
 
 /// Where a route leads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,22 +211,17 @@ impl Forwarder {
 
     /// Adds a route for `dst/len`.
     pub fn add_route(&mut self, dst: Ipv4Addr, len: u8, route: Route) {
+        let index = self.routes.len() as u32;
+        assert!(index < LOCAL, "more routes than a table holds");
         self.routes.push(route);
-        self.lpm.insert(dst, len, (self.routes.len() - 1) as u32);
+        self.lpm.insert(dst, len, index);
     }
 
     /// Adds an address of this node (a /32 route to "here", so one lookup
     /// tells local from forwarded).
     pub fn add_local(&mut self, a: Ipv4Addr) {
         self.local.push(a);
-        self.add_route(
-            a,
-            32,
-            Route {
-                port: LOCAL,
-                gateway: None,
-            },
-        );
+        self.lpm.insert(a, 32, LOCAL);
     }
 
     /// True for an address of this node.
@@ -236,8 +233,8 @@ impl Forwarder {
     /// The route to `dst` (not a local address), and the next hop it gives.
     #[inline]
     pub fn route(&self, dst: Ipv4Addr) -> Option<(PortId, Ipv4Addr)> {
-        let r = self.routes.get(self.lpm.lookup(dst)? as usize)?;
-        (r.port != LOCAL).then(|| (r.port, r.gateway.unwrap_or(dst)))
+        let r = self.routes.get(self.lpm.index(dst))?;
+        Some((r.port, r.gateway.unwrap_or(dst)))
     }
 
     /// Checks `pkt` and decides its fate; a packet to forward has its TTL
@@ -248,17 +245,16 @@ impl Forwarder {
             Ok(h) => h,
             Err(e) => return Decision::Drop(e.into()),
         };
-        let route = self.routes.get(self.lpm.index(h.dst));
-        let Some(&Route { port, gateway }) = route else {
-            return if h.ttl <= 1 {
+        let index = self.lpm.index(h.dst);
+        let Some(&Route { port, gateway }) = self.routes.get(index) else {
+            return if index == LOCAL as usize {
+                Decision::Local { len: h.total_len }
+            } else if h.ttl <= 1 {
                 Decision::Drop(DropReason::TtlExpired)
             } else {
                 Decision::Drop(DropReason::NoRoute)
             };
         };
-        if port == LOCAL {
-            return Decision::Local { len: h.total_len };
-        }
         if h.ttl <= 1 {
             return Decision::Drop(DropReason::TtlExpired);
         }

@@ -185,8 +185,12 @@ pub fn decrement_ttl(pkt: &mut [u8]) {
     };
     h[TTL] = h[TTL].wrapping_sub(1);
     let hc = u16::from_ne_bytes([h[CHECKSUM], h[CHECKSUM + 1]]);
-    let (sum, carry) = (!hc).overflowing_add(u16::from_ne_bytes([0xFE, 0xFF]));
-    let hc = !(sum + u16::from(carry));
+    // ~(~HC + 0xFEFF) is HC + 0x0100, both one's complement sums, but for
+    // the form of zero: the first is 0x0000 where the second is 0xFFFF
+    // (HC = 0xFEFF), as a full recomputation gives.
+    let (sum, carry) = hc.overflowing_add(u16::from_ne_bytes([0x01, 0x00]));
+    let sum = sum + u16::from(carry);
+    let hc = if sum == 0xFFFF { 0 } else { sum };
     h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&hc.to_ne_bytes());
 }
 
@@ -330,6 +334,31 @@ mod tests {
         // RFC 1624's corner: a sum that would give 0x0000 by equation 2
         // gives 0xFFFF by equation 3 (both are zero in one's complement).
         assert_eq!(update_checksum(0xDD2F, 0x5555, 0x3285), 0x0000);
+    }
+
+    /// The corner where the two forms of zero differ: a checksum of 0xFEFF
+    /// becomes 0x0000 after the decrement, as recomputing gives, not 0xFFFF.
+    #[test]
+    fn the_decrement_gives_the_recomputed_zero() {
+        let mut p = SAMPLE;
+        p[TTL] = 64;
+        p[2..4].copy_from_slice(&20u16.to_be_bytes());
+        let id = (0..=u16::MAX)
+            .find(|&id| {
+                p[4..6].copy_from_slice(&id.to_be_bytes());
+                p[10..12].fill(0);
+                checksum(&p) == 0xFEFF
+            })
+            .expect("an identification giving checksum 0xFEFF");
+        p[4..6].copy_from_slice(&id.to_be_bytes());
+        p[10..12].copy_from_slice(&0xFEFFu16.to_be_bytes());
+        assert!(check(&p).is_ok());
+        decrement_ttl(&mut p);
+        assert_eq!(&p[10..12], &[0, 0]);
+        let mut z = p;
+        z[10..12].fill(0);
+        assert_eq!(checksum(&z), 0);
+        assert!(check(&p).is_ok());
     }
 
     #[test]
