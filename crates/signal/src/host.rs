@@ -317,7 +317,7 @@ impl SignalHost {
 
     /// A handle on the host's inbox (made on the first call). From then on
     /// the host asks to be polled at least every
-    /// [`INBOX_POLL`](crate::control::INBOX_POLL).
+    /// [`INBOX_POLL`].
     pub fn control_handle(&mut self) -> ControlHandle {
         self.inbox.get_or_insert_with(ControlHandle::new).clone()
     }
