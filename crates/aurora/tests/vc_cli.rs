@@ -260,6 +260,20 @@ fn aurora_vc_opens_uses_and_closes_a_vc_between_two_node_processes() {
     assert!(!sock_a.exists() && !sock_b.exists());
 }
 
+/// Writes `text` to `file`, runs it in virtual time, expects a refusal;
+/// what it said.
+fn refused(file: &Path, text_: &str) -> String {
+    std::fs::write(file, text_).unwrap();
+    let out = aurora()
+        .arg("run")
+        .arg(file)
+        .arg("--virtual")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    text(&out.stderr)
+}
+
 #[test]
 fn mistakes_in_signal_hosts_are_reported_with_their_line() {
     let dir = folder("bad");
@@ -270,15 +284,7 @@ fn mistakes_in_signal_hosts_are_reported_with_their_line() {
         "hosts = [\"a\", \"s0\", \"ghost\", \"a\"]",
     );
     let file = dir.join("bad.toml");
-    std::fs::write(&file, &bad).unwrap();
-    let out = aurora()
-        .arg("run")
-        .arg(&file)
-        .arg("--virtual")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = text(&out.stderr);
+    let err = refused(&file, &bad);
     let line = bad.lines().position(|l| l == "[signal]").unwrap() + 1;
     for why in [
         "[signal] hosts: host \"s0\" is not a host",
@@ -289,15 +295,7 @@ fn mistakes_in_signal_hosts_are_reported_with_their_line() {
     }
     // Without a key.
     let nokey = text_ok.replace("key = \"k\"\n", "");
-    std::fs::write(&file, &nokey).unwrap();
-    let out = aurora()
-        .arg("run")
-        .arg(&file)
-        .arg("--virtual")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = text(&out.stderr);
+    let err = refused(&file, &nokey);
     assert!(
         err.contains("[signal] hosts: the file needs a [signal] key"),
         "{err}"

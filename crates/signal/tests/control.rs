@@ -12,19 +12,16 @@ use std::sync::Arc;
 
 use aurora_engine::{Engine, NodeId};
 use aurora_net::vunet::VunetLink;
-use aurora_signal::conn::Timing;
 use aurora_signal::control::{
     Answer, ControlHandle, Directory, OpenRequest, Request, VcState, VcStatus, INBOX_CAP,
     INBOX_POLL, MAX_LIVE_VCS,
 };
-use aurora_signal::host::{EventKind, HostConfig, SignalHost};
-use aurora_signal::table::{MemTable, Owner, VciTable};
+use aurora_signal::host::{EventKind, SignalHost};
+use aurora_signal::table::{MemTable, VciTable};
 use aurora_time::{Duration, Instant};
 
 mod common;
-use common::{chain_path, setup_latency, wire};
-
-const KEY: &[u8] = b"host key";
+use common::{chain_path, host_config, setup_latency, wire, KEY};
 
 struct Net {
     sim: Engine,
@@ -41,16 +38,7 @@ struct Net {
 fn chain(n: usize) -> Net {
     let mut sim = Engine::new(1);
     let table = Arc::new(MemTable::new(Default::default()));
-    let cfg = |owner| HostConfig {
-        owner: Owner(owner),
-        key: Some((1, KEY.to_vec())),
-        timing: Timing {
-            timeout: Duration::from_millis(5),
-            retries: 2,
-            lease: Duration::from_secs(10),
-        },
-        vpi: 0,
-    };
+    let cfg = host_config;
     let mut host = SignalHost::new(cfg(1), table.clone());
     host.set_directory(Directory {
         name: "src".into(),

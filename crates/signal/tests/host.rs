@@ -11,15 +11,13 @@ use std::sync::{Arc, Mutex};
 
 use aurora_engine::{Engine, NodeId};
 use aurora_net::vunet::VunetLink;
-use aurora_signal::conn::{Path, Timing};
-use aurora_signal::host::{AppSpec, EventKind, HostConfig, SignalHost};
-use aurora_signal::table::{MemTable, Owner, VciTable};
+use aurora_signal::conn::Path;
+use aurora_signal::host::{AppSpec, EventKind, SignalHost};
+use aurora_signal::table::{MemTable, VciTable};
 use aurora_time::{Duration, Instant};
 
 mod common;
-use common::{chain_path, setup_latency, wire};
-
-const KEY: &[u8] = b"host key";
+use common::{chain_path, host_config, setup_latency, wire, KEY};
 
 struct Net {
     sim: Engine,
@@ -36,16 +34,7 @@ fn chain(n: usize, spec: impl FnOnce(Path) -> AppSpec, lifetime: Option<Duration
     let mut sim = Engine::new(1);
     let table = Arc::new(MemTable::new(Default::default()));
     let path = chain_path(n);
-    let cfg = |owner| HostConfig {
-        owner: Owner(owner),
-        key: Some((1, KEY.to_vec())),
-        timing: Timing {
-            timeout: Duration::from_millis(5),
-            retries: 2,
-            lease: Duration::from_secs(10),
-        },
-        vpi: 0,
-    };
+    let cfg = host_config;
     let mut host = SignalHost::new(cfg(1), table.clone());
     assert!(host.add_app(spec(path)));
     let src = sim.add_node(host);

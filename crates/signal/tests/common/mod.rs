@@ -8,8 +8,10 @@
 use aurora_engine::{Engine, LinkSpec, NodeId};
 use aurora_net::vunet::{VunetLink, VunetSwitch};
 use aurora_net::{Node, Outbox, PortId};
-use aurora_signal::conn::{Hop, Path};
+use aurora_signal::conn::{Hop, Path, Timing};
+use aurora_signal::host::HostConfig;
 use aurora_signal::table::Link;
+use aurora_signal::table::Owner;
 use aurora_time::Duration;
 use aurora_time::Instant;
 use aurora_wire::cell::{Format, Header};
@@ -114,5 +116,23 @@ impl Node for CellSink {
     fn poll(&mut self, _: Instant, _: &mut Outbox) {}
     fn poll_at(&self) -> Option<Instant> {
         None
+    }
+}
+
+/// The key the chain tests' hosts use (key id 1) and relays know.
+pub const KEY: &[u8] = b"host key";
+
+/// A chain test's host `owner`: key id 1 with [`KEY`], a 5 ms timeout,
+/// two retries, 10 s leases.
+pub fn host_config(owner: u32) -> HostConfig {
+    HostConfig {
+        owner: Owner(owner),
+        key: Some((1, KEY.to_vec())),
+        timing: Timing {
+            timeout: Duration::from_millis(5),
+            retries: 2,
+            lease: Duration::from_secs(10),
+        },
+        vpi: 0,
     }
 }
