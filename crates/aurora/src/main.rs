@@ -472,6 +472,7 @@ enum KernelArg {
     Best,
     Portable,
     Clmul,
+    Vpclmul,
 }
 
 fn llc_bytes() -> Option<usize> {
@@ -1246,14 +1247,16 @@ fn main() -> ExitCode {
             let kernel = match kernel {
                 KernelArg::Best => aurora_sar::Kernel::best(),
                 KernelArg::Portable => aurora_sar::Kernel::Portable,
-                KernelArg::Clmul => {
-                    if aurora_sar::Kernel::best() != aurora_sar::Kernel::Clmul {
-                        eprintln!("aurora: --kernel clmul needs a CPU with PCLMULQDQ and SSSE3, and this one lacks them");
-                        return ExitCode::FAILURE;
-                    }
-                    aurora_sar::Kernel::Clmul
-                }
+                KernelArg::Clmul => aurora_sar::Kernel::Clmul,
+                KernelArg::Vpclmul => aurora_sar::Kernel::Vpclmul,
             };
+            if !kernel.supported() {
+                eprintln!(
+                    "aurora: --kernel {} needs CPU features this one lacks (clmul: PCLMULQDQ and SSSE3; vpclmul: AVX-512 F, BW, VL, VBMI and VPCLMULQDQ)",
+                    format!("{kernel:?}").to_lowercase()
+                );
+                return ExitCode::FAILURE;
+            }
             let stream_bytes = match stream_mib {
                 Some(m) => (m as usize) << 20,
                 None => (llc_bytes().unwrap_or(32 << 20) * 2).clamp(256 << 20, 1 << 30),

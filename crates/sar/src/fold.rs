@@ -89,31 +89,53 @@ pub(crate) const fn div_xpow(v: u32, n: u32) -> u32 {
 pub enum Kernel {
     /// Table-driven CRC, one update per cell. Runs anywhere.
     Portable,
-    /// PCLMULQDQ folding fused with the copy (x86-64 with PCLMULQDQ and SSSE3).
+    /// PCLMULQDQ folding fused with the copy, one cell at a time (x86-64
+    /// with PCLMULQDQ and SSSE3).
     Clmul,
+    /// 512-bit VPCLMULQDQ folding fused with the copy, four cells at a time,
+    /// the Clmul kernel for runs shorter than that (x86-64 with AVX-512 F,
+    /// BW, VL and VBMI and VPCLMULQDQ).
+    Vpclmul,
 }
 
 impl Kernel {
     /// The fastest kernel this CPU supports.
     pub fn best() -> Kernel {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("pclmulqdq")
-                && std::arch::is_x86_feature_detected!("ssse3")
-            {
-                return Kernel::Clmul;
-            }
-        }
-        Kernel::Portable
+        *Kernel::available()
+            .last()
+            .expect("the portable kernel runs anywhere")
     }
 
-    /// Every kernel this CPU can run (for tests and benchmarks).
-    pub fn available() -> Vec<Kernel> {
-        let mut v = vec![Kernel::Portable];
-        if Kernel::best() == Kernel::Clmul {
-            v.push(Kernel::Clmul);
+    /// True when this CPU can run the kernel.
+    pub fn supported(self) -> bool {
+        match self {
+            Kernel::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Clmul => {
+                std::arch::is_x86_feature_detected!("pclmulqdq")
+                    && std::arch::is_x86_feature_detected!("ssse3")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Vpclmul => {
+                Kernel::Clmul.supported()
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx512vbmi")
+                    && std::arch::is_x86_feature_detected!("vpclmulqdq")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
         }
-        v
+    }
+
+    /// Every kernel this CPU can run, slowest first (for tests and
+    /// benchmarks).
+    pub fn available() -> Vec<Kernel> {
+        [Kernel::Portable, Kernel::Clmul, Kernel::Vpclmul]
+            .into_iter()
+            .filter(|k| k.supported())
+            .collect()
     }
 }
 
@@ -130,12 +152,16 @@ impl Crc32State {
     /// gives the portable one.
     pub fn new(kernel: Kernel) -> Self {
         let kernel = match kernel {
-            Kernel::Clmul if Kernel::best() != Kernel::Clmul => Kernel::Portable,
+            Kernel::Vpclmul if !Kernel::Vpclmul.supported() => Kernel::Clmul,
+            k => k,
+        };
+        let kernel = match kernel {
+            Kernel::Clmul if !Kernel::Clmul.supported() => Kernel::Portable,
             k => k,
         };
         let lanes = match kernel {
             Kernel::Portable => [INIT as u128, 0, 0],
-            Kernel::Clmul => [CLMUL_INIT as u128, 0, 0],
+            Kernel::Clmul | Kernel::Vpclmul => [CLMUL_INIT as u128, 0, 0],
         };
         Crc32State { kernel, lanes }
     }
@@ -151,7 +177,7 @@ impl Crc32State {
     fn remainder(&self) -> u32 {
         match self.kernel {
             Kernel::Portable => div_xpow(self.lanes[0] as u32, 32),
-            Kernel::Clmul => {
+            Kernel::Clmul | Kernel::Vpclmul => {
                 #[cfg(target_arch = "x86_64")]
                 {
                     // SAFETY: a Clmul state exists only where the CPU has
@@ -169,7 +195,7 @@ impl Crc32State {
     pub fn register(&self) -> u32 {
         match self.kernel {
             Kernel::Portable => self.lanes[0] as u32,
-            Kernel::Clmul => RAW_CRC.checksum(&self.remainder().to_be_bytes()),
+            Kernel::Clmul | Kernel::Vpclmul => RAW_CRC.checksum(&self.remainder().to_be_bytes()),
         }
     }
 
@@ -180,7 +206,7 @@ impl Crc32State {
         match self.kernel {
             Kernel::Portable => self.lanes[0] as u32 == RESIDUE,
             // register = remainder·x^32 mod P, so compare remainders instead.
-            Kernel::Clmul => self.remainder() == RESIDUE_REMAINDER,
+            Kernel::Clmul | Kernel::Vpclmul => self.remainder() == RESIDUE_REMAINDER,
         }
     }
 
@@ -196,7 +222,7 @@ impl Crc32State {
     pub fn feed(&mut self, payload: &[u8; PAYLOAD_LEN]) {
         match self.kernel {
             Kernel::Portable => self.portable(payload),
-            Kernel::Clmul => {
+            Kernel::Clmul | Kernel::Vpclmul => {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: see `register`; `payload` is exactly 48 bytes.
                 unsafe {
@@ -235,6 +261,15 @@ impl Crc32State {
                 // SAFETY: see `register`; the lengths were asserted above.
                 unsafe {
                     clmul::build_cells(&mut self.lanes, header, src, cells)
+                };
+            }
+            Kernel::Vpclmul => {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: a Vpclmul state exists only where the CPU has
+                // every feature the kernel needs (`new` enforces it); the
+                // lengths were asserted above.
+                unsafe {
+                    wide::build_cells(&mut self.lanes, header, src, cells)
                 };
             }
         }
@@ -302,12 +337,22 @@ impl Crc32State {
             }
             Kernel::Clmul => {
                 #[cfg(target_arch = "x86_64")]
-                // SAFETY: see `reduce`; `cells` was cut to what `dst` holds.
+                // SAFETY: see `register`; `cells` was cut to what `dst` holds.
                 unsafe {
                     clmul::drain_run(&mut self.lanes, cells, key, valid, dst)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Clmul kernel exists only on x86-64")
+            }
+            Kernel::Vpclmul => {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: see `build_cells`; `cells` was cut to what `dst`
+                // holds.
+                unsafe {
+                    wide::drain_run(&mut self.lanes, cells, key, valid, dst)
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                unreachable!("the Vpclmul kernel exists only on x86-64")
             }
         }
     }
@@ -557,6 +602,338 @@ mod clmul {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    //! The 512-bit kernels: four cells (192 bytes, three 64-byte blocks) a
+    //! step. On CPUs where a carry-less multiply of any width issues once
+    //! every two cycles (Zen 4), a 512-bit one does four 64-bit products in
+    //! that time where PCLMULQDQ does one, so the fold stops being what
+    //! limits the copy.
+    //!
+    //! The state between calls stays the Clmul kernel's three lanes. A call
+    //! that has at least one whole group of four cells compresses the lanes
+    //! to one 128-bit value congruent to the message so far, shifts it by
+    //! 128 bits and adds it into the group's first block (where the message
+    //! so far, times x^(384·cells), belongs), runs three 512-bit accumulators
+    //! over the groups (each folded forward by 192 bytes a group), reduces
+    //! the twelve 128-bit lanes back to one with a constant per lane, and
+    //! hands the rest (fewer than four cells, or from the first cell that
+    //! ends the run) to the Clmul kernel.
+    use super::{xpow, CellBytes, HEADER_LEN, PAYLOAD_LEN};
+    use core::arch::x86_64::*;
+
+    /// Bytes in a group of four payloads.
+    const GROUP: usize = 4 * PAYLOAD_LEN;
+
+    /// `(x^(d+64) mod P, x^d mod P)` for a fold forward by `d` bits.
+    const fn fold_consts(d: u32) -> (u64, u64) {
+        (xpow(d + 64) as u64, xpow(d) as u64)
+    }
+
+    /// Folds every lane forward by one group.
+    const K_GROUP: [(u64, u64); 4] = [fold_consts(8 * GROUP as u32); 4];
+    /// For the hand-back: lane `j` of accumulator `k` holds block `4k + j`
+    /// of the last group, which stands `11 - 4k - j` blocks from its end.
+    const K_BACK: [[(u64, u64); 4]; 3] = {
+        let mut k = [[(0, 0); 4]; 3];
+        let mut i = 0;
+        while i < 12 {
+            k[i / 4][i % 4] = fold_consts(128 * (11 - i as u32));
+            i += 1;
+        }
+        k
+    };
+    /// The carry-in's compression (x^256, x^128) and shift (x^128).
+    const K_256: (u64, u64) = fold_consts(256);
+    const K_128: (u64, u64) = fold_consts(128);
+
+    /// Per-lane constants as four (high, low) pairs, lane 0 first.
+    #[inline(always)]
+    unsafe fn consts4(k: [(u64, u64); 4]) -> __m512i {
+        // SAFETY: plain register construction (AVX-512F is enabled by every
+        // caller).
+        unsafe {
+            _mm512_set_epi64(
+                k[3].0 as i64,
+                k[3].1 as i64,
+                k[2].0 as i64,
+                k[2].1 as i64,
+                k[1].0 as i64,
+                k[1].1 as i64,
+                k[0].0 as i64,
+                k[0].1 as i64,
+            )
+        }
+    }
+
+    /// Reverses the bytes of each 128-bit lane.
+    #[inline(always)]
+    unsafe fn bswap4() -> __m512i {
+        // SAFETY: as above.
+        unsafe {
+            _mm512_broadcast_i32x4(_mm_set_epi8(
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+            ))
+        }
+    }
+
+    /// Each lane `H·x^64 + L` to `H·k.high + L·k.low`, plus `add`.
+    #[inline(always)]
+    unsafe fn fold_add(acc: __m512i, k: __m512i, add: __m512i) -> __m512i {
+        // SAFETY: callers run with VPCLMULQDQ and AVX-512F enabled.
+        unsafe {
+            _mm512_ternarylogic_epi64(
+                _mm512_clmulepi64_epi128(acc, k, 0x11),
+                _mm512_clmulepi64_epi128(acc, k, 0x00),
+                add,
+                0x96,
+            )
+        }
+    }
+
+    /// The three lanes of the Clmul state compressed to one 128-bit value
+    /// congruent to the message, then shifted by 128 bits: what the
+    /// message so far adds to the first block of the next group.
+    #[inline(always)]
+    unsafe fn carried_in(lanes: &[u128; 3]) -> __m128i {
+        // SAFETY: register arithmetic on the caller's enabled features.
+        unsafe {
+            let k256 = _mm_set_epi64x(K_256.0 as i64, K_256.1 as i64);
+            let k128 = _mm_set_epi64x(K_128.0 as i64, K_128.1 as i64);
+            let fold = |a: __m128i, k: __m128i| {
+                _mm_xor_si128(
+                    _mm_clmulepi64_si128(a, k, 0x11),
+                    _mm_clmulepi64_si128(a, k, 0x00),
+                )
+            };
+            let a0 = _mm_loadu_si128(lanes[0..].as_ptr().cast());
+            let a1 = _mm_loadu_si128(lanes[1..].as_ptr().cast());
+            let a2 = _mm_loadu_si128(lanes[2..].as_ptr().cast());
+            let t = _mm_xor_si128(_mm_xor_si128(fold(a0, k256), fold(a1, k128)), a2);
+            fold(t, k128)
+        }
+    }
+
+    /// The twelve lanes of three accumulators (block `4k + j` of a group in
+    /// lane `j` of accumulator `k`) reduced to one 128-bit value congruent
+    /// to their sum as a message, stored as the Clmul state.
+    #[inline(always)]
+    unsafe fn hand_back(lanes: &mut [u128; 3], acc: [__m512i; 3]) {
+        // SAFETY: register arithmetic, then a store of one u128 we own.
+        unsafe {
+            let mut sum = _mm512_setzero_si512();
+            for (a, k) in acc.into_iter().zip(K_BACK) {
+                sum = fold_add(a, consts4(k), sum);
+            }
+            let v = _mm_xor_si128(
+                _mm_xor_si128(
+                    _mm512_extracti32x4_epi32(sum, 0),
+                    _mm512_extracti32x4_epi32(sum, 1),
+                ),
+                _mm_xor_si128(
+                    _mm512_extracti32x4_epi32(sum, 2),
+                    _mm512_extracti32x4_epi32(sum, 3),
+                ),
+            );
+            lanes[0] = 0;
+            lanes[1] = 0;
+            _mm_storeu_si128(lanes[2..].as_mut_ptr().cast(), v);
+        }
+    }
+
+    /// The next group's three blocks, byte-reversed per lane, added into
+    /// the accumulators (folded forward by one group first, or taking the
+    /// carried-in message on the first group).
+    #[inline(always)]
+    unsafe fn absorb(acc: &mut [__m512i; 3], z: [__m512i; 3], first: Option<__m128i>) {
+        // SAFETY: register arithmetic on the caller's enabled features.
+        unsafe {
+            let m = bswap4();
+            let z = z.map(|b| _mm512_shuffle_epi8(b, m));
+            match first {
+                Some(carry) => {
+                    *acc = z;
+                    acc[0] = _mm512_xor_si512(acc[0], _mm512_zextsi128_si512(carry));
+                }
+                None => {
+                    let k = consts4(K_GROUP);
+                    for (a, b) in acc.iter_mut().zip(z) {
+                        *a = fold_add(*a, k, b);
+                    }
+                }
+            }
+        }
+    }
+
+    /// See `Crc32State::build_cells`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
+    pub(super) unsafe fn build_cells(
+        lanes: &mut [u128; 3],
+        header: &[u8; HEADER_LEN],
+        src: &[u8],
+        cells: &mut [CellBytes],
+    ) {
+        assert!(src.len() >= cells.len() * PAYLOAD_LEN);
+        let groups = cells.len() / 4;
+        if groups > 0 {
+            let mut h = [0u8; 8];
+            h[..HEADER_LEN].copy_from_slice(header);
+            let h = u64::from_ne_bytes(h);
+            // SAFETY: loads read 64-byte blocks inside src[..192·groups] and
+            // 32- and 16-byte pieces of one payload inside it; per cell the
+            // stores write 8 bytes at offset 0 (the payload store after it
+            // overwrites bytes 5..8 with payload) and 32 and 16 bytes at
+            // offsets 5 and 37, all inside that 53-byte cell.
+            unsafe {
+                let mut acc = [_mm512_setzero_si512(); 3];
+                let mut carry = Some(carried_in(lanes));
+                let s = src.as_ptr();
+                let d = cells.as_mut_ptr().cast::<u8>();
+                for g in 0..groups {
+                    let gs = s.add(g * GROUP);
+                    let z = [
+                        _mm512_loadu_si512(gs.cast()),
+                        _mm512_loadu_si512(gs.add(64).cast()),
+                        _mm512_loadu_si512(gs.add(128).cast()),
+                    ];
+                    absorb(&mut acc, z, carry.take());
+                    for c in 0..4 {
+                        let p = gs.add(c * PAYLOAD_LEN);
+                        let q = d.add((4 * g + c) * size_of::<CellBytes>());
+                        let a = _mm256_loadu_si256(p.cast());
+                        let b = _mm_loadu_si128(p.add(32).cast());
+                        q.cast::<u64>().write_unaligned(h);
+                        _mm256_storeu_si256(q.add(HEADER_LEN).cast(), a);
+                        _mm_storeu_si128(q.add(HEADER_LEN + 32).cast(), b);
+                    }
+                }
+                hand_back(lanes, acc);
+            }
+        }
+        let done = 4 * groups;
+        // SAFETY: the Clmul kernel's features are a subset of this one's.
+        unsafe {
+            super::clmul::build_cells(
+                lanes,
+                header,
+                &src[done * PAYLOAD_LEN..],
+                &mut cells[done..],
+            )
+        };
+    }
+
+    /// Byte indices for `_mm512_permutex2var_epi8` that join the 48-byte
+    /// payloads of four cells (each loaded alone, in `a` then `b`) into
+    /// the group's three 64-byte blocks: block `i` takes `take` bytes from
+    /// `a` starting at `from`, then the rest from `b` starting at 0.
+    const fn join(from: u8, take: u8) -> [u8; 64] {
+        let mut ix = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            ix[i as usize] = if i < take { from + i } else { 64 + i - take };
+            i += 1;
+        }
+        ix
+    }
+    const JOIN: [[u8; 64]; 3] = [join(0, 48), join(16, 32), join(32, 16)];
+
+    /// The 48 payload bytes of a cell, zero above.
+    #[inline(always)]
+    unsafe fn payload(cell: *const u8) -> __m512i {
+        // SAFETY: the mask reads bytes 5..53 of the cell only; masked-off
+        // bytes are not accessed.
+        unsafe { _mm512_maskz_loadu_epi8((1u64 << 48) - 1, cell.add(HEADER_LEN).cast()) }
+    }
+
+    /// See `Crc32State::drain_run`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
+    pub(super) unsafe fn drain_run(
+        lanes: &mut [u128; 3],
+        cells: &[CellBytes],
+        key: Option<u32>,
+        valid: Option<[u64; 2]>,
+        dst: &mut [u8],
+    ) -> (usize, bool) {
+        assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
+        let (check, want) = match key {
+            Some(k) => (super::KEY_MASK, k),
+            None => (0, 0),
+        };
+        let stop = if key.is_some() { super::AUU } else { 0 };
+        // Whether a cell's header lets it join the run, and whether it ends
+        // the PDU (the Clmul kernel's test, one cell at a time).
+        let test = |cell: &CellBytes| {
+            let w = u64::from_le_bytes([
+                cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
+            ]);
+            let h = (w as u32).swap_bytes();
+            let ok = match valid {
+                Some([a, b]) => {
+                    let p = w & 0xFF_FFFF_FFFF;
+                    p == a || p == b
+                }
+                None => h & check == want,
+            };
+            (ok, h & stop != 0)
+        };
+        let mut c = 0;
+        let mut ended = false;
+        // SAFETY: `payload` reads inside one cell of `cells`; the stores
+        // write 64-byte blocks inside dst[..48·(c+4)], which is inside
+        // dst[..48·cells.len()] (asserted above).
+        unsafe {
+            let mut acc = [_mm512_setzero_si512(); 3];
+            let mut carry = None;
+            let mut started = false;
+            let join = JOIN.map(|ix| _mm512_loadu_si512(ix.as_ptr().cast()));
+            let p = dst.as_mut_ptr();
+            while c + 4 <= cells.len() {
+                let g = &cells[c..c + 4];
+                let t = [test(&g[0]), test(&g[1]), test(&g[2]), test(&g[3])];
+                if !(t[0].0 && t[1].0 && t[2].0 && t[3].0) || t[0].1 || t[1].1 || t[2].1 {
+                    break;
+                }
+                let l = [
+                    payload(g[0].as_ptr()),
+                    payload(g[1].as_ptr()),
+                    payload(g[2].as_ptr()),
+                    payload(g[3].as_ptr()),
+                ];
+                let z = [
+                    _mm512_permutex2var_epi8(l[0], join[0], l[1]),
+                    _mm512_permutex2var_epi8(l[1], join[1], l[2]),
+                    _mm512_permutex2var_epi8(l[2], join[2], l[3]),
+                ];
+                let q = p.add(c * PAYLOAD_LEN);
+                _mm512_storeu_si512(q.cast(), z[0]);
+                _mm512_storeu_si512(q.add(64).cast(), z[1]);
+                _mm512_storeu_si512(q.add(128).cast(), z[2]);
+                if !started {
+                    started = true;
+                    carry = Some(carried_in(lanes));
+                }
+                absorb(&mut acc, z, carry.take());
+                c += 4;
+                if t[3].1 {
+                    ended = true;
+                    break;
+                }
+            }
+            if started {
+                hand_back(lanes, acc);
+            }
+        }
+        if ended {
+            return (c, true);
+        }
+        let q = c * PAYLOAD_LEN;
+        // SAFETY: the Clmul kernel's features are a subset of this one's.
+        let (n, end) =
+            unsafe { super::clmul::drain_run(lanes, &cells[c..], key, valid, &mut dst[q..]) };
+        (c + n, end)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,6 +980,59 @@ mod tests {
                     f.feed(c.try_into().unwrap());
                 }
                 assert_eq!(f.register(), s.register());
+            }
+        }
+    }
+
+    /// Runs that stop early (a foreign header or an end-of-PDU cell at every
+    /// position, inside and across groups of four) consume the same cells,
+    /// copy the same bytes and leave the same CRC on every kernel.
+    #[test]
+    fn every_kernel_stops_a_run_where_the_portable_one_does() {
+        let header = |auu: bool, vci: u8| {
+            let mut h = [0u8, 0, vci, 0, 0];
+            if auu {
+                h[3] |= AUU as u8;
+            }
+            h
+        };
+        let key = u32::from_be_bytes([0, 0, 7, 0]);
+        for cells in [1usize, 4, 5, 8, 13] {
+            for odd in 0..cells {
+                for kind in 0..2 {
+                    let src = data(cells * 48, odd as u8);
+                    let mut out = vec![[0u8; 53]; cells];
+                    Crc32State::new(Kernel::Portable).build_cells(
+                        &header(false, 7),
+                        &src,
+                        &mut out,
+                    );
+                    if kind == 0 {
+                        out[odd][..5].copy_from_slice(&header(true, 7));
+                    } else {
+                        out[odd][..5].copy_from_slice(&header(false, 9));
+                    }
+                    let results: Vec<_> = Kernel::available()
+                        .into_iter()
+                        .map(|k| {
+                            let mut r = Crc32State::new(k);
+                            // Something fed before, so the carried-in state counts.
+                            r.feed(&[0x5A; 48]);
+                            let mut dst = vec![0u8; cells * 48];
+                            let got = r.drain_run(&out, Some(key), None, &mut dst);
+                            (got, dst, r.register())
+                        })
+                        .collect();
+                    let want = if kind == 0 {
+                        (odd + 1, true)
+                    } else {
+                        (odd, false)
+                    };
+                    for (k, res) in Kernel::available().into_iter().zip(&results) {
+                        assert_eq!(res.0, want, "{k:?} cells {cells} at {odd} kind {kind}");
+                        assert_eq!(res, &results[0], "{k:?} cells {cells} at {odd} kind {kind}");
+                    }
+                }
             }
         }
     }
