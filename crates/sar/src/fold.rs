@@ -41,6 +41,58 @@ pub(crate) const KEY_MASK: u32 = !0x7;
 /// The AUU bit in the first four header bytes read big-endian.
 const AUU: u32 = 0x2;
 
+/// What `drain_run` asks of each cell's header, as one branch-free test on
+/// the cell's first eight bytes read little-endian: the header joins the
+/// run when `w & mask` is `a` or `b`, and ends the PDU when `w & stop` is
+/// not zero.
+#[derive(Clone, Copy, Debug)]
+struct HeaderTest {
+    mask: u64,
+    a: u64,
+    b: u64,
+    stop: u64,
+}
+
+impl HeaderTest {
+    fn new(key: Option<u32>, valid: Option<[u64; 2]>) -> Self {
+        // Bytes 0..4 of the cell, big-endian as the key is, land in the low
+        // 32 bits of `w` byte-swapped.
+        let le = |v: u32| u64::from(v.swap_bytes());
+        let stop = if key.is_some() { le(AUU) } else { 0 };
+        match (valid, key) {
+            // The valid headers are this run's VC's: they imply the key.
+            (Some([a, b]), _) => HeaderTest {
+                mask: 0xFF_FFFF_FFFF,
+                a,
+                b,
+                stop,
+            },
+            (None, Some(k)) => HeaderTest {
+                mask: le(KEY_MASK),
+                a: le(k),
+                b: le(k),
+                stop,
+            },
+            (None, None) => HeaderTest {
+                mask: 0,
+                a: 0,
+                b: 0,
+                stop,
+            },
+        }
+    }
+
+    /// (joins the run, ends the PDU) for a cell.
+    #[inline(always)]
+    fn test(&self, cell: &CellBytes) -> (bool, bool) {
+        let w = u64::from_le_bytes([
+            cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
+        ]);
+        let x = w & self.mask;
+        ((x == self.a) | (x == self.b), w & self.stop != 0)
+    }
+}
+
 /// CRC-32 with the BZIP2 polynomial but zero initial value and no final
 /// inversion: over bytes `b` it is `b(x)·x^32 mod P`, the plain register.
 const RAW: Algorithm<u32> = Algorithm {
@@ -308,6 +360,7 @@ impl Crc32State {
     ) -> (usize, bool) {
         let room = dst.len() / PAYLOAD_LEN;
         let cells = &cells[..cells.len().min(room)];
+        let test = HeaderTest::new(key, valid);
         match self.kernel {
             Kernel::Portable => {
                 for (c, (cell, d)) in cells
@@ -315,21 +368,13 @@ impl Crc32State {
                     .zip(dst.chunks_exact_mut(PAYLOAD_LEN))
                     .enumerate()
                 {
-                    let h = u32::from_be_bytes([cell[0], cell[1], cell[2], cell[3]]);
-                    if let Some(k) = key {
-                        if h & KEY_MASK != k {
-                            return (c, false);
-                        }
-                    }
-                    if let Some([a, b]) = valid {
-                        let p = aurora_wire::hec::pack_header(cell);
-                        if p != a && p != b {
-                            return (c, false);
-                        }
+                    let (ok, stop) = test.test(cell);
+                    if !ok {
+                        return (c, false);
                     }
                     d.copy_from_slice(&cell[HEADER_LEN..]);
                     self.portable(&cell[HEADER_LEN..]);
-                    if key.is_some() && h & AUU != 0 {
+                    if stop {
                         return (c + 1, true);
                     }
                 }
@@ -339,7 +384,7 @@ impl Crc32State {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: see `register`; `cells` was cut to what `dst` holds.
                 unsafe {
-                    clmul::drain_run(&mut self.lanes, cells, key, valid, dst)
+                    clmul::drain_run(&mut self.lanes, cells, test, dst)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Clmul kernel exists only on x86-64")
@@ -349,7 +394,7 @@ impl Crc32State {
                 // SAFETY: see `build_cells`; `cells` was cut to what `dst`
                 // holds.
                 unsafe {
-                    wide::drain_run(&mut self.lanes, cells, key, valid, dst)
+                    wide::drain_run(&mut self.lanes, cells, test, dst)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Vpclmul kernel exists only on x86-64")
@@ -480,20 +525,10 @@ mod clmul {
     pub(super) unsafe fn drain_run(
         lanes: &mut [u128; 3],
         cells: &[CellBytes],
-        key: Option<u32>,
-        valid: Option<[u64; 2]>,
+        test: super::HeaderTest,
         dst: &mut [u8],
     ) -> (usize, bool) {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
-        let (check, want) = match key {
-            Some(k) => (super::KEY_MASK, k),
-            None => (0, 0),
-        };
-        let stop = if key.is_some() { super::AUU } else { 0 };
-        let (vcheck, va, vb) = match valid {
-            Some([a, b]) => (true, a, b),
-            None => (false, 0, 0),
-        };
         let mut done = cells.len();
         let mut ended = false;
         // SAFETY: loads read three 16-byte blocks at offsets 5, 21, 37 of a
@@ -505,18 +540,7 @@ mod clmul {
             let mut a = load_lanes(lanes);
             let p = dst.as_mut_ptr();
             for (c, cell) in cells.iter().enumerate() {
-                // One load gives both the packed header and the key.
-                let w = u64::from_le_bytes([
-                    cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
-                ]);
-                let h = (w as u32).swap_bytes();
-                let ok = if vcheck {
-                    // The valid headers are this run's VC's: they imply the key.
-                    let p = w & 0xFF_FFFF_FFFF;
-                    p == va || p == vb
-                } else {
-                    h & check == want
-                };
+                let (ok, stop) = test.test(cell);
                 if !ok {
                     done = c;
                     break;
@@ -532,7 +556,7 @@ mod clmul {
                 a[0] = _mm_xor_si128(fold(a[0], k), _mm_shuffle_epi8(b0, m));
                 a[1] = _mm_xor_si128(fold(a[1], k), _mm_shuffle_epi8(b1, m));
                 a[2] = _mm_xor_si128(fold(a[2], k), _mm_shuffle_epi8(b2, m));
-                if h & stop != 0 {
+                if stop {
                     done = c + 1;
                     ended = true;
                     break;
@@ -850,32 +874,10 @@ mod wide {
     pub(super) unsafe fn drain_run(
         lanes: &mut [u128; 3],
         cells: &[CellBytes],
-        key: Option<u32>,
-        valid: Option<[u64; 2]>,
+        test: super::HeaderTest,
         dst: &mut [u8],
     ) -> (usize, bool) {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
-        let (check, want) = match key {
-            Some(k) => (super::KEY_MASK, k),
-            None => (0, 0),
-        };
-        let stop = if key.is_some() { super::AUU } else { 0 };
-        // Whether a cell's header lets it join the run, and whether it ends
-        // the PDU (the Clmul kernel's test, one cell at a time).
-        let test = |cell: &CellBytes| {
-            let w = u64::from_le_bytes([
-                cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
-            ]);
-            let h = (w as u32).swap_bytes();
-            let ok = match valid {
-                Some([a, b]) => {
-                    let p = w & 0xFF_FFFF_FFFF;
-                    p == a || p == b
-                }
-                None => h & check == want,
-            };
-            (ok, h & stop != 0)
-        };
         let mut c = 0;
         let mut ended = false;
         // SAFETY: `payload` reads inside one cell of `cells`; the stores
@@ -889,8 +891,14 @@ mod wide {
             let p = dst.as_mut_ptr();
             while c + 4 <= cells.len() {
                 let g = &cells[c..c + 4];
-                let t = [test(&g[0]), test(&g[1]), test(&g[2]), test(&g[3])];
-                if !(t[0].0 && t[1].0 && t[2].0 && t[3].0) || t[0].1 || t[1].1 || t[2].1 {
+                let t = [
+                    test.test(&g[0]),
+                    test.test(&g[1]),
+                    test.test(&g[2]),
+                    test.test(&g[3]),
+                ];
+                // Branch-free: all four join, and none but the last ends it.
+                if !(t[0].0 & t[1].0 & t[2].0 & t[3].0) | t[0].1 | t[1].1 | t[2].1 {
                     break;
                 }
                 let l = [
@@ -928,8 +936,7 @@ mod wide {
         }
         let q = c * PAYLOAD_LEN;
         // SAFETY: the Clmul kernel's features are a subset of this one's.
-        let (n, end) =
-            unsafe { super::clmul::drain_run(lanes, &cells[c..], key, valid, &mut dst[q..]) };
+        let (n, end) = unsafe { super::clmul::drain_run(lanes, &cells[c..], test, &mut dst[q..]) };
         (c + n, end)
     }
 }
