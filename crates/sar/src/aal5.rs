@@ -114,6 +114,12 @@ impl Aal5Tx {
         opts: PduOptions,
     ) -> Result<Segmentation<'a>, TxError> {
         let len: usize = first.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+        self.admit(len)?;
+        Ok(self.begin(first, parts, len, opts))
+    }
+
+    /// Counts an SDU of `len` bytes as sent, or refuses it as too long.
+    fn admit(&mut self, len: usize) -> Result<(), TxError> {
         if len > frame::MAX_SDU {
             self.counters.tx_err += 1;
             return Err(TxError::TooLong {
@@ -122,8 +128,21 @@ impl Aal5Tx {
             });
         }
         self.counters.tx += 1;
+        Ok(())
+    }
+
+    /// The segmentation of an admitted SDU. Returned bare, not in a
+    /// `Result`, so that it is built where the caller keeps it: with the
+    /// wide CRC kernel it is some 400 bytes, and a move is a `memcpy`.
+    fn begin<'a>(
+        &self,
+        first: &'a [u8],
+        parts: &'a [&'a [u8]],
+        len: usize,
+        opts: PduOptions,
+    ) -> Segmentation<'a> {
         let clp = usize::from(opts.clp.unwrap_or(self.clp));
-        Ok(Segmentation {
+        Segmentation {
             first,
             parts,
             part: 0,
@@ -139,7 +158,7 @@ impl Aal5Tx {
             header: self.headers[clp][0],
             header_end: self.headers[clp][1],
             crc: Crc32State::new(self.kernel),
-        })
+        }
     }
 
     /// Segments a contiguous SDU into `out`, which must have room for
@@ -158,7 +177,8 @@ impl Aal5Tx {
                 have: out.len(),
             });
         }
-        let mut seg = self.segment_slice(sdu, opts)?;
+        self.admit(sdu.len())?;
+        let mut seg = self.begin(sdu, &[], sdu.len(), opts);
         Ok(seg.fill(out))
     }
 }
@@ -425,7 +445,6 @@ struct Current {
     buf: Vec<u8>,
     len: usize,
     cells: u64,
-    crc: Crc32State,
     deadline: Instant,
     /// Marks this PDU's entry in the timer queue as live.
     token: u64,
@@ -440,6 +459,10 @@ struct VcState {
     counters: VcCounters,
     posted: VecDeque<Vec<u8>>,
     cur: Option<Current>,
+    /// The CRC of the PDU in `cur`. Kept here rather than in `Current`,
+    /// which moves when a PDU ends, because the wide kernel's state is
+    /// 192 bytes.
+    crc: Crc32State,
     /// Dropping cells until the end of the current PDU, for this reason.
     discarding: Option<DropReason>,
 }
@@ -532,6 +555,7 @@ impl Aal5Rx {
                 counters: VcCounters::default(),
                 posted: VecDeque::new(),
                 cur: None,
+                crc: Crc32State::new(self.cfg.kernel),
                 discarding: None,
             },
         );
@@ -818,11 +842,11 @@ impl Aal5Rx {
                     (buf, false, charged)
                 };
                 let token = timers.arm(deadline, vc);
+                st.crc = Crc32State::new(kernel);
                 st.cur = Some(Current {
                     buf,
                     len: 0,
                     cells: 0,
-                    crc: Crc32State::new(kernel),
                     deadline,
                     token,
                     posted,
@@ -870,7 +894,7 @@ impl Aal5Rx {
             let room = (limit - cur.len) / PAYLOAD_LEN * PAYLOAD_LEN;
             let start = cur.len;
             let (n, ended) =
-                cur.crc
+                st.crc
                     .drain_run(rest, Some(key), valid, &mut cur.buf[start..start + room]);
             cur.len += n * PAYLOAD_LEN;
             cur.cells += n as u64;
@@ -917,7 +941,7 @@ impl Aal5Rx {
         deliver: &mut impl FnMut(Delivery),
     ) {
         let t = Trailer::parse(&cur.buf[..cur.len]).unwrap_or_default();
-        let verdict = if !cur.crc.is_valid_pdu() {
+        let verdict = if !st.crc.is_valid_pdu() {
             Err(DropReason::Crc)
         } else {
             frame::check_length(t.length, cur.len).map_err(|e| match e {

@@ -195,8 +195,9 @@ impl Kernel {
 #[derive(Clone, Copy, Debug)]
 pub struct Crc32State {
     kernel: Kernel,
-    /// Clmul: the three lanes. Portable: `lanes[0]` is the register.
-    lanes: [u128; 3],
+    /// Vpclmul: twelve lanes. Clmul: the first three. Portable:
+    /// `lanes[0]` is the register.
+    lanes: [u128; 12],
 }
 
 impl Crc32State {
@@ -211,10 +212,15 @@ impl Crc32State {
             Kernel::Clmul if !Kernel::Clmul.supported() => Kernel::Portable,
             k => k,
         };
-        let lanes = match kernel {
-            Kernel::Portable => [INIT as u128, 0, 0],
-            Kernel::Clmul | Kernel::Vpclmul => [CLMUL_INIT as u128, 0, 0],
-        };
+        let mut lanes = [0; 12];
+        match kernel {
+            Kernel::Portable => lanes[0] = INIT as u128,
+            Kernel::Clmul => lanes[0] = CLMUL_INIT as u128,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Vpclmul => lanes[wide::INIT_LANE] = CLMUL_INIT as u128,
+            #[cfg(not(target_arch = "x86_64"))]
+            Kernel::Vpclmul => unreachable!("the Vpclmul kernel exists only on x86-64"),
+        }
         Crc32State { kernel, lanes }
     }
 
@@ -229,15 +235,25 @@ impl Crc32State {
     fn remainder(&self) -> u32 {
         match self.kernel {
             Kernel::Portable => div_xpow(self.lanes[0] as u32, 32),
-            Kernel::Clmul | Kernel::Vpclmul => {
+            Kernel::Clmul => {
                 #[cfg(target_arch = "x86_64")]
                 {
                     // SAFETY: a Clmul state exists only where the CPU has
                     // PCLMULQDQ and SSSE3 (`new` enforces it).
-                    unsafe { clmul::remainder(&self.lanes) }
+                    unsafe { clmul::remainder(self.three()) }
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Clmul kernel exists only on x86-64")
+            }
+            Kernel::Vpclmul => {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    // SAFETY: a Vpclmul state exists only where the CPU has
+                    // every feature the kernel needs (`new` enforces it).
+                    unsafe { wide::remainder(&self.lanes) }
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                unreachable!("the Vpclmul kernel exists only on x86-64")
             }
         }
     }
@@ -274,14 +290,32 @@ impl Crc32State {
     pub fn feed(&mut self, payload: &[u8; PAYLOAD_LEN]) {
         match self.kernel {
             Kernel::Portable => self.portable(payload),
-            Kernel::Clmul | Kernel::Vpclmul => {
+            Kernel::Clmul => {
                 #[cfg(target_arch = "x86_64")]
-                // SAFETY: see `register`; `payload` is exactly 48 bytes.
+                // SAFETY: see `remainder`; `payload` is exactly 48 bytes.
                 unsafe {
-                    clmul::fold_payloads(&mut self.lanes, payload.as_slice(), 1)
+                    clmul::fold_payloads(self.three_mut(), payload.as_slice(), 1)
+                };
+            }
+            Kernel::Vpclmul => {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: see `remainder`; `payload` is exactly 48 bytes.
+                unsafe {
+                    wide::fold_payloads(&mut self.lanes, payload.as_slice(), 1)
                 };
             }
         }
+    }
+
+    /// The Clmul kernel's three lanes.
+    #[cfg(target_arch = "x86_64")]
+    fn three(&self) -> &[u128; 3] {
+        self.lanes.first_chunk().expect("twelve lanes")
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn three_mut(&mut self) -> &mut [u128; 3] {
+        self.lanes.first_chunk_mut().expect("twelve lanes")
     }
 
     #[inline]
@@ -310,9 +344,9 @@ impl Crc32State {
             }
             Kernel::Clmul => {
                 #[cfg(target_arch = "x86_64")]
-                // SAFETY: see `register`; the lengths were asserted above.
+                // SAFETY: see `remainder`; the lengths were asserted above.
                 unsafe {
-                    clmul::build_cells(&mut self.lanes, header, src, cells)
+                    clmul::build_cells(self.three_mut(), header, src, cells)
                 };
             }
             Kernel::Vpclmul => {
@@ -382,9 +416,9 @@ impl Crc32State {
             }
             Kernel::Clmul => {
                 #[cfg(target_arch = "x86_64")]
-                // SAFETY: see `register`; `cells` was cut to what `dst` holds.
+                // SAFETY: see `remainder`; `cells` was cut to what `dst` holds.
                 unsafe {
-                    clmul::drain_run(&mut self.lanes, cells, test, dst)
+                    clmul::drain_run(self.three_mut(), cells, test, dst)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Clmul kernel exists only on x86-64")
@@ -601,17 +635,25 @@ mod clmul {
     }
 
     /// The message fed, reduced modulo P: combine the lanes
-    /// (`lane0·x^256 + lane1·x^128 + lane2`), fold 128 bits down to 64, then
-    /// a Barrett reduction to 32.
+    /// (`lane0·x^256 + lane1·x^128 + lane2`), then [`reduce`].
     #[target_feature(enable = "pclmulqdq,ssse3")]
     pub(super) unsafe fn remainder(lanes: &[u128; 3]) -> u32 {
         // SAFETY: register arithmetic plus stores into locals.
         unsafe {
             let a = load_lanes(lanes);
-            let r = _mm_xor_si128(
+            reduce(_mm_xor_si128(
                 _mm_xor_si128(fold(a[0], consts(K_256)), fold(a[1], consts(K_128))),
                 a[2],
-            );
+            ))
+        }
+    }
+
+    /// A 128-bit value reduced modulo P: fold 128 bits down to 64, then a
+    /// Barrett reduction to 32.
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    pub(super) unsafe fn reduce(r: __m128i) -> u32 {
+        // SAFETY: register arithmetic plus stores into locals.
+        unsafe {
             let mut v = 0u128;
             _mm_storeu_si128((&mut v as *mut u128).cast(), r);
             // v = H·x^64 + L ≡ H·(x^64 mod P) + L, under 96 bits.
@@ -628,22 +670,23 @@ mod clmul {
 
 #[cfg(target_arch = "x86_64")]
 mod wide {
-    //! The 512-bit kernels: four cells (192 bytes, three 64-byte blocks) a
+    //! The 512-bit kernels: four cells (192 bytes, twelve 16-byte blocks) a
     //! step. On CPUs where a carry-less multiply of any width issues once
     //! every two cycles (Zen 4), a 512-bit one does four 64-bit products in
     //! that time where PCLMULQDQ does one, so the fold stops being what
     //! limits the copy.
     //!
-    //! The state between calls stays the Clmul kernel's three lanes. A call
-    //! that has at least one whole group of four cells compresses the lanes
-    //! to one 128-bit value congruent to the message so far, shifts it by
-    //! 128 bits and adds it into the group's first block (where the message
-    //! so far, times x^(384·cells), belongs), runs three 512-bit accumulators
-    //! over the groups (each folded forward by 192 bytes a group), reduces
-    //! the twelve 128-bit lanes back to one with a constant per lane, and
-    //! hands the rest (fewer than four cells, or from the first cell that
-    //! ends the run) to the Clmul kernel.
-    use super::{xpow, CellBytes, HEADER_LEN, PAYLOAD_LEN};
+    //! The state is twelve 128-bit lanes, three 512-bit accumulators of
+    //! four: lane `i` (accumulator `i / 4`, lane `i % 4` in it) holds
+    //! blocks that stand `11 - i` blocks, plus whole groups, before the end
+    //! of what was fed. A group of four cells folds every lane forward by
+    //! 192 bytes and adds its twelve blocks; a shorter run of `r` cells
+    //! folds by `48·r` bytes and adds its `3r` blocks in the last lanes, so
+    //! that every lane keeps its distance from the end. Nothing is reduced
+    //! until the remainder is asked for: then each lane is folded by its
+    //! own distance, the lanes summed, and the Clmul kernel's Barrett step
+    //! finishes.
+    use super::{xpow, CellBytes, HeaderTest, HEADER_LEN, PAYLOAD_LEN};
     use core::arch::x86_64::*;
 
     /// Bytes in a group of four payloads.
@@ -654,10 +697,14 @@ mod wide {
         (xpow(d + 64) as u64, xpow(d) as u64)
     }
 
-    /// Folds every lane forward by one group.
-    const K_GROUP: [(u64, u64); 4] = [fold_consts(8 * GROUP as u32); 4];
-    /// For the hand-back: lane `j` of accumulator `k` holds block `4k + j`
-    /// of the last group, which stands `11 - 4k - j` blocks from its end.
+    /// Folds every lane forward by `r` cells, `r` = 1 to 4 (index `r - 1`).
+    const K_CELLS: [(u64, u64); 4] = [
+        fold_consts(384),
+        fold_consts(2 * 384),
+        fold_consts(3 * 384),
+        fold_consts(4 * 384),
+    ];
+    /// For the remainder: lane `i` stands `11 - i` blocks from the end.
     const K_BACK: [[(u64, u64); 4]; 3] = {
         let mut k = [[(0, 0); 4]; 3];
         let mut i = 0;
@@ -667,9 +714,9 @@ mod wide {
         }
         k
     };
-    /// The carry-in's compression (x^256, x^128) and shift (x^128).
-    const K_256: (u64, u64) = fold_consts(256);
-    const K_128: (u64, u64) = fold_consts(128);
+    /// Where the initial value goes: two blocks before the end, like the
+    /// Clmul kernel's lane 0 of three.
+    pub(super) const INIT_LANE: usize = 9;
 
     /// Per-lane constants as four (high, low) pairs, lane 0 first.
     #[inline(always)]
@@ -690,17 +737,6 @@ mod wide {
         }
     }
 
-    /// Reverses the bytes of each 128-bit lane.
-    #[inline(always)]
-    unsafe fn bswap4() -> __m512i {
-        // SAFETY: as above.
-        unsafe {
-            _mm512_broadcast_i32x4(_mm_set_epi8(
-                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-            ))
-        }
-    }
-
     /// Each lane `H·x^64 + L` to `H·k.high + L·k.low`, plus `add`.
     #[inline(always)]
     unsafe fn fold_add(acc: __m512i, k: __m512i, add: __m512i) -> __m512i {
@@ -715,38 +751,68 @@ mod wide {
         }
     }
 
-    /// The three lanes of the Clmul state compressed to one 128-bit value
-    /// congruent to the message, then shifted by 128 bits: what the
-    /// message so far adds to the first block of the next group.
+    /// The constants that fold every lane forward by `r` cells (1 to 4).
     #[inline(always)]
-    unsafe fn carried_in(lanes: &[u128; 3]) -> __m128i {
-        // SAFETY: register arithmetic on the caller's enabled features.
-        unsafe {
-            let k256 = _mm_set_epi64x(K_256.0 as i64, K_256.1 as i64);
-            let k128 = _mm_set_epi64x(K_128.0 as i64, K_128.1 as i64);
-            let fold = |a: __m128i, k: __m128i| {
-                _mm_xor_si128(
-                    _mm_clmulepi64_si128(a, k, 0x11),
-                    _mm_clmulepi64_si128(a, k, 0x00),
-                )
-            };
-            let a0 = _mm_loadu_si128(lanes[0..].as_ptr().cast());
-            let a1 = _mm_loadu_si128(lanes[1..].as_ptr().cast());
-            let a2 = _mm_loadu_si128(lanes[2..].as_ptr().cast());
-            let t = _mm_xor_si128(_mm_xor_si128(fold(a0, k256), fold(a1, k128)), a2);
-            fold(t, k128)
+    unsafe fn fold_by(r: usize) -> __m512i {
+        // SAFETY: register construction.
+        unsafe { consts4([K_CELLS[r - 1]; 4]) }
+    }
+
+    /// The twelve lanes as three accumulators.
+    #[derive(Clone, Copy)]
+    struct Acc([__m512i; 3]);
+
+    impl Acc {
+        #[inline(always)]
+        unsafe fn load(lanes: &[u128; 12]) -> Acc {
+            // SAFETY: each load reads four u128s inside the array.
+            unsafe {
+                let p = lanes.as_ptr();
+                Acc([
+                    _mm512_loadu_si512(p.cast()),
+                    _mm512_loadu_si512(p.add(4).cast()),
+                    _mm512_loadu_si512(p.add(8).cast()),
+                ])
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn store(self, lanes: &mut [u128; 12]) {
+            // SAFETY: each store writes four u128s inside the array.
+            unsafe {
+                let p = lanes.as_mut_ptr();
+                _mm512_storeu_si512(p.cast(), self.0[0]);
+                _mm512_storeu_si512(p.add(4).cast(), self.0[1]);
+                _mm512_storeu_si512(p.add(8).cast(), self.0[2]);
+            }
+        }
+
+        /// Adds `r` cells whose `3r` blocks are the last of the twelve in
+        /// `z` (the others zero), in message byte order; `k` is
+        /// [`fold_by`]`(r)`.
+        #[inline(always)]
+        unsafe fn absorb(&mut self, k: __m512i, z: [__m512i; 3]) {
+            // SAFETY: register arithmetic on the caller's enabled features.
+            unsafe {
+                let m = _mm512_broadcast_i32x4(_mm_set_epi8(
+                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                ));
+                for (a, b) in self.0.iter_mut().zip(z) {
+                    *a = fold_add(*a, k, _mm512_shuffle_epi8(b, m));
+                }
+            }
         }
     }
 
-    /// The twelve lanes of three accumulators (block `4k + j` of a group in
-    /// lane `j` of accumulator `k`) reduced to one 128-bit value congruent
-    /// to their sum as a message, stored as the Clmul state.
-    #[inline(always)]
-    unsafe fn hand_back(lanes: &mut [u128; 3], acc: [__m512i; 3]) {
-        // SAFETY: register arithmetic, then a store of one u128 we own.
+    /// The message fed, modulo P.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
+    pub(super) unsafe fn remainder(lanes: &[u128; 12]) -> u32 {
+        // SAFETY: register arithmetic and loads and stores of arrays we own;
+        // the Clmul kernel's features are a subset of this one's.
         unsafe {
+            let acc = Acc::load(lanes);
             let mut sum = _mm512_setzero_si512();
-            for (a, k) in acc.into_iter().zip(K_BACK) {
+            for (a, k) in acc.0.into_iter().zip(K_BACK) {
                 sum = fold_add(a, consts4(k), sum);
             }
             let v = _mm_xor_si128(
@@ -759,91 +825,105 @@ mod wide {
                     _mm512_extracti32x4_epi32(sum, 3),
                 ),
             );
-            lanes[0] = 0;
-            lanes[1] = 0;
-            _mm_storeu_si128(lanes[2..].as_mut_ptr().cast(), v);
+            super::clmul::reduce(v)
         }
     }
 
-    /// The next group's three blocks, byte-reversed per lane, added into
-    /// the accumulators (folded forward by one group first, or taking the
-    /// carried-in message on the first group).
+    /// The blocks of `r` contiguous payloads at `s` (1 to 4), as the last
+    /// `3r` of twelve.
     #[inline(always)]
-    unsafe fn absorb(acc: &mut [__m512i; 3], z: [__m512i; 3], first: Option<__m128i>) {
-        // SAFETY: register arithmetic on the caller's enabled features.
+    unsafe fn contiguous(s: *const u8, r: usize) -> [__m512i; 3] {
+        // SAFETY: the caller guarantees s[..48r] is readable. Block `b` of
+        // the twelve starts 16·(b − (12 − 3r)) bytes from `s`; a load takes
+        // only the bytes at or after `s` and before s + 48r (masked-off
+        // bytes are never accessed, so the address before `s` that a
+        // partial group's first load names is not read).
         unsafe {
-            let m = bswap4();
-            let z = z.map(|b| _mm512_shuffle_epi8(b, m));
-            match first {
-                Some(carry) => {
-                    *acc = z;
-                    acc[0] = _mm512_xor_si512(acc[0], _mm512_zextsi128_si512(carry));
-                }
-                None => {
-                    let k = consts4(K_GROUP);
-                    for (a, b) in acc.iter_mut().zip(z) {
-                        *a = fold_add(*a, k, b);
-                    }
+            if r == 4 {
+                return [
+                    _mm512_loadu_si512(s.cast()),
+                    _mm512_loadu_si512(s.add(64).cast()),
+                    _mm512_loadu_si512(s.add(128).cast()),
+                ];
+            }
+            let lead = GROUP - PAYLOAD_LEN * r;
+            let mut z = [_mm512_setzero_si512(); 3];
+            for (k, v) in z.iter_mut().enumerate() {
+                let from = 64 * k as isize - lead as isize;
+                let lo = (-from).clamp(0, 64) as u32;
+                let hi = (PAYLOAD_LEN as isize * r as isize - from).clamp(0, 64) as u32;
+                if hi > lo {
+                    let mask = (u64::MAX >> (64 - (hi - lo))) << lo;
+                    *v = _mm512_maskz_loadu_epi8(mask, s.wrapping_offset(from).cast());
                 }
             }
+            z
+        }
+    }
+
+    /// Folds `n` whole 48-byte payloads from `src`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
+    pub(super) unsafe fn fold_payloads(lanes: &mut [u128; 12], src: &[u8], n: usize) {
+        assert!(src.len() >= n * PAYLOAD_LEN);
+        // SAFETY: every group read is inside src[..48n], checked above.
+        unsafe {
+            let mut acc = Acc::load(lanes);
+            let k = fold_by(4);
+            let groups = n / 4;
+            for g in 0..groups {
+                acc.absorb(k, contiguous(src.as_ptr().add(g * GROUP), 4));
+            }
+            let r = n - 4 * groups;
+            if r > 0 {
+                acc.absorb(fold_by(r), contiguous(src.as_ptr().add(groups * GROUP), r));
+            }
+            acc.store(lanes);
         }
     }
 
     /// See `Crc32State::build_cells`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn build_cells(
-        lanes: &mut [u128; 3],
+        lanes: &mut [u128; 12],
         header: &[u8; HEADER_LEN],
         src: &[u8],
         cells: &mut [CellBytes],
     ) {
-        assert!(src.len() >= cells.len() * PAYLOAD_LEN);
-        let groups = cells.len() / 4;
-        if groups > 0 {
-            let mut h = [0u8; 8];
-            h[..HEADER_LEN].copy_from_slice(header);
-            let h = u64::from_ne_bytes(h);
-            // SAFETY: loads read 64-byte blocks inside src[..192·groups] and
-            // 32- and 16-byte pieces of one payload inside it; per cell the
-            // stores write 8 bytes at offset 0 (the payload store after it
-            // overwrites bytes 5..8 with payload) and 32 and 16 bytes at
-            // offsets 5 and 37, all inside that 53-byte cell.
-            unsafe {
-                let mut acc = [_mm512_setzero_si512(); 3];
-                let mut carry = Some(carried_in(lanes));
-                let s = src.as_ptr();
-                let d = cells.as_mut_ptr().cast::<u8>();
-                for g in 0..groups {
-                    let gs = s.add(g * GROUP);
-                    let z = [
-                        _mm512_loadu_si512(gs.cast()),
-                        _mm512_loadu_si512(gs.add(64).cast()),
-                        _mm512_loadu_si512(gs.add(128).cast()),
-                    ];
-                    absorb(&mut acc, z, carry.take());
-                    for c in 0..4 {
-                        let p = gs.add(c * PAYLOAD_LEN);
-                        let q = d.add((4 * g + c) * size_of::<CellBytes>());
-                        let a = _mm256_loadu_si256(p.cast());
-                        let b = _mm_loadu_si128(p.add(32).cast());
-                        q.cast::<u64>().write_unaligned(h);
-                        _mm256_storeu_si256(q.add(HEADER_LEN).cast(), a);
-                        _mm_storeu_si128(q.add(HEADER_LEN + 32).cast(), b);
-                    }
-                }
-                hand_back(lanes, acc);
-            }
-        }
-        let done = 4 * groups;
-        // SAFETY: the Clmul kernel's features are a subset of this one's.
+        let n = cells.len();
+        assert!(src.len() >= n * PAYLOAD_LEN);
+        let mut h = [0u8; 8];
+        h[..HEADER_LEN].copy_from_slice(header);
+        let h = u64::from_ne_bytes(h);
+        // SAFETY: group reads are inside src[..48n] (checked above); per
+        // cell the stores write 8 bytes at offset 0 (the payload store after
+        // it overwrites bytes 5..8 with payload) and 32 and 16 bytes at
+        // offsets 5 and 37, all inside that 53-byte cell.
         unsafe {
-            super::clmul::build_cells(
-                lanes,
-                header,
-                &src[done * PAYLOAD_LEN..],
-                &mut cells[done..],
-            )
-        };
+            let mut acc = Acc::load(lanes);
+            let s = src.as_ptr();
+            let d = cells.as_mut_ptr().cast::<u8>();
+            let k4 = fold_by(4);
+            let mut c = 0;
+            while c < n {
+                let r = (n - c).min(4);
+                if r == 4 {
+                    acc.absorb(k4, contiguous(s.add(c * PAYLOAD_LEN), 4));
+                } else {
+                    acc.absorb(fold_by(r), contiguous(s.add(c * PAYLOAD_LEN), r));
+                }
+                for i in c..c + r {
+                    let p = s.add(i * PAYLOAD_LEN);
+                    let q = d.add(i * size_of::<CellBytes>());
+                    let a = _mm256_loadu_si256(p.cast());
+                    let b = _mm_loadu_si128(p.add(32).cast());
+                    q.cast::<u64>().write_unaligned(h);
+                    _mm256_storeu_si256(q.add(HEADER_LEN).cast(), a);
+                    _mm_storeu_si128(q.add(HEADER_LEN + 32).cast(), b);
+                }
+                c += r;
+            }
+            acc.store(lanes);
+        }
     }
 
     /// Byte indices for `_mm512_permutex2var_epi8` that join the 48-byte
@@ -863,81 +943,97 @@ mod wide {
 
     /// The 48 payload bytes of a cell, zero above.
     #[inline(always)]
-    unsafe fn payload(cell: *const u8) -> __m512i {
+    unsafe fn payload(cell: &CellBytes) -> __m512i {
         // SAFETY: the mask reads bytes 5..53 of the cell only; masked-off
         // bytes are not accessed.
-        unsafe { _mm512_maskz_loadu_epi8((1u64 << 48) - 1, cell.add(HEADER_LEN).cast()) }
+        unsafe { _mm512_maskz_loadu_epi8((1u64 << 48) - 1, cell.as_ptr().add(HEADER_LEN).cast()) }
     }
 
     /// See `Crc32State::drain_run`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn drain_run(
-        lanes: &mut [u128; 3],
+        lanes: &mut [u128; 12],
         cells: &[CellBytes],
-        test: super::HeaderTest,
+        test: HeaderTest,
         dst: &mut [u8],
     ) -> (usize, bool) {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
         let mut c = 0;
         let mut ended = false;
         // SAFETY: `payload` reads inside one cell of `cells`; the stores
-        // write 64-byte blocks inside dst[..48·(c+4)], which is inside
+        // write 64-byte blocks inside dst[..48·(c + 4)], or 32 and 16 bytes
+        // inside dst[..48·(c + r)] for a short run, which are inside
         // dst[..48·cells.len()] (asserted above).
         unsafe {
-            let mut acc = [_mm512_setzero_si512(); 3];
-            let mut carry = None;
-            let mut started = false;
+            let mut acc = Acc::load(lanes);
+            let k4 = fold_by(4);
             let join = JOIN.map(|ix| _mm512_loadu_si512(ix.as_ptr().cast()));
             let p = dst.as_mut_ptr();
-            while c + 4 <= cells.len() {
-                let g = &cells[c..c + 4];
-                let t = [
-                    test.test(&g[0]),
-                    test.test(&g[1]),
-                    test.test(&g[2]),
-                    test.test(&g[3]),
-                ];
-                // Branch-free: all four join, and none but the last ends it.
-                if !(t[0].0 & t[1].0 & t[2].0 & t[3].0) | t[0].1 | t[1].1 | t[2].1 {
-                    break;
+            while c < cells.len() {
+                let g = &cells[c..cells.len().min(c + 4)];
+                if let [g0, g1, g2, g3] = g {
+                    let t = [test.test(g0), test.test(g1), test.test(g2), test.test(g3)];
+                    // All four join and none but the last ends the PDU.
+                    if t[0].0 & t[1].0 & t[2].0 & t[3].0 & !(t[0].1 | t[1].1 | t[2].1) {
+                        let l = [payload(g0), payload(g1), payload(g2), payload(g3)];
+                        let z = [
+                            _mm512_permutex2var_epi8(l[0], join[0], l[1]),
+                            _mm512_permutex2var_epi8(l[1], join[1], l[2]),
+                            _mm512_permutex2var_epi8(l[2], join[2], l[3]),
+                        ];
+                        let q = p.add(c * PAYLOAD_LEN);
+                        _mm512_storeu_si512(q.cast(), z[0]);
+                        _mm512_storeu_si512(q.add(64).cast(), z[1]);
+                        _mm512_storeu_si512(q.add(128).cast(), z[2]);
+                        acc.absorb(k4, z);
+                        c += 4;
+                        if t[3].1 {
+                            ended = true;
+                            break;
+                        }
+                        continue;
+                    }
                 }
-                let l = [
-                    payload(g[0].as_ptr()),
-                    payload(g[1].as_ptr()),
-                    payload(g[2].as_ptr()),
-                    payload(g[3].as_ptr()),
-                ];
-                let z = [
-                    _mm512_permutex2var_epi8(l[0], join[0], l[1]),
-                    _mm512_permutex2var_epi8(l[1], join[1], l[2]),
-                    _mm512_permutex2var_epi8(l[2], join[2], l[3]),
-                ];
-                let q = p.add(c * PAYLOAD_LEN);
-                _mm512_storeu_si512(q.cast(), z[0]);
-                _mm512_storeu_si512(q.add(64).cast(), z[1]);
-                _mm512_storeu_si512(q.add(128).cast(), z[2]);
-                if !started {
-                    started = true;
-                    carry = Some(carried_in(lanes));
+                // The run ends inside these cells: take the ones before a
+                // foreign header, up to and including an ending one.
+                let mut r = 0;
+                for cell in g {
+                    let (ok, stop) = test.test(cell);
+                    if !ok {
+                        break;
+                    }
+                    r += 1;
+                    if stop {
+                        ended = true;
+                        break;
+                    }
                 }
-                absorb(&mut acc, z, carry.take());
-                c += 4;
-                if t[3].1 {
-                    ended = true;
+                if r > 0 {
+                    // The r payloads as the last 3r blocks of twelve:
+                    // shifted right by 4 − r cells.
+                    let mut l = [_mm512_setzero_si512(); 4];
+                    for (i, cell) in g[..r].iter().enumerate() {
+                        l[4 - r + i] = payload(cell);
+                        let q = p.add((c + i) * PAYLOAD_LEN);
+                        let v = l[4 - r + i];
+                        _mm256_storeu_si256(q.cast(), _mm512_castsi512_si256(v));
+                        _mm_storeu_si128(q.add(32).cast(), _mm512_extracti32x4_epi32(v, 2));
+                    }
+                    let z = [
+                        _mm512_permutex2var_epi8(l[0], join[0], l[1]),
+                        _mm512_permutex2var_epi8(l[1], join[1], l[2]),
+                        _mm512_permutex2var_epi8(l[2], join[2], l[3]),
+                    ];
+                    acc.absorb(fold_by(r), z);
+                    c += r;
+                }
+                if r < g.len() || ended {
                     break;
                 }
             }
-            if started {
-                hand_back(lanes, acc);
-            }
+            acc.store(lanes);
         }
-        if ended {
-            return (c, true);
-        }
-        let q = c * PAYLOAD_LEN;
-        // SAFETY: the Clmul kernel's features are a subset of this one's.
-        let (n, end) = unsafe { super::clmul::drain_run(lanes, &cells[c..], test, &mut dst[q..]) };
-        (c + n, end)
+        (c, ended)
     }
 }
 
