@@ -178,9 +178,38 @@ impl Aal5Tx {
             });
         }
         self.admit(sdu.len())?;
-        let mut seg = self.begin(sdu, &[], sdu.len(), opts);
-        Ok(seg.fill(out))
+        // One call builds every cell: no segmentation state to carry.
+        let clp = usize::from(opts.clp.unwrap_or(self.clp));
+        let [header, header_end] = &self.headers[clp];
+        let body = sdu.len() / PAYLOAD_LEN * PAYLOAD_LEN;
+        let (tail, tail_cells) = tail_payloads(&sdu[body..], sdu.len(), opts);
+        Crc32State::new(self.kernel).build_pdu(
+            header,
+            header_end,
+            &sdu[..body],
+            &tail[..tail_cells * PAYLOAD_LEN],
+            &mut out[..need],
+        );
+        Ok(need)
     }
+}
+
+/// The last one or two payloads of a PDU: `rest` (the SDU's bytes after its
+/// last whole payload), zero pad, and the trailer with its CRC field zero.
+/// Returns them and how many cells they fill.
+fn tail_payloads(rest: &[u8], sdu_len: usize, opts: PduOptions) -> ([u8; 2 * PAYLOAD_LEN], usize) {
+    let mut tail = [0u8; 2 * PAYLOAD_LEN];
+    tail[..rest.len()].copy_from_slice(rest);
+    let cells = frame::cells_for(sdu_len) - sdu_len / PAYLOAD_LEN;
+    let end = cells * PAYLOAD_LEN;
+    let t = Trailer {
+        uu: opts.uu,
+        cpi: opts.cpi,
+        length: sdu_len as u16,
+        crc: 0,
+    };
+    tail[end - TRAILER_LEN..end].copy_from_slice(&t.to_bytes());
+    (tail, cells)
 }
 
 /// One SDU being cut into cells. Created by [`Aal5Tx::segment`].
@@ -280,18 +309,15 @@ impl<'a> Segmentation<'a> {
         // The last one or two cells: SDU tail, pad, trailer.
         if !self.tail_built {
             self.tail_built = true;
-            let mut tail = [0u8; 2 * PAYLOAD_LEN];
-            let r = self.gather(&mut tail);
+            let mut rest = [0u8; PAYLOAD_LEN];
+            let r = self.gather(&mut rest);
             debug_assert_eq!(r, self.sdu_len % PAYLOAD_LEN);
-            let end = self.tail_cells * PAYLOAD_LEN;
-            let t = Trailer {
+            let opts = PduOptions {
                 uu: self.uu,
                 cpi: self.cpi,
-                length: self.sdu_len as u16,
-                crc: 0,
+                ..PduOptions::default()
             };
-            tail[end - TRAILER_LEN..end].copy_from_slice(&t.to_bytes());
-            self.tail = tail;
+            (self.tail, _) = tail_payloads(&rest[..r], self.sdu_len, opts);
         }
         while n < out.len() && self.tail_done < self.tail_cells {
             let last = self.tail_done + 1 == self.tail_cells;

@@ -85,11 +85,30 @@ impl HeaderTest {
     /// (joins the run, ends the PDU) for a cell.
     #[inline(always)]
     fn test(&self, cell: &CellBytes) -> (bool, bool) {
-        let w = u64::from_le_bytes([
-            cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
-        ]);
+        let w = Self::word(cell);
         let x = w & self.mask;
         ((x == self.a) | (x == self.b), w & self.stop != 0)
+    }
+
+    /// For four cells in a row: (all four join and none but the last ends
+    /// the PDU, the last ends it). Branch-free: a header joins when one of
+    /// its differences from `a` and `b` is zero, so when their minimum is.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn group(&self, g: &[CellBytes; 4]) -> (bool, bool) {
+        let w = g.each_ref().map(Self::word);
+        let off = w.iter().fold(0, |acc, &w| {
+            acc | (w & self.mask ^ self.a).min(w & self.mask ^ self.b)
+        });
+        let early = (w[0] | w[1] | w[2]) & self.stop;
+        ((off | early) == 0, w[3] & self.stop != 0)
+    }
+
+    #[inline(always)]
+    fn word(cell: &CellBytes) -> u64 {
+        u64::from_le_bytes([
+            cell[0], cell[1], cell[2], cell[3], cell[4], cell[5], cell[6], cell[7],
+        ])
     }
 }
 
@@ -323,6 +342,45 @@ impl Crc32State {
         let mut d = RAW_CRC.digest_with_initial(self.lanes[0] as u32);
         d.update(payload);
         self.lanes[0] = u128::from(d.finalize());
+    }
+
+    /// Builds every cell of a PDU: payloads from `body` (whole 48-byte
+    /// payloads) then `tail` (the last one or two, ending in the trailer
+    /// with its CRC field zero); `header` on each cell but the last, which
+    /// gets `header_end`; then writes the CRC field into the last cell.
+    /// `cells` must hold exactly the PDU's cells.
+    pub fn build_pdu(
+        &mut self,
+        header: &[u8; HEADER_LEN],
+        header_end: &[u8; HEADER_LEN],
+        body: &[u8],
+        tail: &[u8],
+        cells: &mut [CellBytes],
+    ) {
+        let nb = body.len() / PAYLOAD_LEN;
+        assert!(
+            body.len() == nb * PAYLOAD_LEN
+                && matches!(tail.len(), PAYLOAD_LEN | 96)
+                && cells.len() == nb + tail.len() / PAYLOAD_LEN,
+            "whole payloads, one or two tail cells, a cell for each"
+        );
+        match self.kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Vpclmul => {
+                // SAFETY: see `build_cells`; the lengths were asserted above.
+                unsafe { wide::build_pdu(&mut self.lanes, header, header_end, body, tail, cells) };
+                return;
+            }
+            _ => {
+                let (b, t) = cells.split_at_mut(nb);
+                self.build_cells(header, body, b);
+                self.build_cells(header, tail, t);
+            }
+        }
+        let last = cells.last_mut().expect("a PDU has a cell");
+        last[..HEADER_LEN].copy_from_slice(header_end);
+        let field = self.field_for_zeroed_tail();
+        last[CELL_LEN - 4..].copy_from_slice(&field.to_be_bytes());
     }
 
     /// Builds `cells.len()` cells: header `header` on each, payloads taken in
@@ -797,8 +855,17 @@ mod wide {
                 let m = _mm512_broadcast_i32x4(_mm_set_epi8(
                     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                 ));
+                self.absorb_reversed(k, z.map(|b| _mm512_shuffle_epi8(b, m)));
+            }
+        }
+
+        /// [`Acc::absorb`] for blocks already byte-reversed in each lane.
+        #[inline(always)]
+        unsafe fn absorb_reversed(&mut self, k: __m512i, z: [__m512i; 3]) {
+            // SAFETY: register arithmetic on the caller's enabled features.
+            unsafe {
                 for (a, b) in self.0.iter_mut().zip(z) {
-                    *a = fold_add(*a, k, _mm512_shuffle_epi8(b, m));
+                    *a = fold_add(*a, k, b);
                 }
             }
         }
@@ -807,25 +874,114 @@ mod wide {
     /// The message fed, modulo P.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn remainder(lanes: &[u128; 12]) -> u32 {
-        // SAFETY: register arithmetic and loads and stores of arrays we own;
-        // the Clmul kernel's features are a subset of this one's.
-        unsafe {
-            let acc = Acc::load(lanes);
-            let mut sum = _mm512_setzero_si512();
-            for (a, k) in acc.0.into_iter().zip(K_BACK) {
-                sum = fold_add(a, consts4(k), sum);
+        // SAFETY: a load of an array we own, then register arithmetic.
+        unsafe { Acc::load(lanes).remainder() }
+    }
+
+    impl Acc {
+        /// The message the lanes hold, modulo P: each lane folded by its
+        /// distance from the end, the lanes summed, then the Clmul kernel's
+        /// reduction.
+        #[inline(always)]
+        unsafe fn remainder(self) -> u32 {
+            // SAFETY: register arithmetic; the caller runs with this
+            // kernel's features, of which the Clmul kernel's are a subset.
+            unsafe {
+                let acc = self;
+                let mut sum = _mm512_setzero_si512();
+                for (a, k) in acc.0.into_iter().zip(K_BACK) {
+                    sum = fold_add(a, consts4(k), sum);
+                }
+                let v = _mm_xor_si128(
+                    _mm_xor_si128(
+                        _mm512_extracti32x4_epi32(sum, 0),
+                        _mm512_extracti32x4_epi32(sum, 1),
+                    ),
+                    _mm_xor_si128(
+                        _mm512_extracti32x4_epi32(sum, 2),
+                        _mm512_extracti32x4_epi32(sum, 3),
+                    ),
+                );
+                super::clmul::reduce(v)
             }
-            let v = _mm_xor_si128(
-                _mm_xor_si128(
-                    _mm512_extracti32x4_epi32(sum, 0),
-                    _mm512_extracti32x4_epi32(sum, 1),
-                ),
-                _mm_xor_si128(
-                    _mm512_extracti32x4_epi32(sum, 2),
-                    _mm512_extracti32x4_epi32(sum, 3),
-                ),
-            );
-            super::clmul::reduce(v)
+        }
+    }
+
+    /// See `Crc32State::build_pdu`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
+    pub(super) unsafe fn build_pdu(
+        lanes: &mut [u128; 12],
+        header: &[u8; HEADER_LEN],
+        header_end: &[u8; HEADER_LEN],
+        body: &[u8],
+        tail: &[u8],
+        cells: &mut [CellBytes],
+    ) {
+        let nb = body.len() / PAYLOAD_LEN;
+        let groups = nb / 4;
+        let (head, rest) = cells.split_at_mut(4 * groups);
+        // The body's last (fewer than four) payloads and the tail's, side
+        // by side, so they fold as one group or one group and one.
+        let left = &body[GROUP * groups..];
+        let mut buf = [0u8; 5 * PAYLOAD_LEN];
+        let m = (left.len() + tail.len()) / PAYLOAD_LEN;
+        buf[..left.len()].copy_from_slice(left);
+        buf[left.len()..m * PAYLOAD_LEN].copy_from_slice(tail);
+        // SAFETY: the features are this function's; `scatter` and
+        // `contiguous` read inside `body[..192·groups]` and `buf[..48m]`
+        // and write inside `head` and `rest`, whose lengths match.
+        unsafe {
+            let mut acc = Acc::load(lanes);
+            let k4 = fold_by(4);
+            let h = header_word(header);
+            let s = body.as_ptr();
+            for (g, out) in head.as_chunks_mut::<4>().0.iter_mut().enumerate() {
+                let gs = s.add(g * GROUP);
+                acc.absorb(k4, contiguous(gs, 4));
+                scatter(h, gs, out);
+            }
+            let (first, second) = rest.split_at_mut(m.min(4));
+            acc.absorb(fold_by(m.min(4)), contiguous(buf.as_ptr(), m.min(4)));
+            scatter(h, buf.as_ptr(), first);
+            if m == 5 {
+                let p = buf.as_ptr().add(GROUP);
+                acc.absorb(fold_by(1), contiguous(p, 1));
+                scatter(h, p, second);
+            }
+            let field = acc.remainder();
+            acc.store(lanes);
+            let last = rest.last_mut().expect("a PDU has a tail cell");
+            last[..HEADER_LEN].copy_from_slice(header_end);
+            last[super::CELL_LEN - 4..].copy_from_slice(&(!field).to_be_bytes());
+        }
+    }
+
+    /// A cell header as the low five bytes of a word.
+    #[inline(always)]
+    fn header_word(header: &[u8; HEADER_LEN]) -> u64 {
+        let mut h = [0u8; 8];
+        h[..HEADER_LEN].copy_from_slice(header);
+        u64::from_ne_bytes(h)
+    }
+
+    /// Writes `cells.len()` cells: header `h` (see `header_word`) and the
+    /// payloads at `s` in order.
+    #[inline(always)]
+    unsafe fn scatter(h: u64, s: *const u8, cells: &mut [CellBytes]) {
+        // SAFETY: the caller guarantees s[..48·cells.len()] is readable.
+        // Per cell the stores write 8 bytes at offset 0 (the payload store
+        // after it overwrites bytes 5..8 with payload) and 32 and 16 bytes
+        // at offsets 5 and 37, all inside that 53-byte cell.
+        unsafe {
+            for (i, cell) in cells.iter_mut().enumerate() {
+                let p = s.add(i * PAYLOAD_LEN);
+                let q = cell.as_mut_ptr();
+                let a = _mm256_loadu_si256(p.cast());
+                let b = _mm_loadu_si128(p.add(32).cast());
+                q.cast::<u64>().write_unaligned(h);
+                _mm256_storeu_si256(q.add(HEADER_LEN).cast(), a);
+                _mm_storeu_si128(q.add(HEADER_LEN + 32).cast(), b);
+            }
         }
     }
 
@@ -891,36 +1047,23 @@ mod wide {
     ) {
         let n = cells.len();
         assert!(src.len() >= n * PAYLOAD_LEN);
-        let mut h = [0u8; 8];
-        h[..HEADER_LEN].copy_from_slice(header);
-        let h = u64::from_ne_bytes(h);
-        // SAFETY: group reads are inside src[..48n] (checked above); per
-        // cell the stores write 8 bytes at offset 0 (the payload store after
-        // it overwrites bytes 5..8 with payload) and 32 and 16 bytes at
-        // offsets 5 and 37, all inside that 53-byte cell.
+        let h = header_word(header);
+        // SAFETY: group reads are inside src[..48n] (checked above), and
+        // each `scatter` writes the cells it reads payloads for.
         unsafe {
             let mut acc = Acc::load(lanes);
             let s = src.as_ptr();
-            let d = cells.as_mut_ptr().cast::<u8>();
             let k4 = fold_by(4);
-            let mut c = 0;
-            while c < n {
-                let r = (n - c).min(4);
-                if r == 4 {
-                    acc.absorb(k4, contiguous(s.add(c * PAYLOAD_LEN), 4));
-                } else {
-                    acc.absorb(fold_by(r), contiguous(s.add(c * PAYLOAD_LEN), r));
-                }
-                for i in c..c + r {
-                    let p = s.add(i * PAYLOAD_LEN);
-                    let q = d.add(i * size_of::<CellBytes>());
-                    let a = _mm256_loadu_si256(p.cast());
-                    let b = _mm_loadu_si128(p.add(32).cast());
-                    q.cast::<u64>().write_unaligned(h);
-                    _mm256_storeu_si256(q.add(HEADER_LEN).cast(), a);
-                    _mm_storeu_si128(q.add(HEADER_LEN + 32).cast(), b);
-                }
-                c += r;
+            let (groups, rest) = cells.as_chunks_mut::<4>();
+            for (g, out) in groups.iter_mut().enumerate() {
+                let gs = s.add(g * GROUP);
+                acc.absorb(k4, contiguous(gs, 4));
+                scatter(h, gs, out);
+            }
+            if !rest.is_empty() {
+                let gs = s.add(groups.len() * GROUP);
+                acc.absorb(fold_by(rest.len()), contiguous(gs, rest.len()));
+                scatter(h, gs, rest);
             }
             acc.store(lanes);
         }
@@ -928,25 +1071,31 @@ mod wide {
 
     /// Byte indices for `_mm512_permutex2var_epi8` that join the 48-byte
     /// payloads of four cells (each loaded alone, in `a` then `b`) into
-    /// the group's three 64-byte blocks: block `i` takes `take` bytes from
-    /// `a` starting at `from`, then the rest from `b` starting at 0.
+    /// the group's three 64-byte blocks, each 16-byte lane byte-reversed
+    /// for the fold: block `i` takes `take` bytes from `a` starting at
+    /// `from`, then the rest from `b` starting at 0. Joining and reversing
+    /// in one permute saves a shuffle per block.
     const fn join(from: u8, take: u8) -> [u8; 64] {
         let mut ix = [0u8; 64];
         let mut i = 0;
         while i < 64 {
-            ix[i as usize] = if i < take { from + i } else { 64 + i - take };
+            // Output byte i takes message byte m of the block.
+            let m = i / 16 * 16 + 15 - i % 16;
+            ix[i as usize] = if m < take { from + m } else { 64 + m - take };
             i += 1;
         }
         ix
     }
     const JOIN: [[u8; 64]; 3] = [join(0, 48), join(16, 32), join(32, 16)];
+    /// A cell's 48 payload bytes.
+    const PAYLOAD_MASK: u64 = (1 << PAYLOAD_LEN) - 1;
 
     /// The 48 payload bytes of a cell, zero above.
     #[inline(always)]
     unsafe fn payload(cell: &CellBytes) -> __m512i {
         // SAFETY: the mask reads bytes 5..53 of the cell only; masked-off
         // bytes are not accessed.
-        unsafe { _mm512_maskz_loadu_epi8((1u64 << 48) - 1, cell.as_ptr().add(HEADER_LEN).cast()) }
+        unsafe { _mm512_maskz_loadu_epi8(PAYLOAD_MASK, cell.as_ptr().add(HEADER_LEN).cast()) }
     }
 
     /// See `Crc32State::drain_run`.
@@ -960,40 +1109,41 @@ mod wide {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
         let mut c = 0;
         let mut ended = false;
-        // SAFETY: `payload` reads inside one cell of `cells`; the stores
-        // write 64-byte blocks inside dst[..48·(c + 4)], or 32 and 16 bytes
-        // inside dst[..48·(c + r)] for a short run, which are inside
-        // dst[..48·cells.len()] (asserted above).
+        // SAFETY: `payload` reads inside one cell of `cells`; the masked
+        // stores write the 48 bytes of slot c + i of dst, for cells c + i
+        // of `cells`, inside dst[..48·cells.len()] (asserted above).
         unsafe {
             let mut acc = Acc::load(lanes);
             let k4 = fold_by(4);
             let join = JOIN.map(|ix| _mm512_loadu_si512(ix.as_ptr().cast()));
             let p = dst.as_mut_ptr();
-            while c < cells.len() {
-                let g = &cells[c..cells.len().min(c + 4)];
-                if let [g0, g1, g2, g3] = g {
-                    let t = [test.test(g0), test.test(g1), test.test(g2), test.test(g3)];
-                    // All four join and none but the last ends the PDU.
-                    if t[0].0 & t[1].0 & t[2].0 & t[3].0 & !(t[0].1 | t[1].1 | t[2].1) {
-                        let l = [payload(g0), payload(g1), payload(g2), payload(g3)];
-                        let z = [
-                            _mm512_permutex2var_epi8(l[0], join[0], l[1]),
-                            _mm512_permutex2var_epi8(l[1], join[1], l[2]),
-                            _mm512_permutex2var_epi8(l[2], join[2], l[3]),
-                        ];
-                        let q = p.add(c * PAYLOAD_LEN);
-                        _mm512_storeu_si512(q.cast(), z[0]);
-                        _mm512_storeu_si512(q.add(64).cast(), z[1]);
-                        _mm512_storeu_si512(q.add(128).cast(), z[2]);
-                        acc.absorb(k4, z);
-                        c += 4;
-                        if t[3].1 {
-                            ended = true;
-                            break;
-                        }
-                        continue;
-                    }
+            let (groups, _) = cells.as_chunks::<4>();
+            for g in groups {
+                let (run, last_ends) = test.group(g);
+                if !run {
+                    break;
                 }
+                let l = g.each_ref().map(|cell| payload(cell));
+                let q = p.add(c * PAYLOAD_LEN);
+                for (i, v) in l.iter().enumerate() {
+                    _mm512_mask_storeu_epi8(q.add(i * PAYLOAD_LEN).cast(), PAYLOAD_MASK, *v);
+                }
+                acc.absorb_reversed(
+                    k4,
+                    [
+                        _mm512_permutex2var_epi8(l[0], join[0], l[1]),
+                        _mm512_permutex2var_epi8(l[1], join[1], l[2]),
+                        _mm512_permutex2var_epi8(l[2], join[2], l[3]),
+                    ],
+                );
+                c += 4;
+                if last_ends {
+                    ended = true;
+                    break;
+                }
+            }
+            if !ended {
+                let g = &cells[c..cells.len().min(c + 4)];
                 // The run ends inside these cells: take the ones before a
                 // foreign header, up to and including an ending one.
                 let mut r = 0;
@@ -1015,20 +1165,17 @@ mod wide {
                     for (i, cell) in g[..r].iter().enumerate() {
                         l[4 - r + i] = payload(cell);
                         let q = p.add((c + i) * PAYLOAD_LEN);
-                        let v = l[4 - r + i];
-                        _mm256_storeu_si256(q.cast(), _mm512_castsi512_si256(v));
-                        _mm_storeu_si128(q.add(32).cast(), _mm512_extracti32x4_epi32(v, 2));
+                        _mm512_mask_storeu_epi8(q.cast(), PAYLOAD_MASK, l[4 - r + i]);
                     }
-                    let z = [
-                        _mm512_permutex2var_epi8(l[0], join[0], l[1]),
-                        _mm512_permutex2var_epi8(l[1], join[1], l[2]),
-                        _mm512_permutex2var_epi8(l[2], join[2], l[3]),
-                    ];
-                    acc.absorb(fold_by(r), z);
+                    acc.absorb_reversed(
+                        fold_by(r),
+                        [
+                            _mm512_permutex2var_epi8(l[0], join[0], l[1]),
+                            _mm512_permutex2var_epi8(l[1], join[1], l[2]),
+                            _mm512_permutex2var_epi8(l[2], join[2], l[3]),
+                        ],
+                    );
                     c += r;
-                }
-                if r < g.len() || ended {
-                    break;
                 }
             }
             acc.store(lanes);

@@ -72,6 +72,13 @@ proptest! {
                 at += seg.fill(&mut cells[at..end]);
             }
             prop_assert_eq!(at, cells.len());
+            // The one-call path for a contiguous SDU builds the same cells.
+            let mut direct = vec![[0u8; 53]; aal5::cells_for(len)];
+            let n = tx
+                .segment_into(&sdu, PduOptions { uu, cpi: 0, clp: Some(clp) }, &mut direct)
+                .unwrap();
+            prop_assert_eq!(n, direct.len());
+            prop_assert_eq!(&direct, &cells);
             let payloads: Vec<u8> = cells.iter().flat_map(|c| c[5..].iter().copied()).collect();
             prop_assert_eq!(&payloads, &reference);
             for (i, c) in cells.iter().enumerate() {
@@ -476,4 +483,30 @@ fn end_cells_received_count_the_pdus_the_sender_finished_that_arrived() {
     // Six sent, one end cell lost: five arrived.
     assert_eq!(c.rx_eoms, 5);
     assert_eq!(c.rx_eoms, c.rx + c.rx_err + c.rx_drop);
+}
+
+/// Every SDU length up to eleven cells, on every kernel: the one-call
+/// segmentation gives the reference CPCS-PDU (so every split of the last
+/// body cells and the one or two tail cells into groups of four is met).
+#[test]
+fn segment_into_matches_the_reference_at_every_short_length() {
+    for len in 0..=11 * 48 {
+        let sdu: Vec<u8> = (0..len).map(|i| (i * 37 + len) as u8).collect();
+        let mut reference = vec![0u8; aal5::cpcs_len(len)];
+        aal5::encode(&sdu, 7, 0, &mut reference).unwrap();
+        for kernel in Kernel::available() {
+            let mut tx = Aal5Tx::with_kernel(A, Format::Uni, kernel).unwrap();
+            let mut cells = vec![[0u8; 53]; aal5::cells_for(len)];
+            let opts = PduOptions {
+                uu: 7,
+                ..PduOptions::default()
+            };
+            assert_eq!(tx.segment_into(&sdu, opts, &mut cells), Ok(cells.len()));
+            let payloads: Vec<u8> = cells.iter().flat_map(|c| c[5..].to_vec()).collect();
+            assert_eq!(payloads, reference, "{kernel:?} {len}");
+            let ends: Vec<bool> = cells.iter().map(|c| c[3] & 0x02 != 0).collect();
+            assert_eq!(ends.iter().filter(|&&e| e).count(), 1, "{kernel:?} {len}");
+            assert!(ends[ends.len() - 1], "{kernel:?} {len}");
+        }
+    }
 }
