@@ -155,49 +155,45 @@ pub(crate) const fn div_xpow(v: u32, n: u32) -> u32 {
     v as u32
 }
 
-/// Which implementation folds the CRC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which implementation folds the CRC, slowest first: a CPU that runs one
+/// runs every kernel before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kernel {
     /// Table-driven CRC, one update per cell. Runs anywhere.
     Portable,
     /// PCLMULQDQ folding fused with the copy, one cell at a time (x86-64
     /// with PCLMULQDQ and SSSE3).
     Clmul,
-    /// 512-bit VPCLMULQDQ folding fused with the copy, four cells at a time,
-    /// the Clmul kernel for runs shorter than that (x86-64 with AVX-512 F,
-    /// BW, VL and VBMI and VPCLMULQDQ).
+    /// 512-bit VPCLMULQDQ folding fused with the copy, four cells at a time
+    /// (x86-64 with PCLMULQDQ, SSSE3, AVX-512 F, BW, VL and VBMI and
+    /// VPCLMULQDQ).
     Vpclmul,
 }
 
 impl Kernel {
-    /// The fastest kernel this CPU supports.
+    /// The fastest kernel this CPU supports (detected once).
     pub fn best() -> Kernel {
-        *Kernel::available()
-            .last()
-            .expect("the portable kernel runs anywhere")
+        static BEST: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+        *BEST.get_or_init(|| {
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::is_x86_feature_detected as has;
+                if has!("pclmulqdq") && has!("ssse3") {
+                    let wide = has!("avx512f")
+                        && has!("avx512bw")
+                        && has!("avx512vl")
+                        && has!("avx512vbmi")
+                        && has!("vpclmulqdq");
+                    return if wide { Kernel::Vpclmul } else { Kernel::Clmul };
+                }
+            }
+            Kernel::Portable
+        })
     }
 
     /// True when this CPU can run the kernel.
     pub fn supported(self) -> bool {
-        match self {
-            Kernel::Portable => true,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Clmul => {
-                std::arch::is_x86_feature_detected!("pclmulqdq")
-                    && std::arch::is_x86_feature_detected!("ssse3")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Vpclmul => {
-                Kernel::Clmul.supported()
-                    && std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512bw")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("avx512vbmi")
-                    && std::arch::is_x86_feature_detected!("vpclmulqdq")
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
-        }
+        self <= Kernel::best()
     }
 
     /// Every kernel this CPU can run, slowest first (for tests and
@@ -221,16 +217,9 @@ pub struct Crc32State {
 
 impl Crc32State {
     /// A CRC with nothing fed yet. Asking for a kernel this CPU cannot run
-    /// gives the portable one.
+    /// gives the fastest one it can.
     pub fn new(kernel: Kernel) -> Self {
-        let kernel = match kernel {
-            Kernel::Vpclmul if !Kernel::Vpclmul.supported() => Kernel::Clmul,
-            k => k,
-        };
-        let kernel = match kernel {
-            Kernel::Clmul if !Kernel::Clmul.supported() => Kernel::Portable,
-            k => k,
-        };
+        let kernel = kernel.min(Kernel::best());
         let mut lanes = [0; 12];
         match kernel {
             Kernel::Portable => lanes[0] = INIT as u128,
@@ -679,19 +668,6 @@ mod clmul {
     };
     const K_64: u64 = xpow(64) as u64;
 
-    #[inline(always)]
-    unsafe fn clmul(a: u64, b: u64) -> u128 {
-        // SAFETY: the caller runs with PCLMULQDQ enabled; the store writes one
-        // u128 that we own.
-        unsafe {
-            let r =
-                _mm_clmulepi64_si128(_mm_set_epi64x(0, a as i64), _mm_set_epi64x(0, b as i64), 0);
-            let mut out = 0u128;
-            _mm_storeu_si128((&mut out as *mut u128).cast(), r);
-            out
-        }
-    }
-
     /// The message fed, reduced modulo P: combine the lanes
     /// (`lane0·x^256 + lane1·x^128 + lane2`), then [`reduce`].
     #[target_feature(enable = "pclmulqdq,ssse3")]
@@ -707,22 +683,20 @@ mod clmul {
     }
 
     /// A 128-bit value reduced modulo P: fold 128 bits down to 64, then a
-    /// Barrett reduction to 32.
+    /// Barrett reduction to 32, all in vector registers (the chain of four
+    /// dependent multiplies is the latency every PDU waits for at its end).
     #[target_feature(enable = "pclmulqdq,ssse3")]
-    pub(super) unsafe fn reduce(r: __m128i) -> u32 {
-        // SAFETY: register arithmetic plus stores into locals.
-        unsafe {
-            let mut v = 0u128;
-            _mm_storeu_si128((&mut v as *mut u128).cast(), r);
-            // v = H·x^64 + L ≡ H·(x^64 mod P) + L, under 96 bits.
-            let b = clmul((v >> 64) as u64, K_64) ^ (v & u128::from(u64::MAX));
-            // Once more for the top 32 bits: under 64 bits.
-            let c = (clmul((b >> 64) as u64, K_64) ^ (b & u128::from(u64::MAX))) as u64;
-            // Barrett: q = floor(floor(c / x^32) · μ / x^32); c − q·P.
-            let t1 = clmul(c >> 32, MU) >> 32;
-            let t2 = clmul(t1 as u64, super::P);
-            (u128::from(c) ^ t2) as u32
-        }
+    pub(super) unsafe fn reduce(v: __m128i) -> u32 {
+        let k = _mm_set_epi64x(super::P as i64, K_64 as i64);
+        let mu = _mm_set_epi64x(0, MU as i64);
+        // v = H·x^64 + L ≡ H·(x^64 mod P) + L, under 96 bits.
+        let b = _mm_xor_si128(_mm_clmulepi64_si128(v, k, 0x01), _mm_move_epi64(v));
+        // Once more for the top 32 bits: under 64 bits.
+        let c = _mm_xor_si128(_mm_clmulepi64_si128(b, k, 0x01), _mm_move_epi64(b));
+        // Barrett: q = floor(floor(c / x^32) · μ / x^32); c − q·P.
+        let q = _mm_srli_si128(_mm_clmulepi64_si128(_mm_srli_epi64(c, 32), mu, 0x00), 4);
+        let qp = _mm_clmulepi64_si128(q, k, 0x10);
+        _mm_cvtsi128_si32(_mm_xor_si128(c, qp)) as u32
     }
 }
 
