@@ -1,0 +1,367 @@
+//! CRC-10/ATM of 48-byte AAL3/4 SAR-PDUs, one whole unit at a time.
+//!
+//! The AAL3/4 sender and receiver spend most of their per-cell work on the
+//! CRC-10. The portable kernel is the table-driven CRC of
+//! [`aurora_wire::crc`]; on x86-64 with PCLMULQDQ the unit is reduced with
+//! six carry-less multiplies and no table:
+//!
+//! * the unit's 384 bits are the polynomial
+//!   M = W0·x³²⁰ + W1·x²⁵⁶ + … + W4·x⁶⁴ + W5 of its six big-endian 64-bit
+//!   words;
+//! * each of W0..W4 is multiplied by the 10-bit constant x^(64·j) mod P, and
+//!   the five products (73 bits at most) and W5 are added: R ≡ M (mod P);
+//! * R is reduced to ten bits by Barrett's method: one multiply gives the
+//!   quotient, and the low ten bits of quotient·P are a few shifts of the
+//!   quotient because P is fixed.
+//!
+//! Both directions need the remainder M mod P of the whole unit: a unit
+//! checks when it is zero, and with the ten field bits zeroed it is the
+//! field (the field is the CRC of the first 374 bits, i.e. that part times
+//! x¹⁰ mod P).
+
+use aurora_wire::crc;
+
+pub use crate::fold::Kernel;
+
+/// A 48-byte SAR-PDU (or OAM payload).
+pub type Unit = [u8; 48];
+
+/// P, the CRC-10/ATM generator, with its x¹⁰ term.
+const P: u64 = 0x400 | crc::CRC10_POLY as u64;
+
+/// x^n mod P.
+const fn xpow_mod(n: u32) -> u64 {
+    let mut r = 1u64;
+    let mut i = 0;
+    while i < n {
+        r <<= 1;
+        if r & 0x400 != 0 {
+            r ^= P;
+        }
+        i += 1;
+    }
+    r
+}
+
+/// x^(64·j) mod P for the words W0..W4 (j = 5..1).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+const K: [u64; 6] = [
+    1,
+    xpow_mod(64),
+    xpow_mod(128),
+    xpow_mod(192),
+    xpow_mod(256),
+    xpow_mod(320),
+];
+
+/// Barrett's constant for a dividend of degree below 73: ⌊x⁷³ / P⌋, of
+/// degree 63 (exactly 64 bits).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+const MU: u64 = {
+    let mut rem: u128 = 1 << 73;
+    let mut q = 0u64;
+    let mut bit = 73;
+    while bit >= 10 {
+        if rem & (1 << bit) != 0 {
+            rem ^= (P as u128) << (bit - 10);
+            q |= 1 << (bit - 10);
+        }
+        bit -= 1;
+    }
+    q
+};
+
+/// The low ten bits of q·P, given the quotient q (only its low ten bits
+/// matter): q·(x⁹ + x⁵ + x⁴ + x + 1) mod x¹⁰, the x¹⁰ term of P adding
+/// nothing below x¹⁰.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+const fn low_qp(q: u64) -> u64 {
+    q ^ (q << 1) ^ (q << 4) ^ (q << 5) ^ (q << 9)
+}
+
+/// Resolves a requested kernel to one this CPU runs.
+pub(crate) fn usable(kernel: Kernel) -> Kernel {
+    match kernel {
+        Kernel::Clmul if Kernel::best() != Kernel::Clmul => Kernel::Portable,
+        k => k,
+    }
+}
+
+/// M mod P for the whole 48-byte unit (field bits included).
+pub fn remainder(kernel: Kernel, unit: &Unit) -> u16 {
+    match usable(kernel) {
+        Kernel::Portable => portable_remainder(unit),
+        Kernel::Clmul => {
+            #[cfg(target_arch = "x86_64")]
+            {
+                // SAFETY: `usable` gives Clmul only where the CPU has
+                // PCLMULQDQ and SSSE3.
+                unsafe { clmul::remainder(unit) }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            unreachable!("the Clmul kernel exists only on x86-64")
+        }
+    }
+}
+
+/// True when the unit's CRC-10 checks (the CRC of all 384 bits is zero).
+#[inline]
+pub fn check(kernel: Kernel, unit: &Unit) -> bool {
+    match kernel {
+        Kernel::Clmul => remainder(kernel, unit) == 0,
+        Kernel::Portable => crc::crc10_ok(unit),
+    }
+}
+
+/// The CRC-10 field for the unit (whatever its last ten bits hold now).
+#[inline]
+pub fn field(kernel: Kernel, unit: &Unit) -> u16 {
+    match kernel {
+        Kernel::Clmul => {
+            let mut u = *unit;
+            u[46] &= 0xFC;
+            u[47] = 0;
+            remainder(kernel, &u)
+        }
+        Kernel::Portable => crc::crc10_field(unit),
+    }
+}
+
+/// Writes the CRC-10 field into the last ten bits, keeping the six above.
+#[inline]
+pub fn set_field(kernel: Kernel, unit: &mut Unit) {
+    let c = field(kernel, unit);
+    unit[46] = (unit[46] & 0xFC) | (c >> 8) as u8;
+    unit[47] = c as u8;
+}
+
+/// M mod P from the table-driven CRC: M = M'·x¹⁰ + f, with M' the first
+/// 374 bits and f the last ten, so M mod P = (M'·x¹⁰ mod P) + f, and
+/// M'·x¹⁰ mod P is the CRC of M' (what `crc10_field` computes).
+fn portable_remainder(unit: &Unit) -> u16 {
+    let f = (u16::from(unit[46] & 3) << 8) | u16::from(unit[47]);
+    crc::crc10_field(unit) ^ f
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod clmul {
+    //! The PCLMULQDQ kernel. Every function needs PCLMULQDQ and SSSE3.
+
+    use std::arch::x86_64::*;
+
+    use super::{low_qp, Unit, K, MU};
+
+    /// Reverses the 16 bytes of a register, so that a big-endian 128-bit
+    /// block (first byte most significant) reads as an integer.
+    #[inline]
+    #[target_feature(enable = "ssse3")]
+    fn bswap_mask() -> __m128i {
+        _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+    }
+
+    /// M mod P of the unit held as three 16-byte blocks in memory order.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    pub(crate) fn reduce(b0: __m128i, b1: __m128i, b2: __m128i) -> u16 {
+        let m = bswap_mask();
+        // As integers: b0 = W0·x⁶⁴ + W1, b1 = W2·x⁶⁴ + W3, b2 = W4·x⁶⁴ + W5.
+        let b0 = _mm_shuffle_epi8(b0, m);
+        let b1 = _mm_shuffle_epi8(b1, m);
+        let b2 = _mm_shuffle_epi8(b2, m);
+        let k54 = _mm_set_epi64x(K[5] as i64, K[4] as i64);
+        let k32 = _mm_set_epi64x(K[3] as i64, K[2] as i64);
+        let k1 = _mm_set_epi64x(0, K[1] as i64);
+        let a = _mm_xor_si128(
+            _mm_clmulepi64_si128(b0, k54, 0x11),
+            _mm_clmulepi64_si128(b0, k54, 0x00),
+        );
+        let b = _mm_xor_si128(
+            _mm_clmulepi64_si128(b1, k32, 0x11),
+            _mm_clmulepi64_si128(b1, k32, 0x00),
+        );
+        let c = _mm_xor_si128(_mm_clmulepi64_si128(b2, k1, 0x01), _mm_move_epi64(b2));
+        // R ≡ M (mod P), degree at most 72.
+        let r = _mm_xor_si128(_mm_xor_si128(a, b), c);
+        let lo = _mm_cvtsi128_si64(r) as u64;
+        let hi = _mm_cvtsi128_si64(_mm_srli_si128(r, 8)) as u64;
+        // Barrett with N = 73: the quotient is ⌊⌊R/x¹⁰⌋·μ / x⁶³⌋, which is
+        // the high half of (R/x⁹)·μ (the extra bit of R/x⁹ only reaches
+        // the low half).
+        let t = (lo >> 9) | (hi << 55);
+        let q = _mm_clmulepi64_si128(
+            _mm_cvtsi64_si128(t as i64),
+            _mm_cvtsi64_si128(MU as i64),
+            0x00,
+        );
+        let q = _mm_cvtsi128_si64(_mm_srli_si128(q, 8)) as u64;
+        ((lo ^ low_qp(q)) & 0x3FF) as u16
+    }
+
+    /// M mod P of a whole unit.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have PCLMULQDQ and SSSE3.
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    pub(crate) unsafe fn remainder(unit: &Unit) -> u16 {
+        let p = unit.as_ptr();
+        // SAFETY: the three 16-byte loads lie within the 48-byte unit.
+        let (b0, b1, b2) = unsafe {
+            (
+                _mm_loadu_si128(p.cast()),
+                _mm_loadu_si128(p.add(16).cast()),
+                _mm_loadu_si128(p.add(32).cast()),
+            )
+        };
+        reduce(b0, b1, b2)
+    }
+
+    /// Builds one cell whose 48-byte payload is `window` with its first two
+    /// bytes replaced by `head` (ST, SN, MID, big-endian) and its last two
+    /// by `li << 2` and the CRC-10 computed here: the AAL3/4 continuation
+    /// cell whose 44 data bytes are `window[2..46]`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have PCLMULQDQ and SSSE3.
+    #[inline]
+    #[target_feature(enable = "pclmulqdq,ssse3")]
+    pub(crate) unsafe fn build_cell(
+        cell: &mut [u8; 53],
+        header: &[u8; 5],
+        window: &[u8; 48],
+        head: u16,
+        li: u8,
+    ) {
+        let s = window.as_ptr();
+        // SAFETY: the three 16-byte loads lie within the 48-byte window.
+        let (b0, b1, b2) = unsafe {
+            (
+                _mm_loadu_si128(s.cast()),
+                _mm_loadu_si128(s.add(16).cast()),
+                _mm_loadu_si128(s.add(32).cast()),
+            )
+        };
+        // Bytes 0 and 1 of the payload (little-endian lane 0), and bytes
+        // 46 and 47 (lane 7): LI above a zero field.
+        let b0 = _mm_insert_epi16(b0, i32::from(head.swap_bytes()), 0);
+        let b2 = _mm_insert_epi16(b2, i32::from(li << 2), 7);
+        let crc = reduce(b0, b1, b2);
+        cell[..5].copy_from_slice(header);
+        let d = cell[5..].as_mut_ptr();
+        // SAFETY: the three 16-byte stores lie within the cell's 48-byte
+        // payload at offsets 5..53.
+        unsafe {
+            _mm_storeu_si128(d.cast(), b0);
+            _mm_storeu_si128(d.add(16).cast(), b1);
+            _mm_storeu_si128(d.add(32).cast(), b2);
+        }
+        cell[51] = (li << 2) | (crc >> 8) as u8;
+        cell[52] = crc as u8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aurora_wire::crc::CRC10_POLY;
+    use proptest::prelude::*;
+
+    const REFERENCE: ::crc::Crc<u16> = ::crc::Crc::<u16>::new(&::crc::CRC_10_ATM);
+
+    /// r·x¹⁰ mod P, bit by bit.
+    fn times_x10(mut r: u16) -> u16 {
+        for _ in 0..10 {
+            let carry = r & 0x200 != 0;
+            r = (r << 1) & 0x3FF;
+            if carry {
+                r ^= CRC10_POLY;
+            }
+        }
+        r
+    }
+
+    fn kernels() -> Vec<Kernel> {
+        Kernel::available()
+    }
+
+    #[test]
+    fn constants() {
+        assert_eq!(K[1], xpow_mod(64));
+        // μ·P + ρ = x⁷³ with ρ of degree below ten.
+        let mut prod = 0u128;
+        for i in 0..64 {
+            if MU >> i & 1 != 0 {
+                prod ^= (P as u128) << i;
+            }
+        }
+        assert!((prod ^ (1u128 << 73)) < 0x400);
+    }
+
+    #[test]
+    fn known_answers() {
+        for k in kernels() {
+            assert_eq!(remainder(k, &[0; 48]), 0, "{k:?}");
+            // The unit 0…0 1 is the polynomial 1.
+            let mut one = [0u8; 48];
+            one[47] = 1;
+            assert_eq!(remainder(k, &one), 1, "{k:?}");
+            // x^383 mod P.
+            let mut top = [0u8; 48];
+            top[0] = 0x80;
+            assert_eq!(remainder(k, &top), xpow_mod(383) as u16, "{k:?}");
+            let mut unit = [0u8; 48];
+            unit[..9].copy_from_slice(b"123456789");
+            // The catalogue check value: CRC("123456789") = 0x199, and the
+            // unit is that string times x^(384 - 72).
+            let r = remainder(k, &unit);
+            assert_eq!(times_x10(r), REFERENCE.checksum(&unit), "{k:?}");
+            assert_eq!(REFERENCE.checksum(b"123456789"), 0x199);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_kernel_agrees_with_the_crc_crate(unit in proptest::array::uniform32(any::<u8>()), tail in proptest::array::uniform16(any::<u8>()), flip in 0usize..384) {
+            let mut u = [0u8; 48];
+            u[..32].copy_from_slice(&unit);
+            u[32..].copy_from_slice(&tail);
+            let want = REFERENCE.checksum(&u);
+            for k in kernels() {
+                let r = remainder(k, &u);
+                prop_assert_eq!(times_x10(r), want, "{:?}", k);
+                prop_assert_eq!(check(k, &u), want == 0);
+                prop_assert_eq!(field(k, &u), crc::crc10_field(&u));
+                let mut v = u;
+                set_field(k, &mut v);
+                prop_assert_eq!(&v[..46], &u[..46]);
+                prop_assert_eq!(v[46] & 0xFC, u[46] & 0xFC);
+                prop_assert_eq!(REFERENCE.checksum(&v), 0);
+                prop_assert!(check(k, &v));
+                v[flip / 8] ^= 0x80 >> (flip % 8);
+                prop_assert!(!check(k, &v));
+                prop_assert_ne!(REFERENCE.checksum(&v), 0);
+            }
+        }
+
+        #[test]
+        #[cfg(target_arch = "x86_64")]
+        fn build_cell_makes_a_checked_continuation_cell(window in proptest::array::uniform32(any::<u8>()), tail in proptest::array::uniform16(any::<u8>()), head: u16, li in 0u8..64) {
+            prop_assume!(Kernel::best() == Kernel::Clmul);
+            let mut w = [0u8; 48];
+            w[..32].copy_from_slice(&window);
+            w[32..].copy_from_slice(&tail);
+            let mut cell = [0xEEu8; 53];
+            // SAFETY: Clmul is available (assumed above).
+            unsafe { clmul::build_cell(&mut cell, &[1, 2, 3, 4, 5], &w, head, li) };
+            let mut want = [0u8; 48];
+            want[..2].copy_from_slice(&head.to_be_bytes());
+            want[2..46].copy_from_slice(&w[2..46]);
+            want[46] = li << 2;
+            crc::set_crc10_field(&mut want);
+            prop_assert_eq!(&cell[..5], &[1, 2, 3, 4, 5]);
+            prop_assert_eq!(&cell[5..], &want[..]);
+        }
+    }
+}
