@@ -20,6 +20,7 @@ use aurora_wire::cell::{Format, Header, VcId};
 use aurora_wire::{CellBytes, PayloadBytes, HEADER_LEN};
 
 use crate::counters::{DropReason, RxStats, VcCounters};
+use crate::crc10::{self, Kernel};
 use crate::TxError;
 
 /// The AAL3/4 sender of one VC.
@@ -31,11 +32,19 @@ pub struct Aal34Tx {
     sn: Vec<u8>,
     btag: u8,
     counters: VcCounters,
+    kernel: Kernel,
 }
 
 impl Aal34Tx {
-    /// A sender for `vc` with headers in `format`.
+    /// A sender for `vc` with headers in `format`, computing the CRC-10
+    /// with the fastest kernel this CPU has.
     pub fn new(vc: VcId, format: Format) -> Result<Self, TxError> {
+        Self::with_kernel(vc, format, Kernel::best())
+    }
+
+    /// A sender using CRC-10 kernel `kernel` (the portable one where this
+    /// CPU cannot run it).
+    pub fn with_kernel(vc: VcId, format: Format, kernel: Kernel) -> Result<Self, TxError> {
         let header = crate::user_header(vc, format)?;
         Ok(Aal34Tx {
             vc,
@@ -43,7 +52,13 @@ impl Aal34Tx {
             sn: vec![0; usize::from(frame::MAX_MID) + 1],
             btag: 0,
             counters: VcCounters::default(),
+            kernel: crc10::usable(kernel),
         })
+    }
+
+    /// The CRC-10 kernel in use.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// The VC this sender writes.
@@ -100,14 +115,25 @@ impl Aal34Tx {
         .to_bytes();
         let total = frame::cpcs_len(sdu.len());
         let pad_end = total - 4;
-        let sn = &mut self.sn[usize::from(mid)];
+        let sn0 = usize::from(self.sn[usize::from(mid)]);
+        self.sn[usize::from(mid)] = ((sn0 + n) & 0x0F) as u8;
+        let (header, kernel) = (self.header, self.kernel);
         // The CPCS-PDU is header | sdu | pad | trailer; each cell carries
-        // the 44 bytes of it at [44·i, 44·i + 44).
+        // the 44 bytes of it at [44·i, 44·i + 44), i.e. sdu[44·i − 4 ..].
+        // Cells 1..fast hold SDU bytes only and have two SDU bytes on
+        // either side (sdu[44·i − 6 .. 44·i + 42] exists), so they are
+        // built straight from the SDU; the first cell and the last one or
+        // two are put together piece by piece.
+        let fast = if sdu.len() >= 86 {
+            (sdu.len() - 42) / SAR_PAYLOAD_LEN + 1
+        } else {
+            1
+        };
         let pieces: [(usize, &[u8]); 3] = [(0, &head), (4, sdu), (pad_end, &tail)];
-        for (i, cell) in out[..n].iter_mut().enumerate() {
+        let piecewise = |i: usize, cell: &mut CellBytes| {
             let from = i * SAR_PAYLOAD_LEN;
             let to = (from + SAR_PAYLOAD_LEN).min(total);
-            cell[..HEADER_LEN].copy_from_slice(&self.header);
+            cell[..HEADER_LEN].copy_from_slice(&header);
             let payload: &mut PayloadBytes = (&mut cell[HEADER_LEN..])
                 .try_into()
                 .expect("a cell has 48 payload bytes");
@@ -126,17 +152,94 @@ impl Aal34Tx {
                 (false, false) => SegmentType::Com,
                 (false, true) => SegmentType::Eom,
             };
-            let repr = SarRepr {
-                st,
-                sn: *sn,
-                mid,
-                li: (to - from) as u8,
-            };
-            *sn = (*sn + 1) & 0x0F;
-            repr.emit_fields(payload)
-                .expect("fields were range-checked");
+            let sn = ((sn0 + i) & 0x0F) as u8;
+            payload[..2].copy_from_slice(&sar_head(st, sn, mid).to_be_bytes());
+            payload[46] = ((to - from) as u8) << 2;
+            payload[47] = 0;
+            crc10::set_field(kernel, payload);
+        };
+        let (first, rest) = out[..n].split_first_mut().expect("n ≥ 1");
+        piecewise(0, first);
+        let (middle, last) = rest.split_at_mut(fast - 1);
+        com_cells(kernel, &header, sdu, sn0, mid, middle);
+        for (i, cell) in last.iter_mut().enumerate() {
+            piecewise(fast + i, cell);
         }
         Ok(n)
+    }
+}
+
+/// The first two bytes of a SAR-PDU: ST, SN and MID, big-endian.
+#[inline]
+fn sar_head(st: SegmentType, sn: u8, mid: u16) -> u16 {
+    (u16::from(st.bits()) << 14) | (u16::from(sn & 0x0F) << 10) | (mid & frame::MAX_MID)
+}
+
+/// Builds `cells`, continuation cells 1, 2, … of a PDU whose SDU is `sdu`
+/// and whose first cell had sequence number `sn0`: cell i carries
+/// sdu[44·i − 4 .. 44·i + 40], and sdu[44·i − 6 .. 44·i + 42] must exist.
+fn com_cells(
+    kernel: Kernel,
+    header: &[u8; HEADER_LEN],
+    sdu: &[u8],
+    sn0: usize,
+    mid: u16,
+    cells: &mut [CellBytes],
+) {
+    // Every window in range, checked once here rather than per cell.
+    assert!(cells.is_empty() || SAR_PAYLOAD_LEN * cells.len() + 42 <= sdu.len());
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Clmul => {
+            // SAFETY: a sender's kernel is Clmul only where the CPU has
+            // PCLMULQDQ and SSSE3 (`crc10::usable`).
+            unsafe { com_cells_clmul(header, sdu, sn0, mid, cells) }
+        }
+        _ => {
+            for (j, cell) in cells.iter_mut().enumerate() {
+                let i = j + 1;
+                let sn = ((sn0 + i) & 0x0F) as u8;
+                cell[..HEADER_LEN].copy_from_slice(header);
+                let payload: &mut PayloadBytes = (&mut cell[HEADER_LEN..])
+                    .try_into()
+                    .expect("a cell has 48 payload bytes");
+                let data: &[u8; SAR_PAYLOAD_LEN] = sdu[SAR_PAYLOAD_LEN * i - 4..]
+                    .first_chunk()
+                    .expect("in range (asserted above)");
+                payload[..2].copy_from_slice(&sar_head(SegmentType::Com, sn, mid).to_be_bytes());
+                payload[2..46].copy_from_slice(data);
+                payload[46] = (SAR_PAYLOAD_LEN as u8) << 2;
+                payload[47] = 0;
+                crc10::set_field(Kernel::Portable, payload);
+            }
+        }
+    }
+}
+
+/// [`com_cells`] with the PCLMULQDQ CRC, the copy done in the same
+/// registers.
+///
+/// # Safety
+///
+/// The CPU must have PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,ssse3")]
+unsafe fn com_cells_clmul(
+    header: &[u8; HEADER_LEN],
+    sdu: &[u8],
+    sn0: usize,
+    mid: u16,
+    cells: &mut [CellBytes],
+) {
+    for (j, cell) in cells.iter_mut().enumerate() {
+        let i = j + 1;
+        let sn = ((sn0 + i) & 0x0F) as u8;
+        let window: &[u8; 48] = sdu[SAR_PAYLOAD_LEN * i - 6..]
+            .first_chunk()
+            .expect("in range (asserted by the caller)");
+        let head = sar_head(SegmentType::Com, sn, mid);
+        // SAFETY: the caller's CPU has PCLMULQDQ and SSSE3.
+        unsafe { crc10::clmul::build_cell(cell, header, window, head, SAR_PAYLOAD_LEN as u8) };
     }
 }
 
