@@ -333,6 +333,7 @@ struct Reassembly {
 #[derive(Debug)]
 pub struct Aal34Rx {
     cfg: Aal34Config,
+    kernel: Kernel,
     vcs: HashMap<VcId, (Aal34VcConfig, VcCounters)>,
     active: HashMap<(VcId, u16), Reassembly>,
     timers: BTreeSet<(Instant, VcId, u16)>,
@@ -343,8 +344,15 @@ pub struct Aal34Rx {
 impl Aal34Rx {
     /// A receiver with no VCs open.
     pub fn new(cfg: Aal34Config) -> Self {
+        Self::with_kernel(cfg, Kernel::best())
+    }
+
+    /// A receiver checking CRC-10s with `kernel` (the portable one where
+    /// this CPU cannot run it).
+    pub fn with_kernel(cfg: Aal34Config, kernel: Kernel) -> Self {
         Aal34Rx {
             cfg,
+            kernel: crc10::usable(kernel),
             vcs: HashMap::default(),
             active: HashMap::default(),
             timers: BTreeSet::new(),
@@ -380,6 +388,11 @@ impl Aal34Rx {
         if self.active.contains_key(&(vc, mid)) {
             self.drop_active((vc, mid), DropReason::Flushed, 0);
         }
+    }
+
+    /// The CRC-10 kernel in use.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// Totals so far.
@@ -486,12 +499,69 @@ impl Aal34Rx {
     /// `deliver` for each PDU completed, in order.
     pub fn push(&mut self, now: Instant, cells: &[CellBytes], deliver: &mut impl FnMut(Delivery)) {
         self.stats.cells_in += cells.len() as u64;
-        for cell in cells {
-            self.cell(now, cell, deliver);
+        let mut rest = cells;
+        while let Some((cell, tail)) = rest.split_first() {
+            let mut run = None;
+            self.cell(now, cell, deliver, &mut run);
+            rest = tail;
+            if let Some((key, max_pdu)) = run {
+                let n = self.continue_run(now, key, max_pdu, cell, rest);
+                rest = &rest[n..];
+            }
         }
     }
 
-    fn cell(&mut self, now: Instant, cell: &CellBytes, deliver: &mut impl FnMut(Delivery)) {
+    /// After a cell that left PDU `key` being reassembled (a BOM, or a COM
+    /// taken), takes the plain continuation cells that follow it in `rest`
+    /// in a tight loop and returns how many it took: each must have the
+    /// same four header bytes as `prev` (so the same VC and a user-data
+    /// PTI), a good CRC-10, ST = COM, the expected SN, the same MID and
+    /// LI = 44, and fit the buffer as it is. Exactly what [`Self::cell`]
+    /// would do with such a cell, without its lookups; the first cell that
+    /// is anything else is left to [`Self::cell`].
+    fn continue_run(
+        &mut self,
+        now: Instant,
+        key: (VcId, u16),
+        max_pdu: usize,
+        prev: &CellBytes,
+        rest: &[CellBytes],
+    ) -> usize {
+        let kernel = self.kernel;
+        let Some(r) = self.active.get_mut(&key) else {
+            return 0;
+        };
+        if now >= r.deadline || r.discarding.is_some() {
+            return 0;
+        }
+        let run = Run {
+            header: [prev[0], prev[1], prev[2], prev[3]],
+            mid: key.1,
+            // The buffer must neither grow nor pass the PDU limit.
+            limit: max_pdu.min(r.buf.capacity()),
+        };
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Clmul => {
+                // SAFETY: a receiver's kernel is Clmul only where the CPU
+                // has PCLMULQDQ and SSSE3 (`crc10::usable`).
+                unsafe { continue_run_clmul(&run, r, rest) }
+            }
+            _ => continue_run_with(&run, r, rest, |u| {
+                crc10::check(Kernel::Portable, u)
+            }),
+        }
+    }
+
+    /// One cell. When the cell leaves a PDU being reassembled that later
+    /// COM cells may continue, `run` is set to its key and size limit.
+    fn cell(
+        &mut self,
+        now: Instant,
+        cell: &CellBytes,
+        deliver: &mut impl FnMut(Delivery),
+        run: &mut Option<((VcId, u16), usize)>,
+    ) {
         let h = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], self.cfg.format);
         if !h.pti.is_user() {
             return self.drop_cell(DropReason::NotUserData);
@@ -500,10 +570,11 @@ impl Aal34Rx {
         let Some(&(vcfg, _)) = self.vcs.get(&vc) else {
             return self.drop_cell(DropReason::UnknownVc);
         };
-        let sar = SarPdu::new_unchecked(&cell[HEADER_LEN..]);
-        if !sar.crc_ok() {
+        let unit: &PayloadBytes = cell.last_chunk().expect("a cell has 48 payload bytes");
+        if !crc10::check(self.kernel, unit) {
             return self.drop_cell(DropReason::CellCrc);
         }
+        let sar = SarPdu::new_unchecked(unit);
         let repr = SarRepr {
             st: sar.segment_type(),
             sn: sar.sn(),
@@ -511,17 +582,19 @@ impl Aal34Rx {
             li: sar.li(),
         };
         let key = (vc, repr.mid);
-        // A timer that ran out but has not been fired yet.
-        if self.active.get(&key).is_some_and(|r| now >= r.deadline) {
-            self.drop_active(key, DropReason::Timeout, 0);
-        }
         let data = &sar.payload()[..usize::from(repr.li.min(SAR_PAYLOAD_LEN as u8))];
         let max_pdu = frame::cpcs_len(vcfg.max_sdu.min(frame::MAX_SDU));
         match repr.st {
             SegmentType::Bom | SegmentType::Ssm => {
-                if self.active.contains_key(&key) {
-                    // The previous PDU on this MID lost its EOM.
-                    self.drop_active(key, DropReason::UnexpectedSegment, 0);
+                if let Some(r) = self.active.get(&key) {
+                    // A timer that ran out but has not been fired yet, or
+                    // else the previous PDU on this MID lost its EOM.
+                    let reason = if now >= r.deadline {
+                        DropReason::Timeout
+                    } else {
+                        DropReason::UnexpectedSegment
+                    };
+                    self.drop_active(key, reason, 0);
                 }
                 let li_ok = match repr.st {
                     SegmentType::Bom => usize::from(repr.li) == SAR_PAYLOAD_LEN,
@@ -563,11 +636,18 @@ impl Aal34Rx {
                         discarding: None,
                     },
                 );
+                *run = Some((key, max_pdu));
             }
             SegmentType::Com | SegmentType::Eom => {
                 let Some(r) = self.active.get_mut(&key) else {
                     return self.drop_cell(DropReason::UnexpectedSegment);
                 };
+                if now >= r.deadline {
+                    // A timer that ran out but has not been fired yet: the
+                    // PDU is gone, so this cell belongs to none.
+                    self.drop_active(key, DropReason::Timeout, 0);
+                    return self.drop_cell(DropReason::UnexpectedSegment);
+                }
                 let ends = repr.st == SegmentType::Eom;
                 if let Some(reason) = r.discarding {
                     if ends {
@@ -616,12 +696,21 @@ impl Aal34Rx {
                     r.buf.reserve_exact(grow);
                     self.used = self.used + r.buf.capacity() - before;
                 }
-                r.buf.extend_from_slice(data);
+                if ends {
+                    r.buf.extend_from_slice(data);
+                } else {
+                    // A COM's LI is 44 (checked above): a fixed-size copy.
+                    let full: &[u8; SAR_PAYLOAD_LEN] =
+                        sar.payload().first_chunk().expect("44 payload bytes");
+                    r.buf.extend_from_slice(full);
+                }
                 if ends {
                     let r = self.active.remove(&key).expect("present");
                     self.timers.remove(&(r.deadline, vc, repr.mid));
                     self.used -= r.buf.capacity();
                     self.finish(vc, repr.mid, r.buf, r.cells, deliver);
+                } else {
+                    *run = Some((key, max_pdu));
                 }
             }
         }
@@ -661,4 +750,55 @@ impl Aal34Rx {
             }
         }
     }
+}
+
+/// What the cells of a run of continuations must match.
+struct Run {
+    header: [u8; 4],
+    mid: u16,
+    /// The buffer may fill up to here.
+    limit: usize,
+}
+
+/// The loop of [`Aal34Rx::continue_run`], with the CRC-10 check `check`.
+#[inline(always)]
+fn continue_run_with(
+    run: &Run,
+    r: &mut Reassembly,
+    rest: &[CellBytes],
+    check: impl Fn(&PayloadBytes) -> bool,
+) -> usize {
+    let mut taken = 0;
+    for cell in rest {
+        let unit: &PayloadBytes = cell.last_chunk().expect("a cell has 48 payload bytes");
+        let head = sar_head(SegmentType::Com, r.next_sn, run.mid);
+        if cell[..4] != run.header
+            || u16::from_be_bytes([unit[0], unit[1]]) != head
+            || usize::from(unit[46] >> 2) != SAR_PAYLOAD_LEN
+            || r.buf.len() + SAR_PAYLOAD_LEN > run.limit
+            || !check(unit)
+        {
+            break;
+        }
+        let data: &[u8; SAR_PAYLOAD_LEN] = unit[2..].first_chunk().expect("44 payload bytes");
+        r.buf.extend_from_slice(data);
+        r.next_sn = (r.next_sn + 1) & 0x0F;
+        r.cells += 1;
+        taken += 1;
+    }
+    taken
+}
+
+/// [`continue_run_with`] with the PCLMULQDQ CRC-10 inlined.
+///
+/// # Safety
+///
+/// The CPU must have PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,ssse3")]
+unsafe fn continue_run_clmul(run: &Run, r: &mut Reassembly, rest: &[CellBytes]) -> usize {
+    continue_run_with(run, r, rest, |u| {
+        // SAFETY: the caller's CPU has PCLMULQDQ and SSSE3.
+        unsafe { crc10::clmul::remainder(u) == 0 }
+    })
 }
