@@ -547,9 +547,7 @@ impl Aal34Rx {
                 // has PCLMULQDQ and SSSE3 (`crc10::usable`).
                 unsafe { continue_run_clmul(&run, r, rest) }
             }
-            _ => continue_run_with(&run, r, rest, |u| {
-                crc10::check(Kernel::Portable, u)
-            }),
+            _ => continue_run_with(&run, r, rest, |u| crc10::check(Kernel::Portable, u)),
         }
     }
 

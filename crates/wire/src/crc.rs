@@ -89,7 +89,11 @@ pub fn crc10_field(payload: &[u8; 48]) -> u16 {
 /// division by x is exact.
 #[inline]
 const fn crc10_div_x(r: u16) -> u16 {
-    let r = if r & 1 != 0 { r ^ (0x400 | CRC10_POLY) } else { r };
+    let r = if r & 1 != 0 {
+        r ^ (0x400 | CRC10_POLY)
+    } else {
+        r
+    };
     r >> 1
 }
 
