@@ -169,6 +169,55 @@ impl Aal34Tx {
     }
 }
 
+/// [`com_cells`] four cells at a time with 512-bit VPCLMULQDQ, the rest
+/// one at a time.
+///
+/// # Safety
+///
+/// The CPU must have AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
+unsafe fn com_cells_avx512(
+    header: &[u8; HEADER_LEN],
+    sdu: &[u8],
+    sn0: usize,
+    mid: u16,
+    cells: &mut [CellBytes],
+) {
+    use std::arch::x86_64::*;
+    // The SAR header of a COM, little-endian: SN << 2 and the MID's top
+    // two bits in the first byte, the MID's low byte in the second.
+    let fixed = u64::from(mid >> 8) | u64::from(mid & 0xFF) << 8;
+    let head = |i: usize| (fixed | (((sn0 + i) & 0x0F) as u64) << 2) as i64;
+    // Lane k: the header of cell 1 + k.
+    let mut heads = _mm512_set_epi64(0, head(4), 0, head(3), 0, head(2), 0, head(1));
+    let mut chunks = cells.chunks_exact_mut(4);
+    let mut i = 1;
+    for four in chunks.by_ref() {
+        let four: &mut [CellBytes; 4] = four.try_into().expect("four cells");
+        let windows =
+            [i, i + 1, i + 2, i + 3].map(|c| sdu[SAR_PAYLOAD_LEN * c - 6..][..48].as_ptr());
+        // SAFETY: the CPU has the features (the caller's promise) and each
+        // window pointer is to 48 bytes of `sdu` (sliced just above).
+        unsafe { crc10::avx512::build4(four, header, windows, heads, SAR_PAYLOAD_LEN as u8) };
+        // SN + 4 (mod 16) in every lane: bits 2..5 wrap into bit 6, cleared.
+        heads = _mm512_and_si512(
+            _mm512_add_epi64(heads, _mm512_set1_epi64(4 << 2)),
+            _mm512_set1_epi64(0xFF3F),
+        );
+        i += 4;
+    }
+    for cell in chunks.into_remainder() {
+        let window: &[u8; 48] = sdu[SAR_PAYLOAD_LEN * i - 6..]
+            .first_chunk()
+            .expect("in range (asserted by the caller)");
+        let h = sar_head(SegmentType::Com, ((sn0 + i) & 0x0F) as u8, mid);
+        // SAFETY: the CPU has PCLMULQDQ and SSSE3 (the caller's promise).
+        unsafe { crc10::clmul::build_cell(cell, header, window, h, SAR_PAYLOAD_LEN as u8) };
+        i += 1;
+    }
+}
+
 /// The first two bytes of a SAR-PDU: ST, SN and MID, big-endian.
 #[inline]
 fn sar_head(st: SegmentType, sn: u8, mid: u16) -> u16 {
@@ -194,6 +243,13 @@ fn com_cells(
             // SAFETY: a sender's kernel is Clmul only where the CPU has
             // PCLMULQDQ and SSSE3 (`crc10::usable`).
             unsafe { com_cells_clmul(header, sdu, sn0, mid, cells) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => {
+            // SAFETY: a sender's kernel is Avx512 only where the CPU has
+            // AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3
+            // (`crc10::usable`).
+            unsafe { com_cells_avx512(header, sdu, sn0, mid, cells) }
         }
         _ => {
             for (j, cell) in cells.iter_mut().enumerate() {
@@ -547,6 +603,13 @@ impl Aal34Rx {
                 // has PCLMULQDQ and SSSE3 (`crc10::usable`).
                 unsafe { continue_run_clmul(&run, r, rest) }
             }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => {
+                // SAFETY: a receiver's kernel is Avx512 only where the CPU
+                // has AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3
+                // (`crc10::usable`).
+                unsafe { continue_run_avx512(&run, r, rest) }
+            }
             _ => continue_run_with(&run, r, rest, |u| crc10::check(Kernel::Portable, u)),
         }
     }
@@ -758,30 +821,95 @@ struct Run {
     limit: usize,
 }
 
+/// True when `cell` is the next plain continuation of `run` (all but the
+/// CRC-10 and the room in the buffer): the run's header bytes, ST = COM,
+/// SN `sn`, the run's MID and LI = 44.
+#[inline(always)]
+fn continues(run: &Run, sn: u8, cell: &CellBytes) -> bool {
+    cell[..4] == run.header
+        && u16::from_be_bytes([cell[HEADER_LEN], cell[HEADER_LEN + 1]])
+            == sar_head(SegmentType::Com, sn, run.mid)
+        && usize::from(cell[HEADER_LEN + 46] >> 2) == SAR_PAYLOAD_LEN
+}
+
+/// Appends the 44 data bytes of a continuation cell that was checked.
+#[inline(always)]
+fn take(r: &mut Reassembly, cell: &CellBytes) {
+    let data: &[u8; SAR_PAYLOAD_LEN] = cell[HEADER_LEN + 2..]
+        .first_chunk()
+        .expect("44 payload bytes");
+    r.buf.extend_from_slice(data);
+    r.next_sn = (r.next_sn + 1) & 0x0F;
+    r.cells += 1;
+}
+
+/// Takes `cell` if it continues the run, has a good CRC-10 (by `check`)
+/// and fits; false (and nothing changed) otherwise.
+#[inline(always)]
+fn take_one(
+    run: &Run,
+    r: &mut Reassembly,
+    cell: &CellBytes,
+    check: impl Fn(&PayloadBytes) -> bool,
+) -> bool {
+    let unit: &PayloadBytes = cell.last_chunk().expect("a cell has 48 payload bytes");
+    if !continues(run, r.next_sn, cell) || r.buf.len() + SAR_PAYLOAD_LEN > run.limit || !check(unit)
+    {
+        return false;
+    }
+    take(r, cell);
+    true
+}
+
 /// The loop of [`Aal34Rx::continue_run`], with the CRC-10 check `check`.
 #[inline(always)]
 fn continue_run_with(
     run: &Run,
     r: &mut Reassembly,
     rest: &[CellBytes],
-    check: impl Fn(&PayloadBytes) -> bool,
+    check: impl Fn(&PayloadBytes) -> bool + Copy,
 ) -> usize {
+    rest.iter()
+        .take_while(|cell| take_one(run, r, cell, check))
+        .count()
+}
+
+/// [`continue_run_with`] four cells at a time with 512-bit VPCLMULQDQ:
+/// four cells are taken together when all four continue the run, fit and
+/// check; otherwise one cell is tried alone (with the one-cell kernel).
+///
+/// # Safety
+///
+/// The CPU must have AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
+unsafe fn continue_run_avx512(run: &Run, r: &mut Reassembly, rest: &[CellBytes]) -> usize {
     let mut taken = 0;
-    for cell in rest {
-        let unit: &PayloadBytes = cell.last_chunk().expect("a cell has 48 payload bytes");
-        let head = sar_head(SegmentType::Com, r.next_sn, run.mid);
-        if cell[..4] != run.header
-            || u16::from_be_bytes([unit[0], unit[1]]) != head
-            || usize::from(unit[46] >> 2) != SAR_PAYLOAD_LEN
-            || r.buf.len() + SAR_PAYLOAD_LEN > run.limit
-            || !check(unit)
-        {
+    loop {
+        let now = &rest[taken..];
+        if let Some(four) = now.first_chunk::<4>() {
+            let sn = r.next_sn;
+            if r.buf.len() + 4 * SAR_PAYLOAD_LEN <= run.limit
+                && continues(run, sn, &four[0])
+                && continues(run, (sn + 1) & 0x0F, &four[1])
+                && continues(run, (sn + 2) & 0x0F, &four[2])
+                && continues(run, (sn + 3) & 0x0F, &four[3])
+                // SAFETY: the CPU has the features (the caller's promise),
+                // and each pointer is to a cell's 48-byte payload.
+                && unsafe { crc10::avx512::check4(four.each_ref().map(|c| c[HEADER_LEN..].as_ptr())) }
+            {
+                four.iter().for_each(|c| take(r, c));
+                taken += 4;
+                continue;
+            }
+        }
+        let Some(cell) = now.first() else {
+            break;
+        };
+        // SAFETY: the CPU has PCLMULQDQ and SSSE3 (the caller's promise).
+        if !take_one(run, r, cell, |u| unsafe { crc10::clmul::remainder(u) } == 0) {
             break;
         }
-        let data: &[u8; SAR_PAYLOAD_LEN] = unit[2..].first_chunk().expect("44 payload bytes");
-        r.buf.extend_from_slice(data);
-        r.next_sn = (r.next_sn + 1) & 0x0F;
-        r.cells += 1;
         taken += 1;
     }
     taken

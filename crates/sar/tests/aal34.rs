@@ -4,7 +4,8 @@
 mod common;
 
 use aurora_sar::aal34::{Aal34Config, Aal34Rx, Aal34Tx, Aal34VcConfig};
-use aurora_sar::{DropReason, Kernel};
+use aurora_sar::crc10::Kernel;
+use aurora_sar::DropReason;
 use aurora_time::{Duration, Instant};
 use aurora_wire::aal34;
 use aurora_wire::cell::{Format, VcId};
