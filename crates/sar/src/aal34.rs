@@ -896,7 +896,14 @@ unsafe fn continue_run_avx512(run: &Run, r: &mut Reassembly, rest: &[CellBytes])
                 && continues(run, (sn + 3) & 0x0F, &four[3])
                 // SAFETY: the CPU has the features (the caller's promise),
                 // and each pointer is to a cell's 48-byte payload.
-                && unsafe { crc10::avx512::check4(four.each_ref().map(|c| c[HEADER_LEN..].as_ptr())) }
+                && unsafe {
+                    crc10::avx512::check4([
+                        four[0][HEADER_LEN..].as_ptr(),
+                        four[1][HEADER_LEN..].as_ptr(),
+                        four[2][HEADER_LEN..].as_ptr(),
+                        four[3][HEADER_LEN..].as_ptr(),
+                    ])
+                }
             {
                 four.iter().for_each(|c| take(r, c));
                 taken += 4;
