@@ -561,8 +561,24 @@ impl Aal34Rx {
             self.cell(now, cell, deliver, &mut run);
             rest = tail;
             if let Some((key, max_pdu)) = run {
-                let n = self.continue_run(now, key, max_pdu, cell, rest);
-                rest = &rest[n..];
+                // Only when the next cell may continue the run (same
+                // header bytes, a COM of the same MID): cells of other VCs
+                // or MIDs interleaved one by one cost no lookup here.
+                let same = |c: &CellBytes| {
+                    (
+                        [c[0], c[1], c[2], c[3]],
+                        c[HEADER_LEN] & 0xC3,
+                        c[HEADER_LEN + 1],
+                    )
+                };
+                let (h, s, m) = same(cell);
+                if rest
+                    .first()
+                    .is_some_and(|next| same(next) == (h, s & 0x03, m))
+                {
+                    let n = self.continue_run(now, key, max_pdu, cell, rest);
+                    rest = &rest[n..];
+                }
             }
         }
     }
