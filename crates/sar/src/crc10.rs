@@ -360,8 +360,8 @@ pub(crate) mod avx512 {
         );
         let c = _mm512_xor_si512(
             _mm512_clmulepi64_epi128(b2, k1, 0x01),
-            // W5: the low quadword of each lane.
-            _mm512_maskz_mov_epi64(0x55, b2),
+            // W5: the low quadword of each lane (an AND, not a shuffle).
+            _mm512_and_si512(b2, lanes(0, u64::MAX)),
         );
         // R ≡ M (mod P) per lane, degree at most 72.
         let r = _mm512_ternarylogic_epi64::<0x96>(a, b, c);
