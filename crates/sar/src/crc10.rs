@@ -152,7 +152,7 @@ pub fn remainder(kernel: Kernel, unit: &Unit) -> u16 {
 pub fn check(kernel: Kernel, unit: &Unit) -> bool {
     match kernel {
         Kernel::Clmul | Kernel::Avx512 => remainder(kernel, unit) == 0,
-        Kernel::Portable => crc::crc10_ok(unit),
+        Kernel::Portable => portable_remainder(unit) == 0,
     }
 }
 
@@ -166,7 +166,12 @@ pub fn field(kernel: Kernel, unit: &Unit) -> u16 {
             u[47] = 0;
             remainder(kernel, &u)
         }
-        Kernel::Portable => crc::crc10_field(unit),
+        Kernel::Portable => {
+            let mut u = *unit;
+            u[46] &= 0xFC;
+            u[47] = 0;
+            portable_remainder(&u)
+        }
     }
 }
 
@@ -178,12 +183,69 @@ pub fn set_field(kernel: Kernel, unit: &mut Unit) {
     unit[47] = c as u8;
 }
 
-/// M mod P from the table-driven CRC: M = M'·x¹⁰ + f, with M' the first
-/// 374 bits and f the last ten, so M mod P = (M'·x¹⁰ mod P) + f, and
-/// M'·x¹⁰ mod P is the CRC of M' (what `crc10_field` computes).
+/// `BYTE[j][b]` = b·x^(8·j) mod P: the remainder of byte value b standing
+/// j bytes from the end of a 64-bit word.
+const BYTE: [[u16; 256]; 8] = {
+    let mut t = [[0u16; 256]; 8];
+    let mut j = 0;
+    while j < 8 {
+        let mut b = 0;
+        while b < 256 {
+            // b·x^(8j), reduced one shift at a time.
+            let mut r = b as u64;
+            let mut i = 0;
+            while i < 8 * j {
+                r <<= 1;
+                if r & 0x400 != 0 {
+                    r ^= P;
+                }
+                i += 1;
+            }
+            t[j][b] = r as u16;
+            b += 1;
+        }
+        j += 1;
+    }
+    t
+};
+
+/// `WORD[r]` = r·x⁶⁴ mod P for a ten-bit remainder r.
+const WORD: [u16; 1024] = {
+    let mut t = [0u16; 1024];
+    let mut r = 0;
+    while r < 1024 {
+        let mut v = r as u64;
+        let mut i = 0;
+        while i < 64 {
+            v <<= 1;
+            if v & 0x400 != 0 {
+                v ^= P;
+            }
+            i += 1;
+        }
+        t[r] = v as u16;
+        r += 1;
+    }
+    t
+};
+
+/// M mod P without PCLMULQDQ: each big-endian 64-bit word's remainder is
+/// the sum of eight independent byte lookups, and the running remainder
+/// moves past a word with one more lookup (r·x⁶⁴ mod P), so the chain that
+/// carries from word to word is one load and one XOR long, not a lookup
+/// per byte as in a byte-at-a-time CRC. 4.5 KiB of tables.
 fn portable_remainder(unit: &Unit) -> u16 {
-    let f = (u16::from(unit[46] & 3) << 8) | u16::from(unit[47]);
-    crc::crc10_field(unit) ^ f
+    let mut r = 0u16;
+    for word in unit.chunks_exact(8) {
+        // Byte i of the word stands 7 − i bytes from its end; the bytes
+        // index the tables straight from memory.
+        let m = word
+            .iter()
+            .zip(BYTE.iter().rev())
+            .fold(0u16, |m, (&b, t)| m ^ t[usize::from(b)]);
+        r = WORD[usize::from(r)] ^ m;
+    }
+    r
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -490,6 +552,15 @@ mod tests {
 
     fn kernels() -> Vec<Kernel> {
         Kernel::available()
+    }
+
+    #[test]
+    fn tables() {
+        for (b, &r) in BYTE[0].iter().enumerate() {
+            assert_eq!(r, b as u16);
+        }
+        assert_eq!(BYTE[1][1], xpow_mod(8) as u16);
+        assert_eq!(WORD[1], xpow_mod(64) as u16);
     }
 
     #[test]
