@@ -20,6 +20,7 @@ use aurora_wire::cell::{Format, Header, VcId};
 use aurora_wire::{CellBytes, PayloadBytes, HEADER_LEN};
 
 use crate::counters::{DropReason, RxStats, VcCounters};
+use crate::crc10::{self, Kernel};
 use crate::TxError;
 
 /// The AAL3/4 sender of one VC.
@@ -31,11 +32,19 @@ pub struct Aal34Tx {
     sn: Vec<u8>,
     btag: u8,
     counters: VcCounters,
+    kernel: Kernel,
 }
 
 impl Aal34Tx {
-    /// A sender for `vc` with headers in `format`.
+    /// A sender for `vc` with headers in `format`, computing the CRC-10
+    /// with the fastest kernel this CPU has.
     pub fn new(vc: VcId, format: Format) -> Result<Self, TxError> {
+        Self::with_kernel(vc, format, Kernel::best())
+    }
+
+    /// A sender using CRC-10 kernel `kernel` (the portable one where this
+    /// CPU cannot run it).
+    pub fn with_kernel(vc: VcId, format: Format, kernel: Kernel) -> Result<Self, TxError> {
         let header = crate::user_header(vc, format)?;
         Ok(Aal34Tx {
             vc,
@@ -43,7 +52,13 @@ impl Aal34Tx {
             sn: vec![0; usize::from(frame::MAX_MID) + 1],
             btag: 0,
             counters: VcCounters::default(),
+            kernel: crc10::usable(kernel),
         })
+    }
+
+    /// The CRC-10 kernel in use.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// The VC this sender writes.
@@ -100,14 +115,25 @@ impl Aal34Tx {
         .to_bytes();
         let total = frame::cpcs_len(sdu.len());
         let pad_end = total - 4;
-        let sn = &mut self.sn[usize::from(mid)];
+        let sn0 = usize::from(self.sn[usize::from(mid)]);
+        self.sn[usize::from(mid)] = ((sn0 + n) & 0x0F) as u8;
+        let (header, kernel) = (self.header, self.kernel);
         // The CPCS-PDU is header | sdu | pad | trailer; each cell carries
-        // the 44 bytes of it at [44·i, 44·i + 44).
+        // the 44 bytes of it at [44·i, 44·i + 44), i.e. sdu[44·i − 4 ..].
+        // Cells 1..fast hold SDU bytes only and have two SDU bytes on
+        // either side (sdu[44·i − 6 .. 44·i + 42] exists), so they are
+        // built straight from the SDU; the first cell and the last one or
+        // two are put together piece by piece.
+        let fast = if sdu.len() >= 86 {
+            (sdu.len() - 42) / SAR_PAYLOAD_LEN + 1
+        } else {
+            1
+        };
         let pieces: [(usize, &[u8]); 3] = [(0, &head), (4, sdu), (pad_end, &tail)];
-        for (i, cell) in out[..n].iter_mut().enumerate() {
+        let piecewise = |i: usize, cell: &mut CellBytes| {
             let from = i * SAR_PAYLOAD_LEN;
             let to = (from + SAR_PAYLOAD_LEN).min(total);
-            cell[..HEADER_LEN].copy_from_slice(&self.header);
+            cell[..HEADER_LEN].copy_from_slice(&header);
             let payload: &mut PayloadBytes = (&mut cell[HEADER_LEN..])
                 .try_into()
                 .expect("a cell has 48 payload bytes");
@@ -126,17 +152,150 @@ impl Aal34Tx {
                 (false, false) => SegmentType::Com,
                 (false, true) => SegmentType::Eom,
             };
-            let repr = SarRepr {
-                st,
-                sn: *sn,
-                mid,
-                li: (to - from) as u8,
-            };
-            *sn = (*sn + 1) & 0x0F;
-            repr.emit_fields(payload)
-                .expect("fields were range-checked");
+            let sn = ((sn0 + i) & 0x0F) as u8;
+            payload[..2].copy_from_slice(&sar_head(st, sn, mid).to_be_bytes());
+            payload[46] = ((to - from) as u8) << 2;
+            payload[47] = 0;
+            crc10::set_field(kernel, payload);
+        };
+        let (first, rest) = out[..n].split_first_mut().expect("n ≥ 1");
+        piecewise(0, first);
+        let (middle, last) = rest.split_at_mut(fast - 1);
+        com_cells(kernel, &header, sdu, sn0, mid, middle);
+        for (i, cell) in last.iter_mut().enumerate() {
+            piecewise(fast + i, cell);
         }
         Ok(n)
+    }
+}
+
+/// [`com_cells`] four cells at a time with 512-bit VPCLMULQDQ, the rest
+/// one at a time.
+///
+/// # Safety
+///
+/// The CPU must have AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
+unsafe fn com_cells_avx512(
+    header: &[u8; HEADER_LEN],
+    sdu: &[u8],
+    sn0: usize,
+    mid: u16,
+    cells: &mut [CellBytes],
+) {
+    use std::arch::x86_64::*;
+    // The SAR header of a COM, little-endian: SN << 2 and the MID's top
+    // two bits in the first byte, the MID's low byte in the second.
+    let fixed = u64::from(mid >> 8) | u64::from(mid & 0xFF) << 8;
+    let head = |i: usize| (fixed | (((sn0 + i) & 0x0F) as u64) << 2) as i64;
+    // Lane k: the header of cell 1 + k.
+    let mut heads = _mm512_set_epi64(0, head(4), 0, head(3), 0, head(2), 0, head(1));
+    let mut chunks = cells.chunks_exact_mut(4);
+    let mut i = 1;
+    for four in chunks.by_ref() {
+        let four: &mut [CellBytes; 4] = four.try_into().expect("four cells");
+        let windows =
+            [i, i + 1, i + 2, i + 3].map(|c| sdu[SAR_PAYLOAD_LEN * c - 6..][..48].as_ptr());
+        // SAFETY: the CPU has the features (the caller's promise) and each
+        // window pointer is to 48 bytes of `sdu` (sliced just above).
+        unsafe { crc10::avx512::build4(four, header, windows, heads, SAR_PAYLOAD_LEN as u8) };
+        // SN + 4 (mod 16) in every lane: bits 2..5 wrap into bit 6, cleared.
+        heads = _mm512_and_si512(
+            _mm512_add_epi64(heads, _mm512_set1_epi64(4 << 2)),
+            _mm512_set1_epi64(0xFF3F),
+        );
+        i += 4;
+    }
+    for cell in chunks.into_remainder() {
+        let window: &[u8; 48] = sdu[SAR_PAYLOAD_LEN * i - 6..]
+            .first_chunk()
+            .expect("in range (asserted by the caller)");
+        let h = sar_head(SegmentType::Com, ((sn0 + i) & 0x0F) as u8, mid);
+        // SAFETY: the CPU has PCLMULQDQ and SSSE3 (the caller's promise).
+        unsafe { crc10::clmul::build_cell(cell, header, window, h, SAR_PAYLOAD_LEN as u8) };
+        i += 1;
+    }
+}
+
+/// The first two bytes of a SAR-PDU: ST, SN and MID, big-endian.
+#[inline]
+fn sar_head(st: SegmentType, sn: u8, mid: u16) -> u16 {
+    (u16::from(st.bits()) << 14) | (u16::from(sn & 0x0F) << 10) | (mid & frame::MAX_MID)
+}
+
+/// Builds `cells`, continuation cells 1, 2, … of a PDU whose SDU is `sdu`
+/// and whose first cell had sequence number `sn0`: cell i carries
+/// sdu[44·i − 4 .. 44·i + 40], and sdu[44·i − 6 .. 44·i + 42] must exist.
+fn com_cells(
+    kernel: Kernel,
+    header: &[u8; HEADER_LEN],
+    sdu: &[u8],
+    sn0: usize,
+    mid: u16,
+    cells: &mut [CellBytes],
+) {
+    // Every window in range, checked once here rather than per cell.
+    assert!(cells.is_empty() || SAR_PAYLOAD_LEN * cells.len() + 42 <= sdu.len());
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Clmul => {
+            // SAFETY: a sender's kernel is Clmul only where the CPU has
+            // PCLMULQDQ and SSSE3 (`crc10::usable`).
+            unsafe { com_cells_clmul(header, sdu, sn0, mid, cells) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => {
+            // SAFETY: a sender's kernel is Avx512 only where the CPU has
+            // AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3
+            // (`crc10::usable`).
+            unsafe { com_cells_avx512(header, sdu, sn0, mid, cells) }
+        }
+        _ => {
+            for (j, cell) in cells.iter_mut().enumerate() {
+                let i = j + 1;
+                let sn = ((sn0 + i) & 0x0F) as u8;
+                cell[..HEADER_LEN].copy_from_slice(header);
+                let payload: &mut PayloadBytes = (&mut cell[HEADER_LEN..])
+                    .try_into()
+                    .expect("a cell has 48 payload bytes");
+                let data: &[u8; SAR_PAYLOAD_LEN] = sdu[SAR_PAYLOAD_LEN * i - 4..]
+                    .first_chunk()
+                    .expect("in range (asserted above)");
+                payload[..2].copy_from_slice(&sar_head(SegmentType::Com, sn, mid).to_be_bytes());
+                payload[2..46].copy_from_slice(data);
+                payload[46] = (SAR_PAYLOAD_LEN as u8) << 2;
+                payload[47] = 0;
+                crc10::set_field(Kernel::Portable, payload);
+            }
+        }
+    }
+}
+
+/// [`com_cells`] with the PCLMULQDQ CRC, the copy done in the same
+/// registers.
+///
+/// # Safety
+///
+/// The CPU must have PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,ssse3")]
+unsafe fn com_cells_clmul(
+    header: &[u8; HEADER_LEN],
+    sdu: &[u8],
+    sn0: usize,
+    mid: u16,
+    cells: &mut [CellBytes],
+) {
+    for (j, cell) in cells.iter_mut().enumerate() {
+        let i = j + 1;
+        let sn = ((sn0 + i) & 0x0F) as u8;
+        let window: &[u8; 48] = sdu[SAR_PAYLOAD_LEN * i - 6..]
+            .first_chunk()
+            .expect("in range (asserted by the caller)");
+        let head = sar_head(SegmentType::Com, sn, mid);
+        // SAFETY: the caller's CPU has PCLMULQDQ and SSSE3.
+        unsafe { crc10::clmul::build_cell(cell, header, window, head, SAR_PAYLOAD_LEN as u8) };
     }
 }
 
@@ -230,6 +389,7 @@ struct Reassembly {
 #[derive(Debug)]
 pub struct Aal34Rx {
     cfg: Aal34Config,
+    kernel: Kernel,
     vcs: HashMap<VcId, (Aal34VcConfig, VcCounters)>,
     active: HashMap<(VcId, u16), Reassembly>,
     timers: BTreeSet<(Instant, VcId, u16)>,
@@ -240,8 +400,15 @@ pub struct Aal34Rx {
 impl Aal34Rx {
     /// A receiver with no VCs open.
     pub fn new(cfg: Aal34Config) -> Self {
+        Self::with_kernel(cfg, Kernel::best())
+    }
+
+    /// A receiver checking CRC-10s with `kernel` (the portable one where
+    /// this CPU cannot run it).
+    pub fn with_kernel(cfg: Aal34Config, kernel: Kernel) -> Self {
         Aal34Rx {
             cfg,
+            kernel: crc10::usable(kernel),
             vcs: HashMap::default(),
             active: HashMap::default(),
             timers: BTreeSet::new(),
@@ -277,6 +444,11 @@ impl Aal34Rx {
         if self.active.contains_key(&(vc, mid)) {
             self.drop_active((vc, mid), DropReason::Flushed, 0);
         }
+    }
+
+    /// The CRC-10 kernel in use.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// Totals so far.
@@ -383,12 +555,90 @@ impl Aal34Rx {
     /// `deliver` for each PDU completed, in order.
     pub fn push(&mut self, now: Instant, cells: &[CellBytes], deliver: &mut impl FnMut(Delivery)) {
         self.stats.cells_in += cells.len() as u64;
-        for cell in cells {
-            self.cell(now, cell, deliver);
+        let mut rest = cells;
+        while let Some((cell, tail)) = rest.split_first() {
+            let mut run = None;
+            self.cell(now, cell, deliver, &mut run);
+            rest = tail;
+            if let Some((key, max_pdu)) = run {
+                // Only when the next cell may continue the run (same
+                // header bytes, a COM of the same MID): cells of other VCs
+                // or MIDs interleaved one by one cost no lookup here.
+                let same = |c: &CellBytes| {
+                    (
+                        [c[0], c[1], c[2], c[3]],
+                        c[HEADER_LEN] & 0xC3,
+                        c[HEADER_LEN + 1],
+                    )
+                };
+                let (h, s, m) = same(cell);
+                if rest
+                    .first()
+                    .is_some_and(|next| same(next) == (h, s & 0x03, m))
+                {
+                    let n = self.continue_run(now, key, max_pdu, cell, rest);
+                    rest = &rest[n..];
+                }
+            }
         }
     }
 
-    fn cell(&mut self, now: Instant, cell: &CellBytes, deliver: &mut impl FnMut(Delivery)) {
+    /// After a cell that left PDU `key` being reassembled (a BOM, or a COM
+    /// taken), takes the plain continuation cells that follow it in `rest`
+    /// in a tight loop and returns how many it took: each must have the
+    /// same four header bytes as `prev` (so the same VC and a user-data
+    /// PTI), a good CRC-10, ST = COM, the expected SN, the same MID and
+    /// LI = 44, and fit the buffer as it is. Exactly what [`Self::cell`]
+    /// would do with such a cell, without its lookups; the first cell that
+    /// is anything else is left to [`Self::cell`].
+    fn continue_run(
+        &mut self,
+        now: Instant,
+        key: (VcId, u16),
+        max_pdu: usize,
+        prev: &CellBytes,
+        rest: &[CellBytes],
+    ) -> usize {
+        let kernel = self.kernel;
+        let Some(r) = self.active.get_mut(&key) else {
+            return 0;
+        };
+        if now >= r.deadline || r.discarding.is_some() {
+            return 0;
+        }
+        let run = Run {
+            header: [prev[0], prev[1], prev[2], prev[3]],
+            mid: key.1,
+            // The buffer must neither grow nor pass the PDU limit.
+            limit: max_pdu.min(r.buf.capacity()),
+        };
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Clmul => {
+                // SAFETY: a receiver's kernel is Clmul only where the CPU
+                // has PCLMULQDQ and SSSE3 (`crc10::usable`).
+                unsafe { continue_run_clmul(&run, r, rest) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => {
+                // SAFETY: a receiver's kernel is Avx512 only where the CPU
+                // has AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3
+                // (`crc10::usable`).
+                unsafe { continue_run_avx512(&run, r, rest) }
+            }
+            _ => continue_run_with(&run, r, rest, |u| crc10::check(Kernel::Portable, u)),
+        }
+    }
+
+    /// One cell. When the cell leaves a PDU being reassembled that later
+    /// COM cells may continue, `run` is set to its key and size limit.
+    fn cell(
+        &mut self,
+        now: Instant,
+        cell: &CellBytes,
+        deliver: &mut impl FnMut(Delivery),
+        run: &mut Option<((VcId, u16), usize)>,
+    ) {
         let h = Header::parse(&[cell[0], cell[1], cell[2], cell[3]], self.cfg.format);
         if !h.pti.is_user() {
             return self.drop_cell(DropReason::NotUserData);
@@ -397,10 +647,11 @@ impl Aal34Rx {
         let Some(&(vcfg, _)) = self.vcs.get(&vc) else {
             return self.drop_cell(DropReason::UnknownVc);
         };
-        let sar = SarPdu::new_unchecked(&cell[HEADER_LEN..]);
-        if !sar.crc_ok() {
+        let unit: &PayloadBytes = cell.last_chunk().expect("a cell has 48 payload bytes");
+        if !crc10::check(self.kernel, unit) {
             return self.drop_cell(DropReason::CellCrc);
         }
+        let sar = SarPdu::new_unchecked(unit);
         let repr = SarRepr {
             st: sar.segment_type(),
             sn: sar.sn(),
@@ -408,17 +659,19 @@ impl Aal34Rx {
             li: sar.li(),
         };
         let key = (vc, repr.mid);
-        // A timer that ran out but has not been fired yet.
-        if self.active.get(&key).is_some_and(|r| now >= r.deadline) {
-            self.drop_active(key, DropReason::Timeout, 0);
-        }
         let data = &sar.payload()[..usize::from(repr.li.min(SAR_PAYLOAD_LEN as u8))];
         let max_pdu = frame::cpcs_len(vcfg.max_sdu.min(frame::MAX_SDU));
         match repr.st {
             SegmentType::Bom | SegmentType::Ssm => {
-                if self.active.contains_key(&key) {
-                    // The previous PDU on this MID lost its EOM.
-                    self.drop_active(key, DropReason::UnexpectedSegment, 0);
+                if let Some(r) = self.active.get(&key) {
+                    // A timer that ran out but has not been fired yet, or
+                    // else the previous PDU on this MID lost its EOM.
+                    let reason = if now >= r.deadline {
+                        DropReason::Timeout
+                    } else {
+                        DropReason::UnexpectedSegment
+                    };
+                    self.drop_active(key, reason, 0);
                 }
                 let li_ok = match repr.st {
                     SegmentType::Bom => usize::from(repr.li) == SAR_PAYLOAD_LEN,
@@ -460,11 +713,18 @@ impl Aal34Rx {
                         discarding: None,
                     },
                 );
+                *run = Some((key, max_pdu));
             }
             SegmentType::Com | SegmentType::Eom => {
                 let Some(r) = self.active.get_mut(&key) else {
                     return self.drop_cell(DropReason::UnexpectedSegment);
                 };
+                if now >= r.deadline {
+                    // A timer that ran out but has not been fired yet: the
+                    // PDU is gone, so this cell belongs to none.
+                    self.drop_active(key, DropReason::Timeout, 0);
+                    return self.drop_cell(DropReason::UnexpectedSegment);
+                }
                 let ends = repr.st == SegmentType::Eom;
                 if let Some(reason) = r.discarding {
                     if ends {
@@ -513,12 +773,21 @@ impl Aal34Rx {
                     r.buf.reserve_exact(grow);
                     self.used = self.used + r.buf.capacity() - before;
                 }
-                r.buf.extend_from_slice(data);
+                if ends {
+                    r.buf.extend_from_slice(data);
+                } else {
+                    // A COM's LI is 44 (checked above): a fixed-size copy.
+                    let full: &[u8; SAR_PAYLOAD_LEN] =
+                        sar.payload().first_chunk().expect("44 payload bytes");
+                    r.buf.extend_from_slice(full);
+                }
                 if ends {
                     let r = self.active.remove(&key).expect("present");
                     self.timers.remove(&(r.deadline, vc, repr.mid));
                     self.used -= r.buf.capacity();
                     self.finish(vc, repr.mid, r.buf, r.cells, deliver);
+                } else {
+                    *run = Some((key, max_pdu));
                 }
             }
         }
@@ -558,4 +827,127 @@ impl Aal34Rx {
             }
         }
     }
+}
+
+/// What the cells of a run of continuations must match.
+struct Run {
+    header: [u8; 4],
+    mid: u16,
+    /// The buffer may fill up to here.
+    limit: usize,
+}
+
+/// True when `cell` is the next plain continuation of `run` (all but the
+/// CRC-10 and the room in the buffer): the run's header bytes, ST = COM,
+/// SN `sn`, the run's MID and LI = 44.
+#[inline(always)]
+fn continues(run: &Run, sn: u8, cell: &CellBytes) -> bool {
+    cell[..4] == run.header
+        && u16::from_be_bytes([cell[HEADER_LEN], cell[HEADER_LEN + 1]])
+            == sar_head(SegmentType::Com, sn, run.mid)
+        && usize::from(cell[HEADER_LEN + 46] >> 2) == SAR_PAYLOAD_LEN
+}
+
+/// Appends the 44 data bytes of a continuation cell that was checked.
+#[inline(always)]
+fn take(r: &mut Reassembly, cell: &CellBytes) {
+    let data: &[u8; SAR_PAYLOAD_LEN] = cell[HEADER_LEN + 2..]
+        .first_chunk()
+        .expect("44 payload bytes");
+    r.buf.extend_from_slice(data);
+    r.next_sn = (r.next_sn + 1) & 0x0F;
+    r.cells += 1;
+}
+
+/// Takes `cell` if it continues the run, has a good CRC-10 (by `check`)
+/// and fits; false (and nothing changed) otherwise.
+#[inline(always)]
+fn take_one(
+    run: &Run,
+    r: &mut Reassembly,
+    cell: &CellBytes,
+    check: impl Fn(&PayloadBytes) -> bool,
+) -> bool {
+    let unit: &PayloadBytes = cell.last_chunk().expect("a cell has 48 payload bytes");
+    if !continues(run, r.next_sn, cell) || r.buf.len() + SAR_PAYLOAD_LEN > run.limit || !check(unit)
+    {
+        return false;
+    }
+    take(r, cell);
+    true
+}
+
+/// The loop of [`Aal34Rx::continue_run`], with the CRC-10 check `check`.
+#[inline(always)]
+fn continue_run_with(
+    run: &Run,
+    r: &mut Reassembly,
+    rest: &[CellBytes],
+    check: impl Fn(&PayloadBytes) -> bool + Copy,
+) -> usize {
+    rest.iter()
+        .take_while(|cell| take_one(run, r, cell, check))
+        .count()
+}
+
+/// [`continue_run_with`] four cells at a time with 512-bit VPCLMULQDQ:
+/// four cells are taken together when all four continue the run, fit and
+/// check; otherwise one cell is tried alone (with the one-cell kernel).
+///
+/// # Safety
+///
+/// The CPU must have AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,ssse3")]
+unsafe fn continue_run_avx512(run: &Run, r: &mut Reassembly, rest: &[CellBytes]) -> usize {
+    let mut taken = 0;
+    loop {
+        let now = &rest[taken..];
+        if let Some(four) = now.first_chunk::<4>() {
+            let sn = r.next_sn;
+            if r.buf.len() + 4 * SAR_PAYLOAD_LEN <= run.limit
+                && continues(run, sn, &four[0])
+                && continues(run, (sn + 1) & 0x0F, &four[1])
+                && continues(run, (sn + 2) & 0x0F, &four[2])
+                && continues(run, (sn + 3) & 0x0F, &four[3])
+                // SAFETY: the CPU has the features (the caller's promise),
+                // and each pointer is to a cell's 48-byte payload.
+                && unsafe {
+                    crc10::avx512::check4([
+                        four[0][HEADER_LEN..].as_ptr(),
+                        four[1][HEADER_LEN..].as_ptr(),
+                        four[2][HEADER_LEN..].as_ptr(),
+                        four[3][HEADER_LEN..].as_ptr(),
+                    ])
+                }
+            {
+                four.iter().for_each(|c| take(r, c));
+                taken += 4;
+                continue;
+            }
+        }
+        let Some(cell) = now.first() else {
+            break;
+        };
+        // SAFETY: the CPU has PCLMULQDQ and SSSE3 (the caller's promise).
+        if !take_one(run, r, cell, |u| unsafe { crc10::clmul::remainder(u) } == 0) {
+            break;
+        }
+        taken += 1;
+    }
+    taken
+}
+
+/// [`continue_run_with`] with the PCLMULQDQ CRC-10 inlined.
+///
+/// # Safety
+///
+/// The CPU must have PCLMULQDQ and SSSE3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,ssse3")]
+unsafe fn continue_run_clmul(run: &Run, r: &mut Reassembly, rest: &[CellBytes]) -> usize {
+    continue_run_with(run, r, rest, |u| {
+        // SAFETY: the caller's CPU has PCLMULQDQ and SSSE3.
+        unsafe { crc10::clmul::remainder(u) == 0 }
+    })
 }

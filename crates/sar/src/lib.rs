@@ -17,6 +17,7 @@
 //! | [`aal5`] | AAL5 sender ([`Aal5Tx`]) and receiver ([`Aal5Rx`]) |
 //! | [`aal34`] | AAL3/4 sender and receiver, MID multiplexing |
 //! | [`aal0`] | raw 48-byte payloads |
+//! | [`crc10`] | CRC-10 of AAL3/4 SAR-PDUs (PCLMULQDQ, portable fallback) |
 //! | [`fold`] | CRC-32 folded into the cell copy (PCLMULQDQ, portable fallback) |
 //! | [`counters`] | drop reasons and per-VC counters |
 
@@ -24,6 +25,7 @@ pub mod aal0;
 pub mod aal34;
 pub mod aal5;
 pub mod counters;
+pub mod crc10;
 pub mod fold;
 mod timers;
 

@@ -4,6 +4,7 @@
 mod common;
 
 use aurora_sar::aal34::{Aal34Config, Aal34Rx, Aal34Tx, Aal34VcConfig};
+use aurora_sar::crc10::Kernel;
 use aurora_sar::DropReason;
 use aurora_time::{Duration, Instant};
 use aurora_wire::aal34;
@@ -111,6 +112,97 @@ proptest! {
         let (ca, cb) = (r.vc_counters(A).unwrap(), r.vc_counters(B).unwrap());
         prop_assert_eq!(ca.rx + cb.rx, st.pdus_delivered);
         prop_assert_eq!(ca.rx_err + ca.rx_drop + cb.rx_err + cb.rx_drop, st.pdus_dropped.total());
+    }
+
+    /// Every CRC-10 kernel segments to the same bytes, and the receiver
+    /// comes to the same deliveries, counts and state whether cells arrive
+    /// one at a time (the per-cell path only) or in batches (runs of
+    /// continuations taken in the tight loop), with either kernel: through
+    /// a damaging channel, with timers running out inside batches, small
+    /// memory budgets and small SDU limits.
+    #[test]
+    fn batches_and_kernels_change_nothing(
+        seed: u64,
+        loss in 0.0..0.02f64,
+        bit_error in 0.0..0.02f64,
+        duplicate in 0.0..0.02f64,
+        reorder in 0.0..0.02f64,
+        misinsert in 0.0..0.02f64,
+        timeout_ms in 0i64..6,
+        budget in prop_oneof![Just(16usize << 20), 2000usize..20000],
+        max_sdu in prop_oneof![Just(aal34::MAX_SDU), 0usize..3000],
+    ) {
+        let mut rng = Rng::new(seed);
+        let mut wire_by_kernel = Vec::new();
+        let mk = |rng: &mut Rng| -> Vec<Vec<u8>> { (0..12).map(|_| { let n = rng.below(3000); rng.bytes(n) }).collect() };
+        let (sent1, sent2, sent_b) = (mk(&mut rng), mk(&mut rng), mk(&mut rng));
+        let order: Vec<usize> = (0..3000).map(|_| rng.below(3)).collect();
+        for k in Kernel::available() {
+            let mut txa = Aal34Tx::with_kernel(A, Format::Uni, k).unwrap();
+            let mut txb = Aal34Tx::with_kernel(B, Format::Uni, k).unwrap();
+            prop_assert_eq!(txa.kernel(), k);
+            let c1: Vec<CellBytes> = sent1.iter().flat_map(|s| segment(&mut txa, s, 1)).collect();
+            let c2: Vec<CellBytes> = sent2.iter().flat_map(|s| segment(&mut txa, s, 2)).collect();
+            let cb: Vec<CellBytes> = sent_b.iter().flat_map(|s| segment(&mut txb, s, 3)).collect();
+            // Runs of each stream interleaved at random.
+            let mut wire = Vec::new();
+            let (mut i1, mut i2, mut ib) = (0, 0, 0);
+            let mut o = order.iter().cycle();
+            while i1 < c1.len() || i2 < c2.len() || ib < cb.len() {
+                let take = 1 + o.next().unwrap() * 40;
+                match o.next().unwrap() {
+                    0 => { let e = (i1 + take).min(c1.len()); wire.extend_from_slice(&c1[i1..e]); i1 = e }
+                    1 => { let e = (i2 + take).min(c2.len()); wire.extend_from_slice(&c2[i2..e]); i2 = e }
+                    _ => { let e = (ib + take).min(cb.len()); wire.extend_from_slice(&cb[ib..e]); ib = e }
+                }
+            }
+            wire_by_kernel.push((wire, cb));
+        }
+        for w in &wire_by_kernel[1..] {
+            prop_assert!(w.0 == wire_by_kernel[0].0, "kernels segment differently");
+        }
+        let (wire, cb) = &wire_by_kernel[0];
+        let imp = Impairments { loss, bit_error, payload_only: false, duplicate, reorder, misinsert };
+        let (arrived, _) = impair(wire, imp, &mut rng, cb, A);
+        let mut chunks = Vec::new();
+        let mut at = 0;
+        while at < arrived.len() {
+            let n = (1 + rng.below(80)).min(arrived.len() - at);
+            chunks.push(at..at + n);
+            at += n;
+        }
+        let cfg = Aal34Config { memory_budget: budget, ..Aal34Config::default() };
+        let vcfg = Aal34VcConfig { max_sdu, timeout: Duration::from_millis(timeout_ms) };
+        let run = |k: Kernel, singly: bool| {
+            let mut r = Aal34Rx::with_kernel(cfg, k);
+            r.open_vc(A, vcfg).unwrap();
+            r.open_vc(B, vcfg).unwrap();
+            let mut got = Vec::new();
+            for (t, c) in chunks.iter().enumerate() {
+                let now = Instant::from_millis(t as i64);
+                if singly {
+                    for cell in &arrived[c.clone()] {
+                        r.push(now, std::slice::from_ref(cell), &mut |d| got.push((d.vc, d.mid, d.into_sdu())));
+                    }
+                } else {
+                    r.push(now, &arrived[c.clone()], &mut |d| got.push((d.vc, d.mid, d.into_sdu())));
+                }
+                if t % 7 == 0 {
+                    r.handle_timeout(now);
+                }
+            }
+            let state = (r.stats(), r.vc_counters(A), r.vc_counters(B), r.memory_in_use(), r.reassemblies(), r.cells_in_progress(), r.poll_at());
+            r.handle_timeout(FAR);
+            (got, state, r.stats())
+        };
+        let reference = run(Kernel::Portable, true);
+        prop_assert_eq!(reference.2.cells_balance(), 0);
+        for k in Kernel::available() {
+            for singly in [false, true] {
+                let other = run(k, singly);
+                prop_assert!(other == reference, "{:?} singly={}", k, singly);
+            }
+        }
     }
 
     /// Payload bit errors only: every PDU is delivered or dropped, exactly once.
@@ -221,4 +313,71 @@ fn sender_checks_its_fields() {
     assert!(tx.segment_into(&[0; 1000], 1, &mut cells).is_err());
     assert!(tx.segment_into(&vec![0; 65536], 1, &mut cells).is_err());
     assert_eq!(tx.counters().tx_err, 3);
+}
+
+/// Every kernel's cells are byte for byte those of the definition: the
+/// CPCS-PDU cut into 44-byte pieces, each written by `SarRepr::emit` (whose
+/// CRC-10 the wire crate checks against the bitwise definition).
+#[test]
+fn segmentation_matches_the_definition_byte_for_byte() {
+    use aurora_wire::aal34::{CpcsHeader, CpcsTrailer, SarRepr, SegmentType};
+    let mut rng = Rng::new(7);
+    let sizes: Vec<usize> = (0..400)
+        .chain([1500, 9180, 9181, 9182, 9183, 65532, 65535])
+        .collect();
+    for k in Kernel::available() {
+        let mut tx = Aal34Tx::with_kernel(A, Format::Uni, k).unwrap();
+        for (n, &size) in sizes.iter().enumerate() {
+            let sdu = rng.bytes(size);
+            let mid = (n * 37 % 1024) as u16;
+            // The sender's Btag and per-MID SN before this PDU.
+            let btag = (n + 1) as u8;
+            let sn0 = 0usize;
+            let cells = segment(&mut tx, &sdu, mid);
+            let mut pdu = CpcsHeader {
+                cpi: 0,
+                btag,
+                basize: size as u16,
+            }
+            .to_bytes()
+            .to_vec();
+            pdu.extend_from_slice(&sdu);
+            pdu.resize(aal34::cpcs_len(size) - 4, 0);
+            pdu.extend_from_slice(
+                &CpcsTrailer {
+                    al: 0,
+                    etag: btag,
+                    length: size as u16,
+                }
+                .to_bytes(),
+            );
+            let pieces: Vec<&[u8]> = pdu.chunks(44).collect();
+            assert_eq!(cells.len(), pieces.len());
+            let header = aurora_wire::cell::Header::data(A);
+            let mut want_header = [0u8; 53];
+            header.emit(&mut want_header).unwrap();
+            for (i, (cell, piece)) in cells.iter().zip(&pieces).enumerate() {
+                let st = match (i == 0, i + 1 == pieces.len()) {
+                    (true, true) => SegmentType::Ssm,
+                    (true, false) => SegmentType::Bom,
+                    (false, false) => SegmentType::Com,
+                    (false, true) => SegmentType::Eom,
+                };
+                let mut want = [0u8; 48];
+                SarRepr {
+                    st,
+                    sn: ((sn0 + i) & 15) as u8,
+                    mid,
+                    li: piece.len() as u8,
+                }
+                .emit(piece, &mut want)
+                .unwrap();
+                assert_eq!(&cell[..5], &want_header[..5], "{k:?} {size} cell {i}");
+                assert_eq!(&cell[5..], &want[..], "{k:?} {size} cell {i}");
+            }
+            // Each MID is used once per kernel here, so its SN starts at 0;
+            // MIDs repeat only after 1024 PDUs.
+            assert!(sizes.len() < 1024);
+        }
+    }
 }
