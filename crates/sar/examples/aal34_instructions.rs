@@ -8,7 +8,7 @@
 //! ```
 //!
 //! Arguments: SDU size in bytes, number of PDUs and the CRC-10 kernel
-//! (`portable`, `clmul` or `avx512`; the fastest the CPU has by default;
+//! (`portable`, `clmul` or `vpclmul`; the fastest the CPU has by default;
 //! valgrind has no AVX-512, so under it the best is `clmul`). Each PDU is
 //! segmented and reassembled (in two separate functions, so their totals
 //! can be read apart). It prints the cell count so instruction totals can
@@ -48,9 +48,9 @@ fn main() {
         None => Kernel::best(),
         Some("portable") => Kernel::Portable,
         Some("clmul") => Kernel::Clmul,
-        Some("avx512") => Kernel::Avx512,
+        Some("vpclmul") => Kernel::Vpclmul,
         Some(k) => {
-            eprintln!("aal34_instructions: unknown kernel {k} (portable, clmul or avx512)");
+            eprintln!("aal34_instructions: unknown kernel {k} (portable, clmul or vpclmul)");
             std::process::exit(2);
         }
     };

@@ -245,8 +245,8 @@ fn com_cells(
             unsafe { com_cells_clmul(header, sdu, sn0, mid, cells) }
         }
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => {
-            // SAFETY: a sender's kernel is Avx512 only where the CPU has
+        Kernel::Vpclmul => {
+            // SAFETY: a sender's kernel is Vpclmul only where the CPU has
             // AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3
             // (`crc10::usable`).
             unsafe { com_cells_avx512(header, sdu, sn0, mid, cells) }
@@ -620,8 +620,8 @@ impl Aal34Rx {
                 unsafe { continue_run_clmul(&run, r, rest) }
             }
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => {
-                // SAFETY: a receiver's kernel is Avx512 only where the CPU
+            Kernel::Vpclmul => {
+                // SAFETY: a receiver's kernel is Vpclmul only where the CPU
                 // has AVX-512 F and BW, VPCLMULQDQ, PCLMULQDQ and SSSE3
                 // (`crc10::usable`).
                 unsafe { continue_run_avx512(&run, r, rest) }

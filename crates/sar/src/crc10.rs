@@ -31,46 +31,10 @@
 
 use aurora_wire::crc;
 
-/// Which implementation computes the CRC-10.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kernel {
-    /// Table-driven (4.5 KiB of tables). Runs anywhere.
-    Portable,
-    /// PCLMULQDQ, one cell at a time (x86-64 with PCLMULQDQ and SSSE3).
-    Clmul,
-    /// As `Clmul`, and runs of cells four at a time with 512-bit
-    /// VPCLMULQDQ (x86-64 with AVX-512 F and BW and VPCLMULQDQ too).
-    Avx512,
-}
-
-impl Kernel {
-    /// The fastest kernel this CPU supports.
-    pub fn best() -> Kernel {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("pclmulqdq")
-                && std::arch::is_x86_feature_detected!("ssse3")
-            {
-                if std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512bw")
-                    && std::arch::is_x86_feature_detected!("vpclmulqdq")
-                {
-                    return Kernel::Avx512;
-                }
-                return Kernel::Clmul;
-            }
-        }
-        Kernel::Portable
-    }
-
-    /// Every kernel this CPU can run (for tests and benchmarks).
-    pub fn available() -> Vec<Kernel> {
-        [Kernel::Portable, Kernel::Clmul, Kernel::Avx512]
-            .into_iter()
-            .filter(|&k| k <= Kernel::best())
-            .collect()
-    }
-}
+/// The kernels are the AAL5 CRC's ([`Kernel`]): the same CPU features
+/// choose them. `Vpclmul` here is `Clmul` plus runs of cells four at a time
+/// with 512-bit VPCLMULQDQ.
+pub use crate::fold::Kernel;
 
 /// A 48-byte SAR-PDU (or OAM payload).
 pub type Unit = [u8; 48];
@@ -138,7 +102,7 @@ pub(crate) fn usable(kernel: Kernel) -> Kernel {
 pub fn remainder(kernel: Kernel, unit: &Unit) -> u16 {
     match usable(kernel) {
         Kernel::Portable => portable_remainder(unit),
-        Kernel::Clmul | Kernel::Avx512 => {
+        Kernel::Clmul | Kernel::Vpclmul => {
             #[cfg(target_arch = "x86_64")]
             {
                 // SAFETY: `usable` gives Clmul only where the CPU has
@@ -155,7 +119,7 @@ pub fn remainder(kernel: Kernel, unit: &Unit) -> u16 {
 #[inline]
 pub fn check(kernel: Kernel, unit: &Unit) -> bool {
     match kernel {
-        Kernel::Clmul | Kernel::Avx512 => remainder(kernel, unit) == 0,
+        Kernel::Clmul | Kernel::Vpclmul => remainder(kernel, unit) == 0,
         Kernel::Portable => portable_remainder(unit) == 0,
     }
 }
@@ -164,7 +128,7 @@ pub fn check(kernel: Kernel, unit: &Unit) -> bool {
 #[inline]
 pub fn field(kernel: Kernel, unit: &Unit) -> u16 {
     match kernel {
-        Kernel::Clmul | Kernel::Avx512 => {
+        Kernel::Clmul | Kernel::Vpclmul => {
             let mut u = *unit;
             u[46] &= 0xFC;
             u[47] = 0;
@@ -629,7 +593,7 @@ mod tests {
         #[test]
         #[cfg(target_arch = "x86_64")]
         fn four_lanes_agree_with_one(units in proptest::collection::vec(proptest::array::uniform32(any::<u8>()), 8), zero_one in any::<bool>()) {
-            prop_assume!(Kernel::best() >= Kernel::Avx512);
+            prop_assume!(Kernel::best() >= Kernel::Vpclmul);
             let mut four = [[0u8; 48]; 4];
             for (k, u) in four.iter_mut().enumerate() {
                 u[..32].copy_from_slice(&units[2 * k]);
