@@ -42,8 +42,8 @@ impl Aal34Tx {
         Self::with_kernel(vc, format, Kernel::best())
     }
 
-    /// A sender using CRC-10 kernel `kernel` (the portable one where this
-    /// CPU cannot run it).
+    /// A sender using CRC-10 kernel `kernel` (the fastest this CPU can run
+    /// where it cannot run that one).
     pub fn with_kernel(vc: VcId, format: Format, kernel: Kernel) -> Result<Self, TxError> {
         let header = crate::user_header(vc, format)?;
         Ok(Aal34Tx {
@@ -403,8 +403,8 @@ impl Aal34Rx {
         Self::with_kernel(cfg, Kernel::best())
     }
 
-    /// A receiver checking CRC-10s with `kernel` (the portable one where
-    /// this CPU cannot run it).
+    /// A receiver checking CRC-10s with `kernel` (the fastest this CPU can
+    /// run where it cannot run that one).
     pub fn with_kernel(cfg: Aal34Config, kernel: Kernel) -> Self {
         Aal34Rx {
             cfg,

@@ -115,34 +115,8 @@ impl Aal5Tx {
     ) -> Result<Segmentation<'a>, TxError> {
         let len: usize = first.len() + parts.iter().map(|p| p.len()).sum::<usize>();
         self.admit(len)?;
-        Ok(self.begin(first, parts, len, opts))
-    }
-
-    /// Counts an SDU of `len` bytes as sent, or refuses it as too long.
-    fn admit(&mut self, len: usize) -> Result<(), TxError> {
-        if len > frame::MAX_SDU {
-            self.counters.tx_err += 1;
-            return Err(TxError::TooLong {
-                len,
-                max: frame::MAX_SDU,
-            });
-        }
-        self.counters.tx += 1;
-        Ok(())
-    }
-
-    /// The segmentation of an admitted SDU. Returned bare, not in a
-    /// `Result`, so that it is built where the caller keeps it: with the
-    /// wide CRC kernel it is some 400 bytes, and a move is a `memcpy`.
-    fn begin<'a>(
-        &self,
-        first: &'a [u8],
-        parts: &'a [&'a [u8]],
-        len: usize,
-        opts: PduOptions,
-    ) -> Segmentation<'a> {
         let clp = usize::from(opts.clp.unwrap_or(self.clp));
-        Segmentation {
+        Ok(Segmentation {
             first,
             parts,
             part: 0,
@@ -158,7 +132,20 @@ impl Aal5Tx {
             header: self.headers[clp][0],
             header_end: self.headers[clp][1],
             crc: Crc32State::new(self.kernel),
+        })
+    }
+
+    /// Counts an SDU of `len` bytes as sent, or refuses it as too long.
+    fn admit(&mut self, len: usize) -> Result<(), TxError> {
+        if len > frame::MAX_SDU {
+            self.counters.tx_err += 1;
+            return Err(TxError::TooLong {
+                len,
+                max: frame::MAX_SDU,
+            });
         }
+        self.counters.tx += 1;
+        Ok(())
     }
 
     /// Segments a contiguous SDU into `out`, which must have room for

@@ -13,15 +13,19 @@
 //! 128-bit lane `H·x^64 + L` by 384 bits modulo the generator `P` is
 //! `H·(x^448 mod P) + L·(x^384 mod P)`: two 64×32-bit carry-less products that
 //! fit in 96 bits. Nothing needs to be exactly reduced until the end, where
-//! the lanes are combined (`lane0·x^256 + lane1·x^128 + lane2`) and reduced
-//! to 32 bits with a table CRC of 16 bytes. The CRC's initial value of all
-//! ones is folded in by starting lane 0 at `!0·x^96·x^-384 mod P`, so that one
-//! fold later it stands exactly where XORing the first 32 message bits with
-//! ones would have put it.
+//! the lanes are combined (`lane0·x^256 + lane1·x^128 + lane2`), folded to 64
+//! bits and reduced to 32 with a Barrett step, all in vector registers. The
+//! CRC's initial value of all ones is folded in by starting lane 0 at
+//! `!0·x^96·x^-384 mod P`, so that one fold later it stands exactly where
+//! XORing the first 32 message bits with ones would have put it.
 //!
-//! A portable kernel (a table-driven CRC updated once per cell, no call
-//! overhead) is used where PCLMULQDQ is missing, and is the reference the
-//! tests compare the fast kernel against.
+//! Three kernels ([`Kernel`]): the one above (Clmul); the same fold four
+//! cells at a time with 512-bit VPCLMULQDQ over twelve lanes (Vpclmul, the
+//! `wide` module, where the CPU has AVX-512: on Zen 4 a carry-less multiply
+//! of any width issues every second cycle, so the width is what pays); and
+//! a portable one (a table-driven CRC updated once per cell, no call
+//! overhead) where PCLMULQDQ is missing, which is also the reference the
+//! tests compare the others against.
 
 use aurora_wire::{CellBytes, CELL_LEN, HEADER_LEN, PAYLOAD_LEN};
 use crc::{Algorithm, Crc, Table};
@@ -61,12 +65,20 @@ impl HeaderTest {
         let stop = if key.is_some() { le(AUU) } else { 0 };
         match (valid, key) {
             // The valid headers are this run's VC's: they imply the key.
-            (Some([a, b]), _) => HeaderTest {
-                mask: 0xFF_FFFF_FFFF,
-                a,
-                b,
-                stop,
-            },
+            (Some([a, b]), _) => {
+                debug_assert!(
+                    [a, b]
+                        .iter()
+                        .all(|&v| v == u64::MAX || key.is_none_or(|k| (v & le(KEY_MASK)) == le(k))),
+                    "a valid header must carry the run's key"
+                );
+                HeaderTest {
+                    mask: 0xFF_FFFF_FFFF,
+                    a,
+                    b,
+                    stop,
+                }
+            }
             (None, Some(k)) => HeaderTest {
                 mask: le(KEY_MASK),
                 a: le(k),
@@ -366,10 +378,12 @@ impl Crc32State {
                 self.build_cells(header, tail, t);
             }
         }
-        let last = cells.last_mut().expect("a PDU has a cell");
-        last[..HEADER_LEN].copy_from_slice(header_end);
-        let field = self.field_for_zeroed_tail();
-        last[CELL_LEN - 4..].copy_from_slice(&field.to_be_bytes());
+        let field = self.remainder();
+        end_cell(
+            cells.last_mut().expect("a PDU has a cell"),
+            header_end,
+            field,
+        );
     }
 
     /// Builds `cells.len()` cells: header `header` on each, payloads taken in
@@ -429,7 +443,7 @@ impl Crc32State {
     /// [`aurora_wire::hec::pack_header`]) are not one of the two given also
     /// stops the run: the caller's HEC check, folded into this loop. Both
     /// valid headers must carry the run's key (use `u64::MAX` for none);
-    /// the Clmul kernel then checks only the header.
+    /// every kernel then checks only the header.
     /// Returns the cells consumed and whether the last one had AUU.
     #[inline]
     pub fn drain_run(
@@ -485,6 +499,13 @@ impl Crc32State {
 }
 
 const _: () = assert!(CELL_LEN == HEADER_LEN + PAYLOAD_LEN);
+
+/// Makes `cell` a PDU's last: its header, and the CRC field for a fed
+/// message (trailer field zero) whose remainder is `remainder`.
+fn end_cell(cell: &mut CellBytes, header_end: &[u8; HEADER_LEN], remainder: u32) {
+    cell[..HEADER_LEN].copy_from_slice(header_end);
+    cell[CELL_LEN - 4..].copy_from_slice(&(!remainder).to_be_bytes());
+}
 
 #[cfg(target_arch = "x86_64")]
 mod clmul {
@@ -710,7 +731,7 @@ mod wide {
     //!
     //! The state is twelve 128-bit lanes, three 512-bit accumulators of
     //! four: lane `i` (accumulator `i / 4`, lane `i % 4` in it) holds
-    //! blocks that stand `11 - i` blocks, plus whole groups, before the end
+    //! blocks that stand `11 - i` blocks, plus whole cells, before the end
     //! of what was fed. A group of four cells folds every lane forward by
     //! 192 bytes and adds its twelve blocks; a shorter run of `r` cells
     //! folds by `48·r` bytes and adds its `3r` blocks in the last lanes, so
@@ -833,6 +854,26 @@ mod wide {
             }
         }
 
+        /// Adds four cells' payloads (each alone in a register, zero for a
+        /// cell before a shorter run), joined into the group's blocks and
+        /// byte-reversed by the [`JOIN`] permutes in `join`; `k` is
+        /// [`fold_by`] of the cells there are.
+        #[inline(always)]
+        unsafe fn absorb_payloads(&mut self, k: __m512i, join: &[__m512i; 3], l: [__m512i; 4]) {
+            // SAFETY: register arithmetic on the caller's enabled features
+            // (VBMI for the permutes).
+            unsafe {
+                self.absorb_reversed(
+                    k,
+                    [
+                        _mm512_permutex2var_epi8(l[0], join[0], l[1]),
+                        _mm512_permutex2var_epi8(l[1], join[1], l[2]),
+                        _mm512_permutex2var_epi8(l[2], join[2], l[3]),
+                    ],
+                );
+            }
+        }
+
         /// [`Acc::absorb`] for blocks already byte-reversed in each lane.
         #[inline(always)]
         unsafe fn absorb_reversed(&mut self, k: __m512i, z: [__m512i; 3]) {
@@ -901,32 +942,41 @@ mod wide {
         let m = (left.len() + tail.len()) / PAYLOAD_LEN;
         buf[..left.len()].copy_from_slice(left);
         buf[left.len()..m * PAYLOAD_LEN].copy_from_slice(tail);
-        // SAFETY: the features are this function's; `scatter` and
-        // `contiguous` read inside `body[..192·groups]` and `buf[..48m]`
-        // and write inside `head` and `rest`, whose lengths match.
+        // SAFETY: the features are this function's; `build_run` reads
+        // `body[..192·groups]` for `head` and `buf[..48m]` for `rest`, whose
+        // lengths are 4·groups and m.
         unsafe {
             let mut acc = Acc::load(lanes);
-            let k4 = fold_by(4);
             let h = header_word(header);
-            let s = body.as_ptr();
-            for (g, out) in head.as_chunks_mut::<4>().0.iter_mut().enumerate() {
+            build_run(&mut acc, h, body.as_ptr(), head);
+            build_run(&mut acc, h, buf.as_ptr(), rest);
+            let field = acc.remainder();
+            acc.store(lanes);
+            let last = rest.last_mut().expect("a PDU has a tail cell");
+            super::end_cell(last, header_end, field);
+        }
+    }
+
+    /// Builds `cells` from the payloads at `s` (whole groups, then one
+    /// shorter run), header `h` on each, folding them into `acc`.
+    #[inline(always)]
+    unsafe fn build_run(acc: &mut Acc, h: u64, s: *const u8, cells: &mut [CellBytes]) {
+        // SAFETY: the caller guarantees s[..48·cells.len()] is readable and
+        // runs with this module's features; each `scatter` writes the cells
+        // it reads payloads for.
+        unsafe {
+            let k4 = fold_by(4);
+            let (groups, rest) = cells.as_chunks_mut::<4>();
+            for (g, out) in groups.iter_mut().enumerate() {
                 let gs = s.add(g * GROUP);
                 acc.absorb(k4, contiguous(gs, 4));
                 scatter(h, gs, out);
             }
-            let (first, second) = rest.split_at_mut(m.min(4));
-            acc.absorb(fold_by(m.min(4)), contiguous(buf.as_ptr(), m.min(4)));
-            scatter(h, buf.as_ptr(), first);
-            if m == 5 {
-                let p = buf.as_ptr().add(GROUP);
-                acc.absorb(fold_by(1), contiguous(p, 1));
-                scatter(h, p, second);
+            if !rest.is_empty() {
+                let gs = s.add(groups.len() * GROUP);
+                acc.absorb(fold_by(rest.len()), contiguous(gs, rest.len()));
+                scatter(h, gs, rest);
             }
-            let field = acc.remainder();
-            acc.store(lanes);
-            let last = rest.last_mut().expect("a PDU has a tail cell");
-            last[..HEADER_LEN].copy_from_slice(header_end);
-            last[super::CELL_LEN - 4..].copy_from_slice(&(!field).to_be_bytes());
         }
     }
 
@@ -1021,24 +1071,10 @@ mod wide {
     ) {
         let n = cells.len();
         assert!(src.len() >= n * PAYLOAD_LEN);
-        let h = header_word(header);
-        // SAFETY: group reads are inside src[..48n] (checked above), and
-        // each `scatter` writes the cells it reads payloads for.
+        // SAFETY: `build_run` reads src[..48n] (checked above).
         unsafe {
             let mut acc = Acc::load(lanes);
-            let s = src.as_ptr();
-            let k4 = fold_by(4);
-            let (groups, rest) = cells.as_chunks_mut::<4>();
-            for (g, out) in groups.iter_mut().enumerate() {
-                let gs = s.add(g * GROUP);
-                acc.absorb(k4, contiguous(gs, 4));
-                scatter(h, gs, out);
-            }
-            if !rest.is_empty() {
-                let gs = s.add(groups.len() * GROUP);
-                acc.absorb(fold_by(rest.len()), contiguous(gs, rest.len()));
-                scatter(h, gs, rest);
-            }
+            build_run(&mut acc, header_word(header), src.as_ptr(), cells);
             acc.store(lanes);
         }
     }
@@ -1102,14 +1138,7 @@ mod wide {
                 for (i, v) in l.iter().enumerate() {
                     _mm512_mask_storeu_epi8(q.add(i * PAYLOAD_LEN).cast(), PAYLOAD_MASK, *v);
                 }
-                acc.absorb_reversed(
-                    k4,
-                    [
-                        _mm512_permutex2var_epi8(l[0], join[0], l[1]),
-                        _mm512_permutex2var_epi8(l[1], join[1], l[2]),
-                        _mm512_permutex2var_epi8(l[2], join[2], l[3]),
-                    ],
-                );
+                acc.absorb_payloads(k4, &join, l);
                 c += 4;
                 if last_ends {
                     ended = true;
@@ -1141,14 +1170,7 @@ mod wide {
                         let q = p.add((c + i) * PAYLOAD_LEN);
                         _mm512_mask_storeu_epi8(q.cast(), PAYLOAD_MASK, l[4 - r + i]);
                     }
-                    acc.absorb_reversed(
-                        fold_by(r),
-                        [
-                            _mm512_permutex2var_epi8(l[0], join[0], l[1]),
-                            _mm512_permutex2var_epi8(l[1], join[1], l[2]),
-                            _mm512_permutex2var_epi8(l[2], join[2], l[3]),
-                        ],
-                    );
+                    acc.absorb_payloads(fold_by(r), &join, l);
                     c += r;
                 }
             }
@@ -1221,40 +1243,56 @@ mod tests {
             h
         };
         let key = u32::from_be_bytes([0, 0, 7, 0]);
+        let pack = |h: [u8; 5]| {
+            aurora_wire::hec::pack_header(&{
+                let mut c = [0u8; 53];
+                c[..5].copy_from_slice(&h);
+                c
+            })
+        };
+        // The two valid headers of the run's VC: a middle cell and an end.
+        let valid = [pack(header(false, 7)), pack(header(true, 7))];
         for cells in [1usize, 4, 5, 8, 13] {
             for odd in 0..cells {
-                for kind in 0..2 {
-                    let src = data(cells * 48, odd as u8);
-                    let mut out = vec![[0u8; 53]; cells];
-                    Crc32State::new(Kernel::Portable).build_cells(
-                        &header(false, 7),
-                        &src,
-                        &mut out,
-                    );
-                    if kind == 0 {
-                        out[odd][..5].copy_from_slice(&header(true, 7));
-                    } else {
-                        out[odd][..5].copy_from_slice(&header(false, 9));
-                    }
-                    let results: Vec<_> = Kernel::available()
-                        .into_iter()
-                        .map(|k| {
-                            let mut r = Crc32State::new(k);
-                            // Something fed before, so the carried-in state counts.
-                            r.feed(&[0x5A; 48]);
-                            let mut dst = vec![0u8; cells * 48];
-                            let got = r.drain_run(&out, Some(key), None, &mut dst);
-                            (got, dst, r.register())
-                        })
-                        .collect();
-                    let want = if kind == 0 {
-                        (odd + 1, true)
-                    } else {
-                        (odd, false)
-                    };
-                    for (k, res) in Kernel::available().into_iter().zip(&results) {
-                        assert_eq!(res.0, want, "{k:?} cells {cells} at {odd} kind {kind}");
-                        assert_eq!(res, &results[0], "{k:?} cells {cells} at {odd} kind {kind}");
+                // 0: an end cell; 1: another VC; 2: the run's header with a
+                // different fifth (HEC) byte; 3: the run's header with EFCI.
+                for kind in 0..4 {
+                    for checked in [false, true] {
+                        let src = data(cells * 48, odd as u8);
+                        let mut out = vec![[0u8; 53]; cells];
+                        Crc32State::new(Kernel::Portable).build_cells(
+                            &header(false, 7),
+                            &src,
+                            &mut out,
+                        );
+                        out[odd][..5].copy_from_slice(&match kind {
+                            0 => header(true, 7),
+                            1 => header(false, 9),
+                            2 => [0, 0, 7, 0, 0x55],
+                            _ => [0, 0, 7, 0x04, 0],
+                        });
+                        let v = checked.then_some(valid);
+                        let results: Vec<_> = Kernel::available()
+                            .into_iter()
+                            .map(|k| {
+                                let mut r = Crc32State::new(k);
+                                // Something fed before, so the carried-in state counts.
+                                r.feed(&[0x5A; 48]);
+                                let mut dst = vec![0u8; cells * 48];
+                                let got = r.drain_run(&out, Some(key), v, &mut dst);
+                                (got, dst, r.register())
+                            })
+                            .collect();
+                        let want = match (kind, checked) {
+                            (0, _) => (odd + 1, true),
+                            (1, _) | (_, true) => (odd, false),
+                            _ => (cells, false),
+                        };
+                        let what = format!("cells {cells} at {odd} kind {kind} checked {checked}");
+                        for (k, res) in Kernel::available().into_iter().zip(&results) {
+                            assert_eq!(res.0, want, "{k:?} {what}");
+                            assert_eq!(res, &results[0], "{k:?} {what}");
+                        }
                     }
                 }
             }

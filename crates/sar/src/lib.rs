@@ -17,8 +17,8 @@
 //! | [`aal5`] | AAL5 sender ([`Aal5Tx`]) and receiver ([`Aal5Rx`]) |
 //! | [`aal34`] | AAL3/4 sender and receiver, MID multiplexing |
 //! | [`aal0`] | raw 48-byte payloads |
-//! | [`crc10`] | CRC-10 of AAL3/4 SAR-PDUs (PCLMULQDQ, portable fallback) |
-//! | [`fold`] | CRC-32 folded into the cell copy (PCLMULQDQ, portable fallback) |
+//! | [`crc10`] | CRC-10 of AAL3/4 SAR-PDUs (VPCLMULQDQ or PCLMULQDQ, portable fallback) |
+//! | [`fold`] | CRC-32 folded into the cell copy (VPCLMULQDQ or PCLMULQDQ, portable fallback) |
 //! | [`counters`] | drop reasons and per-VC counters |
 
 pub mod aal0;
