@@ -859,6 +859,26 @@ fn take(r: &mut Reassembly, cell: &CellBytes) {
     r.cells += 1;
 }
 
+/// [`take`] for four cells whose 176 data bytes fit the buffer without
+/// growing it: one length and count update for the four rather than a
+/// chain of four through memory (the compiler keeps `buf`'s length in
+/// memory across each append, and four dependent store-to-load round
+/// trips per group were most of the receiver's time).
+#[inline(always)]
+fn take4(r: &mut Reassembly, four: &[CellBytes; 4]) {
+    let len = r.buf.len();
+    let spare = &mut r.buf.spare_capacity_mut()[..4 * SAR_PAYLOAD_LEN];
+    for (to, cell) in spare.chunks_exact_mut(SAR_PAYLOAD_LEN).zip(four) {
+        to.write_copy_of_slice(&cell[HEADER_LEN + 2..HEADER_LEN + 2 + SAR_PAYLOAD_LEN]);
+    }
+    // SAFETY: the four copies above initialised buf[len..len + 176], which
+    // is within the capacity (`spare` was sliced to it, which panics
+    // otherwise).
+    unsafe { r.buf.set_len(len + 4 * SAR_PAYLOAD_LEN) };
+    r.next_sn = (r.next_sn + 4) & 0x0F;
+    r.cells += 4;
+}
+
 /// Takes `cell` if it continues the run, has a good CRC-10 (by `check`)
 /// and fits; false (and nothing changed) otherwise.
 #[inline(always)]
@@ -921,7 +941,7 @@ unsafe fn continue_run_avx512(run: &Run, r: &mut Reassembly, rest: &[CellBytes])
                     ])
                 }
             {
-                four.iter().for_each(|c| take(r, c));
+                take4(r, four);
                 taken += 4;
                 continue;
             }
