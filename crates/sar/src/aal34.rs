@@ -207,15 +207,8 @@ unsafe fn com_cells_avx512(
         );
         i += 4;
     }
-    for cell in chunks.into_remainder() {
-        let window: &[u8; 48] = sdu[SAR_PAYLOAD_LEN * i - 6..]
-            .first_chunk()
-            .expect("in range (asserted by the caller)");
-        let h = sar_head(SegmentType::Com, ((sn0 + i) & 0x0F) as u8, mid);
-        // SAFETY: the CPU has PCLMULQDQ and SSSE3 (the caller's promise).
-        unsafe { crc10::clmul::build_cell(cell, header, window, h, SAR_PAYLOAD_LEN as u8) };
-        i += 1;
-    }
+    // SAFETY: the CPU has PCLMULQDQ and SSSE3 (the caller's promise).
+    unsafe { com_cells_clmul(header, sdu, sn0, mid, chunks.into_remainder(), i) };
 }
 
 /// The first two bytes of a SAR-PDU: ST, SN and MID, big-endian.
@@ -242,7 +235,7 @@ fn com_cells(
         Kernel::Clmul => {
             // SAFETY: a sender's kernel is Clmul only where the CPU has
             // PCLMULQDQ and SSSE3 (`crc10::usable`).
-            unsafe { com_cells_clmul(header, sdu, sn0, mid, cells) }
+            unsafe { com_cells_clmul(header, sdu, sn0, mid, cells, 1) }
         }
         #[cfg(target_arch = "x86_64")]
         Kernel::Vpclmul => {
@@ -273,7 +266,7 @@ fn com_cells(
 }
 
 /// [`com_cells`] with the PCLMULQDQ CRC, the copy done in the same
-/// registers.
+/// registers; `cells[0]` is continuation cell `first` of the PDU.
 ///
 /// # Safety
 ///
@@ -286,9 +279,10 @@ unsafe fn com_cells_clmul(
     sn0: usize,
     mid: u16,
     cells: &mut [CellBytes],
+    first: usize,
 ) {
     for (j, cell) in cells.iter_mut().enumerate() {
-        let i = j + 1;
+        let i = first + j;
         let sn = ((sn0 + i) & 0x0F) as u8;
         let window: &[u8; 48] = sdu[SAR_PAYLOAD_LEN * i - 6..]
             .first_chunk()

@@ -361,7 +361,7 @@ impl Crc32State {
         let nb = body.len() / PAYLOAD_LEN;
         assert!(
             body.len() == nb * PAYLOAD_LEN
-                && matches!(tail.len(), PAYLOAD_LEN | 96)
+                && (tail.len() == PAYLOAD_LEN || tail.len() == 2 * PAYLOAD_LEN)
                 && cells.len() == nb + tail.len() / PAYLOAD_LEN,
             "whole payloads, one or two tail cells, a cell for each"
         );
