@@ -168,13 +168,18 @@ impl Aal5Tx {
         // One call builds every cell: no segmentation state to carry.
         let clp = usize::from(opts.clp.unwrap_or(self.clp));
         let [header, header_end] = &self.headers[clp];
-        let body = sdu.len() / PAYLOAD_LEN * PAYLOAD_LEN;
-        let (tail, tail_cells) = tail_payloads(&sdu[body..], sdu.len(), opts);
-        Crc32State::new(self.kernel).build_pdu(
+        let trailer = Trailer {
+            uu: opts.uu,
+            cpi: opts.cpi,
+            length: sdu.len() as u16,
+            crc: 0,
+        };
+        Crc32State::build_pdu(
+            self.kernel,
             header,
             header_end,
-            &sdu[..body],
-            &tail[..tail_cells * PAYLOAD_LEN],
+            sdu,
+            &trailer.to_bytes(),
             &mut out[..need],
         );
         Ok(need)
@@ -185,18 +190,14 @@ impl Aal5Tx {
 /// last whole payload), zero pad, and the trailer with its CRC field zero.
 /// Returns them and how many cells they fill.
 fn tail_payloads(rest: &[u8], sdu_len: usize, opts: PduOptions) -> ([u8; 2 * PAYLOAD_LEN], usize) {
-    let mut tail = [0u8; 2 * PAYLOAD_LEN];
-    tail[..rest.len()].copy_from_slice(rest);
     let cells = frame::cells_for(sdu_len) - sdu_len / PAYLOAD_LEN;
-    let end = cells * PAYLOAD_LEN;
     let t = Trailer {
         uu: opts.uu,
         cpi: opts.cpi,
         length: sdu_len as u16,
         crc: 0,
     };
-    tail[end - TRAILER_LEN..end].copy_from_slice(&t.to_bytes());
-    (tail, cells)
+    (crate::fold::tail_payloads(rest, cells, &t.to_bytes()), cells)
 }
 
 /// One SDU being cut into cells. Created by [`Aal5Tx::segment`].

@@ -27,6 +27,7 @@
 //! overhead) where PCLMULQDQ is missing, which is also the reference the
 //! tests compare the others against.
 
+use aurora_wire::aal5::TRAILER_LEN;
 use aurora_wire::{CellBytes, CELL_LEN, HEADER_LEN, PAYLOAD_LEN};
 use crc::{Algorithm, Crc, Table};
 
@@ -345,40 +346,42 @@ impl Crc32State {
         self.lanes[0] = u128::from(d.finalize());
     }
 
-    /// Builds every cell of a PDU: payloads from `body` (whole 48-byte
-    /// payloads) then `tail` (the last one or two, ending in the trailer
-    /// with its CRC field zero); `header` on each cell but the last, which
-    /// gets `header_end`; then writes the CRC field into the last cell.
+    /// Builds every cell of a PDU from a contiguous SDU: its whole payloads,
+    /// then the last one or two (the SDU's last bytes, zero pad, and
+    /// `trailer`, whose CRC field must be zero); `header` on each cell but
+    /// the last, which gets `header_end`; then writes the CRC field, computed
+    /// with `kernel` (or the fastest this CPU runs), into the last cell.
     /// `cells` must hold exactly the PDU's cells.
     pub fn build_pdu(
-        &mut self,
+        kernel: Kernel,
         header: &[u8; HEADER_LEN],
         header_end: &[u8; HEADER_LEN],
-        body: &[u8],
-        tail: &[u8],
+        sdu: &[u8],
+        trailer: &[u8; TRAILER_LEN],
         cells: &mut [CellBytes],
     ) {
-        let nb = body.len() / PAYLOAD_LEN;
-        assert!(
-            body.len() == nb * PAYLOAD_LEN
-                && (tail.len() == PAYLOAD_LEN || tail.len() == 2 * PAYLOAD_LEN)
-                && cells.len() == nb + tail.len() / PAYLOAD_LEN,
-            "whole payloads, one or two tail cells, a cell for each"
+        assert_eq!(
+            cells.len(),
+            (sdu.len() + TRAILER_LEN).div_ceil(PAYLOAD_LEN),
+            "a cell for each payload of the PDU"
         );
-        match self.kernel {
+        let mut st = Crc32State::new(kernel);
+        if st.kernel == Kernel::Vpclmul {
             #[cfg(target_arch = "x86_64")]
-            Kernel::Vpclmul => {
-                // SAFETY: see `build_cells`; the lengths were asserted above.
-                unsafe { wide::build_pdu(&mut self.lanes, header, header_end, body, tail, cells) };
-                return;
-            }
-            _ => {
-                let (b, t) = cells.split_at_mut(nb);
-                self.build_cells(header, body, b);
-                self.build_cells(header, tail, t);
-            }
+            // SAFETY: `new` gives Vpclmul only where the CPU has every
+            // feature the kernel needs; the cell count was asserted above.
+            unsafe {
+                wide::build_pdu(header, header_end, sdu, trailer, cells)
+            };
+            return;
         }
-        let field = self.remainder();
+        let nb = sdu.len() / PAYLOAD_LEN;
+        let (b, t) = cells.split_at_mut(nb);
+        let body = nb * PAYLOAD_LEN;
+        st.build_cells(header, &sdu[..body], b);
+        let tail = tail_payloads(&sdu[body..], t.len(), trailer);
+        st.build_cells(header, &tail[..t.len() * PAYLOAD_LEN], t);
+        let field = st.remainder();
         end_cell(
             cells.last_mut().expect("a PDU has a cell"),
             header_end,
@@ -499,6 +502,20 @@ impl Crc32State {
 }
 
 const _: () = assert!(CELL_LEN == HEADER_LEN + PAYLOAD_LEN);
+
+/// The last `cells` (one or two) payloads of a PDU: `rest` (the SDU's bytes
+/// after its last whole payload), zero pad, and `trailer` at the end.
+pub(crate) fn tail_payloads(
+    rest: &[u8],
+    cells: usize,
+    trailer: &[u8; TRAILER_LEN],
+) -> [u8; 2 * PAYLOAD_LEN] {
+    let mut tail = [0u8; 2 * PAYLOAD_LEN];
+    tail[..rest.len()].copy_from_slice(rest);
+    let end = cells * PAYLOAD_LEN;
+    tail[end - TRAILER_LEN..end].copy_from_slice(trailer);
+    tail
+}
 
 /// Makes `cell` a PDU's last: its header, and the CRC field for a fed
 /// message (trailer field zero) whose remainder is `remainder`.
@@ -739,7 +756,7 @@ mod wide {
     //! until the remainder is asked for: then each lane is folded by its
     //! own distance, the lanes summed, and the Clmul kernel's Barrett step
     //! finishes.
-    use super::{xpow, CellBytes, HeaderTest, HEADER_LEN, PAYLOAD_LEN};
+    use super::{xpow, CellBytes, HeaderTest, HEADER_LEN, PAYLOAD_LEN, TRAILER_LEN};
     use core::arch::x86_64::*;
 
     /// Bytes in a group of four payloads.
@@ -825,6 +842,23 @@ mod wide {
                     _mm512_loadu_si512(p.cast()),
                     _mm512_loadu_si512(p.add(4).cast()),
                     _mm512_loadu_si512(p.add(8).cast()),
+                ])
+            }
+        }
+
+        /// A CRC with nothing fed yet (what `Crc32State::new` stores).
+        #[inline(always)]
+        unsafe fn fresh() -> Acc {
+            // SAFETY: register construction.
+            unsafe {
+                let z = _mm512_setzero_si512();
+                // Lane INIT_LANE = 9 is lane 1 of the third register: its
+                // low word is quadword 2 there.
+                const _: () = assert!(INIT_LANE == 9);
+                Acc([
+                    z,
+                    z,
+                    _mm512_set_epi64(0, 0, 0, 0, 0, super::CLMUL_INIT as i64, 0, 0),
                 ])
             }
         }
@@ -923,59 +957,99 @@ mod wide {
     }
 
     /// See `Crc32State::build_pdu`.
+    ///
+    /// The PDU's last four cells (all of them in a shorter PDU) are built
+    /// in registers: masked loads of the SDU's last bytes, right-aligned in
+    /// a 192-byte frame so that the trailer is always the last word of the
+    /// third register, and masked stores into the cells. The cells before
+    /// them come straight from the SDU. Nothing goes through a stack copy
+    /// that a wide load would have to wait for.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn build_pdu(
-        lanes: &mut [u128; 12],
         header: &[u8; HEADER_LEN],
         header_end: &[u8; HEADER_LEN],
-        body: &[u8],
-        tail: &[u8],
+        sdu: &[u8],
+        trailer: &[u8; TRAILER_LEN],
         cells: &mut [CellBytes],
     ) {
-        let nb = body.len() / PAYLOAD_LEN;
-        let groups = nb / 4;
-        let (head, rest) = cells.split_at_mut(4 * groups);
-        // The body's last (fewer than four) payloads and the tail's, side
-        // by side, so they fold as one group or one group and one.
-        let left = &body[GROUP * groups..];
-        let mut buf = [0u8; 5 * PAYLOAD_LEN];
-        let m = (left.len() + tail.len()) / PAYLOAD_LEN;
-        buf[..left.len()].copy_from_slice(left);
-        buf[left.len()..m * PAYLOAD_LEN].copy_from_slice(tail);
-        // SAFETY: the features are this function's; `build_run` reads
-        // `body[..192·groups]` for `head` and `buf[..48m]` for `rest`, whose
-        // lengths are 4·groups and m.
+        let last = cells.len().min(4);
+        let before = cells.len() - last;
+        let (head, frame) = cells.split_at_mut(before);
+        // The frame's first payload byte, and the SDU bytes after `head`'s
+        // payloads (fewer than 192 - 8: the caller asserted the cell count).
+        let lo = GROUP - PAYLOAD_LEN * last;
+        let data = sdu.len() - PAYLOAD_LEN * before;
+        // SAFETY: the features are this function's. `build_run` reads
+        // sdu[..48·before], inside the SDU. Frame byte f is SDU byte
+        // 48·before - lo + f; the loads take only frame bytes lo..lo+data,
+        // i.e. SDU bytes 48·before.., and masked-off bytes are not read (so
+        // the addresses before the SDU that a short PDU's frame names are
+        // never touched). Each store writes only cell `j`'s payload bytes.
         unsafe {
-            let mut acc = Acc::load(lanes);
+            let mut acc = Acc::fresh();
             let h = header_word(header);
-            build_run(&mut acc, h, body.as_ptr(), head);
-            build_run(&mut acc, h, buf.as_ptr(), rest);
+            build_run(&mut acc, h, sdu.as_ptr(), head);
+            let base = sdu.as_ptr().wrapping_add(PAYLOAD_LEN * before).wrapping_sub(lo);
+            let mut z = [_mm512_setzero_si512(); 3];
+            for (k, v) in z.iter_mut().enumerate() {
+                let mask = byte_mask(lo, lo + data, 64 * k);
+                *v = _mm512_maskz_loadu_epi8(mask, base.wrapping_add(64 * k).cast());
+            }
+            z[2] = _mm512_mask_set1_epi64(z[2], 0x80, u64::from_le_bytes(*trailer) as i64);
+            acc.absorb(fold_by(last), z);
+            // Slot j of the frame is the payload at frame bytes 48j..48j+48,
+            // shifted to the bottom of a register.
+            let slots = [
+                z[0],
+                _mm512_alignr_epi32::<12>(z[1], z[0]),
+                _mm512_alignr_epi32::<8>(z[2], z[1]),
+                _mm512_alignr_epi32::<4>(z[2], z[2]),
+            ];
+            for (cell, v) in frame.iter_mut().zip(&slots[4 - last..]) {
+                let q = cell.as_mut_ptr();
+                q.cast::<u64>().write_unaligned(h);
+                _mm256_storeu_si256(q.add(HEADER_LEN).cast(), _mm512_castsi512_si256(*v));
+                _mm_storeu_si128(
+                    q.add(HEADER_LEN + 32).cast(),
+                    _mm512_extracti32x4_epi32::<2>(*v),
+                );
+            }
             let field = acc.remainder();
-            acc.store(lanes);
-            let last = rest.last_mut().expect("a PDU has a tail cell");
+            let last = frame.last_mut().expect("a PDU has a tail cell");
             super::end_cell(last, header_end, field);
         }
     }
 
-    /// Builds `cells` from the payloads at `s` (whole groups, then one
-    /// shorter run), header `h` on each, folding them into `acc`.
+    /// The bits of a 64-byte register starting at byte `at` that hold bytes
+    /// `from..to` of a longer sequence.
+    #[inline(always)]
+    fn byte_mask(from: usize, to: usize, at: usize) -> u64 {
+        let lo = from.clamp(at, at + 64) - at;
+        let hi = to.clamp(at, at + 64) - at;
+        (((1u128 << hi) - (1u128 << lo)) & u128::from(u64::MAX)) as u64
+    }
+
+    /// Builds `cells` from the payloads at `s` (a shorter run of the first
+    /// `len % 4`, then whole groups), header `h` on each, folding them into
+    /// `acc`.
     #[inline(always)]
     unsafe fn build_run(acc: &mut Acc, h: u64, s: *const u8, cells: &mut [CellBytes]) {
         // SAFETY: the caller guarantees s[..48·cells.len()] is readable and
         // runs with this module's features; each `scatter` writes the cells
         // it reads payloads for.
         unsafe {
+            let (lead, rest) = cells.split_at_mut(cells.len() % 4);
+            if !lead.is_empty() {
+                acc.absorb(fold_by(lead.len()), contiguous(s, lead.len()));
+                scatter(h, s, lead);
+            }
+            let s = s.add(lead.len() * PAYLOAD_LEN);
             let k4 = fold_by(4);
-            let (groups, rest) = cells.as_chunks_mut::<4>();
+            let (groups, _) = rest.as_chunks_mut::<4>();
             for (g, out) in groups.iter_mut().enumerate() {
                 let gs = s.add(g * GROUP);
                 acc.absorb(k4, contiguous(gs, 4));
                 scatter(h, gs, out);
-            }
-            if !rest.is_empty() {
-                let gs = s.add(groups.len() * GROUP);
-                acc.absorb(fold_by(rest.len()), contiguous(gs, rest.len()));
-                scatter(h, gs, rest);
             }
         }
     }
