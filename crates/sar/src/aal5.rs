@@ -856,7 +856,7 @@ impl Aal5Rx {
                     (buf, false, charged)
                 };
                 let token = timers.arm(deadline, vc);
-                st.crc = Crc32State::new(kernel);
+                st.crc.reset(kernel);
                 st.cur = Some(Current {
                     buf,
                     len: 0,
@@ -916,7 +916,12 @@ impl Aal5Rx {
             if ended {
                 st.counters.rx_eoms += 1;
                 let cur = st.cur.take().expect("present");
-                Self::complete(stats, pool, vc, st, cur, deliver);
+                // The trailer as the last cell carried it (the same bytes
+                // were just copied to the buffer, where reading them back
+                // would wait for the copy's stores).
+                let end = &rest[n - 1][CELL_LEN - TRAILER_LEN..];
+                let trailer = Trailer::parse(end).expect("eight bytes");
+                Self::complete(stats, pool, vc, st, cur, trailer, deliver);
             }
         }
     }
@@ -952,9 +957,9 @@ impl Aal5Rx {
         vc: VcId,
         st: &mut VcState,
         cur: Current,
+        t: Trailer,
         deliver: &mut impl FnMut(Delivery),
     ) {
-        let t = Trailer::parse(&cur.buf[..cur.len]).unwrap_or_default();
         let verdict = if !st.crc.is_valid_pdu() {
             Err(DropReason::Crc)
         } else {

@@ -245,6 +245,22 @@ impl Crc32State {
         Crc32State { kernel, lanes }
     }
 
+    /// Starts again with nothing fed, as [`Crc32State::new`], writing the
+    /// state in place (a receiver resets one per PDU).
+    #[inline]
+    pub fn reset(&mut self, kernel: Kernel) {
+        let kernel = kernel.min(Kernel::best());
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Vpclmul {
+            self.kernel = kernel;
+            // SAFETY: `best` gives Vpclmul only where the CPU has every
+            // feature the kernel needs.
+            unsafe { wide::reset(&mut self.lanes) };
+            return;
+        }
+        *self = Crc32State::new(kernel);
+    }
+
     /// The kernel in use.
     pub fn kernel(&self) -> Kernel {
         self.kernel
@@ -918,6 +934,14 @@ mod wide {
                 }
             }
         }
+    }
+
+    /// Writes a fresh state over `lanes` with the three 64-byte stores the
+    /// next `Acc::load` reads back whole.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
+    pub(super) unsafe fn reset(lanes: &mut [u128; 12]) {
+        // SAFETY: register construction and stores into an array we own.
+        unsafe { Acc::fresh().store(lanes) }
     }
 
     /// The message fed, modulo P.

@@ -25,11 +25,13 @@ pub const TRAILER_LEN: usize = 8;
 pub const MAX_SDU: usize = 65535;
 
 /// Bytes in the CPCS-PDU of an SDU of `sdu_len` bytes (payload + pad + trailer).
+#[inline]
 pub const fn cpcs_len(sdu_len: usize) -> usize {
     cells_for(sdu_len) * PAYLOAD_LEN
 }
 
 /// Cells needed to carry an SDU of `sdu_len` bytes.
+#[inline]
 pub const fn cells_for(sdu_len: usize) -> usize {
     (sdu_len + TRAILER_LEN).div_ceil(PAYLOAD_LEN)
 }
@@ -49,6 +51,7 @@ pub struct Trailer {
 
 impl Trailer {
     /// Reads the trailer from the last eight bytes of `pdu`.
+    #[inline]
     pub fn parse(pdu: &[u8]) -> Result<Trailer> {
         if pdu.len() < TRAILER_LEN {
             return Err(Error::Length {
@@ -66,6 +69,7 @@ impl Trailer {
     }
 
     /// The eight trailer bytes.
+    #[inline]
     pub fn to_bytes(&self) -> [u8; TRAILER_LEN] {
         let l = self.length.to_be_bytes();
         let c = self.crc.to_be_bytes();
@@ -129,6 +133,7 @@ pub fn decode(pdu: &[u8]) -> core::result::Result<(Trailer, &[u8]), PduError> {
 /// Checks a trailer's Length against a CPCS-PDU of `pdu_len` bytes: it must
 /// leave between 0 and 47 bytes of pad. Zero in a PDU longer than one cell is
 /// an abort.
+#[inline]
 pub fn check_length(length: u16, pdu_len: usize) -> core::result::Result<(), PduError> {
     if length == 0 && pdu_len > PAYLOAD_LEN {
         return Err(PduError::Aborted);
