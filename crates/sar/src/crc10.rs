@@ -455,8 +455,15 @@ pub(crate) mod avx512 {
             2 => _mm512_extracti32x4_epi32::<2>(z),
             _ => _mm512_extracti32x4_epi32::<3>(z),
         };
+        let h = {
+            let mut w = [0u8; 8];
+            w[..5].copy_from_slice(header);
+            u64::from_ne_bytes(w)
+        };
         for (k, cell) in cells.iter_mut().enumerate() {
-            cell[..5].copy_from_slice(header);
+            // SAFETY: eight bytes at the start of a 53-byte cell; the
+            // payload stores below overwrite bytes 5..8.
+            unsafe { cell.as_mut_ptr().cast::<u64>().write_unaligned(h) };
             let d = cell[5..].as_mut_ptr();
             // SAFETY: the three 16-byte stores lie within the cell's
             // 48-byte payload at offsets 5..53.
