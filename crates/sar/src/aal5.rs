@@ -197,7 +197,10 @@ fn tail_payloads(rest: &[u8], sdu_len: usize, opts: PduOptions) -> ([u8; 2 * PAY
         length: sdu_len as u16,
         crc: 0,
     };
-    (crate::fold::tail_payloads(rest, cells, &t.to_bytes()), cells)
+    (
+        crate::fold::tail_payloads(rest, cells, &t.to_bytes()),
+        cells,
+    )
 }
 
 /// One SDU being cut into cells. Created by [`Aal5Tx::segment`].
@@ -265,6 +268,35 @@ impl<'a> Segmentation<'a> {
     /// Writes the next cells into `out`; returns how many were written (less
     /// than `out.len()` only when the PDU is finished).
     pub fn fill(&mut self, out: &mut [CellBytes]) -> usize {
+        let cells = self.body_left + self.tail_cells;
+        if self.parts.is_empty()
+            && self.off == 0
+            && !self.tail_built
+            && self.body_left == self.sdu_len / PAYLOAD_LEN
+            && out.len() >= cells
+        {
+            // Not started, one slice, room for every cell: the whole PDU in
+            // one call, as `Aal5Tx::segment_into` does.
+            let trailer = Trailer {
+                uu: self.uu,
+                cpi: self.cpi,
+                length: self.sdu_len as u16,
+                crc: 0,
+            };
+            Crc32State::build_pdu(
+                self.crc.kernel(),
+                &self.header,
+                &self.header_end,
+                self.first,
+                &trailer.to_bytes(),
+                &mut out[..cells],
+            );
+            self.off = self.first.len();
+            self.body_left = 0;
+            self.tail_built = true;
+            self.tail_done = self.tail_cells;
+            return cells;
+        }
         let mut n = 0;
         // Whole cells straight from the SDU.
         while n < out.len() && self.body_left > 0 {

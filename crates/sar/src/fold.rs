@@ -1013,7 +1013,10 @@ mod wide {
             let mut acc = Acc::fresh();
             let h = header_word(header);
             build_run(&mut acc, h, sdu.as_ptr(), head);
-            let base = sdu.as_ptr().wrapping_add(PAYLOAD_LEN * before).wrapping_sub(lo);
+            let base = sdu
+                .as_ptr()
+                .wrapping_add(PAYLOAD_LEN * before)
+                .wrapping_sub(lo);
             let mut z = [_mm512_setzero_si512(); 3];
             for (k, v) in z.iter_mut().enumerate() {
                 let mask = byte_mask(lo, lo + data, 64 * k);

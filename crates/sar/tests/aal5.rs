@@ -79,6 +79,19 @@ proptest! {
                 .unwrap();
             prop_assert_eq!(n, direct.len());
             prop_assert_eq!(&direct, &cells);
+            // So does a contiguous SDU filled in batches, the first of
+            // which may hold the whole PDU (then it is built in one call).
+            let mut seg = tx.segment_slice(&sdu, PduOptions { uu, cpi: 0, clp: Some(clp) }).unwrap();
+            let mut sliced = vec![[0u8; 53]; aal5::cells_for(len)];
+            let mut batch = if rng.below(2) == 0 { sliced.len() } else { 1 + rng.below(40) };
+            let mut at = 0;
+            while !seg.is_done() {
+                let end = (at + batch).min(sliced.len());
+                at += seg.fill(&mut sliced[at..end]);
+                batch = 1 + rng.below(40);
+            }
+            prop_assert_eq!(at, sliced.len());
+            prop_assert_eq!(&sliced, &cells);
             let payloads: Vec<u8> = cells.iter().flat_map(|c| c[5..].iter().copied()).collect();
             prop_assert_eq!(&payloads, &reference);
             for (i, c) in cells.iter().enumerate() {

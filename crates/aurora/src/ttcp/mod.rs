@@ -86,6 +86,13 @@ pub struct TtcpArgs {
     /// Poll period in microseconds for --sync poll, 1 to 1000000.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub poll_us: u64,
+    /// Over a ring (shm or in-process), re-check it for up to this many
+    /// microseconds before sleeping when it is empty (receiver) or full
+    /// (sender), 0 to 10000. Spinning spares the wake-ups that otherwise
+    /// pace small PDUs, at the cost of CPU while waiting: a throughput
+    /// setting, not one for measuring CPU per PDU.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub spin_us: u64,
     /// Run this end over Linux loopback TCP instead of Aurora.
     #[arg(long, value_enum)]
     pub baseline: Option<BaselineArg>,
@@ -290,6 +297,7 @@ impl TtcpArgs {
                 ..aurora_link::shape::Shaping::default()
             },
             poll: Duration::from_micros(self.poll_us.max(1)),
+            spin: Duration::from_micros(self.spin_us),
             idle: Duration::from_secs(3),
             stall: Duration::from_secs(10),
         }

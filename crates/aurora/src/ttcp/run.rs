@@ -51,6 +51,8 @@ pub struct Params {
     pub shaping: Shaping,
     /// Poll period in poll mode.
     pub poll: StdDuration,
+    /// How long a ring end spins before sleeping (see `--spin-us`).
+    pub spin: StdDuration,
     /// Give up when nothing has arrived for this long.
     pub idle: StdDuration,
     /// The transmitter gives up when its link has taken no cell for this
@@ -186,7 +188,8 @@ pub fn open_rx(p: &Params, ready: impl FnOnce()) -> Result<RxLink, String> {
     match &p.link {
         LinkSpec::Inproc => Err("an in-process link is opened by `pair`".into()),
         LinkSpec::Shm(path) => {
-            let r = shm::create_consumer(path, p.ring_cells).map_err(link_err)?;
+            let mut r = shm::create_consumer(path, p.ring_cells).map_err(link_err)?;
+            r.set_spin(p.spin);
             ready();
             Ok(RxLink::Ring(Box::new(r)))
         }
@@ -234,7 +237,10 @@ fn open_tx_plain(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
     match &p.link {
         LinkSpec::Inproc => Err("an in-process link is opened by `pair`".into()),
         LinkSpec::Shm(path) => shm::attach_producer(path, wait)
-            .map(TxLink::Ring)
+            .map(|mut r| {
+                r.set_spin(p.spin);
+                TxLink::Ring(r)
+            })
             .map_err(|e| {
                 format!(
                     "no receiver answered: no live ring at {} within {} s (start `aurora ttcp -r` first): {e}",
@@ -269,9 +275,12 @@ fn open_tx_plain(p: &Params, wait: StdDuration) -> Result<TxLink, String> {
     }
 }
 
-/// A ring between two threads.
-pub fn pair(ring_cells: usize) -> (TxLink, RxLink) {
-    let (t, r) = ring::in_process(ring_cells);
+/// A ring between two threads, its ends spinning for `spin` before they
+/// sleep.
+pub fn pair(ring_cells: usize, spin: StdDuration) -> (TxLink, RxLink) {
+    let (mut t, mut r) = ring::in_process(ring_cells);
+    t.set_spin(spin);
+    r.set_spin(spin);
     (TxLink::Ring(t), RxLink::Ring(Box::new(r)))
 }
 
@@ -495,7 +504,9 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
     let mut lat = super::pattern::Latencies::default();
     let epoch = now_ns();
     let cpu0 = thread_cpu_ns();
-    let mut idle_since = std::time::Instant::now();
+    // When cells last arrived, read off this loop's clock (one read per
+    // pass: at small PDUs the clock is a visible share of the receiver).
+    let mut idle_since = 0i64;
     // Hands every PDU the interface shows to the application: checks it
     // against the pattern, and gives the buffer back (posted again on the
     // single-copy path, kept for the next delivery on the copy path).
@@ -578,8 +589,8 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
             }
         }
         if took > 0 {
-            idle_since = std::time::Instant::now();
-        } else if idle_since.elapsed() > p.idle {
+            idle_since = now.as_nanos();
+        } else if now.as_nanos() - idle_since > p.idle.as_nanos() as i64 {
             break;
         } else if p.sync == SyncMode::Event {
             link.wait(StdDuration::from_millis(20));
@@ -629,7 +640,7 @@ pub fn receive(p: &Params, link: &mut RxLink) -> Result<Report, String> {
 
 /// Runs both ends in this process over an in-process ring.
 pub fn in_process(p: &Params) -> Result<(Report, Report), String> {
-    let (tx, mut rx) = pair(p.ring_cells);
+    let (tx, mut rx) = pair(p.ring_cells, p.spin);
     let mut tx = shaped(tx, &p.shaping);
     let pr = p.clone();
     let receiver = std::thread::spawn(move || receive(&pr, &mut rx));

@@ -167,7 +167,7 @@ fn point(a: &TtcpArgs, size: usize, mode: PathArg, count: u64, k: usize) -> Resu
     if path == DataPath::Null {
         // Nothing crosses a link: measure the sender's software path alone.
         let p = a.params(size, path, count, LinkSpec::Inproc);
-        let (mut tx, _rx) = run::pair(64);
+        let (mut tx, _rx) = run::pair(64, Duration::ZERO);
         let t = run::transmit(&p, &mut tx)?;
         return row(size, mode.name(), &t, None);
     }
@@ -209,6 +209,8 @@ fn point(a: &TtcpArgs, size: usize, mode: PathArg, count: u64, k: usize) -> Resu
             a.ring_cells.to_string(),
             "--poll-us".into(),
             a.poll_us.to_string(),
+            "--spin-us".into(),
+            a.spin_us.to_string(),
         ],
     )?;
     let t = run::open_tx(&p, Duration::from_secs(10)).and_then(|mut l| run::transmit(&p, &mut l));
