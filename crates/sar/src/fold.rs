@@ -1198,6 +1198,17 @@ mod wide {
         ix
     }
     const JOIN: [[u8; 64]; 3] = [join(0, 48), join(16, 32), join(32, 16)];
+    /// As [`JOIN`] without the reversal: the blocks in message order.
+    const fn forward(from: u8, take: u8) -> [u8; 64] {
+        let mut ix = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            ix[i as usize] = if i < take { from + i } else { 64 + i - take };
+            i += 1;
+        }
+        ix
+    }
+    const FORWARD: [[u8; 64]; 3] = [forward(0, 48), forward(16, 32), forward(32, 16)];
     /// A cell's 48 payload bytes.
     const PAYLOAD_MASK: u64 = (1 << PAYLOAD_LEN) - 1;
 
@@ -1227,6 +1238,7 @@ mod wide {
             let mut acc = Acc::load(lanes);
             let k4 = fold_by(4);
             let join = JOIN.map(|ix| _mm512_loadu_si512(ix.as_ptr().cast()));
+            let fwd = FORWARD.map(|ix| _mm512_loadu_si512(ix.as_ptr().cast()));
             let p = dst.as_mut_ptr();
             let (groups, _) = cells.as_chunks::<4>();
             for g in groups {
@@ -1236,10 +1248,17 @@ mod wide {
                 }
                 let l = g.each_ref().map(|cell| payload(cell));
                 let q = p.add(c * PAYLOAD_LEN);
-                for (i, v) in l.iter().enumerate() {
-                    _mm512_mask_storeu_epi8(q.add(i * PAYLOAD_LEN).cast(), PAYLOAD_MASK, *v);
+                // The group's 192 bytes joined in message order: three
+                // whole-register stores, then reversed per lane for the fold.
+                let z = [
+                    _mm512_permutex2var_epi8(l[0], fwd[0], l[1]),
+                    _mm512_permutex2var_epi8(l[1], fwd[1], l[2]),
+                    _mm512_permutex2var_epi8(l[2], fwd[2], l[3]),
+                ];
+                for (i, v) in z.iter().enumerate() {
+                    _mm512_storeu_si512(q.add(64 * i).cast(), *v);
                 }
-                acc.absorb_payloads(k4, &join, l);
+                acc.absorb(k4, z);
                 c += 4;
                 if last_ends {
                     ended = true;
