@@ -110,11 +110,23 @@ impl HeaderTest {
     #[inline(always)]
     fn group(&self, g: &[CellBytes; 4]) -> (bool, bool) {
         let w = g.each_ref().map(Self::word);
-        let off = w.iter().fold(0, |acc, &w| {
-            acc | (w & self.mask ^ self.a).min(w & self.mask ^ self.b)
-        });
-        let early = (w[0] | w[1] | w[2]) & self.stop;
-        ((off | early) == 0, w[3] & self.stop != 0)
+        let ok = if self.a == self.b && self.a & self.stop == 0 {
+            // One header to match, without the stop bit (the usual case):
+            // the first three must not end the PDU, so their stop bit is
+            // tested with the header, and no minimum is needed.
+            let early = self.mask | self.stop;
+            (w[0] & early ^ self.a)
+                | (w[1] & early ^ self.a)
+                | (w[2] & early ^ self.a)
+                | (w[3] & self.mask ^ self.a)
+                == 0
+        } else {
+            let off = w.iter().fold(0, |acc, &w| {
+                acc | (w & self.mask ^ self.a).min(w & self.mask ^ self.b)
+            });
+            (off | (w[0] | w[1] | w[2]) & self.stop) == 0
+        };
+        (ok, w[3] & self.stop != 0)
     }
 
     #[inline(always)]
