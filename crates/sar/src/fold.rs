@@ -393,16 +393,17 @@ impl Crc32State {
             (sdu.len() + TRAILER_LEN).div_ceil(PAYLOAD_LEN),
             "a cell for each payload of the PDU"
         );
-        let mut st = Crc32State::new(kernel);
-        if st.kernel == Kernel::Vpclmul {
+        let kernel = kernel.min(Kernel::best());
+        if kernel == Kernel::Vpclmul {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `new` gives Vpclmul only where the CPU has every
+            // SAFETY: `best` gives Vpclmul only where the CPU has every
             // feature the kernel needs; the cell count was asserted above.
             unsafe {
                 wide::build_pdu(header, header_end, sdu, trailer, cells)
             };
             return;
         }
+        let mut st = Crc32State::new(kernel);
         let nb = sdu.len() / PAYLOAD_LEN;
         let (b, t) = cells.split_at_mut(nb);
         let body = nb * PAYLOAD_LEN;
@@ -733,6 +734,7 @@ mod clmul {
         q
     };
     const K_64: u64 = xpow(64) as u64;
+    const K_96: u64 = xpow(96) as u64;
 
     /// The message fed, reduced modulo P: combine the lanes
     /// (`lane0·x^256 + lane1·x^128 + lane2`), then [`reduce`].
@@ -754,11 +756,20 @@ mod clmul {
     #[target_feature(enable = "pclmulqdq,ssse3")]
     pub(super) unsafe fn reduce(v: __m128i) -> u32 {
         let k = _mm_set_epi64x(super::P as i64, K_64 as i64);
+        let k96 = _mm_set_epi64x(0, K_96 as i64);
         let mu = _mm_set_epi64x(0, MU as i64);
-        // v = H·x^64 + L ≡ H·(x^64 mod P) + L, under 96 bits.
-        let b = _mm_xor_si128(_mm_clmulepi64_si128(v, k, 0x01), _mm_move_epi64(v));
-        // Once more for the top 32 bits: under 64 bits.
-        let c = _mm_xor_si128(_mm_clmulepi64_si128(b, k, 0x01), _mm_move_epi64(b));
+        // v = H·x^64 + L with H = Hh·x^32 + Hl, so
+        // v ≡ Hh·(x^96 mod P) + Hl·(x^64 mod P) + L: two products side by
+        // side, each under 64 bits, rather than one after the other.
+        let hh = _mm_srli_epi64(v, 32);
+        let hl = _mm_and_si128(v, _mm_set_epi64x(0xFFFF_FFFF, 0));
+        let c = _mm_xor_si128(
+            _mm_xor_si128(
+                _mm_clmulepi64_si128(hh, k96, 0x01),
+                _mm_clmulepi64_si128(hl, k, 0x01),
+            ),
+            _mm_move_epi64(v),
+        );
         // Barrett: q = floor(floor(c / x^32) · μ / x^32); c − q·P.
         let q = _mm_srli_si128(_mm_clmulepi64_si128(_mm_srli_epi64(c, 32), mu, 0x00), 4);
         let qp = _mm_clmulepi64_si128(q, k, 0x10);
@@ -809,6 +820,22 @@ mod wide {
         while i < 12 {
             k[i / 4][i % 4] = fold_consts(128 * (11 - i as u32));
             i += 1;
+        }
+        k
+    };
+    /// For a PDU's last `r + 1` cells (index `r`): lane `i` of the state
+    /// before them folded straight to the end, `11 - i` blocks and those
+    /// cells on (see `Acc::remainder_after`).
+    const K_AFTER: [[[(u64, u64); 4]; 3]; 4] = {
+        let mut k = [[[(0, 0); 4]; 3]; 4];
+        let mut r = 0;
+        while r < 4 {
+            let mut i = 0;
+            while i < 12 {
+                k[r][i / 4][i % 4] = fold_consts(128 * (11 - i as u32) + 384 * (r as u32 + 1));
+                i += 1;
+            }
+            r += 1;
         }
         k
     };
@@ -964,6 +991,29 @@ mod wide {
     }
 
     impl Acc {
+        /// What [`Acc::remainder`] would give after
+        /// `absorb(fold_by(r), z)`, with the state and `z` folded to the end
+        /// side by side rather than one after the other (shorter by a
+        /// multiply the PDU's end waits for).
+        #[inline(always)]
+        unsafe fn remainder_after(self, r: usize, z: [__m512i; 3]) -> u32 {
+            // SAFETY: register arithmetic on the caller's features.
+            unsafe {
+                let m = _mm512_broadcast_i32x4(_mm_set_epi8(
+                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                ));
+                let zero = _mm512_setzero_si512();
+                let mut sum = zero;
+                for i in 0..3 {
+                    let zr = _mm512_shuffle_epi8(z[i], m);
+                    let t = fold_add(zr, consts4(K_BACK[i]), zero);
+                    let t = fold_add(self.0[i], consts4(K_AFTER[r - 1][i]), t);
+                    sum = _mm512_xor_si512(sum, t);
+                }
+                finish(sum)
+            }
+        }
+
         /// The message the lanes hold, modulo P: each lane folded by its
         /// distance from the end, the lanes summed, then the Clmul kernel's
         /// reduction.
@@ -977,18 +1027,29 @@ mod wide {
                 for (a, k) in acc.0.into_iter().zip(K_BACK) {
                     sum = fold_add(a, consts4(k), sum);
                 }
-                let v = _mm_xor_si128(
-                    _mm_xor_si128(
-                        _mm512_extracti32x4_epi32(sum, 0),
-                        _mm512_extracti32x4_epi32(sum, 1),
-                    ),
-                    _mm_xor_si128(
-                        _mm512_extracti32x4_epi32(sum, 2),
-                        _mm512_extracti32x4_epi32(sum, 3),
-                    ),
-                );
-                super::clmul::reduce(v)
+                finish(sum)
             }
+        }
+    }
+
+    /// Four lanes that each stand at the end, summed and reduced modulo P
+    /// (the Clmul kernel's reduction).
+    #[inline(always)]
+    unsafe fn finish(sum: __m512i) -> u32 {
+        // SAFETY: register arithmetic; the callers' features include the
+        // Clmul kernel's.
+        unsafe {
+            let v = _mm_xor_si128(
+                _mm_xor_si128(
+                    _mm512_extracti32x4_epi32(sum, 0),
+                    _mm512_extracti32x4_epi32(sum, 1),
+                ),
+                _mm_xor_si128(
+                    _mm512_extracti32x4_epi32(sum, 2),
+                    _mm512_extracti32x4_epi32(sum, 3),
+                ),
+            );
+            super::clmul::reduce(v)
         }
     }
 
@@ -1035,7 +1096,6 @@ mod wide {
                 *v = _mm512_maskz_loadu_epi8(mask, base.wrapping_add(64 * k).cast());
             }
             z[2] = _mm512_mask_set1_epi64(z[2], 0x80, u64::from_le_bytes(*trailer) as i64);
-            acc.absorb(fold_by(last), z);
             // Slot j of the frame is the payload at frame bytes 48j..48j+48,
             // shifted to the bottom of a register.
             let slots = [
@@ -1053,7 +1113,7 @@ mod wide {
                     _mm512_extracti32x4_epi32::<2>(*v),
                 );
             }
-            let field = acc.remainder();
+            let field = acc.remainder_after(last, z);
             let last = frame.last_mut().expect("a PDU has a tail cell");
             super::end_cell(last, header_end, field);
         }
@@ -1063,9 +1123,12 @@ mod wide {
     /// `from..to` of a longer sequence.
     #[inline(always)]
     fn byte_mask(from: usize, to: usize, at: usize) -> u64 {
-        let lo = from.clamp(at, at + 64) - at;
-        let hi = to.clamp(at, at + 64) - at;
-        (((1u128 << hi) - (1u128 << lo)) & u128::from(u64::MAX)) as u64
+        // The bits below `hi` and not below `lo`, each 0 to 64.
+        let below = |n: usize| {
+            let n = n.saturating_sub(at).min(64) as u32;
+            u64::MAX.checked_shr(64 - n).unwrap_or(0)
+        };
+        below(to) & !below(from)
     }
 
     /// Builds `cells` from the payloads at `s` (a shorter run of the first
