@@ -469,7 +469,7 @@ impl RingTx {
     pub fn wait_space(&mut self, timeout: Option<Duration>) {
         let h = self.end.header();
         let cap = self.end.cap;
-        if spin_until(self.spin, || {
+        if spin_until(self.spin.min(timeout.unwrap_or(self.spin)), || {
             h.head
                 .0
                 .load(Ordering::Relaxed)
@@ -646,7 +646,7 @@ impl RingRx {
     /// `timeout` passes.
     pub fn wait_data(&mut self, timeout: Option<Duration>) {
         let h = self.end.header();
-        if spin_until(self.spin, || {
+        if spin_until(self.spin.min(timeout.unwrap_or(self.spin)), || {
             h.head.0.load(Ordering::Acquire) != h.tail.0.load(Ordering::Relaxed)
                 || h.closed.0.load(Ordering::Relaxed) & CLOSED_TX != 0
         }) {
@@ -793,12 +793,67 @@ mod tests {
     }
 
     #[test]
+    fn a_spin_ends_when_its_condition_holds_or_its_time_is_up() {
+        // Zero never spins; a condition that holds ends the spin at once.
+        assert!(!spin_until(Duration::ZERO, || true));
+        let multi = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+        assert_eq!(spin_until(Duration::from_secs(60), || true), multi);
+        // A condition that never holds: false once the time is up.
+        let t = std::time::Instant::now();
+        assert!(!spin_until(Duration::from_millis(2), || false));
+        if multi {
+            assert!(t.elapsed() >= Duration::from_millis(2));
+        }
+        // A condition that comes true part-way.
+        let mut n = 0;
+        assert_eq!(
+            spin_until(Duration::from_secs(60), || {
+                n += 1;
+                n > 1000
+            }),
+            multi
+        );
+    }
+
+    /// With a long spin, data arriving (or the producer closing) ends the
+    /// consumer's wait by the spin's check, long before the spin is up.
+    #[test]
+    fn a_spinning_wait_returns_when_data_comes_or_the_producer_closes() {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            return;
+        }
+        for close in [false, true] {
+            let (mut tx, mut rx) = in_process(8);
+            rx.set_spin(Duration::from_secs(30));
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                if close {
+                    tx.close();
+                } else {
+                    tx.push(&[cell(1)]).unwrap();
+                }
+                tx
+            });
+            let start = std::time::Instant::now();
+            rx.wait_data(Some(Duration::from_secs(60)));
+            assert!(start.elapsed() < Duration::from_secs(20), "close: {close}");
+            let mut out = [[0u8; 53]; 1];
+            match rx.pop(&mut out) {
+                Ok(1) => assert!(!close),
+                Err(LinkError::Closed) => assert!(close),
+                other => panic!("close {close}: {other:?}"),
+            }
+            drop(t.join().unwrap());
+        }
+    }
+
+    #[test]
     fn threads_move_a_million_cells_in_order_with_wakeups() {
         move_a_million(Duration::ZERO);
     }
 
-    /// The same with both ends spinning before they sleep: a full or empty
-    /// ring, and the producer's close, end a spin as they end a sleep.
+    /// The same with both ends spinning before they sleep (the order and
+    /// the end are right whichever way each wait ends).
     #[test]
     fn spinning_ends_move_a_million_cells_in_order() {
         move_a_million(Duration::from_micros(50));

@@ -396,12 +396,15 @@ impl Crc32State {
         let kernel = kernel.min(Kernel::best());
         if kernel == Kernel::Vpclmul {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `best` gives Vpclmul only where the CPU has every
-            // feature the kernel needs; the cell count was asserted above.
-            unsafe {
-                wide::build_pdu(header, header_end, sdu, trailer, cells)
-            };
-            return;
+            {
+                // SAFETY: `best` gives Vpclmul only where the CPU has every
+                // feature the kernel needs; the cell count was asserted
+                // above.
+                unsafe { wide::build_pdu(header, header_end, sdu, trailer, cells) };
+                return;
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            unreachable!("the Vpclmul kernel exists only on x86-64");
         }
         let mut st = Crc32State::new(kernel);
         let nb = sdu.len() / PAYLOAD_LEN;
@@ -1058,9 +1061,11 @@ mod wide {
     /// The PDU's last four cells (all of them in a shorter PDU) are built
     /// in registers: masked loads of the SDU's last bytes, right-aligned in
     /// a 192-byte frame so that the trailer is always the last word of the
-    /// third register, and masked stores into the cells. The cells before
-    /// them come straight from the SDU. Nothing goes through a stack copy
-    /// that a wide load would have to wait for.
+    /// third register; each cell's payload is shifted down to the bottom of
+    /// a register and stored with a 32- and a 16-byte store behind the
+    /// header word. The cells before them come straight from the SDU.
+    /// Nothing goes through a stack copy that a wide load would have to
+    /// wait for.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn build_pdu(
         header: &[u8; HEADER_LEN],
@@ -1073,7 +1078,8 @@ mod wide {
         let before = cells.len() - last;
         let (head, frame) = cells.split_at_mut(before);
         // The frame's first payload byte, and the SDU bytes after `head`'s
-        // payloads (fewer than 192 - 8: the caller asserted the cell count).
+        // payloads (at most 48·last − 8, as the caller asserted the cell
+        // count: they end by frame byte 184, before the trailer's word).
         let lo = GROUP - PAYLOAD_LEN * last;
         let data = sdu.len() - PAYLOAD_LEN * before;
         // SAFETY: the features are this function's. `build_run` reads
@@ -1081,7 +1087,8 @@ mod wide {
         // 48·before - lo + f; the loads take only frame bytes lo..lo+data,
         // i.e. SDU bytes 48·before.., and masked-off bytes are not read (so
         // the addresses before the SDU that a short PDU's frame names are
-        // never touched). Each store writes only cell `j`'s payload bytes.
+        // never touched). Each cell's stores write its bytes 0..8, 5..37
+        // and 37..53, inside its own 53 bytes.
         unsafe {
             let mut acc = Acc::fresh();
             let h = header_word(header);
@@ -1123,7 +1130,8 @@ mod wide {
     /// `from..to` of a longer sequence.
     #[inline(always)]
     fn byte_mask(from: usize, to: usize, at: usize) -> u64 {
-        // The bits below `hi` and not below `lo`, each 0 to 64.
+        // The bits for bytes `from..to` of the sequence, each bound taken
+        // relative to `at` and clamped to 0..=64.
         let below = |n: usize| {
             let n = n.saturating_sub(at).min(64) as u32;
             u64::MAX.checked_shr(64 - n).unwrap_or(0)
@@ -1306,9 +1314,12 @@ mod wide {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
         let mut c = 0;
         let mut ended = false;
-        // SAFETY: `payload` reads inside one cell of `cells`; the masked
-        // stores write the 48 bytes of slot c + i of dst, for cells c + i
-        // of `cells`, inside dst[..48·cells.len()] (asserted above).
+        // SAFETY: `payload` reads inside one cell of `cells`. A whole group
+        // of cells c..c + 4 is stored as three 64-byte stores to
+        // dst[48c..48c + 192], and a shorter run's r cells with masked
+        // stores of 48 bytes each to dst[48c..48(c + r)]; both lie inside
+        // dst[..48·cells.len()] (asserted above) since c + 4, or c + r, is
+        // at most cells.len().
         unsafe {
             let mut acc = Acc::load(lanes);
             let k4 = fold_by(4);

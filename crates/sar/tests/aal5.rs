@@ -523,3 +523,60 @@ fn segment_into_matches_the_reference_at_every_short_length() {
         }
     }
 }
+
+/// The one-call segmentation's masked loads read only the SDU: an SDU
+/// that starts or ends at a page boundary next to a page that cannot be
+/// read segments correctly at every length (a read outside it would
+/// fault), on every kernel, through `segment_into` and through a
+/// `Segmentation::fill` given more room than the PDU needs.
+#[cfg(target_os = "linux")]
+#[test]
+fn segmentation_reads_nothing_outside_the_sdu() {
+    const PAGE: usize = 4096;
+    // SAFETY: an anonymous private mapping of three pages, its first and
+    // last made unreadable; every slice made from it below lies in the
+    // middle page, and the mapping is removed at the end.
+    unsafe {
+        let base = libc::mmap(
+            std::ptr::null_mut(),
+            3 * PAGE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        assert_ne!(base, libc::MAP_FAILED);
+        let base = base.cast::<u8>();
+        assert_eq!(libc::mprotect(base.cast(), PAGE, libc::PROT_NONE), 0);
+        assert_eq!(
+            libc::mprotect(base.add(2 * PAGE).cast(), PAGE, libc::PROT_NONE),
+            0
+        );
+        let page = std::slice::from_raw_parts_mut(base.add(PAGE), PAGE);
+        for (i, b) in page.iter_mut().enumerate() {
+            *b = (i * 31 + 7) as u8;
+        }
+        let page: &[u8] = page;
+        for len in 0..=1200 {
+            let mut reference = vec![0u8; aal5::cpcs_len(len)];
+            for sdu in [&page[..len], &page[PAGE - len..]] {
+                aal5::encode(sdu, 0, 0, &mut reference).unwrap();
+                for kernel in Kernel::available() {
+                    let mut tx = Aal5Tx::with_kernel(A, Format::Uni, kernel).unwrap();
+                    let mut cells = vec![[0u8; 53]; aal5::cells_for(len)];
+                    tx.segment_into(sdu, PduOptions::default(), &mut cells)
+                        .unwrap();
+                    let payloads: Vec<u8> = cells.iter().flat_map(|c| c[5..].to_vec()).collect();
+                    assert_eq!(payloads, reference, "{kernel:?} {len}");
+                    let mut roomy = vec![[0u8; 53]; aal5::cells_for(len) + 3];
+                    let mut seg = tx.segment_slice(sdu, PduOptions::default()).unwrap();
+                    assert_eq!(seg.fill(&mut roomy), cells.len());
+                    assert!(seg.is_done());
+                    assert_eq!(&roomy[..cells.len()], &cells[..], "{kernel:?} {len}");
+                    assert!(roomy[cells.len()..].iter().all(|c| c == &[0u8; 53]));
+                }
+            }
+        }
+        assert_eq!(libc::munmap(base.cast(), 3 * PAGE), 0);
+    }
+}
