@@ -373,7 +373,10 @@ impl RingWatch {
 
 impl RingTx {
     /// How long [`RingTx::wait_space`] re-checks the ring before it sleeps
-    /// in the kernel (zero, the default, sleeps at once). See [`spin_until`].
+    /// in the kernel (zero, the default, sleeps at once; never longer than
+    /// the wait's timeout; no spinning on a single CPU). Spinning spares
+    /// the wake-up, tens of microseconds between CPUs, when the consumer
+    /// makes room soon, and costs CPU when it does not.
     pub fn set_spin(&mut self, spin: Duration) {
         self.spin = spin;
     }
@@ -505,7 +508,10 @@ impl RingTx {
 
 impl RingRx {
     /// How long [`RingRx::wait_data`] re-checks the ring before it sleeps in
-    /// the kernel (zero, the default, sleeps at once). See [`spin_until`].
+    /// the kernel (zero, the default, sleeps at once; never longer than the
+    /// wait's timeout; no spinning on a single CPU). Spinning spares the
+    /// wake-up, tens of microseconds between CPUs, when the producer writes
+    /// soon, and costs CPU when it does not.
     pub fn set_spin(&mut self, spin: Duration) {
         self.spin = spin;
     }
