@@ -392,8 +392,9 @@ pub(crate) mod avx512 {
         let q = _mm512_clmulepi64_epi128(t, _mm512_set1_epi64(MU as i64), 0x00);
         // The low ten bits of q·P, q being the high quadword of that
         // product: one more multiply (by P without its x¹⁰ term, which adds
-        // nothing below x¹⁰) rather than shifts, which on Zen 4 take the
-        // same two pipes the multiplies do.
+        // nothing below x¹⁰) in place of a byte shift, four shifts and two
+        // ternary ops. Fewer vector instructions in a loop that their number
+        // limits: 10.3 to 9.7 cycles a cell on Zen 4.
         let l = _mm512_clmulepi64_epi128(q, _mm512_set1_epi64((P & 0x3FF) as i64), 0x01);
         _mm512_ternarylogic_epi64::<0x28>(r, l, lanes(0, 0x3FF))
     }
