@@ -653,8 +653,7 @@ impl RingRx {
     pub fn wait_data(&mut self, timeout: Option<Duration>) {
         let h = self.end.header();
         if spin_until(self.spin.min(timeout.unwrap_or(self.spin)), || {
-            h.head.0.load(Ordering::Acquire) != h.tail.0.load(Ordering::Relaxed)
-                || h.closed.0.load(Ordering::Relaxed) & CLOSED_TX != 0
+            !self.is_empty() || h.closed.0.load(Ordering::Relaxed) & CLOSED_TX != 0
         }) {
             return;
         }

@@ -168,18 +168,12 @@ impl Aal5Tx {
         // One call builds every cell: no segmentation state to carry.
         let clp = usize::from(opts.clp.unwrap_or(self.clp));
         let [header, header_end] = &self.headers[clp];
-        let trailer = Trailer {
-            uu: opts.uu,
-            cpi: opts.cpi,
-            length: sdu.len() as u16,
-            crc: 0,
-        };
         Crc32State::build_pdu(
             self.kernel,
             header,
             header_end,
             sdu,
-            &trailer.to_bytes(),
+            &trailer(sdu.len(), opts.uu, opts.cpi),
             &mut out[..need],
         );
         Ok(need)
@@ -191,16 +185,20 @@ impl Aal5Tx {
 /// Returns them and how many cells they fill.
 fn tail_payloads(rest: &[u8], sdu_len: usize, opts: PduOptions) -> ([u8; 2 * PAYLOAD_LEN], usize) {
     let cells = frame::cells_for(sdu_len) - sdu_len / PAYLOAD_LEN;
-    let t = Trailer {
-        uu: opts.uu,
-        cpi: opts.cpi,
+    let t = trailer(sdu_len, opts.uu, opts.cpi);
+    (crate::fold::tail_payloads(rest, cells, &t), cells)
+}
+
+/// The trailer of an SDU of `sdu_len` bytes, its CRC field zero (the fold
+/// fills it in).
+fn trailer(sdu_len: usize, uu: u8, cpi: u8) -> [u8; TRAILER_LEN] {
+    Trailer {
+        uu,
+        cpi,
         length: sdu_len as u16,
         crc: 0,
-    };
-    (
-        crate::fold::tail_payloads(rest, cells, &t.to_bytes()),
-        cells,
-    )
+    }
+    .to_bytes()
 }
 
 /// One SDU being cut into cells. Created by [`Aal5Tx::segment`].
@@ -277,18 +275,12 @@ impl<'a> Segmentation<'a> {
         {
             // Not started, one slice, room for every cell: the whole PDU in
             // one call, as `Aal5Tx::segment_into` does.
-            let trailer = Trailer {
-                uu: self.uu,
-                cpi: self.cpi,
-                length: self.sdu_len as u16,
-                crc: 0,
-            };
             Crc32State::build_pdu(
                 self.crc.kernel(),
                 &self.header,
                 &self.header_end,
                 self.first,
-                &trailer.to_bytes(),
+                &trailer(self.sdu_len, self.uu, self.cpi),
                 &mut out[..cells],
             );
             self.off = self.first.len();

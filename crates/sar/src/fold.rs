@@ -817,31 +817,24 @@ mod wide {
         fold_consts(4 * 384),
     ];
     /// For the remainder: lane `i` stands `11 - i` blocks from the end.
-    const K_BACK: [[(u64, u64); 4]; 3] = {
-        let mut k = [[(0, 0); 4]; 3];
-        let mut i = 0;
-        while i < 12 {
-            k[i / 4][i % 4] = fold_consts(128 * (11 - i as u32));
-            i += 1;
-        }
-        k
-    };
+    const K_BACK: [[(u64, u64); 4]; 3] = to_end(0);
     /// For a PDU's last `r + 1` cells (index `r`): lane `i` of the state
     /// before them folded straight to the end, `11 - i` blocks and those
     /// cells on (see `Acc::remainder_after`).
-    const K_AFTER: [[[(u64, u64); 4]; 3]; 4] = {
-        let mut k = [[[(0, 0); 4]; 3]; 4];
-        let mut r = 0;
-        while r < 4 {
-            let mut i = 0;
-            while i < 12 {
-                k[r][i / 4][i % 4] = fold_consts(128 * (11 - i as u32) + 384 * (r as u32 + 1));
-                i += 1;
-            }
-            r += 1;
+    const K_AFTER: [[[(u64, u64); 4]; 3]; 4] =
+        [to_end(384), to_end(768), to_end(1152), to_end(1536)];
+
+    /// Per lane `i`, the constants that fold it `11 - i` blocks and `extra`
+    /// bits forward.
+    const fn to_end(extra: u32) -> [[(u64, u64); 4]; 3] {
+        let mut k = [[(0, 0); 4]; 3];
+        let mut i = 0;
+        while i < 12 {
+            k[i / 4][i % 4] = fold_consts(128 * (11 - i as u32) + extra);
+            i += 1;
         }
         k
-    };
+    }
     /// Where the initial value goes: two blocks before the end, like the
     /// Clmul kernel's lane 0 of three.
     pub(super) const INIT_LANE: usize = 9;
@@ -884,6 +877,19 @@ mod wide {
     unsafe fn fold_by(r: usize) -> __m512i {
         // SAFETY: register construction.
         unsafe { consts4([K_CELLS[r - 1]; 4]) }
+    }
+
+    /// Blocks in message byte order, each 16-byte lane byte-reversed into
+    /// the integer the fold works on.
+    #[inline(always)]
+    unsafe fn reversed(z: [__m512i; 3]) -> [__m512i; 3] {
+        // SAFETY: register arithmetic (AVX-512BW is enabled by every caller).
+        unsafe {
+            let m = _mm512_broadcast_i32x4(_mm_set_epi8(
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+            ));
+            z.map(|b| _mm512_shuffle_epi8(b, m))
+        }
     }
 
     /// The twelve lanes as three accumulators.
@@ -938,12 +944,7 @@ mod wide {
         #[inline(always)]
         unsafe fn absorb(&mut self, k: __m512i, z: [__m512i; 3]) {
             // SAFETY: register arithmetic on the caller's enabled features.
-            unsafe {
-                let m = _mm512_broadcast_i32x4(_mm_set_epi8(
-                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-                ));
-                self.absorb_reversed(k, z.map(|b| _mm512_shuffle_epi8(b, m)));
-            }
+            unsafe { self.absorb_reversed(k, reversed(z)) }
         }
 
         /// Adds four cells' payloads (each alone in a register, zero for a
@@ -1002,13 +1003,9 @@ mod wide {
         unsafe fn remainder_after(self, r: usize, z: [__m512i; 3]) -> u32 {
             // SAFETY: register arithmetic on the caller's features.
             unsafe {
-                let m = _mm512_broadcast_i32x4(_mm_set_epi8(
-                    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-                ));
                 let zero = _mm512_setzero_si512();
                 let mut sum = zero;
-                for i in 0..3 {
-                    let zr = _mm512_shuffle_epi8(z[i], m);
+                for (i, zr) in reversed(z).into_iter().enumerate() {
                     let t = fold_add(zr, consts4(K_BACK[i]), zero);
                     let t = fold_add(self.0[i], consts4(K_AFTER[r - 1][i]), t);
                     sum = _mm512_xor_si512(sum, t);
