@@ -327,20 +327,35 @@ fn took_over(reports: &[&Value]) -> bool {
     })
 }
 
-/// Runs `trial` until its processes all say they kept up and no host took
-/// over as AC, at most three times; checks `always` of every run, and
-/// returns the last run's reports if it was clean.
+/// Whether an AC's mapping heard an answer after its round had ended. Each
+/// process judges only its own lateness: a peer process that was not given
+/// the CPU in time answers late while both say they kept up, and that
+/// mapping then shows fewer nodes than the file has (seen under the full
+/// suite's load: 2 of 6). The report says so; such a run is run again.
+fn answered_late(reports: &[&Value]) -> bool {
+    reports.iter().any(|r| {
+        r["atomic"]["mappings"].as_array().is_some_and(|m| {
+            m.iter()
+                .any(|m| m["late_answers"].as_u64().unwrap_or(0) > 0)
+        })
+    })
+}
+
+/// Runs `trial` until its processes all say they kept up, no host took
+/// over as AC and no mapping heard a late answer, at most three times;
+/// checks `always` of every run, and returns the last run's reports if it
+/// was clean.
 fn judged(trial: impl Fn() -> Vec<Value>, always: impl Fn(&[Value])) -> Option<Vec<Value>> {
     for _ in 0..3 {
         let r = trial();
         always(&r);
         let all: Vec<&Value> = r.iter().collect();
-        if kept_up(&all) && !took_over(&all) {
+        if kept_up(&all) && !took_over(&all) && !answered_late(&all) {
             return Some(r);
         }
     }
     eprintln!(
-        "three runs fell behind real time or had a host take over as AC; only their books were checked"
+        "three runs fell behind real time, had a host take over as AC or heard late mapping answers; only their books were checked"
     );
     None
 }
