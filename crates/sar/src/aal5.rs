@@ -478,13 +478,19 @@ impl std::fmt::Display for RxError {
 
 impl std::error::Error for RxError {}
 
+/// The token of a PDU whose timer is not in the queue yet (the queue's
+/// tokens start at 1).
+const UNARMED: u64 = 0;
+
 #[derive(Debug)]
 struct Current {
     buf: Vec<u8>,
     len: usize,
     cells: u64,
     deadline: Instant,
-    /// Marks this PDU's entry in the timer queue as live.
+    /// Marks this PDU's entry in the timer queue as live; [`UNARMED`]
+    /// while the run that began it is still being taken (the entry is
+    /// armed when the run ends with the PDU still open).
     token: u64,
     posted: bool,
     /// Bytes of `buf` charged to the memory budget (0 for posted buffers).
@@ -838,6 +844,11 @@ impl Aal5Rx {
         loop {
             let rest = &cells[done..];
             if rest.first().is_none_or(|c| !belongs(c)) {
+                // A PDU still open when the run ends gets its timer now; one
+                // that began and ended within the run never needed one.
+                if let Some(cur) = st.cur.as_mut().filter(|c| c.token == UNARMED) {
+                    cur.token = timers.arm(cur.deadline, vc);
+                }
                 return done;
             }
             if let Some(reason) = st.discarding {
@@ -879,14 +890,13 @@ impl Aal5Rx {
                     };
                     (buf, false, charged)
                 };
-                let token = timers.arm(deadline, vc);
                 st.crc.reset(kernel);
                 st.cur = Some(Current {
                     buf,
                     len: 0,
                     cells: 0,
                     deadline,
-                    token,
+                    token: UNARMED,
                     posted,
                     charged,
                 });

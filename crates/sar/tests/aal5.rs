@@ -299,6 +299,18 @@ fn timeout_drops_a_stalled_pdu_and_the_next_one_arrives() {
     assert_eq!(fresh, 1);
     assert_eq!(rx.stats().pdus_dropped.get(DropReason::Timeout), 2);
     assert_eq!(rx.vc_counters(A).unwrap().rx_err, 2);
+    // A PDU that begins and ends in one batch leaves no timer behind; one
+    // still open when its batch ends has one, even after others completed.
+    assert_eq!(rx.poll_at(), None);
+    let mut both = again.clone();
+    both.extend_from_slice(&cells[..2]);
+    let mut got = 0;
+    rx.push(Instant::from_millis(60), &both, &mut |_| got += 1);
+    assert_eq!(got, 1);
+    assert_eq!(rx.poll_at(), Some(Instant::from_millis(70)));
+    rx.handle_timeout(Instant::from_millis(70));
+    assert_eq!(rx.stats().pdus_dropped.get(DropReason::Timeout), 3);
+    assert_eq!(rx.poll_at(), None);
 }
 
 #[test]
