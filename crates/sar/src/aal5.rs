@@ -40,6 +40,19 @@ pub struct Aal5Tx {
     clp: bool,
     kernel: Kernel,
     counters: VcCounters,
+    /// The state of a PDU cut over several [`Segmentation::fill`] calls.
+    /// It lives here, not in the [`Segmentation`], so that a segmentation
+    /// stays small enough to hand around by value (a PDU sent in one call
+    /// never touches it). Boxed, so that a sender stays small too.
+    stream: Box<Stream>,
+}
+
+/// What a [`Segmentation`] keeps between calls: its running CRC and, once
+/// the last whole payload is out, the one or two payloads that end the PDU.
+#[derive(Clone, Debug)]
+struct Stream {
+    crc: Crc32State,
+    tail: [u8; 2 * PAYLOAD_LEN],
 }
 
 impl Aal5Tx {
@@ -69,6 +82,10 @@ impl Aal5Tx {
             clp: false,
             kernel,
             counters: VcCounters::default(),
+            stream: Box::new(Stream {
+                crc: Crc32State::new(kernel),
+                tail: [0; 2 * PAYLOAD_LEN],
+            }),
         })
     }
 
@@ -91,7 +108,7 @@ impl Aal5Tx {
     /// The returned [`Segmentation`] fills cells in as many batches as the
     /// caller likes; the SDU is borrowed, never copied except into cells.
     pub fn segment<'a>(
-        &mut self,
+        &'a mut self,
         parts: &'a [&'a [u8]],
         opts: PduOptions,
     ) -> Result<Segmentation<'a>, TxError> {
@@ -100,7 +117,7 @@ impl Aal5Tx {
 
     /// Starts segmenting a contiguous SDU, read in place.
     pub fn segment_slice<'a>(
-        &mut self,
+        &'a mut self,
         sdu: &'a [u8],
         opts: PduOptions,
     ) -> Result<Segmentation<'a>, TxError> {
@@ -108,7 +125,7 @@ impl Aal5Tx {
     }
 
     fn start<'a>(
-        &mut self,
+        &'a mut self,
         first: &'a [u8],
         parts: &'a [&'a [u8]],
         opts: PduOptions,
@@ -122,16 +139,17 @@ impl Aal5Tx {
             part: 0,
             off: 0,
             body_left: len / PAYLOAD_LEN,
-            tail: [0; 2 * PAYLOAD_LEN],
             tail_cells: frame::cells_for(len) - len / PAYLOAD_LEN,
             tail_done: 0,
+            started: false,
             tail_built: false,
             sdu_len: len,
             uu: opts.uu,
             cpi: opts.cpi,
             header: self.headers[clp][0],
             header_end: self.headers[clp][1],
-            crc: Crc32State::new(self.kernel),
+            kernel: self.kernel,
+            stream: &mut self.stream,
         })
     }
 
@@ -201,8 +219,11 @@ fn trailer(sdu_len: usize, uu: u8, cpi: u8) -> [u8; TRAILER_LEN] {
     .to_bytes()
 }
 
-/// One SDU being cut into cells. Created by [`Aal5Tx::segment`].
-#[derive(Clone, Debug)]
+/// One SDU being cut into cells. Created by [`Aal5Tx::segment`], whose
+/// sender it borrows until the PDU is done: a PDU cut over several
+/// [`Segmentation::fill`] calls keeps its running state there, so the
+/// segmentation itself is a few words, cheap to return and pass around.
+#[derive(Debug)]
 pub struct Segmentation<'a> {
     /// The SDU is `first` followed by `parts`.
     first: &'a [u8],
@@ -210,16 +231,20 @@ pub struct Segmentation<'a> {
     part: usize,
     off: usize,
     body_left: usize,
-    tail: [u8; 2 * PAYLOAD_LEN],
     tail_cells: usize,
     tail_done: usize,
+    /// Some cell has been written (the stream's CRC is this PDU's).
+    started: bool,
+    /// The stream's tail holds this PDU's last payloads.
     tail_built: bool,
     sdu_len: usize,
     uu: u8,
     cpi: u8,
     header: [u8; HEADER_LEN],
     header_end: [u8; HEADER_LEN],
-    crc: Crc32State,
+    kernel: Kernel,
+    /// The sender's state for a PDU cut over several calls.
+    stream: &'a mut Stream,
 }
 
 impl<'a> Segmentation<'a> {
@@ -267,16 +292,12 @@ impl<'a> Segmentation<'a> {
     /// than `out.len()` only when the PDU is finished).
     pub fn fill(&mut self, out: &mut [CellBytes]) -> usize {
         let cells = self.body_left + self.tail_cells;
-        if self.parts.is_empty()
-            && self.off == 0
-            && !self.tail_built
-            && self.body_left == self.sdu_len / PAYLOAD_LEN
-            && out.len() >= cells
-        {
+        if !self.started && self.parts.is_empty() && out.len() >= cells {
             // Not started, one slice, room for every cell: the whole PDU in
             // one call, as `Aal5Tx::segment_into` does.
+            self.started = true;
             Crc32State::build_pdu(
-                self.crc.kernel(),
+                self.kernel,
                 &self.header,
                 &self.header_end,
                 self.first,
@@ -288,6 +309,10 @@ impl<'a> Segmentation<'a> {
             self.tail_built = true;
             self.tail_done = self.tail_cells;
             return cells;
+        }
+        if !self.started {
+            self.started = true;
+            self.stream.crc.reset(self.kernel);
         }
         let mut n = 0;
         // Whole cells straight from the SDU.
@@ -301,8 +326,11 @@ impl<'a> Segmentation<'a> {
                 .min(self.body_left)
                 .min(out.len() - n);
             if k > 0 {
-                self.crc
-                    .build_cells(&self.header, &cur[..k * PAYLOAD_LEN], &mut out[n..n + k]);
+                self.stream.crc.build_cells(
+                    &self.header,
+                    &cur[..k * PAYLOAD_LEN],
+                    &mut out[n..n + k],
+                );
                 self.off += k * PAYLOAD_LEN;
                 n += k;
                 self.body_left -= k;
@@ -310,7 +338,9 @@ impl<'a> Segmentation<'a> {
                 // A cell straddles two slices.
                 let mut tmp = [0u8; PAYLOAD_LEN];
                 self.gather(&mut tmp);
-                self.crc.build_cells(&self.header, &tmp, &mut out[n..n + 1]);
+                self.stream
+                    .crc
+                    .build_cells(&self.header, &tmp, &mut out[n..n + 1]);
                 n += 1;
                 self.body_left -= 1;
             }
@@ -329,15 +359,16 @@ impl<'a> Segmentation<'a> {
                 cpi: self.cpi,
                 ..PduOptions::default()
             };
-            (self.tail, _) = tail_payloads(&rest[..r], self.sdu_len, opts);
+            (self.stream.tail, _) = tail_payloads(&rest[..r], self.sdu_len, opts);
         }
         while n < out.len() && self.tail_done < self.tail_cells {
             let last = self.tail_done + 1 == self.tail_cells;
             let h = if last { self.header_end } else { self.header };
-            let src = &self.tail[self.tail_done * PAYLOAD_LEN..(self.tail_done + 1) * PAYLOAD_LEN];
-            self.crc.build_cells(&h, src, &mut out[n..n + 1]);
+            let src =
+                &self.stream.tail[self.tail_done * PAYLOAD_LEN..(self.tail_done + 1) * PAYLOAD_LEN];
+            self.stream.crc.build_cells(&h, src, &mut out[n..n + 1]);
             if last {
-                let field = self.crc.field_for_zeroed_tail();
+                let field = self.stream.crc.field_for_zeroed_tail();
                 out[n][CELL_LEN - 4..].copy_from_slice(&field.to_be_bytes());
             }
             self.tail_done += 1;

@@ -320,7 +320,7 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
             p.count
         )
     };
-    let mut progress = std::time::Instant::now();
+    let mut idle = Stall::new(stall);
     let watch = link.watch();
     let gone = |seq: u64| match &watch {
         Some(w) if w.reader_closed() || !w.creator_alive() => Err(format!(
@@ -348,7 +348,7 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
                     last = now;
                     if tokens < 1.0 {
                         std::thread::sleep(StdDuration::from_secs_f64((1.0 - tokens) / rate));
-                        progress = std::time::Instant::now();
+                        idle.moved();
                         continue;
                     }
                     tokens as usize
@@ -366,8 +366,8 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
                         let k = o.send(&batch[at..n]).map_err(tx_err)?;
                         at += k;
                         if k > 0 {
-                            progress = std::time::Instant::now();
-                        } else if progress.elapsed() > stall {
+                            idle.moved();
+                        } else if idle.over() {
                             return Err(stalled(seq));
                         } else {
                             o.wait_ready(StdDuration::from_millis(5));
@@ -378,8 +378,8 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
             };
             tokens -= moved as f64;
             if moved > 0 {
-                progress = std::time::Instant::now();
-            } else if progress.elapsed() > stall {
+                idle.moved();
+            } else if idle.over() {
                 gone(seq)?;
                 return Err(stalled(seq));
             } else {
@@ -395,13 +395,13 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
     // go out while they keep moving.
     if let TxLink::Other(o, _) = link {
         let mut out = o.counters().cells_out;
-        progress = std::time::Instant::now();
+        idle.moved();
         while !o.flush().map_err(tx_err)? {
             let now_out = o.counters().cells_out;
             if now_out != out {
                 out = now_out;
-                progress = std::time::Instant::now();
-            } else if progress.elapsed() > stall {
+                idle.moved();
+            } else if idle.over() {
                 return Err(stalled(p.count));
             }
             o.wait_ready(StdDuration::from_millis(5));
@@ -429,18 +429,46 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
     })
 }
 
+/// How long a link has made no progress, read from the clock only while it
+/// makes none: a sender that moves cells on every pass reads no clock for
+/// it (a clock read costs as much as a good part of a small PDU).
+struct Stall {
+    since: Option<std::time::Instant>,
+    limit: StdDuration,
+}
+
+impl Stall {
+    fn new(limit: StdDuration) -> Self {
+        Stall { since: None, limit }
+    }
+
+    /// The link moved (or the wait was the sender's own, as pacing is).
+    fn moved(&mut self) {
+        self.since = None;
+    }
+
+    /// The link did not move this pass: true once it has not moved for
+    /// longer than the limit, counted from the first such pass.
+    fn over(&mut self) -> bool {
+        self.since
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed()
+            > self.limit
+    }
+}
+
 /// Waits until the ring's reader has taken every cell; fails if it closes
 /// or goes away first, or takes none for `stall`.
 fn drained(w: &RingWatch, stall: StdDuration) -> Result<(), String> {
     let mut unread = w.unread();
-    let mut progress = std::time::Instant::now();
+    let mut idle = Stall::new(stall);
     while unread > 0 {
         if w.reader_closed() || !w.creator_alive() {
             return Err(format!(
                 "the receiver stopped with {unread} cells of this transfer unread"
             ));
         }
-        if progress.elapsed() > stall {
+        if idle.over() {
             return Err(format!(
                 "the receiver took no cells for {} s with {unread} of this transfer's cells unread: it has stopped reading",
                 stall.as_secs_f64()
@@ -449,7 +477,7 @@ fn drained(w: &RingWatch, stall: StdDuration) -> Result<(), String> {
         std::thread::sleep(StdDuration::from_millis(2));
         let now = w.unread();
         if now < unread {
-            progress = std::time::Instant::now();
+            idle.moved();
         }
         unread = now;
     }
