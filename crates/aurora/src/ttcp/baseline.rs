@@ -102,7 +102,7 @@ pub fn transmit(addr: SocketAddr, len: usize, count: u64) -> Result<Report, Stri
     let cpu0 = cpu_ns();
     let t0 = now_ns();
     for seq in 0..count {
-        Pattern::stamp(&mut buf, seq);
+        Pattern::stamp(&mut buf, seq, now_ns());
         s.write_all(&buf)
             .map_err(|e| format!("TCP baseline write failed: {e}"))?;
     }

@@ -53,11 +53,12 @@ impl Pattern {
         buf[..n].copy_from_slice(&self.body[..n]);
     }
 
-    /// Writes the stamp for PDU `seq` into the front of a filled buffer.
-    pub fn stamp(buf: &mut [u8], seq: u64) {
+    /// Writes the stamp for PDU `seq`, sent at `sent_ns` (from [`now_ns`]),
+    /// into the front of a filled buffer.
+    pub fn stamp(buf: &mut [u8], seq: u64, sent_ns: u64) {
         let mut s = [0u8; STAMP];
         s[..8].copy_from_slice(&seq.to_be_bytes());
-        s[8..].copy_from_slice(&now_ns().to_be_bytes());
+        s[8..].copy_from_slice(&sent_ns.to_be_bytes());
         let n = buf.len().min(STAMP);
         buf[..n].copy_from_slice(&s[..n]);
     }

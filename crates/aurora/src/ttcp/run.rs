@@ -337,7 +337,7 @@ pub fn transmit(p: &Params, link: &mut TxLink) -> Result<Report, String> {
         if seq.is_multiple_of(256) {
             gone(seq)?;
         }
-        Pattern::stamp(&mut buf, seq);
+        Pattern::stamp(&mut buf, seq, now_ns());
         let mut pdu = host.send(vc, &buf).map_err(|e| e.to_string())?;
         while !pdu.is_done() {
             let allowed = match pace {
@@ -701,10 +701,16 @@ pub fn bidirectional(p: &Params) -> Result<Report, String> {
     let t0 = now_ns();
     let (mut sent, mut got, mut corrupted) = (0u64, 0u64, 0u64);
     loop {
-        let now = Instant::from_nanos((now_ns() - t0) as i64);
-        let drained = rx
+        // One clock read a pass: it times the receive and stamps the send
+        // (nothing can arrive in between: this thread is both ends).
+        let t = now_ns();
+        let now = Instant::from_nanos((t - t0) as i64);
+        // Everything that arrived (a second read when the ring wrapped).
+        while rx
             .read_fused(usize::MAX, |c, check| host.receive_checked(now, c, check))
-            .map_err(link_err)?;
+            .map_err(link_err)?
+            > 0
+        {}
         host.handle_timeout(now);
         while let Some(r) = host.recv(vc) {
             if pattern.check(r.sdu()).body_ok && r.len == p.len {
@@ -714,13 +720,10 @@ pub fn bidirectional(p: &Params) -> Result<Report, String> {
             }
             let _ = host.post_buffer(vc, r.buf);
         }
-        if drained > 0 {
-            continue;
-        }
         if sent == p.count {
             break;
         }
-        Pattern::stamp(&mut buf, sent);
+        Pattern::stamp(&mut buf, sent, t);
         let mut pdu = host.send(vc, &buf).map_err(|e| e.to_string())?;
         while !pdu.is_done() {
             let n = tx
