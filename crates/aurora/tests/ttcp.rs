@@ -213,7 +213,8 @@ fn a_small_sweep_writes_its_table_data_and_plots() {
     let port = free_port().to_string();
     let out = aurora()
         .args([
-            "ttcp", "--sweep", "1k..2k", "--total", "256k", "--quiet", "--port", &port,
+            "ttcp", "--sweep", "1k..2k", "--total", "256k", "--quiet", "--port", &port, "--repeat",
+            "2",
         ])
         .args(["--shm-path", &shm_path("sweep"), "--out"])
         .arg(&dir)
@@ -239,11 +240,18 @@ fn a_small_sweep_writes_its_table_data_and_plots() {
         table.contains("PDUs corrupted or lost across the sweep: 0"),
         "{table}"
     );
+    assert!(table.contains("the fastest of 2 runs"), "{table}");
     let data: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("sweep.json")).unwrap()).unwrap();
     let rows = data["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2 * 4);
     assert!(rows.iter().all(|r| r["mbps"].as_f64().unwrap() > 0.0));
+    // Each point ran twice: the row is the faster run, the slower noted.
+    for r in rows {
+        assert_eq!(r["runs"], 2, "{r}");
+        let (best, slowest) = (r["mbps"].as_f64().unwrap(), r["mbps_min"].as_f64().unwrap());
+        assert!(slowest > 0.0 && slowest <= best, "{r}");
+    }
     assert!(data["memcpy_mbps"].as_f64().unwrap() > 0.0);
     assert!(dir.join("sweep.csv").exists());
     // Plots need a font (scripts/test installs it, or skips this check).

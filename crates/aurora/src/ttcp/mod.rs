@@ -103,6 +103,12 @@ pub struct TtcpArgs {
     /// Penn's script, at least 2).
     #[arg(long, default_value = "64m", value_parser = parse_total)]
     pub total: usize,
+    /// Runs of each sweep point, 1 to 20; the table shows the fastest and
+    /// the data files the slowest as well. A shared machine only ever slows
+    /// a run down, so the fastest of a few is the one least disturbed; every
+    /// series of the sweep is treated alike.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub repeat: u32,
     /// Data paths to sweep.
     #[arg(
         long,
