@@ -246,9 +246,6 @@ pub struct HostInterface {
 }
 
 /// A PDU on its way out: fill cells from it until it is done.
-// Short-lived and on the stack; boxing the large variant would cost an
-// allocation per PDU.
-#[allow(clippy::large_enum_variant)]
 pub enum TxPdu<'a> {
     /// AAL5 cells made on the fly from the SDU (or the interface's copy).
     Aal5(sar5::Segmentation<'a>),

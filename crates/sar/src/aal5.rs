@@ -106,7 +106,8 @@ impl Aal5Tx {
 
     /// Starts segmenting an SDU given as a list of slices (scatter-gather).
     /// The returned [`Segmentation`] fills cells in as many batches as the
-    /// caller likes; the SDU is borrowed, never copied except into cells.
+    /// caller likes; the SDU is borrowed, never copied except into cells,
+    /// and so is this sender, until the segmentation is dropped.
     pub fn segment<'a>(
         &'a mut self,
         parts: &'a [&'a [u8]],
@@ -115,7 +116,8 @@ impl Aal5Tx {
         self.start(&[], parts, opts)
     }
 
-    /// Starts segmenting a contiguous SDU, read in place.
+    /// Starts segmenting a contiguous SDU, read in place (borrowing the SDU
+    /// and this sender as [`Aal5Tx::segment`] does).
     pub fn segment_slice<'a>(
         &'a mut self,
         sdu: &'a [u8],
@@ -220,9 +222,10 @@ fn trailer(sdu_len: usize, uu: u8, cpi: u8) -> [u8; TRAILER_LEN] {
 }
 
 /// One SDU being cut into cells. Created by [`Aal5Tx::segment`], whose
-/// sender it borrows until the PDU is done: a PDU cut over several
+/// sender it borrows for as long as it lives: a PDU cut over several
 /// [`Segmentation::fill`] calls keeps its running state there, so the
 /// segmentation itself is a few words, cheap to return and pass around.
+/// Drop it (or let it finish) before using the sender again.
 #[derive(Debug)]
 pub struct Segmentation<'a> {
     /// The SDU is `first` followed by `parts`.
@@ -311,6 +314,11 @@ impl<'a> Segmentation<'a> {
             return cells;
         }
         if !self.started {
+            if out.is_empty() {
+                // Nothing written: a later call may still take the
+                // one-call path.
+                return 0;
+            }
             self.started = true;
             self.stream.crc.reset(self.kernel);
         }

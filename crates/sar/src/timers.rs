@@ -1,8 +1,9 @@
 //! A reassembly timer queue that costs no allocation per PDU.
 //!
-//! Each PDU still open when the receiver has taken the cells it was given
-//! pushes (deadline, key, token) onto a binary heap; a PDU that begins and
-//! ends within one batch never does. A PDU that finishes before its
+//! Each PDU still open when the receiver has taken a run of its VC's cells
+//! (the consecutive cells of one VC in a batch) pushes (deadline, key,
+//! token) onto a binary heap; a PDU that begins and ends within one run
+//! never does. A PDU that finishes before its
 //! deadline is not removed: its entry goes stale
 //! (the owner's current token no longer matches) and is skipped when it
 //! reaches the top. Stale entries are pruned from the top after every change,

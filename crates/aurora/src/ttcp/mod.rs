@@ -60,7 +60,7 @@ pub struct TtcpArgs {
     #[arg(long, default_value = "/dev/shm/aurora-ttcp")]
     pub shm_path: PathBuf,
     /// Port for --link udp|stream and the TCP baseline, 1 to 65534 (udp also
-    /// uses port+1; a sweep uses two ports per point above it).
+    /// uses port+1; a sweep uses two ports per point and run above it).
     #[arg(long, default_value_t = 5120, value_parser = clap::value_parser!(u16).range(1..=65534))]
     pub port: u16,
     /// Ring size in cells for ring links, 64 to 1048576 (rounded up to a

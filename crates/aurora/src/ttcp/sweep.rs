@@ -27,11 +27,12 @@ pub struct Row {
     pub cpu_us_per_pdu: f64,
     /// Median one-way latency in microseconds (receiver).
     pub latency_p50_us: Option<f64>,
-    /// PDUs that failed the byte check.
+    /// PDUs that failed the byte check, over all the point's runs.
     pub corrupted: u64,
-    /// PDUs missing.
+    /// PDUs missing, over all the point's runs.
     pub lost: u64,
-    /// Runs of this point (`--repeat`); the row is the fastest of them.
+    /// Runs of this point (`--repeat`). The rates, CPU and latency are the
+    /// fastest run's; `corrupted` and `lost` count every run.
     pub runs: u32,
     /// Goodput of the slowest run, Mb/s.
     pub mbps_min: f64,
@@ -306,15 +307,17 @@ pub fn main(a: &TtcpArgs, range: &str) -> Result<(), String> {
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut rows = Vec::new();
+    // Each run of a point has its own number, for its ports and shm file.
     let mut k = 0;
+    let mut next = || {
+        k += 1;
+        k - 1
+    };
     for &size in &sizes {
         let count = ((a.total / size) as u64).clamp(2, super::MAX_COUNT);
         for &mode in &a.modes {
             bar.set_message(format!("{} {size} bytes", mode.name()));
-            rows.push(best_of(a.repeat, || {
-                k += 1;
-                point(a, size, mode, count, k - 1)
-            })?);
+            rows.push(best_of(a.repeat, || point(a, size, mode, count, next()))?);
             bar.inc(1);
         }
         if a.bidir {
@@ -330,10 +333,7 @@ pub fn main(a: &TtcpArgs, range: &str) -> Result<(), String> {
         }
         if with_tcp {
             bar.set_message(format!("tcp {size} bytes"));
-            rows.push(best_of(a.repeat, || {
-                k += 1;
-                tcp_point(a, size, count, k - 1)
-            })?);
+            rows.push(best_of(a.repeat, || tcp_point(a, size, count, next()))?);
             bar.inc(1);
         }
     }
