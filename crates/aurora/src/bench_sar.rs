@@ -173,8 +173,13 @@ fn scatter(sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
         c[..5].copy_from_slice(header);
         c[5..].copy_from_slice(p);
     }
-    let rest = chunks.remainder();
-    for (i, c) in cells.enumerate() {
+    scatter_rest(chunks.remainder(), header, cells.into_slice());
+}
+
+/// The cells after the last whole payload: the SDU's last bytes in the
+/// first, zeros after them.
+fn scatter_rest(rest: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
+    for (i, c) in cells.iter_mut().enumerate() {
         c[..5].copy_from_slice(header);
         let n = if i == 0 { rest.len() } else { 0 };
         c[5..5 + n].copy_from_slice(&rest[..n]);
@@ -191,9 +196,117 @@ fn gather(cells: &[CellBytes], out: &mut [u8]) {
     for (o, c) in chunks.by_ref().zip(cells.by_ref()) {
         o.copy_from_slice(&c[5..]);
     }
-    let rest = chunks.into_remainder();
-    if let Some(c) = cells.next() {
+    gather_rest(cells.as_slice(), chunks.into_remainder());
+}
+
+/// The bytes of `out` after its last whole payload, from the next cell.
+fn gather_rest(cells: &[CellBytes], rest: &mut [u8]) {
+    if let Some(c) = cells.first() {
         rest.copy_from_slice(&c[5..5 + rest.len()]);
+    }
+}
+
+/// The layout copies with one masked 64-byte load and one masked store a
+/// cell (AVX-512BW): on the Zen 4 machine a third to a half faster than the
+/// portable loop above at 1500 and 9180 bytes, which moves each payload in
+/// two pieces. A ceiling the segmenter could beat would be no ceiling, so
+/// the run measures both and keeps the faster.
+#[cfg(target_arch = "x86_64")]
+mod masked {
+    use super::{gather_rest, scatter_rest, CellBytes};
+    use core::arch::x86_64::*;
+
+    /// Payload bytes of a cell (5 to 52) in a 64-byte register.
+    const PAYLOAD: u64 = ((1 << 53) - 1) & !0x1F;
+    /// A whole cell.
+    const CELL: u64 = (1 << 53) - 1;
+    /// 48 bytes.
+    const P48: u64 = (1 << 48) - 1;
+
+    /// Whether this CPU runs them.
+    pub(super) fn available() -> bool {
+        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+    }
+
+    /// As [`super::scatter`].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F and AVX-512BW ([`available`]).
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn scatter(sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
+        let whole = (sdu.len() / 48).min(cells.len());
+        let mut h = [0u8; 8];
+        h[..5].copy_from_slice(header);
+        let h = _mm512_set1_epi64(i64::from_ne_bytes(h));
+        let (head, tail) = cells.split_at_mut(whole);
+        for (i, c) in head.iter_mut().enumerate() {
+            // SAFETY: the load touches only the bytes its mask selects,
+            // 5 to 52 from 5 bytes before payload i: sdu[48i..48i + 48],
+            // inside `sdu` since i < sdu.len() / 48; the store writes the
+            // 53 bytes of cell `c`.
+            unsafe {
+                let p = sdu.as_ptr().add(48 * i).wrapping_sub(5);
+                let v = _mm512_mask_loadu_epi8(h, PAYLOAD, p.cast());
+                _mm512_mask_storeu_epi8(c.as_mut_ptr().cast(), CELL, v);
+            }
+        }
+        scatter_rest(&sdu[48 * whole..], header, tail);
+    }
+
+    /// As [`super::gather`].
+    ///
+    /// # Safety
+    /// As [`scatter`].
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn gather(cells: &[CellBytes], out: &mut [u8]) {
+        let whole = (out.len() / 48).min(cells.len());
+        for (i, c) in cells[..whole].iter().enumerate() {
+            // SAFETY: both touch only the 48 bytes their masks select:
+            // bytes 5 to 52 of cell `c`, and out[48i..48i + 48], inside
+            // `out` since i < out.len() / 48.
+            unsafe {
+                let v = _mm512_maskz_loadu_epi8(P48, c.as_ptr().add(5).cast());
+                _mm512_mask_storeu_epi8(out.as_mut_ptr().add(48 * i).cast(), P48, v);
+            }
+        }
+        gather_rest(&cells[whole..], &mut out[48 * whole..]);
+    }
+}
+
+/// A way to make (and read back) the cell layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Masked,
+}
+
+/// The layout copies this CPU runs.
+fn layouts() -> Vec<Layout> {
+    #[cfg(target_arch = "x86_64")]
+    if masked::available() {
+        return vec![Layout::Portable, Layout::Masked];
+    }
+    vec![Layout::Portable]
+}
+
+impl Layout {
+    fn scatter(self, sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
+        match self {
+            Layout::Portable => scatter(sdu, header, cells),
+            // SAFETY: `layouts` offers Masked only where the CPU runs it.
+            #[cfg(target_arch = "x86_64")]
+            Layout::Masked => unsafe { masked::scatter(sdu, header, cells) },
+        }
+    }
+
+    fn gather(self, cells: &[CellBytes], out: &mut [u8]) {
+        match self {
+            Layout::Portable => gather(cells, out),
+            // SAFETY: as in `scatter`.
+            #[cfg(target_arch = "x86_64")]
+            Layout::Masked => unsafe { masked::gather(cells, out) },
+        }
     }
 }
 
@@ -202,15 +315,18 @@ fn layout_rates(secs: f64, size: usize) -> (f64, f64) {
     let sdu = source(size, 6);
     let mut cells = cells_after(aal5::cells_for(size), sdu.offset());
     let header = [0, 0, 2, 0xA0, 0];
-    let sc = rate(secs, size, || {
-        scatter(black_box(&sdu), &header, &mut cells);
-        black_box(&mut *cells);
-    });
     let mut out = Placed::new(0u8, aal5::cpcs_len(size), cells.offset() + APART);
-    let ga = rate(secs, size, || {
-        gather(black_box(&cells), &mut out);
-        black_box(&mut *out);
-    });
+    let (mut sc, mut ga) = (0f64, 0f64);
+    for l in layouts() {
+        sc = sc.max(rate(secs, size, || {
+            l.scatter(black_box(&sdu), &header, &mut cells);
+            black_box(&mut *cells);
+        }));
+        ga = ga.max(rate(secs, size, || {
+            l.gather(black_box(&cells), &mut out);
+            black_box(&mut *out);
+        }));
+    }
     (sc, ga)
 }
 
@@ -281,16 +397,19 @@ fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> Stream {
         i += 1;
     });
     let header = [0, 0, 2, 0xA0, 0];
-    let mut i = 0;
-    let scattered = rate(secs, size, || {
-        let k = i % n;
-        scatter(
-            black_box(&src[k * size..(k + 1) * size]),
-            &header,
-            &mut cells[k * per..(k + 1) * per],
-        );
-        i += 1;
-    });
+    let mut scattered = 0f64;
+    for l in layouts() {
+        let mut i = 0;
+        scattered = scattered.max(rate(secs, size, || {
+            let k = i % n;
+            l.scatter(
+                black_box(&src[k * size..(k + 1) * size]),
+                &header,
+                &mut cells[k * per..(k + 1) * per],
+            );
+            i += 1;
+        }));
+    }
     let mut tx = Aal5Tx::with_kernel(VC, Format::Uni, kernel).expect("valid VC");
     let mut i = 0;
     let seg = rate(secs, size, || {
@@ -328,15 +447,18 @@ fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> Stream {
         });
         i += 1;
     });
-    let mut i = 0;
-    let gathered = rate(secs, size, || {
-        let k = i % n;
-        gather(
-            black_box(&cells[k * per..(k + 1) * per]),
-            &mut dst[k * size..(k + 1) * size],
-        );
-        i += 1;
-    });
+    let mut gathered = 0f64;
+    for l in layouts() {
+        let mut i = 0;
+        gathered = gathered.max(rate(secs, size, || {
+            let k = i % n;
+            l.gather(
+                black_box(&cells[k * per..(k + 1) * per]),
+                &mut dst[k * size..(k + 1) * size],
+            );
+            i += 1;
+        }));
+    }
     Stream {
         memcpy,
         scatter: scattered,
@@ -560,11 +682,22 @@ mod tests {
     /// the last cell); the gather reads the SDU back.
     #[test]
     fn the_layout_copies_make_and_read_the_segmenters_layout() {
-        for size in [1, 40, 48, 1500, 9180] {
+        for l in layouts() {
+            for size in [0, 1, 40, 47, 48, 49, 95, 96, 1500, 9180] {
+                layout_round_trip(l, size);
+            }
+        }
+    }
+
+    fn layout_round_trip(l: Layout, size: usize) {
+        {
             let sdu = pattern(size, 9);
             let n = aal5::cells_for(size);
             let mut cells = vec![[7u8; 53]; n];
-            scatter(&sdu, &[1, 2, 3, 4, 5], &mut cells);
+            l.scatter(&sdu, &[1, 2, 3, 4, 5], &mut cells);
+            let mut portable = vec![[9u8; 53]; n];
+            scatter(&sdu, &[1, 2, 3, 4, 5], &mut portable);
+            assert_eq!(cells, portable, "{l:?} at {size}");
             let mut tx = Aal5Tx::new(VC, Format::Uni).unwrap();
             let mut seg = vec![[0u8; 53]; n];
             assert_eq!(
@@ -578,8 +711,11 @@ mod tests {
                 assert_eq!(a[5..5 + payload], b[5..5 + payload], "cell {i} of {size}");
             }
             let mut out = vec![0u8; aal5::cpcs_len(size)];
-            gather(&cells, &mut out);
-            assert_eq!(&out[..size], &sdu[..]);
+            l.gather(&cells, &mut out);
+            assert_eq!(&out[..size], &sdu[..], "{l:?} at {size}");
+            let mut exact = vec![0u8; size];
+            l.gather(&cells, &mut exact);
+            assert_eq!(exact, sdu, "{l:?} at {size}");
         }
     }
 }

@@ -798,7 +798,7 @@ mod wide {
     //! until the remainder is asked for: then each lane is folded by its
     //! own distance, the lanes summed, and the Clmul kernel's Barrett step
     //! finishes.
-    use super::{xpow, CellBytes, HeaderTest, HEADER_LEN, PAYLOAD_LEN, TRAILER_LEN};
+    use super::{xpow, CellBytes, HeaderTest, CELL_LEN, HEADER_LEN, PAYLOAD_LEN, TRAILER_LEN};
     use core::arch::x86_64::*;
 
     /// Bytes in a group of four payloads.
@@ -1178,14 +1178,13 @@ mod wide {
         // after it overwrites bytes 5..8 with payload) and 32 and 16 bytes
         // at offsets 5 and 37, all inside that 53-byte cell.
         unsafe {
+            let hv = _mm512_set1_epi64(h as i64);
+            const PAYLOAD: u64 = ((1 << CELL_LEN) - 1) & !((1 << HEADER_LEN) - 1);
+            const CELL: u64 = (1 << CELL_LEN) - 1;
             for (i, cell) in cells.iter_mut().enumerate() {
-                let p = s.add(i * PAYLOAD_LEN);
-                let q = cell.as_mut_ptr();
-                let a = _mm256_loadu_si256(p.cast());
-                let b = _mm_loadu_si128(p.add(32).cast());
-                q.cast::<u64>().write_unaligned(h);
-                _mm256_storeu_si256(q.add(HEADER_LEN).cast(), a);
-                _mm_storeu_si128(q.add(HEADER_LEN + 32).cast(), b);
+                let p = s.add(i * PAYLOAD_LEN).wrapping_sub(HEADER_LEN);
+                let v = _mm512_mask_loadu_epi8(hv, PAYLOAD, p.cast());
+                _mm512_mask_storeu_epi8(cell.as_mut_ptr().cast(), CELL, v);
             }
         }
     }
