@@ -650,8 +650,13 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
 
 /// The table as text.
 pub fn table(rows: &[Row], kernel: Kernel) -> String {
+    let copies = layouts()
+        .iter()
+        .map(|l| format!("{l:?}").to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" and ");
     let mut s = format!(
-        "aurora bench sar (one thread, CRC kernel {kernel:?}; GB/s = 1e9 bytes of SDU per second)\n\
+        "aurora bench sar (one thread, CRC kernel {kernel:?}; each layout ceiling the faster of the {copies} copies; GB/s = 1e9 bytes of SDU per second)\n\
          {:<24} {:>7} {:>9} {:>10} {:>10} {:>14}\n",
         "what", "bytes", "GB/s", "x memcpy", "x layout", "per second"
     );
