@@ -1170,17 +1170,23 @@ mod wide {
     }
 
     /// Writes `cells.len()` cells: header `h` (see `header_word`) and the
-    /// payloads at `s` in order.
+    /// payloads at `s` in order. Each cell is one masked load, which takes
+    /// the payload from the SDU and keeps the header from a register, and
+    /// one masked store of its 53 bytes: on Zen 4 faster than moving the
+    /// header and the payload's two pieces separately.
     #[inline(always)]
     unsafe fn scatter(h: u64, s: *const u8, cells: &mut [CellBytes]) {
+        /// Bytes 5 to 52 of a register: a cell's payload.
+        const PAYLOAD: u64 = ((1 << CELL_LEN) - 1) & !((1 << HEADER_LEN) - 1);
+        /// Bytes 0 to 52: a whole cell.
+        const CELL: u64 = (1 << CELL_LEN) - 1;
         // SAFETY: the caller guarantees s[..48·cells.len()] is readable.
-        // Per cell the stores write 8 bytes at offset 0 (the payload store
-        // after it overwrites bytes 5..8 with payload) and 32 and 16 bytes
-        // at offsets 5 and 37, all inside that 53-byte cell.
+        // Cell i's load names the address 5 bytes before payload i but
+        // touches only the bytes its mask selects (masked-off bytes are not
+        // accessed): s[48i..48i + 48]. Its store writes the 53 bytes of
+        // that cell.
         unsafe {
             let hv = _mm512_set1_epi64(h as i64);
-            const PAYLOAD: u64 = ((1 << CELL_LEN) - 1) & !((1 << HEADER_LEN) - 1);
-            const CELL: u64 = (1 << CELL_LEN) - 1;
             for (i, cell) in cells.iter_mut().enumerate() {
                 let p = s.add(i * PAYLOAD_LEN).wrapping_sub(HEADER_LEN);
                 let v = _mm512_mask_loadu_epi8(hv, PAYLOAD, p.cast());
