@@ -1153,10 +1153,21 @@ mod wide {
             let s = s.add(lead.len() * PAYLOAD_LEN);
             let k4 = fold_by(4);
             let (groups, _) = rest.as_chunks_mut::<4>();
+            let hv = _mm512_set1_epi64(h as i64);
+            let join = JOIN_CELLS.map(|ix| _mm512_loadu_si512(ix.as_ptr().cast()));
             for (g, out) in groups.iter_mut().enumerate() {
                 let gs = s.add(g * GROUP);
-                acc.absorb(k4, contiguous(gs, 4));
-                scatter(h, gs, out);
+                let l = [0, 1, 2, 3].map(|i| {
+                    _mm512_mask_loadu_epi8(
+                        hv,
+                        CELL_PAYLOAD,
+                        gs.add(i * PAYLOAD_LEN).wrapping_sub(HEADER_LEN).cast(),
+                    )
+                });
+                acc.absorb_payloads(k4, &join, l);
+                for (c, v) in out.iter_mut().zip(l) {
+                    _mm512_mask_storeu_epi8(c.as_mut_ptr().cast(), WHOLE_CELL, v);
+                }
             }
         }
     }
@@ -1272,17 +1283,35 @@ mod wide {
     /// `from`, then the rest from `b` starting at 0. Joining and reversing
     /// in one permute saves a shuffle per block.
     const fn join(from: u8, take: u8) -> [u8; 64] {
+        join_at(0, from, take)
+    }
+    /// As [`join`] for payloads that start `at` bytes into their registers.
+    const fn join_at(at: u8, from: u8, take: u8) -> [u8; 64] {
         let mut ix = [0u8; 64];
         let mut i = 0;
         while i < 64 {
             // Output byte i takes message byte m of the block.
             let m = i / 16 * 16 + 15 - i % 16;
-            ix[i as usize] = if m < take { from + m } else { 64 + m - take };
+            ix[i as usize] = if m < take {
+                at + from + m
+            } else {
+                64 + at + m - take
+            };
             i += 1;
         }
         ix
     }
     const JOIN: [[u8; 64]; 3] = [join(0, 48), join(16, 32), join(32, 16)];
+    /// As [`JOIN`] for whole cells in registers (payload at bytes 5 to 52).
+    const JOIN_CELLS: [[u8; 64]; 3] = [
+        join_at(HEADER_LEN as u8, 0, 48),
+        join_at(HEADER_LEN as u8, 16, 32),
+        join_at(HEADER_LEN as u8, 32, 16),
+    ];
+    /// Bytes 5 to 52 of a register: a cell's payload.
+    const CELL_PAYLOAD: u64 = ((1 << CELL_LEN) - 1) & !((1 << HEADER_LEN) - 1);
+    /// Bytes 0 to 52: a whole cell.
+    const WHOLE_CELL: u64 = (1 << CELL_LEN) - 1;
     /// As [`JOIN`] without the reversal: the blocks in message order.
     const fn forward(from: u8, take: u8) -> [u8; 64] {
         let mut ix = [0u8; 64];
