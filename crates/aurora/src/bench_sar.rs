@@ -294,18 +294,24 @@ impl Layout {
     fn scatter(self, sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
         match self {
             Layout::Portable => scatter(sdu, header, cells),
-            // SAFETY: `layouts` offers Masked only where the CPU runs it.
             #[cfg(target_arch = "x86_64")]
-            Layout::Masked => unsafe { masked::scatter(sdu, header, cells) },
+            Layout::Masked => {
+                debug_assert!(masked::available());
+                // SAFETY: `layouts` offers Masked only where the CPU runs it.
+                unsafe { masked::scatter(sdu, header, cells) }
+            }
         }
     }
 
     fn gather(self, cells: &[CellBytes], out: &mut [u8]) {
         match self {
             Layout::Portable => gather(cells, out),
-            // SAFETY: as in `scatter`.
             #[cfg(target_arch = "x86_64")]
-            Layout::Masked => unsafe { masked::gather(cells, out) },
+            Layout::Masked => {
+                debug_assert!(masked::available());
+                // SAFETY: as in `scatter`.
+                unsafe { masked::gather(cells, out) }
+            }
         }
     }
 }

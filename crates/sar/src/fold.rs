@@ -949,8 +949,10 @@ mod wide {
 
         /// Adds four cells' payloads (each alone in a register, zero for a
         /// cell before a shorter run), joined into the group's blocks and
-        /// byte-reversed by the [`JOIN`] permutes in `join`; `k` is
-        /// [`fold_by`] of the cells there are.
+        /// byte-reversed by the permutes in `join`: [`JOIN`] for payloads
+        /// at the start of their registers, [`JOIN_CELLS`] for whole cells
+        /// (payload after the header); `k` is [`fold_by`] of the cells there
+        /// are.
         #[inline(always)]
         unsafe fn absorb_payloads(&mut self, k: __m512i, join: &[__m512i; 3], l: [__m512i; 4]) {
             // SAFETY: register arithmetic on the caller's enabled features
@@ -1142,8 +1144,11 @@ mod wide {
     #[inline(always)]
     unsafe fn build_run(acc: &mut Acc, h: u64, s: *const u8, cells: &mut [CellBytes]) {
         // SAFETY: the caller guarantees s[..48·cells.len()] is readable and
-        // runs with this module's features; each `scatter` writes the cells
-        // it reads payloads for.
+        // runs with this module's features. The lead's `contiguous` and
+        // `scatter` read its payloads and write its cells. In a group, cell
+        // i's load names the address 5 bytes before payload i but its mask
+        // (`CELL_PAYLOAD`) touches only that payload's 48 bytes, inside the
+        // SDU; its store (`WHOLE_CELL`) writes that cell's 53 bytes.
         unsafe {
             let (lead, rest) = cells.split_at_mut(cells.len() % 4);
             if !lead.is_empty() {
@@ -1187,10 +1192,6 @@ mod wide {
     /// header and the payload's two pieces separately.
     #[inline(always)]
     unsafe fn scatter(h: u64, s: *const u8, cells: &mut [CellBytes]) {
-        /// Bytes 5 to 52 of a register: a cell's payload.
-        const PAYLOAD: u64 = ((1 << CELL_LEN) - 1) & !((1 << HEADER_LEN) - 1);
-        /// Bytes 0 to 52: a whole cell.
-        const CELL: u64 = (1 << CELL_LEN) - 1;
         // SAFETY: the caller guarantees s[..48·cells.len()] is readable.
         // Cell i's load names the address 5 bytes before payload i but
         // touches only the bytes its mask selects (masked-off bytes are not
@@ -1200,8 +1201,8 @@ mod wide {
             let hv = _mm512_set1_epi64(h as i64);
             for (i, cell) in cells.iter_mut().enumerate() {
                 let p = s.add(i * PAYLOAD_LEN).wrapping_sub(HEADER_LEN);
-                let v = _mm512_mask_loadu_epi8(hv, PAYLOAD, p.cast());
-                _mm512_mask_storeu_epi8(cell.as_mut_ptr().cast(), CELL, v);
+                let v = _mm512_mask_loadu_epi8(hv, CELL_PAYLOAD, p.cast());
+                _mm512_mask_storeu_epi8(cell.as_mut_ptr().cast(), WHOLE_CELL, v);
             }
         }
     }
