@@ -1358,8 +1358,10 @@ mod wide {
         // which the next store overwrites; the fourth runs into
         // dst[48(c + 4)..48(c + 4) + 16] only when cell c + 4 exists (so
         // that slot is inside dst, asserted above), and is a masked store
-        // of 48 bytes otherwise. A shorter run's r cells are masked stores
-        // of 48 bytes each to dst[48c..48(c + r)]; all lie inside
+        // of 48 bytes otherwise. A shorter run's r cells are masked loads
+        // of their payloads and masked stores of 48 bytes each to
+        // dst[48c..48(c + r)] (the positions before them use an empty
+        // mask, which accesses no memory at the address named); all lie inside
         // dst[..48·cells.len()] since c + 4, or c + r, is at most
         // cells.len().
         unsafe {
@@ -1419,12 +1421,23 @@ mod wide {
                 if r > 0 {
                     // The r payloads as the last 3r blocks of twelve:
                     // shifted right by 4 − r cells.
-                    let mut l = [_mm512_setzero_si512(); 4];
-                    for (i, cell) in g[..r].iter().enumerate() {
-                        l[4 - r + i] = payload(cell);
-                        let q = p.add((c + i) * PAYLOAD_LEN);
-                        _mm512_mask_storeu_epi8(q.cast(), PAYLOAD_MASK, l[4 - r + i]);
-                    }
+                    // Position j holds cell j − (4 − r): loaded and stored
+                    // with an empty mask (touching nothing) before the
+                    // first, so no register is picked by a variable index.
+                    let lead = 4 - r;
+                    let l: [__m512i; 4] = core::array::from_fn(|j| {
+                        let m = if j >= lead { PAYLOAD_MASK } else { 0 };
+                        let cell = g.as_ptr().wrapping_add(j).wrapping_sub(lead);
+                        let v = _mm512_maskz_loadu_epi8(
+                            m,
+                            cell.cast::<u8>().wrapping_add(HEADER_LEN).cast(),
+                        );
+                        let q = p
+                            .wrapping_add((c + j) * PAYLOAD_LEN)
+                            .wrapping_sub(lead * PAYLOAD_LEN);
+                        _mm512_mask_storeu_epi8(q.cast(), m, v);
+                        v
+                    });
                     acc.absorb_payloads(fold_by(r), &join, l);
                     c += r;
                 }
