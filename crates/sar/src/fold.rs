@@ -232,7 +232,13 @@ impl Kernel {
 }
 
 /// A CRC-32/BZIP2 over whole cell payloads fed so far.
+///
+/// Aligned to a cache line, so that each of the 512-bit kernel's three
+/// stores of its lanes lies in one line and the next run's loads of them
+/// are forwarded from those stores (a store split across two lines is not,
+/// and each such load then waits for the store to reach the cache).
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 pub struct Crc32State {
     kernel: Kernel,
     /// Vpclmul: twelve lanes. Clmul: the first three. Portable:
