@@ -369,6 +369,82 @@ fn crc_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
     })
 }
 
+/// The CRC-32 fold's carry-less multiplies with nothing else, in bytes a
+/// second: three accumulators, each 128-bit lane folded forward with two
+/// 64-bit products and the next block added, on registers only (no loads,
+/// no reduction). No kernel that folds every byte can beat it on this CPU,
+/// so it is the arithmetic limit under the AAL5 figures. `None` for the
+/// portable kernel, which multiplies by table.
+fn multiply_floor_rate(secs: f64, kernel: Kernel) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const STEPS: usize = 1024;
+        match kernel {
+            // SAFETY (both): the kernel is one this CPU runs (`bench sar`
+            // takes only those), so it has the features each needs.
+            Kernel::Vpclmul => Some(rate(secs, STEPS * 192, || {
+                black_box(unsafe { floor::wide(STEPS) });
+            })),
+            Kernel::Clmul => Some(rate(secs, STEPS * 48, || {
+                black_box(unsafe { floor::narrow(STEPS) });
+            })),
+            Kernel::Portable => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (secs, kernel);
+        None
+    }
+}
+
+/// The multiply floors' loops (see [`multiply_floor_rate`]).
+#[cfg(target_arch = "x86_64")]
+mod floor {
+    use super::black_box;
+    use core::arch::x86_64::*;
+
+    /// `steps` folds of 192 bytes: three 512-bit accumulators, six
+    /// VPCLMULQDQ a step, as the 512-bit kernel does a group of cells.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F and VPCLMULQDQ.
+    #[target_feature(enable = "avx512f,vpclmulqdq")]
+    pub(super) unsafe fn wide(steps: usize) -> __m512i {
+        let k = black_box(_mm512_set1_epi64(0x1_2345_6789));
+        let z = black_box(_mm512_set1_epi64(0x5A5A_5A5A));
+        let mut acc = [black_box(_mm512_set1_epi64(1)); 3];
+        for _ in 0..steps {
+            for a in &mut acc {
+                let hi = _mm512_clmulepi64_epi128(*a, k, 0x11);
+                let lo = _mm512_clmulepi64_epi128(*a, k, 0x00);
+                *a = _mm512_ternarylogic_epi64(hi, lo, z, 0x96);
+            }
+        }
+        _mm512_ternarylogic_epi64(acc[0], acc[1], acc[2], 0x96)
+    }
+
+    /// `steps` folds of 48 bytes: three 128-bit accumulators, six
+    /// PCLMULQDQ a step, as the 128-bit kernel does a cell.
+    ///
+    /// # Safety
+    /// The CPU has PCLMULQDQ and SSE2.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(super) unsafe fn narrow(steps: usize) -> __m128i {
+        let k = black_box(_mm_set1_epi64x(0x1_2345_6789));
+        let z = black_box(_mm_set1_epi64x(0x5A5A_5A5A));
+        let mut acc = [black_box(_mm_set1_epi64x(1)); 3];
+        for _ in 0..steps {
+            for a in &mut acc {
+                let hi = _mm_clmulepi64_si128(*a, k, 0x11);
+                let lo = _mm_clmulepi64_si128(*a, k, 0x00);
+                *a = _mm_xor_si128(_mm_xor_si128(hi, lo), z);
+            }
+        }
+        _mm_xor_si128(_mm_xor_si128(acc[0], acc[1]), acc[2])
+    }
+}
+
 fn rx_config(kernel: Kernel) -> RxConfig {
     RxConfig {
         kernel,
@@ -603,6 +679,16 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
         rows.push(row("aal5 segment", size, seg, m, Some(sc)));
         rows.push(row("aal5 reassemble", size, re, m, Some(ga)));
         rows.push(row("crc-32 alone", size, crc, m, None));
+    }
+    if let Some(f) = multiply_floor_rate(s, opts.kernel) {
+        rows.push(Row {
+            what: "crc-32 multiplies alone".into(),
+            size: 0,
+            gbps: f / 1e9,
+            vs_memcpy: None,
+            vs_layout: None,
+            per_sec: None,
+        });
     }
     progress("stream case (larger than the last-level cache)");
     let st = stream_rates(s, opts.stream_bytes, opts.kernel);

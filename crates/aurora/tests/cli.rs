@@ -44,6 +44,7 @@ fn bench_sar_reports_every_figure_as_json() {
         assert!(has("memcpy", size));
         assert!(has("aal5 segment", size));
         assert!(has("aal5 reassemble", size));
+        assert!(has("crc-32 alone", size));
     }
     assert!(has("aal5 segment stream", 65535));
     assert!(has("aal3/4 reassemble", 65535));
