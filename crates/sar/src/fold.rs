@@ -1383,9 +1383,9 @@ mod wide {
         // of 48 bytes otherwise. A shorter run's r cells are masked loads
         // of their payloads and masked stores of 48 bytes each to
         // dst[48c..48(c + r)] (the positions before them use an empty
-        // mask, which accesses no memory at the address named); all lie inside
-        // dst[..48·cells.len()] since c + 4, or c + r, is at most
-        // cells.len().
+        // mask, which accesses no memory at the address named). All of it
+        // lies inside dst[..48·cells.len()], since c + 4, or c + r, is at
+        // most cells.len().
         unsafe {
             let mut acc = Acc::load(lanes);
             let k4 = fold_by(4);
