@@ -357,8 +357,9 @@ fn aal5_seg_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
 }
 
 /// The CRC-32 alone over a PDU of `size` bytes (its whole CPCS-PDU, laid
-/// end to end, no cells read or written), in bytes of SDU a second: a
-/// floor under both AAL5 figures, since each folds every byte once.
+/// end to end, no cells read or written), in bytes of SDU a second: with
+/// the same kernel, a ceiling over both AAL5 rates (a floor under their
+/// time), since each folds every byte once and copies it too.
 fn crc_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
     let pdu = source(aal5::cpcs_len(size), 7);
     let mut crc = Crc32State::new(kernel);
@@ -372,35 +373,41 @@ fn crc_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
 /// The CRC-32 fold's carry-less multiplies with nothing else, in bytes a
 /// second: three accumulators, each 128-bit lane folded forward with two
 /// 64-bit products and the next block added, on registers only (no loads,
-/// no reduction). No kernel that folds every byte can beat it on this CPU,
-/// so it is the arithmetic limit under the AAL5 figures. `None` for the
-/// portable kernel, which multiplies by table.
-fn multiply_floor_rate(secs: f64, kernel: Kernel) -> Option<f64> {
+/// no reduction), at the width of the kernel chosen. No code folding every
+/// byte with that kernel's instructions can beat it on this CPU: the
+/// arithmetic limit over the AAL5 rates. `None` for the portable kernel,
+/// which multiplies by table, or a kernel this CPU cannot run.
+fn multiply_limit_rate(secs: f64, kernel: Kernel) -> Option<f64> {
+    if !kernel.supported() {
+        return None;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         const STEPS: usize = 1024;
         match kernel {
-            // SAFETY (both): the kernel is one this CPU runs (`bench sar`
-            // takes only those), so it has the features each needs.
             Kernel::Vpclmul => Some(rate(secs, STEPS * 192, || {
-                black_box(unsafe { floor::wide(STEPS) });
+                // SAFETY: the CPU runs the Vpclmul kernel (checked above),
+                // whose features include AVX-512F and VPCLMULQDQ.
+                black_box(unsafe { multiply_limit::wide(STEPS) });
             })),
             Kernel::Clmul => Some(rate(secs, STEPS * 48, || {
-                black_box(unsafe { floor::narrow(STEPS) });
+                // SAFETY: the CPU runs the Clmul kernel (checked above),
+                // whose features include PCLMULQDQ and SSE2.
+                black_box(unsafe { multiply_limit::narrow(STEPS) });
             })),
             Kernel::Portable => None,
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (secs, kernel);
+        let _ = secs;
         None
     }
 }
 
-/// The multiply floors' loops (see [`multiply_floor_rate`]).
+/// The multiply limits' loops (see [`multiply_limit_rate`]).
 #[cfg(target_arch = "x86_64")]
-mod floor {
+mod multiply_limit {
     use super::black_box;
     use core::arch::x86_64::*;
 
@@ -680,7 +687,7 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
         rows.push(row("aal5 reassemble", size, re, m, Some(ga)));
         rows.push(row("crc-32 alone", size, crc, m, None));
     }
-    if let Some(f) = multiply_floor_rate(s, opts.kernel) {
+    if let Some(f) = multiply_limit_rate(s, opts.kernel) {
         rows.push(Row {
             what: "crc-32 multiplies alone".into(),
             size: 0,

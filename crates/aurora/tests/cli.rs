@@ -46,6 +46,15 @@ fn bench_sar_reports_every_figure_as_json() {
         assert!(has("aal5 reassemble", size));
         assert!(has("crc-32 alone", size));
     }
+    // The multiply limit, for every kernel that multiplies with an
+    // instruction (the run uses the fastest this CPU has).
+    let limit = rows
+        .iter()
+        .any(|r| r["what"] == "crc-32 multiplies alone" && r["gbps"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        limit,
+        aurora_sar::Kernel::best() != aurora_sar::Kernel::Portable
+    );
     assert!(has("aal5 segment stream", 65535));
     assert!(has("aal3/4 reassemble", 65535));
     assert!(rows

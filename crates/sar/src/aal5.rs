@@ -674,6 +674,7 @@ impl Aal5Rx {
     /// into it. Its current length is the room offered (give it initialised
     /// bytes, e.g. `vec![0; n]`, or a buffer from [`Delivery::into_buffer`]).
     /// A PDU needs room for its SDU rounded up to whole cells plus the trailer.
+    /// Bytes after the PDU are not kept: up to 16 of them may be zeroed.
     pub fn post_buffer(&mut self, vc: VcId, buf: Vec<u8>) -> Result<(), (RxError, Vec<u8>)> {
         let Some(st) = self.vcs.get_mut(&vc) else {
             return Err((RxError::UnknownVc, buf));

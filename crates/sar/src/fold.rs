@@ -238,13 +238,15 @@ impl Kernel {
 /// are forwarded from those stores (a store split across two lines is not,
 /// and each such load then waits for the store to reach the cache).
 #[derive(Clone, Copy, Debug)]
-#[repr(align(64))]
+#[repr(C, align(64))]
 pub struct Crc32State {
-    kernel: Kernel,
     /// Vpclmul: twelve lanes. Clmul: the first three. Portable:
-    /// `lanes[0]` is the register.
+    /// `lanes[0]` is the register. First, so at the start of the line.
     lanes: [u128; 12],
+    kernel: Kernel,
 }
+
+const _: () = assert!(core::mem::offset_of!(Crc32State, lanes) == 0);
 
 impl Crc32State {
     /// A CRC with nothing fed yet. Asking for a kernel this CPU cannot run
@@ -970,8 +972,9 @@ mod wide {
             unsafe { self.absorb_reversed(k, reversed(z)) }
         }
 
-        /// Adds four cells' payloads (each alone in a register, zero for a
-        /// cell before a shorter run), joined into the group's blocks and
+        /// Adds four cells' payloads (one a register, zero for a cell
+        /// before a shorter run; bytes beyond a payload are ignored), joined
+        /// into the group's blocks and
         /// byte-reversed by the permutes in `join`: [`JOIN`] for payloads
         /// at the start of their registers, [`JOIN_CELLS`] for whole cells
         /// (payload after the header); `k` is [`fold_by`] of the cells there
@@ -1301,7 +1304,8 @@ mod wide {
     }
 
     /// Byte indices for `_mm512_permutex2var_epi8` that join the 48-byte
-    /// payloads of four cells (each loaded alone, in `a` then `b`) into
+    /// payloads of four cells (one a register, in `a` then `b`; only a
+    /// payload's own 48 bytes are read, whatever lies above them) into
     /// the group's three 64-byte blocks, each 16-byte lane byte-reversed
     /// for the fold: block `i` takes `take` bytes from `a` starting at
     /// `from`, then the rest from `b` starting at 0. Joining and reversing
@@ -1347,18 +1351,23 @@ mod wide {
         unsafe { _mm512_maskz_loadu_epi8(PAYLOAD_MASK, cell.as_ptr().add(HEADER_LEN).cast()) }
     }
 
-    /// A cell's 48 payload bytes, then the first 16 bytes of the cell after
-    /// it, with one plain load (on Zen 4 cheaper than a masked one).
-    ///
-    /// # Safety
-    ///
-    /// `cell` must be followed in memory by another cell: a cell of a
-    /// group that is not its last.
+    /// Cell `I` (0 to 2) of a group: its 48 payload bytes, then the first
+    /// 16 bytes of cell `I + 1`, with one plain load (on Zen 4 cheaper than
+    /// a masked one).
     #[inline(always)]
-    unsafe fn payload_on(cell: &CellBytes) -> __m512i {
-        // SAFETY: reads the 64 bytes from byte 5 of `cell`: its own 48
-        // payload bytes and 16 of the cell the caller guarantees follows.
-        unsafe { _mm512_loadu_si512(cell.as_ptr().add(HEADER_LEN).cast()) }
+    unsafe fn payload_on<const I: usize>(g: &[CellBytes; 4]) -> __m512i {
+        const { assert!(I < 3, "the last cell of a group has none after it") };
+        // SAFETY: reads the 64 bytes from byte 5 of cell I, which end 16
+        // bytes into cell I + 1 (at most cell 3): inside `g`, from whose
+        // pointer the read derives. Callers run with AVX-512F.
+        unsafe {
+            _mm512_loadu_si512(
+                g.as_ptr()
+                    .cast::<u8>()
+                    .add(I * CELL_LEN + HEADER_LEN)
+                    .cast(),
+            )
+        }
     }
 
     /// See `Crc32State::drain_run`.
@@ -1372,9 +1381,8 @@ mod wide {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
         let mut c = 0;
         let mut ended = false;
-        // SAFETY: `payload` reads inside one cell of `cells`, and
-        // `payload_on` reads cell i of a group and the first 16 bytes of
-        // cell i + 1, inside the same group. A whole group of cells
+        // SAFETY: `payload` reads inside one cell of `cells` (and
+        // `payload_on` inside its group). A whole group of cells
         // c..c + 4 is stored as four 64-byte stores at 48-byte steps from
         // dst[48c]: the first three each run 16 bytes into the next slot,
         // which the next store overwrites; the fourth runs into
@@ -1402,9 +1410,9 @@ mod wide {
                 // a masked one for the last, whose upper 16 bytes are zero
                 // (what lands in the next slot, if there is one).
                 let l = [
-                    payload_on(&g[0]),
-                    payload_on(&g[1]),
-                    payload_on(&g[2]),
+                    payload_on::<0>(g),
+                    payload_on::<1>(g),
+                    payload_on::<2>(g),
                     payload(&g[3]),
                 ];
                 let q = p.add(c * PAYLOAD_LEN);
@@ -1571,7 +1579,9 @@ mod tests {
                                 let mut r = Crc32State::new(k);
                                 // Something fed before, so the carried-in state counts.
                                 r.feed(&[0x5A; 48]);
-                                let mut dst = vec![0xEE; cells * 48];
+                                // Room for more than the cells, as a
+                                // reassembly buffer usually has.
+                                let mut dst = vec![0xEE; cells * 48 + 40];
                                 let got = r.drain_run(&out, Some(key), v, &mut dst);
                                 // Past the slots filled, at most 16 bytes
                                 // zeroed and the rest untouched.
