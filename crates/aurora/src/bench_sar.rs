@@ -657,6 +657,13 @@ fn aal34_rates(secs: f64, size: usize, kernel: Kernel) -> (f64, f64) {
     (seg, reasm)
 }
 
+/// Rounds in which the figures of one size are measured, one after
+/// another, each keeping its best. A slow stretch of the machine (this VM's
+/// host) then costs one round of every figure, not all of one figure, so a
+/// limit is not read low beside a figure read high (which would inflate
+/// their ratio).
+const ROUNDS: usize = 3;
+
 /// Runs every figure.
 pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -671,15 +678,33 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
         vs_layout: l.map(|l| bps / l),
         per_sec: None,
     };
+    // The multiply limit does not depend on the size: it is measured in
+    // every round of every size, and the best kept.
+    let mut limit: Option<f64> = None;
     for &size in &SIZES {
         progress(&format!(
             "memcpy, the cell-layout copies and AAL5 at {size} bytes"
         ));
-        let m = memcpy_rate(s, size);
-        let (sc, ga) = layout_rates(s, size);
-        let seg = aal5_seg_rate(s, size, opts.kernel);
-        let re = aal5_reasm_rate(s, size, opts.kernel);
-        let crc = crc_rate(s, size, opts.kernel);
+        let mut best = [0f64; 6];
+        let t = s / ROUNDS as f64;
+        for _ in 0..ROUNDS {
+            let (sc, ga) = layout_rates(t, size);
+            let got = [
+                memcpy_rate(t, size),
+                sc,
+                ga,
+                aal5_seg_rate(t, size, opts.kernel),
+                aal5_reasm_rate(t, size, opts.kernel),
+                crc_rate(t, size, opts.kernel),
+            ];
+            for (b, g) in best.iter_mut().zip(got) {
+                *b = b.max(g);
+            }
+            if let Some(f) = multiply_limit_rate(t, opts.kernel) {
+                limit = Some(limit.map_or(f, |l| l.max(f)));
+            }
+        }
+        let [m, sc, ga, seg, re, crc] = best;
         rows.push(row("memcpy", size, m, m, None));
         rows.push(row("cell layout scatter", size, sc, m, Some(sc)));
         rows.push(row("cell layout gather", size, ga, m, Some(ga)));
@@ -687,7 +712,7 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
         rows.push(row("aal5 reassemble", size, re, m, Some(ga)));
         rows.push(row("crc-32 alone", size, crc, m, None));
     }
-    if let Some(f) = multiply_limit_rate(s, opts.kernel) {
+    if let Some(f) = limit {
         rows.push(Row {
             what: "crc-32 multiplies alone".into(),
             size: 0,
