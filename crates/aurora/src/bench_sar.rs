@@ -102,12 +102,12 @@ impl<T: Clone> Placed<T> {
     fn new(fill: T, len: usize, offset: usize) -> Self {
         let size = size_of::<T>();
         let mut buf = vec![fill.clone(); len + PAGE];
-        // Write every page, the slack around the slice too. A zeroed
-        // allocation fresh from the kernel is not present until written,
-        // and on Zen 4 a masked access whose window reaches into such a page
-        // (the masked layout copies' and the AAL5 kernels' windows reach a
-        // few bytes past their data) costs about 200 ns: a limit or figure
-        // would then depend on where the allocator put the buffer.
+        // Write every page, the slack around the slice too. Memory fresh
+        // from the kernel is not present until written, and on Zen 4 a
+        // masked access whose window reaches into such a page costs 90-200
+        // ns (the segmenter's windows reach up to 55 bytes past an SDU and
+        // 144 before it): a limit or figure would then depend on where the
+        // allocator put the buffer.
         black_box(&mut buf[..]).fill(fill);
         let base = buf.as_ptr() as usize;
         let start = (0..PAGE)
