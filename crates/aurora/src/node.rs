@@ -57,6 +57,14 @@ pub struct NodeReport {
     pub ports: Vec<PortRow>,
     /// Per link direction between two nodes of the process.
     pub links: Vec<crate::run::LinkRow>,
+    /// The process's output ports under a discipline (`[[port]]`): per
+    /// queue, cells served, dropped by reason, and how long they waited.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disciplines: Vec<crate::port_report::PortReport>,
+    /// The traffic contracts this process's hosts shape to or its
+    /// switches police.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contracts: Vec<crate::port_report::ContractRow>,
     /// Capture files written: (file, cell records, AAL5 PDU records, cells
     /// dropped by the capture).
     pub captures: Vec<aurora_capture::Written>,
@@ -518,6 +526,11 @@ fn run_process<F: Carries<CellBytes>>(
         &|id| local(id).and_then(|l| p.engine.node::<aurora_stripe::StripeHost>(l)),
         secs,
     );
+    let mut contracts =
+        crate::port_report::contract_rows(&info.pvcs, &info.switches, &host, &|id| {
+            local(id).and_then(|l| p.engine.node::<aurora_net::switch::AtmSwitch>(l))
+        });
+    contracts.retain(|c| c.shaped.is_some() || c.policed.is_some());
     let apps = crate::signal_report::ends(p.members.iter().filter_map(|m| {
         let h = p.engine.node::<aurora_signal::host::SignalHost>(m.local)?;
         Some((m.name.as_str(), h))
@@ -533,6 +546,8 @@ fn run_process<F: Carries<CellBytes>>(
         pings,
         ports: port_rows(&p),
         links: link_rows(&p),
+        disciplines: crate::port_report::report(&p.disciplines, &p.engine),
+        contracts,
         captures,
         ip,
         tun: tun_rows(&p),
@@ -682,6 +697,8 @@ pub fn text(r: &NodeReport) -> String {
     s += &crate::run::ping_text(&r.pings);
     s += &ports_text(&r.ports, "cells");
     s += &links_text(&r.links, "cells");
+    s += &crate::port_report::text(&r.disciplines);
+    s += &crate::port_report::contracts_text(&r.contracts);
     s += &crate::run::ip_text(&r.ip);
     s += &tun_text(&r.tun);
     s += &crate::stripe_report::ends_text(&r.stripes);

@@ -125,27 +125,39 @@ pub struct ContractRow {
 
 /// The contracts of `net`'s PVCs.
 pub fn contracts<F: aurora_net::Frame>(net: &aurora_topo::Network<F>) -> Vec<ContractRow> {
+    contract_rows(
+        &net.pvcs,
+        &net.switches,
+        &|id| net.sim.node::<aurora_net::traffic::TrafficHost>(id),
+        &|id| net.sim.node::<aurora_net::switch::AtmSwitch>(id),
+    )
+}
+
+/// The contracts of `pvcs` as far as `host` and `switch` find the nodes
+/// that shape and police them (by their ids in the whole network); a
+/// process that runs neither end's node sees neither side (`None`).
+pub fn contract_rows<'a>(
+    pvcs: &[aurora_topo::PvcInfo],
+    switches: &[(String, aurora_engine::NodeId, u16)],
+    host: &dyn Fn(aurora_engine::NodeId) -> Option<&'a aurora_net::traffic::TrafficHost>,
+    switch: &dyn Fn(aurora_engine::NodeId) -> Option<&'a aurora_net::switch::AtmSwitch>,
+) -> Vec<ContractRow> {
     let name_of = |id: aurora_engine::NodeId| {
-        net.switches
+        switches
             .iter()
             .find(|s| s.1 == id)
             .map_or_else(|| format!("node {}", id.0), |s| s.0.clone())
     };
-    net.pvcs
-        .iter()
+    pvcs.iter()
         .filter_map(|p| {
             let contract = p.contract?;
-            let host = net.sim.node::<aurora_net::traffic::TrafficHost>(p.from);
             let shaped = p
                 .flows
                 .first()
-                .and_then(|&i| host?.shaping(i))
+                .and_then(|&i| host(p.from)?.shaping(i))
                 .map(|s| (s.late, s.max_delay.as_nanos() as f64 / 1e3));
             let policed = p.policed_at.and_then(|(sw, port, vc)| {
-                let c = net
-                    .sim
-                    .node::<aurora_net::switch::AtmSwitch>(sw)?
-                    .police_counters(port, vc)?;
+                let c = switch(sw)?.police_counters(port, vc)?;
                 Some((
                     format!("{}:{port}", name_of(sw)),
                     c.conforming,

@@ -536,3 +536,105 @@ fn a_host_and_its_switch_run_as_one_process() {
     assert_eq!(inn["cells_in"], out["sent"], "{inn}");
     assert_eq!(inn["lost_in_transit"], 0, "{inn}");
 }
+
+/// A `[[port]]` on a switch's port to another process: the process that
+/// runs the switch runs the discipline and reports it. Two PVCs of weights
+/// 3 and 1 from h1 overload sw's OC-3c line to h2 (each offers 90 % of it);
+/// WF2Q+ serves them 3 to 1, every cell offered to the port is served,
+/// waiting or dropped by a named reason, and the port's drops are the
+/// overflow in the process's books; the switch's policer, in the same
+/// process, reports the PVC that breaks its contract.
+#[test]
+fn a_port_discipline_runs_in_a_node_process() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let trial = || {
+        let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
+        let udp = |x: u16, y: u16| format!("udp_a = \"127.0.0.1:{x}\"\nudp_b = \"127.0.0.1:{y}\"");
+        let mut text = topology(&udp(p[0], p[1]), &udp(p[2], p[3]), 9180, "600us")
+            .replacen("rate = \"oc3\"", "rate = \"oc12\"", 1)
+            .replace(
+                "path = [\"h1\", \"sw\", \"h2\"]",
+                "path = [\"h1\", \"sw\", \"h2\"]\nweight = 3",
+            )
+            .replace("count = 1000000", "count = 1000\nstart = \"200ms\"");
+        // The first link (h1 to sw) is the fast one; the second stays OC-3c.
+        assert_eq!(text.matches("\"oc12\"").count(), 1, "{text}");
+        text += r#"
+[[pvc]]
+name = "h1-to-h2-b"
+path = ["h1", "sw", "h2"]
+weight = 1
+contract = "cbr:pcr=200k"
+shape = false
+police = "tag"
+[[flow]]
+pvc = "h1-to-h2-b"
+sdu = 9180
+count = 1000
+start = "200ms"
+interval = "600us"
+[[port]]
+at = "sw:1"
+discipline = "wf2q+"
+buffer = 2000
+queue_buffer = 1000
+"#;
+        let topo =
+            std::env::temp_dir().join(format!("aurora-qos-node-{}.toml", std::process::id()));
+        std::fs::write(&topo, text).unwrap();
+        let h2 = start(&topo, "h2", "2s");
+        let h1sw = start(&topo, "h1,sw", "2s");
+        let r = vec![finish(h1sw), finish(h2)];
+        std::fs::remove_file(&topo).ok();
+        r
+    };
+    let always = |r: &[Value]| {
+        let (h1sw, h2) = (&r[0], &r[1]);
+        balanced(h1sw);
+        balanced(h2);
+        // Only the process that runs the switch has the discipline.
+        assert!(h2.get("disciplines").is_none(), "{h2}");
+        let d = h1sw["disciplines"].as_array().unwrap();
+        assert_eq!(d.len(), 1, "{h1sw}");
+        assert_eq!(d[0]["port"], "sw:1");
+        assert_eq!(d[0]["discipline"], "wf2q+");
+        let queues = d[0]["queues"].as_array().unwrap();
+        let n = |q: &Value, k: &str| q[k].as_u64().unwrap();
+        let served: u64 = queues.iter().map(|q| n(q, "served")).sum();
+        let dropped: u64 = queues
+            .iter()
+            .flat_map(|q| q["dropped"].as_array().unwrap())
+            .map(|x| x[1].as_u64().unwrap())
+            .sum();
+        let port = &h1sw["ports"][0];
+        assert_eq!(port["node"], "sw");
+        // The port's drops are the overflow on the line to h2 (the ring
+        // to the far end refused nothing more), and what it served went on.
+        assert_eq!(
+            n(port, "overflow"),
+            dropped + n(port, "peer_full"),
+            "{h1sw}"
+        );
+        // What the port took and has not served still waits, which the
+        // books count as in flight.
+        let waiting = n(port, "cells_out") - dropped - served;
+        assert!(waiting <= n(port, "in_flight"), "{h1sw}");
+        assert!(dropped > 0, "the port was not overloaded: {h1sw}");
+        // The second PVC breaks its contract (90 % of OC-3c against 200k
+        // cells a second): sw's policer, in this process, tags the excess.
+        assert!(h2.get("contracts").is_none(), "{h2}");
+        let c = &h1sw["contracts"][0];
+        assert_eq!(c["pvc"], "h1-to-h2-b", "{h1sw}");
+        assert_eq!(c["policed"][0], "sw:0", "{h1sw}");
+        let policed = |i: usize| c["policed"][i].as_u64().unwrap();
+        assert!(policed(1) > 0 && policed(2) > 0, "{c}");
+    };
+    let Some(r) = judged(trial, always) else {
+        return;
+    };
+    // Kept up: the shares are the weights'.
+    let q = r[0]["disciplines"][0]["queues"].as_array().unwrap().clone();
+    let s = |i: usize| q[i]["served"].as_u64().unwrap() as f64;
+    let share = s(0) / (s(0) + s(1));
+    assert!((share - 0.75).abs() < 0.03, "{}", r[0]);
+}

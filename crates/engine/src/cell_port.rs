@@ -20,6 +20,7 @@ use aurora_tm::discard::{Admission, BufferLimits, PduDiscard};
 use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
 
+use crate::carry::{Carries, WRONG_KIND};
 use crate::lateness::Histogram;
 use crate::port::Port;
 
@@ -195,17 +196,24 @@ impl CellPort {
     }
 }
 
-impl Port<CellBytes> for CellPort {
+/// A cell port on an engine of any frame type that carries cells: an
+/// engine of cells, or one of units beside an ATOMIC part. A frame that is
+/// not a cell is refused as [`WRONG_KIND`] (no queue counts it; the link
+/// counts it as a drop at the port under that reason).
+impl<F: Carries<CellBytes> + Send + 'static> Port<F> for CellPort {
     fn enqueue(
         &mut self,
-        cell: CellBytes,
+        frame: F,
         now: Instant,
         _on_line: usize,
-    ) -> Result<(), (CellBytes, &'static str)> {
+    ) -> Result<(), (F, &'static str)> {
+        let Some(&cell) = frame.peek() else {
+            return Err((frame, WRONG_KIND));
+        };
         let (q, vc) = match (self.vcs.get(&vc_key(&cell[..4])), self.other) {
             (Some(&(q, vc)), _) => (q, Some(vc)),
             (None, Some(q)) => (q, None),
-            (None, None) => return Err((cell, NO_CLASS)),
+            (None, None) => return Err((frame, NO_CLASS)),
         };
         if let (Some(d), Some(vc)) = (self.discard.as_mut(), vc) {
             let size = d.limits().size;
@@ -218,7 +226,7 @@ impl Port<CellBytes> for CellPort {
             let occupancy = self.discipline.len().max(scaled);
             if let Admission::Drop(why) = d.admit_cell(vc, &cell, occupancy) {
                 self.count_drop(q, why.name());
-                return Err((cell, why.name()));
+                return Err((frame, why.name()));
             }
         }
         match self.discipline.enqueue(q, (now, cell), 1, now) {
@@ -230,12 +238,12 @@ impl Port<CellBytes> for CellPort {
             }
             Err(d) => {
                 self.count_drop(q, d.reason.name());
-                Err((d.item.1, d.reason.name()))
+                Err((frame, d.reason.name()))
             }
         }
     }
 
-    fn dequeue(&mut self, now: Instant) -> Option<CellBytes> {
+    fn dequeue(&mut self, now: Instant) -> Option<F> {
         let (q, (since, cell)) = self.discipline.dequeue(now)?;
         if let Some(s) = self.stats.get_mut(q as usize) {
             s.served += 1;
@@ -248,14 +256,52 @@ impl Port<CellBytes> for CellPort {
                 }
             }
         }
-        Some(cell)
+        Some(F::wrap(cell))
     }
 
     fn len(&self) -> usize {
         self.discipline.len()
     }
 
-    fn for_each(&self, f: &mut dyn FnMut(&CellBytes)) {
-        self.discipline.for_each(&mut |(_, cell)| f(cell));
+    fn for_each(&self, f: &mut dyn FnMut(&F)) {
+        self.discipline
+            .for_each(&mut |(_, cell)| f(&F::wrap(*cell)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::carry::Unit;
+
+    /// On an engine of units, a cell port queues cells and hands them back
+    /// as cells; a frame is refused by name and counted by no queue.
+    #[test]
+    fn a_cell_port_on_units_takes_cells_and_refuses_frames() {
+        let limits = aurora_sched::Limits { port: 4, queue: 4 };
+        let mut p = CellPort::new(
+            Box::new(aurora_sched::Fifo::new(1, limits)),
+            1,
+            4,
+            FxHashMap::default(),
+            Some(0),
+            None,
+            Duration::from_millis(1),
+        );
+        let t = Instant::ZERO;
+        let cell: CellBytes = std::array::from_fn(|i| i as u8);
+        let frame = Unit::Frame(vec![7; 60]);
+        assert_eq!(
+            Port::<Unit>::enqueue(&mut p, frame.clone(), t, 0),
+            Err((frame, WRONG_KIND))
+        );
+        assert!(Port::<Unit>::enqueue(&mut p, Unit::Cell(cell), t, 0).is_ok());
+        let mut seen = Vec::new();
+        Port::<Unit>::for_each(&p, &mut |u| seen.push(u.clone()));
+        assert_eq!(seen, [Unit::Cell(cell)]);
+        assert_eq!(Port::<Unit>::dequeue(&mut p, t), Some(Unit::Cell(cell)));
+        assert_eq!(Port::<Unit>::dequeue(&mut p, t), None);
+        assert_eq!(p.stats()[0].served, 1);
+        assert_eq!(p.stats()[0].dropped_total(), 0);
     }
 }

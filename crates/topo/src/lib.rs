@@ -1021,6 +1021,7 @@ impl Blueprint {
     /// from `seed`.
     pub fn into_sim(mut self, seed: u64) -> Result<Network, Problems> {
         self.seed_tcp_hosts(seed);
+        let plans = self.take_port_plans();
         let mut sim = Engine::new(seed);
         for n in self.nodes {
             sim.add_boxed(n as Box<dyn aurora_engine::EngineNode>);
@@ -1038,22 +1039,10 @@ impl Blueprint {
                 .map_err(|e| problem(e.to_string()))?;
             links.push((a, b));
         }
-        let mut ports = Vec::new();
-        for plan in self.ports {
-            let id = self
-                .hosts
-                .iter()
-                .map(|(n, id)| (n, *id))
-                .chain(self.switches.iter().map(|(n, id, _)| (n, *id)))
-                .find(|(n, _)| **n == plan.node)
-                .map(|(_, id)| id)
-                .ok_or_else(|| {
-                    problem(format!("port {}:{} names no node", plan.node, plan.port))
-                })?;
-            sim.set_port(id, plan.port, Box::new(plan.cell_port()))
-                .map_err(|e| problem(e.to_string()))?;
-            ports.push((id, plan));
-        }
+        let ports = qos::install(&mut sim, plans.map_err(problem)?, &|i| {
+            Some(NodeId(i as u32))
+        })
+        .map_err(problem)?;
         Ok(Network {
             sim,
             hosts: self.hosts,

@@ -103,9 +103,6 @@ impl Blueprint {
     /// Takes the blueprint and its ATOMIC part apart into numbered nodes
     /// and directions (see the module's introduction).
     fn whole(&mut self, seed: u64) -> Result<Whole, String> {
-        if !self.ports.is_empty() {
-            return Err(crate::qos::NO_PORTS_HERE.into());
-        }
         let atomic = self.atomic.take().ok_or("the network has no ATOMIC part")?;
         let mut plan = atomic.plan(seed);
         // Each router's host on the LAN, taken out to run inside it.
@@ -298,11 +295,14 @@ impl Blueprint {
     /// the module's introduction).
     pub fn into_mixed(mut self, seed: u64) -> Result<Network<Unit>, Problems> {
         self.seed_tcp_hosts(seed);
+        let plans = self.take_port_plans().map_err(problem)?;
         let mut w = self.whole(seed).map_err(problem)?;
         let members = std::mem::take(&mut w.members);
         let all: Vec<String> = Vec::new();
         let name_of = |i: usize, p: PortId| w.port_name(i, p);
-        let p = build(all, seed, members, &w.dirs, &name_of, &mut Nowhere, &[]).map_err(problem)?;
+        let mut p =
+            build(all, seed, members, &w.dirs, &name_of, &mut Nowhere, &[]).map_err(problem)?;
+        p.install_ports(plans).map_err(problem)?;
         let tuns = w
             .tuns
             .into_iter()
@@ -320,7 +320,7 @@ impl Blueprint {
             pins: self.pins,
             tuns,
             atomic: Some(atomic),
-            ports: Vec::new(),
+            ports: p.disciplines,
             tcp: self.tcp,
             video: self.video,
             stripes: self.stripes,
@@ -333,6 +333,7 @@ impl Blueprint {
     /// processes over UDP or shared memory, cables over UDP.
     pub fn mixed_process(mut self, names: &[String], seed: u64) -> Result<MixedProcess, String> {
         self.seed_tcp_hosts(seed);
+        let plans = self.take_port_plans()?;
         let mut w = self.whole(seed)?;
         let known: Vec<(&str, usize)> = w.known.iter().map(|(s, i)| (s.as_str(), *i)).collect();
         let ids = members_named(names, &known, "node, mesh or ATOMIC host")?;
@@ -347,7 +348,7 @@ impl Blueprint {
             cables: crate::atomic::CableOutside::new(&w.atomic, &w.plan_dirs),
             cell_dirs: w.cell_dirs,
         };
-        let process = build(
+        let mut process = build(
             names.to_vec(),
             seed,
             members,
@@ -357,6 +358,7 @@ impl Blueprint {
             &w.tuns,
         )?;
         drop(outside);
+        process.install_ports(plans)?;
         let atomic = atomic_part(w.atomic, &w.roles, &local);
         let info = BlueprintInfo {
             hosts: self.hosts,

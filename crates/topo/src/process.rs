@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use aurora_engine::carry::Carries;
 use aurora_engine::io::{ExternalSink, ExternalSource};
 use aurora_engine::{Engine, EngineNode, LinkSpec, NodeId};
 use aurora_link::frame_udp::{FrameRx, FrameTx};
@@ -38,6 +39,28 @@ pub struct NodeProcess<F: Frame = CellBytes> {
     pub links: Vec<InnerLink>,
     /// Its TUN interfaces, made and configured: the member and the interface.
     pub tuns: Vec<(NodeId, TunSpec)>,
+    /// Its members' output ports under a discipline (`[[port]]`), by the
+    /// member's id in the engine.
+    pub disciplines: Vec<(NodeId, crate::qos::PortPlan)>,
+}
+
+impl<F: Carries<CellBytes>> NodeProcess<F> {
+    /// Puts the ports of `plans` (by node index in the whole network) that
+    /// belong to members under their disciplines.
+    pub(crate) fn install_ports(
+        &mut self,
+        plans: Vec<(usize, crate::qos::PortPlan)>,
+    ) -> Result<(), String> {
+        let members = &self.members;
+        let local = |i: usize| {
+            members
+                .iter()
+                .find(|m| m.id.0 as usize == i)
+                .map(|m| m.local)
+        };
+        self.disciplines = crate::qos::install(&mut self.engine, plans, &local)?;
+        Ok(())
+    }
 }
 
 /// One node of a [`NodeProcess`].
@@ -227,6 +250,7 @@ pub(crate) fn build<F: Frame>(
         ports: ports.into_values().collect(),
         links,
         tuns: made_tuns,
+        disciplines: Vec::new(),
     })
 }
 
@@ -292,6 +316,7 @@ impl Blueprint {
         seed: u64,
     ) -> Result<(NodeProcess, BlueprintInfo), String> {
         self.seed_tcp_hosts(seed);
+        let plans = self.take_port_plans()?;
         let Blueprint {
             nodes,
             hosts,
@@ -304,14 +329,11 @@ impl Blueprint {
             pvcs,
             pins: _,
             atomic: _,
-            ports,
+            ports: _,
             tcp: _,
             video: _,
             stripes,
         } = self;
-        if !ports.is_empty() {
-            return Err(crate::qos::NO_PORTS_HERE.into());
-        }
         let mut node_names: Vec<String> = (0..nodes.len()).map(|i| format!("node {i}")).collect();
         let named = hosts
             .iter()
@@ -349,7 +371,7 @@ impl Blueprint {
         let tuns: Vec<(usize, TunSpec)> =
             tuns.into_iter().map(|(id, t)| (id.0 as usize, t)).collect();
         let mut outside = CellOutside::new(&links, &link_transport);
-        let process = build(
+        let mut process = build(
             names.to_vec(),
             seed,
             members,
@@ -358,6 +380,7 @@ impl Blueprint {
             &mut outside,
             &tuns,
         )?;
+        process.install_ports(plans)?;
         let info = BlueprintInfo {
             hosts,
             switches,

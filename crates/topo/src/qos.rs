@@ -2,7 +2,9 @@
 //! file asked for, compiled ([`PortPlan`]), and the engine port made from
 //! it ([`PortPlan::cell_port`]).
 
+use aurora_engine::carry::Carries;
 use aurora_engine::cell_port::{vc_key, CellPort};
+use aurora_engine::{Engine, NodeId};
 use aurora_net::PortId;
 use aurora_sched::{Discipline, Limits, QueueId};
 use aurora_time::{Duration, Instant};
@@ -11,11 +13,6 @@ use aurora_wire::cell::Header;
 use aurora_wire::cell::VcId;
 use aurora_wire::CellBytes;
 use rustc_hash::FxHashMap;
-
-/// Why a network with `[[port]]` disciplines cannot run somewhere.
-pub const NO_PORTS_HERE: &str =
-    "[[port]] disciplines run only in one aurora run of a network of cells, \
-     not in aurora node processes or beside ATOMIC parts yet";
 
 /// A port's discipline, with what it needs per queue.
 #[derive(Clone, Debug)]
@@ -117,4 +114,47 @@ impl PortPlan {
 fn key_of(vc: VcId) -> u32 {
     let b = Header::data(vc).to_bytes4().unwrap_or([0; 4]);
     vc_key(&b)
+}
+
+impl crate::Blueprint {
+    /// Each `[[port]]`, taken out of the blueprint, with the index of its
+    /// node (a host or switch) in the whole network.
+    pub(crate) fn take_port_plans(&mut self) -> Result<Vec<(usize, PortPlan)>, String> {
+        std::mem::take(&mut self.ports)
+            .into_iter()
+            .map(|plan| {
+                let id = self
+                    .hosts
+                    .iter()
+                    .map(|(n, id)| (n, *id))
+                    .chain(self.switches.iter().map(|(n, id, _)| (n, *id)))
+                    .find(|(n, _)| **n == plan.node)
+                    .map(|(_, id)| id.0 as usize)
+                    .ok_or_else(|| format!("port {}:{} names no node", plan.node, plan.port))?;
+                Ok((id, plan))
+            })
+            .collect()
+    }
+}
+
+/// Puts each port of `plans` whose node `engine` runs (`local` gives its
+/// id there from its index in the whole network) under its discipline;
+/// returns those ports by their node's id in `engine`. A port of a node
+/// another process runs is that process's business.
+pub(crate) fn install<F: Carries<CellBytes>>(
+    engine: &mut Engine<F>,
+    plans: Vec<(usize, PortPlan)>,
+    local: &dyn Fn(usize) -> Option<NodeId>,
+) -> Result<Vec<(NodeId, PortPlan)>, String> {
+    let mut set = Vec::new();
+    for (whole, plan) in plans {
+        let Some(id) = local(whole) else {
+            continue;
+        };
+        engine
+            .set_port(id, plan.port, Box::new(plan.cell_port()))
+            .map_err(|e| format!("port {}:{}: {e}", plan.node, plan.port))?;
+        set.push((id, plan));
+    }
+    Ok(set)
 }

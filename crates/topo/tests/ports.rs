@@ -116,7 +116,14 @@ fn bad_ports_are_refused_with_their_place() {
 /// PVC the PDUs delivered whole.
 fn run(port: &str, a: &str, b: &str, ms: i64) -> ([u64; 2], [u64; 2]) {
     let text = format!("{NET}{}\n[[port]]\nat = \"s:2\"\n{port}\n", pvcs(a, b));
-    let mut net = aurora_topo::load(&text, 1).unwrap();
+    measure(&mut aurora_topo::load(&text, 1).unwrap(), ms)
+}
+
+/// [`run`]'s figures from a network built, run for `ms` of virtual time.
+fn measure<F: aurora_engine::carry::Carries<aurora_wire::CellBytes>>(
+    net: &mut aurora_topo::Network<F>,
+    ms: i64,
+) -> ([u64; 2], [u64; 2]) {
     let (s, c) = (net.switches[0].1, net.hosts[2].1);
     net.sim.run_until(Instant::from_millis(ms));
     let p = net
@@ -151,6 +158,33 @@ fn weights_share_a_congested_port() {
     let (served, _) = run("buffer = 2000", "weight = 3", "weight = 1", 100);
     let share = served[0] as f64 / (served[0] + served[1]) as f64;
     assert!((share - 0.5).abs() < 0.1, "fifo: {served:?}");
+}
+
+/// Beside an ATOMIC LAN (so on an engine that carries cells and frames
+/// alike) a port's discipline runs as it does in a network of cells: the
+/// same cells served and delivered, in the same shares, and the same books.
+#[test]
+fn a_port_discipline_runs_beside_an_atomic_lan() {
+    // The example LAN, its hosts renamed apart from the cell hosts.
+    let mut lan = include_str!("../../../examples/atomic.toml").to_string();
+    for h in ["a", "b", "c", "d"] {
+        for (from, to) in [("\"{h}\"", "\"lan-{h}\""), ("\"{h}:", "\"lan-{h}:")] {
+            lan = lan.replace(&from.replace("{h}", h), &to.replace("{h}", h));
+        }
+    }
+    let port = "discipline = \"wf2q+\"\nbuffer = 2000\nqueue_buffer = 1000";
+    let cells = format!(
+        "{NET}{}\n[[port]]\nat = \"s:2\"\n{port}\n",
+        pvcs("weight = 3", "weight = 1")
+    );
+    let alone = measure(&mut aurora_topo::load(&cells, 1).unwrap(), 100);
+    let bp = aurora_topo::compile(&format!("{cells}\n{lan}")).unwrap();
+    let mut net = bp.into_mixed(1).unwrap();
+    assert_eq!(net.ports.len(), 1);
+    let mixed = measure(&mut net, 100);
+    assert_eq!(mixed, alone);
+    let share = mixed.0[0] as f64 / (mixed.0[0] + mixed.0[1]) as f64;
+    assert!((share - 0.75).abs() < 0.01, "{mixed:?}");
 }
 
 #[test]
