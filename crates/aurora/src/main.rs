@@ -136,6 +136,12 @@ enum Command {
         /// number).
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Worker threads for the process's nodes, 1 to 256 (default 1),
+        /// split as `aurora run --workers` splits a network; each link to
+        /// another process and each TUN interface is polled by the worker
+        /// that runs its node.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+        workers: u16,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -1131,13 +1137,21 @@ fn main() -> ExitCode {
             name,
             duration,
             seed,
+            workers,
             json,
             control,
             capture,
         } => {
             let capture = capture.arg();
             let d = duration.map(|d| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64));
-            let result = node::main(&file, &name, d, seed, capture.as_ref(), control.as_deref());
+            let run = node::Run {
+                duration: d,
+                seed,
+                workers: usize::from(workers),
+                capture: capture.as_ref(),
+                control: control.as_deref(),
+            };
+            let result = node::main(&file, &name, &run);
             if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {
                 if !l.faithful {
                     eprintln!("aurora node: {}", l.sentence);

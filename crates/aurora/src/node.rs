@@ -47,6 +47,8 @@ pub struct NodeReport {
     pub nodes: Vec<String>,
     /// Wall-clock seconds run.
     pub secs: f64,
+    /// Worker threads the nodes were split between.
+    pub workers: usize,
     /// PVCs the process's hosts send on: (name, PDUs sent).
     pub sent: Vec<(String, u64)>,
     /// PVCs the process's hosts receive on.
@@ -373,17 +375,32 @@ fn member_name<F: Frame>(p: &NodeProcess<F>, local: NodeId) -> String {
         .map_or_else(|| format!("node {}", local.0), |m| m.name.clone())
 }
 
+/// How to run a node process.
+#[derive(Clone, Copy, Debug)]
+pub struct Run<'a> {
+    /// How long (`None`: until SIGINT or SIGTERM).
+    pub duration: Option<std::time::Duration>,
+    /// The seed of the links' loss and bit errors.
+    pub seed: u64,
+    /// Worker threads to split the process's nodes between.
+    pub workers: usize,
+    /// Where to write captures, if anywhere.
+    pub capture: Option<&'a crate::run::CaptureArg>,
+    /// The control socket's path, if any.
+    pub control: Option<&'a Path>,
+}
+
 /// Runs the nodes `names` of the topology in `path` as one process until
 /// `duration` passes, or SIGINT or SIGTERM arrives, and reports what they
 /// did.
-pub fn main(
-    path: &Path,
-    names: &[String],
-    duration: Option<std::time::Duration>,
-    seed: u64,
-    capture: Option<&crate::run::CaptureArg>,
-    control: Option<&Path>,
-) -> Result<NodeReport, String> {
+pub fn main(path: &Path, names: &[String], run: &Run) -> Result<NodeReport, String> {
+    let Run {
+        duration,
+        seed,
+        workers,
+        capture,
+        control,
+    } = *run;
     let text = aurora_topo::read_topology(path)?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
     let dir = match capture {
@@ -402,7 +419,7 @@ pub fn main(
             m.process,
             &m.info,
             dir,
-            duration,
+            (duration, workers),
             control,
             &mut |p, secs| {
                 atomic = Some(atomic_section(&m.atomic, p, secs));
@@ -412,7 +429,7 @@ pub fn main(
         return Ok(r);
     }
     let (p, info) = bp.node_process(names, seed)?;
-    run_process(p, &info, dir, duration, control, &mut |_, _| {})
+    run_process(p, &info, dir, (duration, workers), control, &mut |_, _| {})
 }
 
 /// The ATOMIC part of a process's report.
@@ -445,10 +462,14 @@ fn run_process<F: Carries<CellBytes>>(
     mut p: NodeProcess<F>,
     info: &aurora_topo::BlueprintInfo,
     dir: Option<aurora_capture::CaptureDir>,
-    duration: Option<std::time::Duration>,
+    (duration, workers): (Option<std::time::Duration>, usize),
     control: Option<&Path>,
     after: &mut dyn FnMut(&NodeProcess<F>, f64),
 ) -> Result<NodeReport, String> {
+    if workers > 1 {
+        let home = p.engine.plan(workers, aurora_engine::plan::MIN_CUT);
+        p.engine.partition(&home).map_err(|e| e.to_string())?;
+    }
     // The control socket (removed when the run ends) reaches the
     // process's signalling hosts through their inboxes.
     let _control = match control {
@@ -541,6 +562,7 @@ fn run_process<F: Carries<CellBytes>>(
         name: p.names.join(","),
         nodes: p.members.iter().map(|m| m.name.clone()).collect(),
         secs,
+        workers: p.engine.workers(),
         sent,
         received,
         pings,
@@ -674,10 +696,15 @@ pub(crate) fn tun_text(rows: &[TunRow]) -> String {
 /// The report as text.
 pub fn text(r: &NodeReport) -> String {
     let mut s = format!(
-        "{} {} ran {:.3} s\n",
+        "{} {} ran {:.3} s{}\n",
         if r.nodes.len() == 1 { "node" } else { "nodes" },
         r.nodes.join(", "),
-        r.secs
+        r.secs,
+        if r.workers > 1 {
+            format!(" on {} workers", r.workers)
+        } else {
+            String::new()
+        }
     );
     for (name, n) in &r.sent {
         s += &format!("sent on {name}: {n} PDUs\n");

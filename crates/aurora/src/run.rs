@@ -444,10 +444,7 @@ pub fn run(
     match bp.atomic {
         None => {
             let mut net = bp.into_sim(seed).map_err(|p| problems(path, &p))?;
-            net.split(
-                tun_workers(&net, clock, workers),
-                aurora_engine::plan::MIN_CUT,
-            )?;
+            net.split(workers, aurora_engine::plan::MIN_CUT)?;
             let _control = listen_control(&mut net, clock, control)?;
             match live {
                 Some(live) => {
@@ -467,10 +464,7 @@ pub fn run(
         }
         Some(_) => {
             let mut net = bp.into_mixed(seed).map_err(|p| problems(path, &p))?;
-            net.split(
-                tun_workers(&net, clock, workers),
-                aurora_engine::plan::MIN_CUT,
-            )?;
+            net.split(workers, aurora_engine::plan::MIN_CUT)?;
             let _control = listen_control(&mut net, clock, control)?;
             run_network(net, duration, drain, (capture, traces), clock, None)
         }
@@ -500,17 +494,6 @@ fn listen_control<F: Frame>(
     let server = crate::vc_cmd::listen(path, hosts)?;
     eprintln!("aurora run: control socket {}", path.display());
     Ok(Some(server))
-}
-
-/// Workers for a run: one when it makes TUN interfaces (the engine's
-/// external I/O runs on one worker), else `workers`.
-fn tun_workers<F: Frame>(net: &aurora_topo::Network<F>, clock: Clock, workers: usize) -> usize {
-    let tuns = net.tuns.iter().any(|(_, t)| t.netns.is_some());
-    if tuns && clock != Clock::Virtual {
-        1
-    } else {
-        workers
-    }
 }
 
 /// How often a run with a live display publishes its figures.

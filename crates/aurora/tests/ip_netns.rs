@@ -436,6 +436,8 @@ fn interwork(tag: &str, port: u32) -> (PathBuf, Netns, Netns) {
     (topo, atm, lan)
 }
 
+/// In one `aurora run` on two workers, each polling the TUN interface of
+/// its own side.
 #[test]
 fn ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_in_one_run() {
     if !common::ready(
@@ -447,10 +449,18 @@ fn ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_in_one_run() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tag = format!("w{}", std::process::id());
     let (topo, atm, lan) = interwork(&tag, 30000 + 2 * (std::process::id() % 10000));
+    // The link from the switch to the router 1 ms long, so that two
+    // workers split the run there: the ATM host's TUN interface on one,
+    // the router, the LAN and the LAN host's TUN interface on the other.
+    let text = std::fs::read_to_string(&topo).unwrap();
+    let slow = "b = \"r:0\"\nrate = \"oc12\"\ndelay = \"10us\"";
+    assert!(text.contains(slow), "{text}");
+    let text = text.replace(slow, "b = \"r:0\"\nrate = \"oc12\"\ndelay = \"1ms\"");
+    std::fs::write(&topo, text).unwrap();
     let run = Command::new(aurora())
         .args(["run"])
         .arg(&topo)
-        .args(["--duration", "25s", "--json"])
+        .args(["--duration", "25s", "--workers", "2", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -485,6 +495,7 @@ fn ping_and_iperf3_cross_from_an_atm_host_to_an_atomic_host_in_one_run() {
     }
     assert_eq!(r["atomic"]["mappings"][0]["hosts"], 3, "{r}");
     assert_eq!(r["unaccounted"], 0);
+    assert_eq!(r["workers"], 2, "{r}");
     let _ = std::fs::remove_file(&topo);
 }
 

@@ -232,11 +232,17 @@ struct Started {
 /// once it says it has bound its links (so a process started after it
 /// finds it there), or has died (its report then says why).
 fn start(topo: &std::path::Path, names: &str, duration: &str) -> Started {
+    start_with(topo, names, duration, &[])
+}
+
+/// [`start`] with more arguments.
+fn start_with(topo: &std::path::Path, names: &str, duration: &str, extra: &[&str]) -> Started {
     use std::io::BufRead;
     let mut child = Command::new(env!("CARGO_BIN_EXE_aurora"))
         .arg("node")
         .arg(topo)
         .args(["--name", names, "--duration", duration, "--json"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -538,7 +544,8 @@ fn a_host_and_its_switch_run_as_one_process() {
 }
 
 /// A `[[port]]` on a switch's port to another process: the process that
-/// runs the switch runs the discipline and reports it. Two PVCs of weights
+/// runs the switch (on two workers, h1 on one and sw on the other) runs
+/// the discipline and reports it. Two PVCs of weights
 /// 3 and 1 from h1 overload sw's OC-3c line to h2 (each offers 90 % of it);
 /// WF2Q+ serves them 3 to 1, every cell offered to the port is served,
 /// waiting or dropped by a named reason, and the port's drops are the
@@ -551,7 +558,7 @@ fn a_port_discipline_runs_in_a_node_process() {
         let p: Vec<u16> = (0..4).map(|_| free_port()).collect();
         let udp = |x: u16, y: u16| format!("udp_a = \"127.0.0.1:{x}\"\nudp_b = \"127.0.0.1:{y}\"");
         let mut text = topology(&udp(p[0], p[1]), &udp(p[2], p[3]), 9180, "600us")
-            .replacen("rate = \"oc3\"", "rate = \"oc12\"", 1)
+            .replacen("rate = \"oc3\"", "rate = \"oc12\"\ndelay = \"1ms\"", 1)
             .replace(
                 "path = [\"h1\", \"sw\", \"h2\"]",
                 "path = [\"h1\", \"sw\", \"h2\"]\nweight = 3",
@@ -583,7 +590,7 @@ queue_buffer = 1000
             std::env::temp_dir().join(format!("aurora-qos-node-{}.toml", std::process::id()));
         std::fs::write(&topo, text).unwrap();
         let h2 = start(&topo, "h2", "2s");
-        let h1sw = start(&topo, "h1,sw", "2s");
+        let h1sw = start_with(&topo, "h1,sw", "2s", &["--workers", "2"]);
         let r = vec![finish(h1sw), finish(h2)];
         std::fs::remove_file(&topo).ok();
         r
@@ -592,6 +599,10 @@ queue_buffer = 1000
         let (h1sw, h2) = (&r[0], &r[1]);
         balanced(h1sw);
         balanced(h2);
+        // h1 and sw, 1 ms apart, ran on a worker each: the switch's link
+        // to the other process is polled by its own worker.
+        assert_eq!(h1sw["workers"], 2, "{h1sw}");
+        assert_eq!(h2["workers"], 1, "{h2}");
         // Only the process that runs the switch has the discipline.
         assert!(h2.get("disciplines").is_none(), "{h2}");
         let d = h1sw["disciplines"].as_array().unwrap();

@@ -21,7 +21,11 @@
 //! [`DEVICE_BATCH`] packets) is followed by another at once, not by a
 //! sleep.
 //!
-//! External I/O needs an engine that is not split between workers.
+//! In an engine split between workers, each input, output and device
+//! belongs to the worker that runs its node. Under the wall clock such a
+//! worker polls them while it waits for the end of each window (see
+//! [`crate::Engine::run_wall`]), and windows then follow the clock, one
+//! lookahead long, even when no event is due.
 
 use aurora_link::{CellSink, CellSource, LinkCounters, LinkError};
 use aurora_net::PortId;

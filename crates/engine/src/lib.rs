@@ -130,9 +130,6 @@ pub enum EngineError {
     Started,
     /// A partition plan that does not name one worker per node.
     BadPlan(String),
-    /// External I/O (links leaving the engine, packet devices) needs an
-    /// engine that is not split between workers.
-    ExternalSplit,
 }
 
 impl fmt::Display for EngineError {
@@ -150,9 +147,6 @@ impl fmt::Display for EngineError {
                 "the network has already run, so its workers and port disciplines can no longer change",
             ),
             EngineError::BadPlan(why) => write!(f, "the partition plan is wrong: {why}"),
-            EngineError::ExternalSplit => f.write_str(
-                "external links and packet devices need an engine that is not split between workers",
-            ),
         }
     }
 }
@@ -381,18 +375,15 @@ impl<F: Frame> Engine<F> {
         spec: LinkSpec,
         sink: Box<dyn io::ExternalSink<F>>,
     ) -> Result<(), EngineError> {
-        if self.parts.len() > 1 {
-            return Err(EngineError::ExternalSplit);
-        }
         if !(spec.rate > 0.0 && spec.rate.is_finite()) {
             return Err(EngineError::BadRate(spec.rate));
         }
         self.free_port(from.0, from.1)?;
         let k = self.specs.len();
-        // The far end is the port itself: the direction stays in this
-        // partition, and its deliveries go to the sink.
+        // The far end is the port itself: the direction stays in the
+        // node's partition, and its deliveries go to the sink.
         self.add_dir(from, from, spec, true);
-        let p = &mut self.parts[0];
+        let p = &mut self.parts[self.home[from.0 .0 as usize] as usize];
         p.dirs[k].external = Some(p.io.outs.len() as u32);
         p.io.outs.push(io::ExtOut {
             node: from.0 .0,
@@ -411,9 +402,6 @@ impl<F: Frame> Engine<F> {
         to: (NodeId, PortId),
         source: Box<dyn io::ExternalSource<F>>,
     ) -> Result<(), EngineError> {
-        if self.parts.len() > 1 {
-            return Err(EngineError::ExternalSplit);
-        }
         if self.parts[0]
             .out
             .get(to.0 .0 as usize)
@@ -421,7 +409,8 @@ impl<F: Frame> Engine<F> {
         {
             return Err(EngineError::NoSuchPort(to.0, to.1));
         }
-        self.parts[0].io.ins.push(io::ExtIn {
+        let h = self.home[to.0 .0 as usize] as usize;
+        self.parts[h].io.ins.push(io::ExtIn {
             node: to.0 .0,
             port: to.1,
             src: source,
@@ -437,13 +426,10 @@ impl<F: Frame> Engine<F> {
         node: NodeId,
         dev: Box<dyn io::PacketDevice>,
     ) -> Result<(), EngineError> {
-        if self.parts.len() > 1 {
-            return Err(EngineError::ExternalSplit);
-        }
         if node.0 as usize >= self.home.len() {
             return Err(EngineError::NoSuchPort(node, 0));
         }
-        let devs = &mut self.parts[0].io.devs;
+        let devs = &mut self.parts[self.home[node.0 as usize] as usize].io.devs;
         devs.retain(|d| d.node != node.0);
         devs.push(io::ExtDev {
             node: node.0,
@@ -522,12 +508,6 @@ impl<F: Frame> Engine<F> {
         if self.events() > 0 || self.in_flight() > 0 {
             return Err(EngineError::Started);
         }
-        if self.parts.iter().any(|p| p.io.any()) {
-            if home.len() == self.home.len() && home.iter().all(|&h| h == 0) {
-                return Ok(()); // one partition, as it is
-            }
-            return Err(EngineError::ExternalSplit);
-        }
         if home.len() != self.home.len() {
             return Err(EngineError::BadPlan(format!(
                 "it places {} nodes, the network has {}",
@@ -586,6 +566,25 @@ impl<F: Frame> Engine<F> {
             }
             if near != far {
                 self.lookahead = self.lookahead.min(parts[0].dirs[k].least_crossing());
+            }
+        }
+        // External I/O goes with its node: inputs and devices to the
+        // node's partition, outputs to the partition of the direction
+        // they end (which leaves and reaches the node's own port).
+        for old in &mut self.parts {
+            let io = std::mem::take(&mut old.io);
+            for x in io.ins {
+                parts[home[x.node as usize] as usize].io.ins.push(x);
+            }
+            for x in io.devs {
+                parts[home[x.node as usize] as usize].io.devs.push(x);
+            }
+            for x in io.outs {
+                let p = &mut parts[home[x.node as usize] as usize];
+                if let Some(Some(k)) = p.out[x.node as usize].get(usize::from(x.port)) {
+                    p.dirs[*k as usize].external = Some(p.io.outs.len() as u32);
+                }
+                p.io.outs.push(x);
             }
         }
         self.parts = parts;
@@ -707,9 +706,18 @@ impl<F: Frame> Engine<F> {
             Some(p) => p.iter_mut().map(Some).collect(),
             None => (0..n).map(|_| None).collect(),
         };
+        // With external I/O, windows follow the clock (below); a worker
+        // done with a window early then sleeps to its end rather than
+        // spin at the barrier.
+        let any_io = self.parts.iter().any(|p| p.io.any());
         std::thread::scope(|s| {
             for ((i, part), pacer) in self.parts.iter_mut().enumerate().zip(pacers.iter_mut()) {
                 let (boxes, next, barrier) = (&boxes, &next, &barrier);
+                // A worker with external I/O against the wall clock polls
+                // it while it waits for each window's end, and input may
+                // come at any time: it asks for a window from now on
+                // whatever its next event, so windows follow the clock.
+                let io = pacer.is_some() && part.io.any();
                 s.spawn(move || loop {
                     // A poisoned box means another worker panicked, and
                     // the scope re-raises that panic.
@@ -718,10 +726,11 @@ impl<F: Frame> Engine<F> {
                         .map(|mut b| std::mem::take(&mut *b))
                         .unwrap_or_default();
                     part.accept(mail);
-                    next[i].store(
-                        part.next_time().map_or(i64::MAX, |t| t.as_nanos()),
-                        Ordering::Relaxed,
-                    );
+                    let mut mine = part.next_time().map_or(i64::MAX, |t| t.as_nanos());
+                    if let (true, Some(p)) = (io, pacer.as_deref_mut()) {
+                        mine = mine.min(p.now().as_nanos());
+                    }
+                    next[i].store(mine, Ordering::Relaxed);
                     barrier.wait();
                     let t = next
                         .iter()
@@ -729,12 +738,21 @@ impl<F: Frame> Engine<F> {
                         .min()
                         .unwrap_or(i64::MAX);
                     if t > end_ns {
-                        part.run_paced(end, &mut Virtual);
+                        match pacer.as_deref_mut() {
+                            Some(p) if io => part.run_wall_io(end, p),
+                            _ => part.run_paced(end, &mut Virtual),
+                        }
                         break;
                     }
                     let w = Instant::from_nanos(t.saturating_add(look - 1).min(end_ns));
                     match pacer.as_deref_mut() {
-                        Some(p) => part.run_paced(w, p),
+                        Some(p) if io => part.run_wall_io(w, p),
+                        Some(p) => {
+                            part.run_paced(w, p);
+                            if any_io {
+                                p.wait_until(w);
+                            }
+                        }
                         None => part.run_paced(w, &mut Virtual),
                     }
                     for (to, out) in part.outgoing.iter_mut().enumerate() {

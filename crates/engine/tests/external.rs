@@ -67,29 +67,92 @@ fn pdus_cross_from_one_engine_to_another_through_a_ring() {
 }
 
 #[test]
-fn a_wall_clock_run_polls_its_external_input() {
-    // One engine whose sender's output comes back to its receiver through
-    // a ring outside the engine.
-    let (tx, rx) = in_process(1 << 12);
-    let mut e = Engine::new(3);
-    let h1 = e.add_node(sender(100, 200));
+fn a_wall_clock_run_polls_its_external_input_on_one_worker_or_two() {
+    for split in [false, true] {
+        // One engine whose sender's output comes back to its receiver
+        // through a ring outside the engine; split, each end of the ring
+        // is polled by the worker that runs its node.
+        let (tx, rx) = in_process(1 << 12);
+        let mut e = Engine::new(3);
+        let h1 = e.add_node(sender(100, 200));
+        let h2 = e.add_node(receiver());
+        let spec = LinkSpec::clean(OC3, Duration::from_micros(20), 4096);
+        e.connect_external((h1, 0), spec, Box::new(tx)).unwrap();
+        e.add_external_input((h2, 0), Box::new(rx)).unwrap();
+        if split {
+            e.partition(&[0, 1]).unwrap();
+            assert_eq!(e.workers(), 2);
+        }
+        let mut wall = e.wall_clock(false);
+        let mut t = Instant::ZERO;
+        while t < Instant::from_millis(40) {
+            t += Duration::from_millis(10);
+            e.run_wall(t, &mut wall);
+        }
+        let r = e.node::<TrafficHost>(h2).unwrap().received(VC);
+        assert_eq!(r.delivered, 100, "split {split}: {r:?}");
+        assert_eq!((r.missing, r.corrupted), (0, 0));
+        let out = e.link(h1, 0).unwrap();
+        assert_eq!(out.delivered, out.offered, "split {split}");
+        let ext = e.external_output(h1, 0).unwrap();
+        assert_eq!(ext.refused, 0);
+        assert_eq!(ext.link.cells_out, out.delivered);
+        assert_eq!(
+            e.external_input(h2, 0).unwrap().cells_delivered,
+            out.offered
+        );
+    }
+}
+
+/// Split between two workers with a link between them as well as
+/// external I/O at both ends: h1's cells reach sw over the engine's own
+/// (cut) link, sw sends them out of the engine, and they come back to h2
+/// on the other worker. Nothing is lost, and each worker kept its own I/O.
+#[test]
+fn a_split_engine_carries_external_io_on_both_workers() {
+    let (tx, rx) = in_process(1 << 14);
+    let mut e = Engine::new(5);
+    let h1 = e.add_node(sender(200, 100));
+    let sw = e.add_node(aurora_net::switch::AtmSwitch::new(2, Format::Uni));
     let h2 = e.add_node(receiver());
+    e.node_mut::<aurora_net::switch::AtmSwitch>(sw)
+        .unwrap()
+        .add_vc(0, VC, 1, VC)
+        .unwrap();
+    // A 1 ms link between h1 and sw: long enough to be cut.
+    e.connect(
+        (h1, 0),
+        (sw, 0),
+        LinkSpec::clean(OC3, Duration::from_millis(1), 4096),
+    )
+    .unwrap();
     let spec = LinkSpec::clean(OC3, Duration::from_micros(20), 4096);
-    e.connect_external((h1, 0), spec, Box::new(tx)).unwrap();
+    e.connect_external((sw, 1), spec, Box::new(tx)).unwrap();
     e.add_external_input((h2, 0), Box::new(rx)).unwrap();
-    assert!(
-        e.partition(&[0, 1]).is_err(),
-        "external I/O cannot be split"
+    e.partition(&[0, 1, 0]).unwrap();
+    assert_eq!(
+        e.lookahead().map(|d| d >= Duration::from_millis(1)),
+        Some(true)
     );
     let mut wall = e.wall_clock(false);
     let mut t = Instant::ZERO;
-    while t < Instant::from_millis(40) {
+    while t < Instant::from_millis(60) {
         t += Duration::from_millis(10);
         e.run_wall(t, &mut wall);
     }
     let r = e.node::<TrafficHost>(h2).unwrap().received(VC);
-    assert_eq!(r.delivered, 100, "{r:?}");
+    assert_eq!(r.delivered, 200, "{r:?}");
     assert_eq!((r.missing, r.corrupted), (0, 0));
+    let out = e.link(sw, 1).unwrap();
+    assert_eq!(out.delivered, out.offered);
+    assert_eq!(out.offered, e.link(h1, 0).unwrap().delivered);
+    let ext = e.external_output(sw, 1).unwrap();
+    assert_eq!((ext.refused, ext.link.cells_out), (0, out.delivered));
+    assert_eq!(
+        e.external_input(h2, 0).unwrap().cells_delivered,
+        out.offered
+    );
+    assert_eq!(e.in_flight(), 0);
 }
 
 #[test]
