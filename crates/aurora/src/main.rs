@@ -137,9 +137,10 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Worker threads for the process's nodes, 1 to 256 (default 1),
-        /// split as `aurora run --workers` splits a network; each link to
-        /// another process and each TUN interface is polled by the worker
-        /// that runs its node.
+        /// split as `aurora run --workers` splits a network (links under
+        /// 20 us are never cut; a node's `worker` in the file pins it);
+        /// each link to another process and each TUN interface is polled
+        /// by the worker that runs its node.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
         workers: u16,
         /// Print JSON.

@@ -467,7 +467,9 @@ fn run_process<F: Carries<CellBytes>>(
     after: &mut dyn FnMut(&NodeProcess<F>, f64),
 ) -> Result<NodeReport, String> {
     if workers > 1 {
-        let home = p.engine.plan(workers, aurora_engine::plan::MIN_CUT);
+        let home = p
+            .engine
+            .plan_pinned(workers, aurora_engine::plan::MIN_CUT, &p.pins);
         p.engine.partition(&home).map_err(|e| e.to_string())?;
     }
     // The control socket (removed when the run ends) reaches the

@@ -169,6 +169,9 @@ struct DirSpec {
     spec: LinkSpec,
     /// The receiving node may hold its input ([`Node::holds_input`]).
     held: bool,
+    /// The random stream its loss and bit errors draw from (its own
+    /// number unless [`Engine::set_stream`] said otherwise).
+    stream: u32,
 }
 
 /// The engine, for frames of type `F` (cells unless said otherwise).
@@ -344,13 +347,14 @@ impl<F: Frame> Engine<F> {
     ) {
         let held = !external
             && self.parts[self.home[to.0 as usize] as usize].nodes[to.0 as usize].holds_input();
+        let k = self.specs.len() as u32;
         let d = DirSpec {
             from: (from.0, fp),
             to: (to.0, tp),
             spec,
             held,
+            stream: k,
         };
-        let k = self.specs.len() as u32;
         self.specs.push(d);
         let (near, far) = (self.home[from.0 as usize], self.home[to.0 as usize]);
         for (i, p) in self.parts.iter_mut().enumerate() {
@@ -392,6 +396,7 @@ impl<F: Frame> Engine<F> {
             staged: Vec::new(),
             refused: 0,
         });
+        self.mark_unrepeatable();
         Ok(())
     }
 
@@ -415,6 +420,7 @@ impl<F: Frame> Engine<F> {
             port: to.1,
             src: source,
         });
+        self.mark_unrepeatable();
         Ok(())
     }
 
@@ -437,6 +443,7 @@ impl<F: Frame> Engine<F> {
             buf: vec![0; 65536],
             counters: io::DeviceCounters::default(),
         });
+        self.mark_unrepeatable();
         Ok(())
     }
 
@@ -454,6 +461,7 @@ impl<F: Frame> Engine<F> {
     ) -> Result<(), EngineError> {
         let k = self.unstarted_dir(node, port)?;
         let seed = self.seed;
+        self.specs[k].stream = stream;
         for p in &mut self.parts {
             p.dirs[k].reseed(stream, seed);
         }
@@ -556,6 +564,7 @@ impl<F: Frame> Engine<F> {
             let (near, far) = (home[d.from.0 as usize], home[d.to.0 as usize]);
             for (i, p) in parts.iter_mut().enumerate() {
                 let mut dir = Dir::new(k as u32, d.from, d.to, d.spec, self.seed);
+                dir.reseed(d.stream, self.seed);
                 if d.held {
                     dir.set_held();
                 }
@@ -588,8 +597,18 @@ impl<F: Frame> Engine<F> {
             }
         }
         self.parts = parts;
+        self.mark_unrepeatable();
         self.install_taps();
         Ok(())
+    }
+
+    /// With external I/O anywhere, no partition keeps a digest: the run
+    /// cannot be repeated.
+    fn mark_unrepeatable(&mut self) {
+        let repeatable = !self.parts.iter().any(|p| p.io.any());
+        for p in &mut self.parts {
+            p.repeatable = repeatable;
+        }
     }
 
     /// A plan splitting the nodes between at most `workers` workers,
@@ -738,10 +757,11 @@ impl<F: Frame> Engine<F> {
                         .min()
                         .unwrap_or(i64::MAX);
                     if t > end_ns {
-                        match pacer.as_deref_mut() {
-                            Some(p) if io => part.run_wall_io(end, p),
-                            _ => part.run_paced(end, &mut Virtual),
-                        }
+                        // Nothing is due by `end` (and the clock, for a
+                        // worker with I/O, is past it): close the run
+                        // without polling, which could start mail that no
+                        // window would hand over.
+                        part.run_paced(end, &mut Virtual);
                         break;
                     }
                     let w = Instant::from_nanos(t.saturating_add(look - 1).min(end_ns));

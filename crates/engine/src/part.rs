@@ -279,6 +279,9 @@ pub(crate) struct Part<F: Frame> {
     pub(crate) in_flight: u64,
     pub(crate) outbox: Outbox<F>,
     pub(crate) tap: Option<Tap<F>>,
+    /// No partition of the engine has external I/O, so a run can be
+    /// repeated and the partition keeps digests of what its nodes receive.
+    pub(crate) repeatable: bool,
     pub(crate) drop_tap: Option<DropTap<F>>,
     /// External link ends and packet devices.
     pub(crate) io: Io<F>,
@@ -307,6 +310,7 @@ impl<F: Frame> Part<F> {
             in_flight: 0,
             outbox: Outbox::default(),
             tap: None,
+            repeatable: true,
             drop_tap: None,
             io: Io::default(),
             horizon: Instant::ZERO,
@@ -645,9 +649,9 @@ impl<F: Frame> Part<F> {
                     } else {
                         let (node, port) = d.to;
                         let mut out = std::mem::take(&mut self.outbox);
-                        // A partition with external I/O cannot repeat its
+                        // An engine with external I/O cannot repeat its
                         // run, so it keeps no digest of it.
-                        if !self.io.any() {
+                        if self.repeatable {
                             let digest_of = &mut self.digests[node as usize];
                             for (t, cell) in d.arrive_at.iter().zip(&d.arrivals).take(n) {
                                 digest(digest_of, *t, port, cell.bytes());

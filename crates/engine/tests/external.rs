@@ -207,3 +207,58 @@ fn an_external_link_can_draw_the_stream_it_has_in_the_whole_network() {
     drop(rx);
     assert!(part.set_stream(p1, 0, 1).is_err(), "only before the run");
 }
+
+/// A stream set before the engine is split keeps after it: an inner link
+/// (h1 to sw, cut between two workers) drawing direction 5's stream loses
+/// and damages the same cells split as whole.
+#[test]
+fn a_stream_set_before_a_split_survives_it() {
+    let spec = LinkSpec {
+        loss: 0.2,
+        bit_error: 0.01,
+        ..LinkSpec::clean(OC3, Duration::from_millis(1), 4096)
+    };
+    let run = |split: bool| {
+        let mut e = Engine::new(7);
+        let h1 = e.add_node(sender(100, 50));
+        let h2 = e.add_node(receiver());
+        e.connect((h1, 0), (h2, 0), spec).unwrap();
+        e.set_stream(h1, 0, 5).unwrap();
+        if split {
+            e.partition(&[0, 1]).unwrap();
+            assert_eq!(e.workers(), 2);
+        }
+        e.run_until(Instant::from_millis(20));
+        e.link(h1, 0).unwrap()
+    };
+    let (whole, split) = (run(false), run(true));
+    assert!(whole.lost > 0 && whole.errored > 0, "{whole:?}");
+    assert_eq!(whole, split);
+}
+
+/// With external I/O anywhere, no worker keeps a trace digest, not even
+/// one whose own nodes have none: h3 (on worker 0, no I/O) receives what
+/// sw (on worker 1, with an external output) forwards, and the trace stays
+/// that of an engine that delivered nothing.
+#[test]
+fn a_split_engine_with_external_io_keeps_no_trace_digest() {
+    let (tx, _rx) = in_process(1 << 14);
+    let mut e = Engine::new(6);
+    let h1 = e.add_node(sender(50, 100));
+    let sw = e.add_node(aurora_net::switch::AtmSwitch::new(3, Format::Uni));
+    let h3 = e.add_node(receiver());
+    e.node_mut::<aurora_net::switch::AtmSwitch>(sw)
+        .unwrap()
+        .add_vc(0, VC, 2, VC)
+        .unwrap();
+    let long = LinkSpec::clean(OC3, Duration::from_millis(1), 4096);
+    e.connect((h1, 0), (sw, 0), long).unwrap();
+    e.connect((sw, 2), (h3, 0), long).unwrap();
+    e.connect_external((sw, 1), long, Box::new(tx)).unwrap();
+    e.partition(&[0, 1, 0]).unwrap();
+    let nothing = e.trace_hash();
+    e.run_until(Instant::from_millis(20));
+    let r = e.node::<TrafficHost>(h3).unwrap().received(VC);
+    assert_eq!(r.delivered, 50, "{r:?}");
+    assert_eq!(e.trace_hash(), nothing);
+}

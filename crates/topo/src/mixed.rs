@@ -359,6 +359,7 @@ impl Blueprint {
         )?;
         drop(outside);
         process.install_ports(plans)?;
+        process.keep_pins(&self.pins);
         let atomic = atomic_part(w.atomic, &w.roles, &local);
         let info = BlueprintInfo {
             hosts: self.hosts,

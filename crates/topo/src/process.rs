@@ -42,6 +42,9 @@ pub struct NodeProcess<F: Frame = CellBytes> {
     /// Its members' output ports under a discipline (`[[port]]`), by the
     /// member's id in the engine.
     pub disciplines: Vec<(NodeId, crate::qos::PortPlan)>,
+    /// Its members the file pins to a worker (`worker = K`): the member's
+    /// id in the engine and the worker, for [`Engine::plan_pinned`].
+    pub pins: Vec<(u32, u32)>,
 }
 
 impl<F: Carries<CellBytes>> NodeProcess<F> {
@@ -60,6 +63,18 @@ impl<F: Carries<CellBytes>> NodeProcess<F> {
         };
         self.disciplines = crate::qos::install(&mut self.engine, plans, &local)?;
         Ok(())
+    }
+
+    /// Keeps the pins of `pins` (node ids in the whole network) that
+    /// name members.
+    pub(crate) fn keep_pins(&mut self, pins: &[(NodeId, u16)]) {
+        self.pins = pins
+            .iter()
+            .filter_map(|&(n, w)| {
+                let m = self.members.iter().find(|m| m.id == n)?;
+                Some((m.local.0, u32::from(w)))
+            })
+            .collect();
     }
 }
 
@@ -251,6 +266,7 @@ pub(crate) fn build<F: Frame>(
         links,
         tuns: made_tuns,
         disciplines: Vec::new(),
+        pins: Vec::new(),
     })
 }
 
@@ -327,7 +343,7 @@ impl Blueprint {
             link_transport,
             tuns,
             pvcs,
-            pins: _,
+            pins,
             atomic: _,
             ports: _,
             tcp: _,
@@ -381,6 +397,7 @@ impl Blueprint {
             &tuns,
         )?;
         process.install_ports(plans)?;
+        process.keep_pins(&pins);
         let info = BlueprintInfo {
             hosts,
             switches,
