@@ -63,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
             if p.enqueue(cell, now, usize::from(op & 2 != 0)).is_err() {
                 refused += 1;
             }
-        } else if p.dequeue(now).is_some() {
+        } else if Port::<CellBytes>::dequeue(&mut p, now).is_some() {
             served += 1;
         }
         assert!(p.len() <= limits.port);

@@ -179,6 +179,17 @@ impl CellPort {
         }
     }
 
+    /// Cells waiting (not counting one on the line), whatever frame type
+    /// the engine around the port carries.
+    pub fn len(&self) -> usize {
+        self.discipline.len()
+    }
+
+    /// No cell waits.
+    pub fn is_empty(&self) -> bool {
+        self.discipline.is_empty()
+    }
+
     /// Per queue, what it did.
     pub fn stats(&self) -> &[QueueStats] {
         &self.stats
