@@ -730,11 +730,21 @@ impl<F: Frame> Part<F> {
                 t(now, Place { node, port, side }, why, &cell);
             }
         }
-        let mut cells = out.drain();
-        while let Some(&(port, _)) = cells.as_slice().first() {
+        let (mut runs, mut cells) = out.drain_runs();
+        // The run being routed: its port, and how many of its cells are left.
+        let (mut port, mut left) = (0, 0usize);
+        loop {
+            if left == 0 {
+                let Some((p, n)) = runs.next() else {
+                    break;
+                };
+                (port, left) = (p, n as usize);
+                continue;
+            }
             let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
-                self.unconnected += 1;
-                cells.next();
+                self.unconnected += left as u64;
+                cells.nth(left - 1);
+                left = 0;
                 continue;
             };
             let d = &mut self.dirs[k as usize];
@@ -745,7 +755,10 @@ impl<F: Frame> Part<F> {
                 // for, each one cell time after the one before, and the
                 // rest are refused.
                 let rest = cells.as_slice();
-                let run = rest.iter().take_while(|(p, _)| *p == port).count();
+                let run = left.min(rest.len());
+                if run == 0 {
+                    break;
+                }
                 let room = (d.spec.buffer.max(1) as u64).saturating_sub(d.occupancy(now));
                 let take = (run as u64).min(room) as usize;
                 d.counters.offered += run as u64;
@@ -754,11 +767,20 @@ impl<F: Frame> Part<F> {
                     let start = d.busy_until.max(now);
                     let c = d.cell_time.as_nanos();
                     let delay = d.spec.delay;
-                    d.arrivals
-                        .extend(rest[..take].iter().map(|(_, f)| f.clone()));
-                    d.arrive_at.extend(
-                        (1..=take as i64).map(|i| start + Duration::from_nanos(c * i) + delay),
-                    );
+                    F::extend_queue(&mut d.arrivals, &rest[..take]);
+                    // Each arrival one cell time after the one before: in
+                    // plain nanoseconds when the last is (no saturation on
+                    // the way), else step by step as the clock adds.
+                    let base = (start + delay).as_nanos();
+                    let last = start + Duration::from_nanos(c * take as i64) + delay;
+                    if base.checked_add(c * take as i64) == Some(last.as_nanos()) {
+                        d.arrive_at
+                            .extend((1..=take as i64).map(|i| Instant::from_nanos(base + c * i)));
+                    } else {
+                        d.arrive_at.extend(
+                            (1..=take as i64).map(|i| start + Duration::from_nanos(c * i) + delay),
+                        );
+                    }
                     d.busy_until = start + Duration::from_nanos(c * take as i64);
                     self.in_flight += take as u64;
                     if first {
@@ -769,16 +791,18 @@ impl<F: Frame> Part<F> {
                 d.counters.overflow += (run - take) as u64;
                 if let Some(t) = self.drop_tap.as_mut() {
                     let side = Side::Out;
-                    for (_, f) in &rest[take..run] {
+                    for f in &rest[take..run] {
                         t(now, Place { node, port, side }, TAIL_DROP, f);
                     }
                 }
                 cells.nth(run - 1);
+                left = 0;
                 continue;
             }
-            let Some((port, cell)) = cells.next() else {
+            let Some(cell) = cells.next() else {
                 break;
             };
+            left -= 1;
             d.counters.offered += 1;
             if d.closed {
                 // A FIFO on a fixed line, in closed form: the frame is

@@ -463,9 +463,7 @@ impl Core {
         self.cells.resize(CELL_CHUNK, [0; 53]);
         loop {
             let k = seg.fill(&mut self.cells);
-            for c in &self.cells[..k] {
-                out.push(v.port, *c);
-            }
+            out.push_slice(v.port, &self.cells[..k]);
             if k < self.cells.len() {
                 break;
             }

@@ -37,6 +37,12 @@ pub trait Frame: Clone + Send + 'static {
     /// A frame made of `b` (from a link that carries bytes), if `b` can be
     /// one.
     fn from_bytes(b: &[u8]) -> Option<Self>;
+    /// Appends copies of `frames` to `queue` (a driver moving a run of
+    /// frames onto a line): one copy of the whole run for frames that are
+    /// plain bytes.
+    fn extend_queue(queue: &mut std::collections::VecDeque<Self>, frames: &[Self]) {
+        queue.extend(frames.iter().cloned());
+    }
 }
 
 impl Frame for CellBytes {
@@ -48,6 +54,11 @@ impl Frame for CellBytes {
     }
     fn from_bytes(b: &[u8]) -> Option<Self> {
         b.try_into().ok()
+    }
+    #[inline]
+    fn extend_queue(queue: &mut std::collections::VecDeque<Self>, frames: &[Self]) {
+        // Cells are `Copy`: the queue takes the slice with one copy.
+        queue.extend(frames);
     }
 }
 
@@ -70,7 +81,11 @@ impl Frame for Vec<u8> {
 /// the node put on its input ports ([`Outbox::hold_input`]).
 #[derive(Debug)]
 pub struct Outbox<F = CellBytes> {
-    cells: Vec<(PortId, F)>,
+    /// The frames, in the order sent.
+    frames: Vec<F>,
+    /// Their output ports: runs of consecutive frames for one port, (port,
+    /// frames), in order.
+    runs: Vec<(PortId, u32)>,
     drops: Vec<(PortId, F, &'static str)>,
     holds: Vec<(PortId, Instant)>,
     track_drops: bool,
@@ -79,7 +94,8 @@ pub struct Outbox<F = CellBytes> {
 impl<F> Default for Outbox<F> {
     fn default() -> Self {
         Outbox {
-            cells: Vec::new(),
+            frames: Vec::new(),
+            runs: Vec::new(),
             drops: Vec::new(),
             holds: Vec::new(),
             track_drops: false,
@@ -91,15 +107,47 @@ impl<F> Outbox<F> {
     /// Sends `cell` out of `port`.
     #[inline]
     pub fn push(&mut self, port: PortId, cell: F) {
-        self.cells.push((port, cell));
+        self.frames.push(cell);
+        self.count(port, 1);
+    }
+    /// Sends `cells` out of `port`, in order.
+    #[inline]
+    pub fn push_slice(&mut self, port: PortId, cells: &[F])
+    where
+        F: Clone,
+    {
+        if cells.is_empty() {
+            return;
+        }
+        self.frames.extend_from_slice(cells);
+        self.count(port, cells.len());
+    }
+    /// Notes `n` more frames (just added) for `port`.
+    #[inline]
+    fn count(&mut self, port: PortId, n: usize) {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        match self.runs.last_mut() {
+            Some((p, k)) if *p == port && k.checked_add(n).is_some() => *k += n,
+            _ => self.runs.push((port, n)),
+        }
     }
     /// True when nothing was sent.
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.frames.is_empty()
     }
-    /// Takes the frames sent, oldest first.
-    pub fn drain(&mut self) -> std::vec::Drain<'_, (PortId, F)> {
-        self.cells.drain(..)
+    /// Takes the frames sent, oldest first, each with its port.
+    pub fn drain(&mut self) -> Drain<'_, F> {
+        Drain {
+            frames: self.frames.drain(..),
+            runs: self.runs.drain(..),
+            port: 0,
+            left: 0,
+        }
+    }
+    /// Takes the frames sent, oldest first, as runs for one port each:
+    /// the runs (port, how many frames) and the frames.
+    pub fn drain_runs(&mut self) -> (std::vec::Drain<'_, (PortId, u32)>, std::vec::Drain<'_, F>) {
+        (self.runs.drain(..), self.frames.drain(..))
     }
     /// Asks nodes for a copy of every frame they drop (off by default: a
     /// node's counters say how many; this says which).
@@ -147,6 +195,32 @@ impl<F> Outbox<F> {
     /// their ports were first held.
     pub fn drain_holds(&mut self) -> std::vec::Drain<'_, (PortId, Instant)> {
         self.holds.drain(..)
+    }
+}
+
+/// The frames an [`Outbox`] held, oldest first, each with its port
+/// ([`Outbox::drain`]).
+#[derive(Debug)]
+pub struct Drain<'a, F> {
+    frames: std::vec::Drain<'a, F>,
+    runs: std::vec::Drain<'a, (PortId, u32)>,
+    port: PortId,
+    left: u32,
+}
+
+impl<F> Iterator for Drain<'_, F> {
+    type Item = (PortId, F);
+
+    fn next(&mut self) -> Option<(PortId, F)> {
+        while self.left == 0 {
+            (self.port, self.left) = self.runs.next()?;
+        }
+        self.left -= 1;
+        Some((self.port, self.frames.next()?))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.frames.size_hint()
     }
 }
 
@@ -216,4 +290,51 @@ pub struct PortSummary {
     pub cells_out: u64,
     /// Arriving cells dropped, for any reason.
     pub dropped: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames come out of an outbox in the order they went in, each with
+    /// its port, however pushed; as runs, consecutive frames of one port
+    /// are one run.
+    #[test]
+    fn an_outbox_keeps_order_and_ports() {
+        let mut out: Outbox<Vec<u8>> = Outbox::default();
+        out.push(1, vec![1]);
+        out.push_slice(1, &[vec![2], vec![3]]);
+        out.push_slice(2, &[]);
+        out.push(2, vec![4]);
+        out.push(1, vec![5]);
+        out.push_slice(0, &[vec![6], vec![7]]);
+        assert!(!out.is_empty());
+        let all: Vec<(PortId, Vec<u8>)> = out.drain().collect();
+        let want: Vec<(PortId, Vec<u8>)> = [(1, 1), (1, 2), (1, 3), (2, 4), (1, 5), (0, 6), (0, 7)]
+            .into_iter()
+            .map(|(p, b)| (p, vec![b]))
+            .collect();
+        assert_eq!(all, want);
+        assert!(out.is_empty());
+        let mut cells: Outbox = Outbox::default();
+        cells.push_slice(3, &[[1; 53], [2; 53]]);
+        cells.push(3, [3; 53]);
+        cells.push(4, [4; 53]);
+        let (runs, frames) = cells.drain_runs();
+        assert_eq!(runs.collect::<Vec<_>>(), [(3, 3), (4, 1)]);
+        assert_eq!(frames.map(|c| c[0]).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert!(cells.drain().next().is_none());
+    }
+
+    /// A run of frames goes onto a queue whole and in order, for cells
+    /// (one copy) as for other frames.
+    #[test]
+    fn frames_extend_a_queue_in_order() {
+        let mut q: std::collections::VecDeque<CellBytes> = [[9; 53]].into();
+        CellBytes::extend_queue(&mut q, &[[1; 53], [2; 53]]);
+        assert_eq!(q.iter().map(|c| c[0]).collect::<Vec<_>>(), [9, 1, 2]);
+        let mut f: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::new();
+        Vec::<u8>::extend_queue(&mut f, &[vec![1, 2], vec![3]]);
+        assert_eq!(f, [vec![1, 2], vec![3]]);
+    }
 }
