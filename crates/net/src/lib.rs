@@ -108,7 +108,11 @@ impl<F> Outbox<F> {
     #[inline]
     pub fn push(&mut self, port: PortId, cell: F) {
         self.frames.push(cell);
-        self.count(port, 1);
+        // A run cannot reach u32::MAX frames: they would not fit in memory.
+        match self.runs.last_mut() {
+            Some((p, k)) if *p == port => *k += 1,
+            _ => self.runs.push((port, 1)),
+        }
     }
     /// Sends `cells` out of `port`, in order.
     #[inline]
@@ -221,6 +225,10 @@ impl<F> Iterator for Drain<'_, F> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.frames.size_hint()
+    }
+
+    fn count(self) -> usize {
+        self.frames.len()
     }
 }
 
