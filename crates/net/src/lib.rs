@@ -108,9 +108,8 @@ impl<F> Outbox<F> {
     #[inline]
     pub fn push(&mut self, port: PortId, cell: F) {
         self.frames.push(cell);
-        // A run cannot reach u32::MAX frames: they would not fit in memory.
         match self.runs.last_mut() {
-            Some((p, k)) if *p == port => *k += 1,
+            Some((p, k)) if *p == port && *k < u32::MAX => *k += 1,
             _ => self.runs.push((port, 1)),
         }
     }
@@ -126,13 +125,24 @@ impl<F> Outbox<F> {
         self.frames.extend_from_slice(cells);
         self.count(port, cells.len());
     }
-    /// Notes `n` more frames (just added) for `port`.
+    /// Notes `n` more frames (just added) for `port`: the last run grows
+    /// if it is `port`'s, up to `u32::MAX` frames a run.
     #[inline]
-    fn count(&mut self, port: PortId, n: usize) {
-        let n = u32::try_from(n).unwrap_or(u32::MAX);
-        match self.runs.last_mut() {
-            Some((p, k)) if *p == port && k.checked_add(n).is_some() => *k += n,
-            _ => self.runs.push((port, n)),
+    fn count(&mut self, port: PortId, mut n: usize) {
+        while n > 0 {
+            let added = match self.runs.last_mut() {
+                Some((p, k)) if *p == port && *k < u32::MAX => {
+                    let add = n.min((u32::MAX - *k) as usize);
+                    *k += add as u32;
+                    add
+                }
+                _ => {
+                    let add = n.min(u32::MAX as usize);
+                    self.runs.push((port, add as u32));
+                    add
+                }
+            };
+            n -= added;
         }
     }
     /// True when nothing was sent.
