@@ -108,10 +108,7 @@ impl<F> Outbox<F> {
     #[inline]
     pub fn push(&mut self, port: PortId, cell: F) {
         self.frames.push(cell);
-        match self.runs.last_mut() {
-            Some((p, k)) if *p == port && *k < u32::MAX => *k += 1,
-            _ => self.runs.push((port, 1)),
-        }
+        self.count(port, 1);
     }
     /// Sends `cells` out of `port`, in order.
     #[inline]
