@@ -1,3 +1,6 @@
+//! `aurora bench atomic`: ATOMIC packets through Aurora's own code on one
+//! core, against the seed's host interface.
+//!
 //! `aurora bench atomic-map`: how an Address Consultant's mapping grows
 //! with the network: random layouts of meshes and hosts, symmetric and
 //! consistent (loop mapping) and not (flood mapping), each mapped in
@@ -152,6 +155,93 @@ pub fn chain_rate(size: usize, flows: usize, secs: f64) -> f64 {
         }
     }
     n as f64 / t.elapsed().as_secs_f64()
+}
+
+/// `aurora bench atomic`: the chain's packets per second for the seed's
+/// sizes, one flow and eight, and the fit of time per packet.
+pub fn chain_main(secs: f64) {
+    println!("aurora bench atomic (one thread: host -> node -> channel -> node -> host, link-level packets)");
+    println!(
+        "{:>6} {:>6} {:>12} {:>10}   {:>16}",
+        "bytes", "flows", "packets/s", "Mb/s", "seed: Kpkt/s Mb/s"
+    );
+    let seed = |l: usize, flows: usize| match (l, flows) {
+        (4, 1) => "657 21",
+        (54, 1) => "396 171",
+        (1500, 1) => "31 381",
+        (54, _) => "793 343",
+        (1500, _) => "33 405",
+        _ => "",
+    };
+    for flows in [1, 8] {
+        for l in [4usize, 54, 1500] {
+            let pps = chain_rate(l, flows, secs);
+            println!(
+                "{l:>6} {flows:>6} {:>11.0}K {:>10.1}   {:>16}",
+                pps / 1e3,
+                pps * l as f64 * 8.0 / 1e6,
+                seed(l, flows)
+            );
+        }
+    }
+    let pts: Vec<(f64, f64)> = [4usize, 54, 256, 1000, 1500, 4000, 9000]
+        .iter()
+        .map(|&l| (l as f64, 1e6 / chain_rate(l, 1, secs)))
+        .collect();
+    let (a, b) = fit(&pts);
+    println!(
+        "time per packet: T(L) = {a:.3} us + {b:.5} us/byte (fit over {} sizes); the seed's host interface: 1.440 us + 0.020 us/byte",
+        pts.len()
+    );
+    println!(
+        "so a = {:.3} x the seed's, b = {:.4} x the seed's",
+        a / 1.44,
+        b / 0.02
+    );
+}
+
+/// `aurora bench atomic-map`: `runs` random layouts of each size, mapped
+/// both ways, a line each.
+pub fn map_main(runs: u64) {
+    println!("aurora bench atomic-map (random layouts of 4x4 to 8x8 meshes; virtual time)");
+    println!(
+        "{:<6} {:>6} {:>6} {:>6} {:>9} {:>7} {:>8} {:>10} {:>8} {:>9}",
+        "method",
+        "nodes",
+        "hosts",
+        "chans",
+        "found",
+        "probes",
+        "per node",
+        "messages",
+        "map ms",
+        "wall ms"
+    );
+    for &(meshes, hosts) in &[(1, 4), (3, 16), (6, 36), (12, 100), (24, 200)] {
+        for symmetric in [true, false] {
+            for seed in 0..runs {
+                let r = map_once(meshes, (4, 8), hosts, symmetric, seed + 1);
+                let found = if (r.found.0, r.found.2) == (r.nodes, r.hosts) {
+                    "all".to_string()
+                } else {
+                    format!("{}/{}", r.found.0, r.found.2)
+                };
+                println!(
+                    "{:<6} {:>6} {:>6} {:>6} {found:>9} {:>7} {:>8.2} {:>10} {:>8.3} {:>9.1}",
+                    r.method,
+                    r.nodes,
+                    r.hosts,
+                    r.channels,
+                    r.probes,
+                    r.probes as f64 / r.nodes as f64,
+                    r.network,
+                    r.map_ms,
+                    r.wall_ms
+                );
+            }
+        }
+    }
+    println!("Myrinet's mapper (published): 36 hosts, 13 switches, 64 links in 248 ms; 100 hosts, 40 switches, 193 links in 981 ms");
 }
 
 /// Least-squares line through (x, y) points: (intercept, slope).

@@ -71,6 +71,30 @@ pub struct Row {
     pub load: f64,
 }
 
+/// `aurora bench compile`: a ring of `switches` switches with 1,000, 2,000
+/// and 5,000 PVCs, the fastest of `runs` compilations of each.
+pub fn main(switches: usize, runs: usize) -> Result<(), String> {
+    println!(
+        "aurora bench compile ({switches} switches in a ring, {} hosts, PVCs over 1 to 8 trunks, a flow each)",
+        switches * HOSTS_PER_SWITCH
+    );
+    println!(
+        "{:>6} {:>10} {:>11} {:>12} {:>11}",
+        "PVCs", "KiB", "compile s", "PVCs/s", "load s"
+    );
+    for r in run(switches, &[1_000, 2_000, 5_000], runs)? {
+        println!(
+            "{:>6} {:>10} {:>11.4} {:>12.0} {:>11.4}",
+            r.pvcs,
+            r.bytes / 1024,
+            r.compile,
+            r.pvcs as f64 / r.compile,
+            r.load
+        );
+    }
+    Ok(())
+}
+
 /// Compiles a topology of `switches` switches with each number of PVCs in
 /// `sizes`, `runs` times each, keeping the fastest.
 pub fn run(switches: usize, sizes: &[usize], runs: usize) -> Result<Vec<Row>, String> {

@@ -25,6 +25,27 @@ pub struct ForwardRate {
     pub line_pps: [f64; 2],
 }
 
+/// `aurora bench forward`: three packet sizes against line rates and the
+/// bare loop.
+pub fn main(secs: f64) {
+    println!("aurora bench forward (one thread, {PREFIXES} prefixes, batches of {BATCH} packets)");
+    println!(
+        "{:>6} {:>11} {:>10} {:>10} {:>10} {:>14}",
+        "bytes", "packets/s", "ns/packet", "x OC-192c", "x OC-768c", "/ bare loop"
+    );
+    for size in [64, 1500, 9180] {
+        let r = forward_rate(size, secs);
+        println!(
+            "{size:>6} {:>10.1}M {:>10.2} {:>10.2} {:>10.2} {:>14.3}",
+            r.pps / 1e6,
+            1e9 / r.pps,
+            r.pps / r.line_pps[0],
+            r.pps / r.line_pps[1],
+            r.pps / r.touch_pps
+        );
+    }
+}
+
 /// Measures one packet size for about `secs` seconds.
 pub fn forward_rate(size: usize, secs: f64) -> ForwardRate {
     let (mut f, list) = workload::table(PREFIXES);

@@ -23,6 +23,40 @@ pub const OC768_CELLS: f64 = 90_421_120.0;
 const PORTS: u16 = 16;
 const VCS_PER_PORT: u16 = 4096;
 
+/// `aurora bench switch`: the switch's cells per second for four batch
+/// sizes, against OC-192c and OC-768c.
+pub fn switch_main(secs: f64) {
+    println!(
+        "aurora bench switch (one thread, {PORTS} ports, {VCS_PER_PORT} VC entries per input port)"
+    );
+    println!(
+        "{:>6} {:>14} {:>10} {:>10}",
+        "batch", "cells/s", "x OC-192c", "x OC-768c"
+    );
+    for batch in [32, 64, 128, 256] {
+        let r = switch_rate(batch, secs);
+        println!(
+            "{batch:>6} {:>13.1}M {:>10.2} {:>10.2}",
+            r / 1e6,
+            r / OC192_CELLS,
+            r / OC768_CELLS
+        );
+    }
+}
+
+/// `aurora bench sim`: the engine's events per second against a bare
+/// binary heap.
+pub fn sim_main(secs: f64) {
+    let (sim, heap, events) = sim_rates(secs);
+    println!("aurora bench sim (one thread; 2 switches, 12 hosts, 6 flows of 9180-byte PDUs)");
+    println!("simulator: {:.2}M events/s ({events} events)", sim / 1e6);
+    println!(
+        "bare binary heap, same event size: {:.2}M push+pop/s",
+        heap / 1e6
+    );
+    println!("simulator / bare heap: {:.3}", sim / heap);
+}
+
 /// Cells per second through a 16-port switch, one thread, for a batch size.
 pub fn switch_rate(batch: usize, secs: f64) -> f64 {
     let mut sw = AtmSwitch::new(usize::from(PORTS), Format::Uni);

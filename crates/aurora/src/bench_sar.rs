@@ -678,6 +678,51 @@ fn aal34_rates(secs: f64, size: usize, kernel: Kernel) -> (f64, f64) {
 /// their ratio).
 const ROUNDS: usize = 3;
 
+/// The last-level cache's size, if the system says.
+fn llc_bytes() -> Option<usize> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size").ok()?;
+    let s = s.trim();
+    let (num, mult) = match (s.strip_suffix('K'), s.strip_suffix('M')) {
+        (Some(n), _) => (n, 1024),
+        (_, Some(n)) => (n, 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.parse::<usize>().ok().map(|n| n * mult)
+}
+
+/// `aurora bench sar`: every figure with CRC kernel `kernel`, as a table
+/// or JSON; the stream case over `stream_mib` MiB (default twice the
+/// last-level cache, 256 to 1024 MiB).
+pub fn main(secs: f64, stream_mib: Option<u64>, kernel: Kernel, json: bool) -> Result<(), String> {
+    if !kernel.supported() {
+        return Err(format!(
+            "--kernel {} needs CPU features this one lacks (clmul: PCLMULQDQ and SSSE3; vpclmul: AVX-512 F, BW, VL, VBMI and VPCLMULQDQ)",
+            format!("{kernel:?}").to_lowercase()
+        ));
+    }
+    let stream_bytes = match stream_mib {
+        Some(m) => (m as usize) << 20,
+        None => (llc_bytes().unwrap_or(32 << 20) * 2).clamp(256 << 20, 1 << 30),
+    };
+    let opts = Opts {
+        secs,
+        stream_bytes,
+        kernel,
+    };
+    let rows = run(&opts, |what| {
+        if !json {
+            eprintln!("measuring {what} ...");
+        }
+    });
+    if json {
+        let text = serde_json::to_string_pretty(&rows).expect("rows serialise");
+        println!("{text}");
+    } else {
+        print!("{}", table(&rows, kernel));
+    }
+    Ok(())
+}
+
 /// Runs every figure.
 pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
     let mut rows = Vec::new();

@@ -79,6 +79,44 @@ pub struct Soak {
     pub wall: f64,
 }
 
+/// `aurora bench soak`: runs, prints memory against cells delivered and
+/// the books, and fails if memory grew by more than 5 % or a PDU is
+/// unaccounted for.
+pub fn main(cells: u64, samples: u32) -> Result<(), String> {
+    println!("aurora bench soak: {cells} cells from a through s1 and s2 to b (OC-192c, 94 % load, 9180-byte PDUs), virtual time");
+    let s = run(cells, samples)?;
+    println!("{:>14} {:>10}", "cells at b", "RSS MiB");
+    for (c, r) in &s.samples {
+        println!("{c:>14} {:>10.1}", *r as f64 / 1048576.0);
+    }
+    // The first sample includes start-up; flatness is judged from the
+    // second on.
+    let steady: Vec<u64> = s.samples.iter().skip(1).map(|x| x.1).collect();
+    let lo = steady.iter().copied().min().unwrap_or(0);
+    let hi = steady.iter().copied().max().unwrap_or(0);
+    let spread = if lo > 0 {
+        (hi - lo) as f64 / lo as f64 * 100.0
+    } else {
+        0.0
+    };
+    let p = &s.report.pvcs[0];
+    println!(
+        "RSS {:.1} MiB at the first steady sample, {:.1} MiB at the end, spread {spread:.2} % (limit 5 %)",
+        steady.first().copied().unwrap_or(0) as f64 / 1048576.0,
+        steady.last().copied().unwrap_or(0) as f64 / 1048576.0,
+    );
+    println!(
+        "PDUs: {} sent, {} delivered, {} corrupted, {} lost, {} in flight, {} unaccounted; {} events in {:.1} s wall ({:.1} M cells/s)",
+        p.sent, p.delivered, p.corrupted, p.lost, p.in_flight, p.unaccounted,
+        s.report.events, s.wall,
+        s.samples.last().map_or(0, |x| x.0) as f64 / s.wall / 1e6
+    );
+    if s.report.unaccounted != 0 || spread > 5.0 {
+        return Err("FAILED (unaccounted PDUs or memory grew by more than 5 %)".into());
+    }
+    Ok(())
+}
+
 /// Runs about `cells` cells through the chain, sampling `samples` times.
 pub fn run(cells: u64, samples: u32) -> Result<Soak, String> {
     let pdus = cells.div_ceil(CELLS_PER_PDU).max(1);

@@ -482,19 +482,6 @@ enum KernelArg {
     Vpclmul,
 }
 
-fn llc_bytes() -> Option<usize> {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size").ok()?;
-    let s = s.trim();
-    let (num, mult) = match s.strip_suffix('K') {
-        Some(n) => (n, 1024),
-        None => match s.strip_suffix('M') {
-            Some(n) => (n, 1024 * 1024),
-            None => (s, 1),
-        },
-    };
-    num.parse::<usize>().ok().map(|n| n * mult)
-}
-
 /// Prints a command's report as JSON or text, or its error.
 fn report<R: serde::Serialize>(
     cmd: &str,
@@ -521,15 +508,40 @@ fn report<R: serde::Serialize>(
     }
 }
 
-/// A node process's exit status: failure, with the sentence on stderr,
-/// when its report does not balance.
-fn unbalanced(code: ExitCode, imbalance: Option<String>) -> ExitCode {
+/// Prints a run's report as [`report`] does. `check` finds in it the
+/// lateness sentence of a run that was not faithful (also put on stderr,
+/// so a script that reads only the JSON sees it; the run still succeeds)
+/// and why its books do not balance (the run fails).
+fn checked_report<R: serde::Serialize>(
+    cmd: &str,
+    result: Result<R, String>,
+    json: bool,
+    text: fn(&R) -> String,
+    check: fn(&R) -> (Option<String>, Option<String>),
+) -> ExitCode {
+    let (late, imbalance) = result.as_ref().map_or((None, None), check);
+    if let Some(sentence) = late {
+        eprintln!("{cmd}: {sentence}");
+    }
+    let code = report(cmd, result, json, text);
     match imbalance {
         Some(why) => {
-            eprintln!("aurora node: {why}");
+            eprintln!("{cmd}: {why}");
             ExitCode::FAILURE
         }
         None => code,
+    }
+}
+
+/// A command that prints its own results: success, or failure with its
+/// error on stderr after its name.
+fn done(cmd: &str, r: Result<(), String>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("aurora {cmd}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -699,380 +711,19 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Ttcp(a) => match ttcp::main(*a) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("aurora ttcp: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Command::Bench {
-            what: Bench::Switch { secs },
-        } => {
-            println!(
-                "aurora bench switch (one thread, 16 ports, {} VC entries per input port)",
-                4096
-            );
-            println!(
-                "{:>6} {:>14} {:>10} {:>10}",
-                "batch", "cells/s", "x OC-192c", "x OC-768c"
-            );
-            for batch in [32, 64, 128, 256] {
-                let r = bench_net::switch_rate(batch, secs);
-                println!(
-                    "{batch:>6} {:>13.1}M {:>10.2} {:>10.2}",
-                    r / 1e6,
-                    r / bench_net::OC192_CELLS,
-                    r / bench_net::OC768_CELLS
-                );
-            }
+    match Cli::parse().command {
+        Command::Version => {
+            println!("aurora {}", env!("CARGO_PKG_VERSION"));
+            println!("AAL5 CRC kernel: {:?}", aurora_sar::Kernel::best());
             ExitCode::SUCCESS
         }
-        Command::Bench {
-            what: Bench::Forward { secs },
-        } => {
-            println!(
-                "aurora bench forward (one thread, {} prefixes, batches of {} packets)",
-                bench_ip::PREFIXES,
-                bench_ip::BATCH
-            );
-            println!(
-                "{:>6} {:>11} {:>10} {:>10} {:>10} {:>14}",
-                "bytes", "packets/s", "ns/packet", "x OC-192c", "x OC-768c", "/ bare loop"
-            );
-            for size in [64, 1500, 9180] {
-                let r = bench_ip::forward_rate(size, secs);
-                println!(
-                    "{size:>6} {:>10.1}M {:>10.2} {:>10.2} {:>10.2} {:>14.3}",
-                    r.pps / 1e6,
-                    1e9 / r.pps,
-                    r.pps / r.line_pps[0],
-                    r.pps / r.line_pps[1],
-                    r.pps / r.touch_pps
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Command::Bench {
-            what: Bench::Atomic { secs },
-        } => {
-            println!("aurora bench atomic (one thread: host -> node -> channel -> node -> host, link-level packets)");
-            println!(
-                "{:>6} {:>6} {:>12} {:>10}   {:>16}",
-                "bytes", "flows", "packets/s", "Mb/s", "seed: Kpkt/s Mb/s"
-            );
-            let seed = |l: usize, flows: usize| match (l, flows) {
-                (4, 1) => "657 21",
-                (54, 1) => "396 171",
-                (1500, 1) => "31 381",
-                (54, _) => "793 343",
-                (1500, _) => "33 405",
-                _ => "",
-            };
-            for flows in [1, 8] {
-                for l in [4usize, 54, 1500] {
-                    let pps = bench_atomic::chain_rate(l, flows, secs);
-                    println!(
-                        "{l:>6} {flows:>6} {:>11.0}K {:>10.1}   {:>16}",
-                        pps / 1e3,
-                        pps * l as f64 * 8.0 / 1e6,
-                        seed(l, flows)
-                    );
-                }
-            }
-            let pts: Vec<(f64, f64)> = [4usize, 54, 256, 1000, 1500, 4000, 9000]
-                .iter()
-                .map(|&l| (l as f64, 1e6 / bench_atomic::chain_rate(l, 1, secs)))
-                .collect();
-            let (a, b) = bench_atomic::fit(&pts);
-            println!(
-                "time per packet: T(L) = {a:.3} us + {b:.5} us/byte (fit over {} sizes); the seed's host interface: 1.440 us + 0.020 us/byte",
-                pts.len()
-            );
-            println!(
-                "so a = {:.3} x the seed's, b = {:.4} x the seed's",
-                a / 1.44,
-                b / 0.02
-            );
-            ExitCode::SUCCESS
-        }
-        Command::Bench {
-            what: Bench::AtomicMap { runs },
-        } => {
-            println!("aurora bench atomic-map (random layouts of 4x4 to 8x8 meshes; virtual time)");
-            println!(
-                "{:<6} {:>6} {:>6} {:>6} {:>9} {:>7} {:>8} {:>10} {:>8} {:>9}",
-                "method",
-                "nodes",
-                "hosts",
-                "chans",
-                "found",
-                "probes",
-                "per node",
-                "messages",
-                "map ms",
-                "wall ms"
-            );
-            for &(meshes, hosts) in &[(1, 4), (3, 16), (6, 36), (12, 100), (24, 200)] {
-                for symmetric in [true, false] {
-                    for seed in 0..runs {
-                        let r = bench_atomic::map_once(meshes, (4, 8), hosts, symmetric, seed + 1);
-                        println!(
-                            "{:<6} {:>6} {:>6} {:>6} {:>9} {:>7} {:>8.2} {:>10} {:>8.3} {:>9.1}",
-                            r.method,
-                            r.nodes,
-                            r.hosts,
-                            r.channels,
-                            if (r.found.0, r.found.2) == (r.nodes, r.hosts) {
-                                "all".to_string()
-                            } else {
-                                format!("{}/{}", r.found.0, r.found.2)
-                            },
-                            r.probes,
-                            r.probes as f64 / r.nodes as f64,
-                            r.network,
-                            r.map_ms,
-                            r.wall_ms
-                        );
-                    }
-                }
-            }
-            println!("Myrinet's mapper (published): 36 hosts, 13 switches, 64 links in 248 ms; 100 hosts, 40 switches, 193 links in 981 ms");
-            ExitCode::SUCCESS
-        }
-        Command::Bench {
-            what: Bench::Soak { cells, samples },
-        } => {
-            println!("aurora bench soak: {cells} cells from a through s1 and s2 to b (OC-192c, 94 % load, 9180-byte PDUs), virtual time");
-            let s = match bench_soak::run(cells, samples) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("aurora bench soak: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            println!("{:>14} {:>10}", "cells at b", "RSS MiB");
-            for (c, r) in &s.samples {
-                println!("{c:>14} {:>10.1}", *r as f64 / 1048576.0);
-            }
-            // The first sample includes start-up; flatness is judged from
-            // the second on.
-            let steady: Vec<u64> = s.samples.iter().skip(1).map(|x| x.1).collect();
-            let (lo, hi) = (
-                steady.iter().copied().min().unwrap_or(0),
-                steady.iter().copied().max().unwrap_or(0),
-            );
-            let spread = if lo > 0 {
-                (hi - lo) as f64 / lo as f64 * 100.0
-            } else {
-                0.0
-            };
-            let p = &s.report.pvcs[0];
-            println!(
-                "RSS {:.1} MiB at the first steady sample, {:.1} MiB at the end, spread {spread:.2} % (limit 5 %)",
-                steady.first().copied().unwrap_or(0) as f64 / 1048576.0,
-                steady.last().copied().unwrap_or(0) as f64 / 1048576.0,
-            );
-            println!(
-                "PDUs: {} sent, {} delivered, {} corrupted, {} lost, {} in flight, {} unaccounted; {} events in {:.1} s wall ({:.1} M cells/s)",
-                p.sent, p.delivered, p.corrupted, p.lost, p.in_flight, p.unaccounted,
-                s.report.events, s.wall,
-                s.samples.last().map_or(0, |x| x.0) as f64 / s.wall / 1e6
-            );
-            if s.report.unaccounted != 0 || spread > 5.0 {
-                eprintln!(
-                    "aurora bench soak: FAILED (unaccounted PDUs or memory grew by more than 5 %)"
-                );
-                return ExitCode::FAILURE;
-            }
-            ExitCode::SUCCESS
-        }
-        Command::Bench {
-            what: Bench::Compile { switches, runs },
-        } => {
-            let hosts = switches * 4;
-            println!(
-                "aurora bench compile ({switches} switches in a ring, {hosts} hosts, PVCs over 1 to 8 trunks, a flow each)"
-            );
-            println!(
-                "{:>6} {:>10} {:>11} {:>12} {:>11}",
-                "PVCs", "KiB", "compile s", "PVCs/s", "load s"
-            );
-            let sizes = [1_000, 2_000, 5_000];
-            match bench_compile::run(switches as usize, &sizes, runs as usize) {
-                Ok(rows) => {
-                    for r in rows {
-                        println!(
-                            "{:>6} {:>10} {:>11.4} {:>12.0} {:>11.4}",
-                            r.pvcs,
-                            r.bytes / 1024,
-                            r.compile,
-                            r.pvcs as f64 / r.compile,
-                            r.load
-                        );
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("aurora bench compile: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Command::Video {
-            pipeline,
+        Command::Ttcp(a) => done("ttcp", ttcp::main(*a)),
+        Command::Demo {
             secs,
-            r#virtual,
-        } => match video_cmd::main(&pipeline, secs, r#virtual) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("aurora video: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Command::Experiment { what, out, secs } => {
-            let r = match what {
-                Experiment::Epd => experiment::epd(&out, secs),
-                Experiment::Linkshare => experiment::linkshare(&out, secs),
-                Experiment::TcpDrops => experiment::tcp_drops(&out, secs.max(10.0)),
-                Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
-                Experiment::TcpEpdLinux {
-                    flows,
-                    rounds,
-                    spin,
-                    nice,
-                    mtu,
-                    discard,
-                } => experiment::tcp_epd_linux(
-                    &out,
-                    secs,
-                    &experiment::TcpEpdLinuxOpts {
-                        flows: flows as usize,
-                        rounds,
-                        spin,
-                        nice,
-                        mtus: mtu.into_iter().map(|m| m as usize).collect(),
-                        discards: discard,
-                    },
-                ),
-                Experiment::AckCompression => experiment::ack_compression(&out, secs),
-                Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
-                Experiment::Vidboard {
-                    parts,
-                    real_secs,
-                    spin,
-                    cb,
-                    lt,
-                    delays,
-                    cameras,
-                } => experiment::vidboard(
-                    &out,
-                    secs.max(3.0),
-                    &experiment::VidboardOpts {
-                        parts,
-                        real_secs,
-                        spin,
-                        cbs: cb,
-                        lts: lt,
-                        delays,
-                        cameras: cameras as usize,
-                    },
-                ),
-                Experiment::Striping => experiment::striping(&out, secs),
-                Experiment::Vusystem => experiment::vusystem(&out, secs),
-            };
-            match r {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("aurora experiment: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Command::Bench {
-            what:
-                Bench::Sched {
-                    callgrind,
-                    only,
-                    cycles,
-                },
-        } => match bench_sched::main(callgrind, only.as_deref(), cycles) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("aurora bench sched: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Command::Bench {
-            what:
-                Bench::Tcp {
-                    secs,
-                    callgrind,
-                    only,
-                },
-        } => match bench_tcp::main(secs, callgrind, only.as_deref()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("aurora bench tcp: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Command::Bench { what: Bench::Rt } => match bench_rt::main() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("aurora bench rt: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Command::Bench {
-            what:
-                Bench::Iperf {
-                    secs,
-                    rate,
-                    mtu,
-                    buffer,
-                    rounds,
-                    processes,
-                    direct,
-                },
-        } => {
-            let o = bench_iperf::Opts {
-                secs,
-                rate,
-                mtu: mtu as usize,
-                buffer: buffer as usize,
-                rounds,
-                processes,
-                direct,
-            };
-            match bench_iperf::run(&o) {
-                Ok(r) => {
-                    print!("{}", bench_iperf::summary(&r));
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("aurora bench iperf: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Command::Bench {
-            what: Bench::Sim { secs },
-        } => {
-            let (sim, heap, events) = bench_net::sim_rates(secs);
-            println!(
-                "aurora bench sim (one thread; 2 switches, 12 hosts, 6 flows of 9180-byte PDUs)"
-            );
-            println!("simulator: {:.2}M events/s ({events} events)", sim / 1e6);
-            println!(
-                "bare binary heap, same event size: {:.2}M push+pop/s",
-                heap / 1e6
-            );
-            println!("simulator / bare heap: {:.3}", sim / heap);
-            ExitCode::SUCCESS
-        }
+            out,
+            quiet,
+            capture,
+        } => done("demo", demo::main(secs, &out, quiet, capture.arg())),
         Command::Run {
             file,
             r#virtual,
@@ -1086,8 +737,6 @@ fn main() -> ExitCode {
             control,
             capture,
         } => {
-            let capture = capture.arg();
-            let d = duration;
             let clock = if r#virtual {
                 run::Clock::Virtual
             } else {
@@ -1101,12 +750,13 @@ fn main() -> ExitCode {
                 (None, run::Clock::Wall { .. }) => 1,
             };
             let args = run::RunArgs {
-                duration: d,
+                duration,
                 drain,
                 seed,
                 clock,
                 workers,
             };
+            let capture = capture.arg();
             let result = run::run(
                 &file,
                 args,
@@ -1115,23 +765,10 @@ fn main() -> ExitCode {
                 None,
                 control.as_deref(),
             );
-            // An unfaithful run still reports (exit 0), but says so on
-            // stderr too, so a script reading only the JSON or the exit
-            // status's neighbours sees it.
-            if let Some(l) = result.as_ref().ok().and_then(|r| r.lateness.as_ref()) {
-                if !l.faithful {
-                    eprintln!("aurora run: {}", l.sentence);
-                }
-            }
-            let imbalance = result.as_ref().ok().and_then(run::Report::imbalance);
-            let code = report("aurora run", result, json, run::text);
-            match imbalance {
-                Some(why) => {
-                    eprintln!("aurora run: {why}");
-                    ExitCode::FAILURE
-                }
-                None => code,
-            }
+            checked_report("aurora run", result, json, run::text, |r| {
+                let late = r.lateness.as_ref().filter(|l| !l.faithful);
+                (late.map(|l| l.sentence.clone()), r.imbalance())
+            })
         }
         Command::Node {
             file,
@@ -1144,22 +781,19 @@ fn main() -> ExitCode {
             capture,
         } => {
             let capture = capture.arg();
-            let d = duration.map(|d| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64));
             let run = node::Run {
-                duration: d,
+                duration: duration
+                    .map(|d| std::time::Duration::from_nanos(d.as_nanos().max(0) as u64)),
                 seed,
                 workers: usize::from(workers),
                 capture: capture.as_ref(),
                 control: control.as_deref(),
             };
             let result = node::main(&file, &name, &run);
-            if let Some(l) = result.as_ref().ok().map(|r| &r.lateness) {
-                if !l.faithful {
-                    eprintln!("aurora node: {}", l.sentence);
-                }
-            }
-            let imbalance = result.as_ref().ok().and_then(node::NodeReport::imbalance);
-            unbalanced(report("aurora node", result, json, node::text), imbalance)
+            checked_report("aurora node", result, json, node::text, |r| {
+                let late = Some(&r.lateness).filter(|l| !l.faithful);
+                (late.map(|l| l.sentence.clone()), r.imbalance())
+            })
         }
         Command::Vc { what } => match what {
             Vc::Open {
@@ -1216,48 +850,147 @@ fn main() -> ExitCode {
                 seed,
             };
             match ping::main(&args) {
+                // No answer is a failure, as with ping(8).
                 Ok((stats, text)) => {
                     print!("{text}");
-                    if stats.answered > 0 {
-                        ExitCode::SUCCESS
-                    } else {
-                        ExitCode::FAILURE
+                    match stats.answered {
+                        0 => ExitCode::FAILURE,
+                        _ => ExitCode::SUCCESS,
                     }
                 }
-                Err(e) => {
-                    eprintln!("aurora ping: {e}");
-                    ExitCode::FAILURE
-                }
+                Err(e) => done("ping", Err(e)),
             }
         }
-        Command::Demo {
-            secs,
-            out,
-            quiet,
-            capture,
-        } => {
-            let capture = capture.arg();
-            match demo::main(secs, &out, quiet, capture) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("aurora demo: {e}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        Command::Version => {
-            println!("aurora {}", env!("CARGO_PKG_VERSION"));
-            println!("AAL5 CRC kernel: {:?}", aurora_sar::Kernel::best());
-            ExitCode::SUCCESS
-        }
-        Command::Bench {
-            what:
-                Bench::Sar {
+        Command::Experiment { what, out, secs } => {
+            let r = match what {
+                Experiment::Epd => experiment::epd(&out, secs),
+                Experiment::Linkshare => experiment::linkshare(&out, secs),
+                Experiment::TcpDrops => experiment::tcp_drops(&out, secs.max(10.0)),
+                Experiment::TcpEpd => experiment::tcp_epd(&out, secs),
+                Experiment::TcpEpdLinux {
+                    flows,
+                    rounds,
+                    spin,
+                    nice,
+                    mtu,
+                    discard,
+                } => experiment::tcp_epd_linux(
+                    &out,
                     secs,
-                    stream_mib,
-                    kernel,
-                    json,
-                },
+                    &experiment::TcpEpdLinuxOpts {
+                        flows: flows as usize,
+                        rounds,
+                        spin,
+                        nice,
+                        mtus: mtu.into_iter().map(|m| m as usize).collect(),
+                        discards: discard,
+                    },
+                ),
+                Experiment::AckCompression => experiment::ack_compression(&out, secs),
+                Experiment::TcpLong => experiment::tcp_long(&out, secs.max(10.0)),
+                Experiment::Vidboard {
+                    parts,
+                    real_secs,
+                    spin,
+                    cb,
+                    lt,
+                    delays,
+                    cameras,
+                } => experiment::vidboard(
+                    &out,
+                    secs.max(3.0),
+                    &experiment::VidboardOpts {
+                        parts,
+                        real_secs,
+                        spin,
+                        cbs: cb,
+                        lts: lt,
+                        delays,
+                        cameras: cameras as usize,
+                    },
+                ),
+                Experiment::Striping => experiment::striping(&out, secs),
+                Experiment::Vusystem => experiment::vusystem(&out, secs),
+            };
+            done("experiment", r)
+        }
+        Command::Video {
+            pipeline,
+            secs,
+            r#virtual,
+        } => done("video", video_cmd::main(&pipeline, secs, r#virtual)),
+        Command::Bench { what } => bench(what),
+    }
+}
+
+/// `aurora bench`: each measurement prints its own figures.
+fn bench(what: Bench) -> ExitCode {
+    let (name, r) = match what {
+        Bench::Switch { secs } => {
+            bench_net::switch_main(secs);
+            ("switch", Ok(()))
+        }
+        Bench::Forward { secs } => {
+            bench_ip::main(secs);
+            ("forward", Ok(()))
+        }
+        Bench::Atomic { secs } => {
+            bench_atomic::chain_main(secs);
+            ("atomic", Ok(()))
+        }
+        Bench::AtomicMap { runs } => {
+            bench_atomic::map_main(runs);
+            ("atomic-map", Ok(()))
+        }
+        Bench::Compile { switches, runs } => (
+            "compile",
+            bench_compile::main(switches as usize, runs as usize),
+        ),
+        Bench::Soak { cells, samples } => ("soak", bench_soak::main(cells, samples)),
+        Bench::Tcp {
+            secs,
+            callgrind,
+            only,
+        } => ("tcp", bench_tcp::main(secs, callgrind, only.as_deref())),
+        Bench::Rt => ("rt", bench_rt::main()),
+        Bench::Iperf {
+            secs,
+            rate,
+            mtu,
+            buffer,
+            rounds,
+            processes,
+            direct,
+        } => {
+            let o = bench_iperf::Opts {
+                secs,
+                rate,
+                mtu: mtu as usize,
+                buffer: buffer as usize,
+                rounds,
+                processes,
+                direct,
+            };
+            let r = bench_iperf::run(&o).map(|r| print!("{}", bench_iperf::summary(&r)));
+            ("iperf", r)
+        }
+        Bench::Sched {
+            callgrind,
+            only,
+            cycles,
+        } => (
+            "sched",
+            bench_sched::main(callgrind, only.as_deref(), cycles),
+        ),
+        Bench::Sim { secs } => {
+            bench_net::sim_main(secs);
+            ("sim", Ok(()))
+        }
+        Bench::Sar {
+            secs,
+            stream_mib,
+            kernel,
+            json,
         } => {
             let kernel = match kernel {
                 KernelArg::Best => aurora_sar::Kernel::best(),
@@ -1265,36 +998,8 @@ fn main() -> ExitCode {
                 KernelArg::Clmul => aurora_sar::Kernel::Clmul,
                 KernelArg::Vpclmul => aurora_sar::Kernel::Vpclmul,
             };
-            if !kernel.supported() {
-                eprintln!(
-                    "aurora: --kernel {} needs CPU features this one lacks (clmul: PCLMULQDQ and SSSE3; vpclmul: AVX-512 F, BW, VL, VBMI and VPCLMULQDQ)",
-                    format!("{kernel:?}").to_lowercase()
-                );
-                return ExitCode::FAILURE;
-            }
-            let stream_bytes = match stream_mib {
-                Some(m) => (m as usize) << 20,
-                None => (llc_bytes().unwrap_or(32 << 20) * 2).clamp(256 << 20, 1 << 30),
-            };
-            let opts = bench_sar::Opts {
-                secs,
-                stream_bytes,
-                kernel,
-            };
-            let rows = bench_sar::run(&opts, |what| {
-                if !json {
-                    eprintln!("measuring {what} ...");
-                }
-            });
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).expect("rows serialise")
-                );
-            } else {
-                print!("{}", bench_sar::table(&rows, kernel));
-            }
-            ExitCode::SUCCESS
+            ("sar", bench_sar::main(secs, stream_mib, kernel, json))
         }
-    }
+    };
+    done(&format!("bench {name}"), r)
 }
