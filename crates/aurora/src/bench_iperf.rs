@@ -323,12 +323,10 @@ fn aurora_here(o: &Opts, tag: &str) -> Result<(Iperf, String, bool, Option<f64>)
             );
         }
     }
-    let n = net.sim.node_count();
-    let names = crate::lateness::names_in(&net, n);
-    let late = wall.lateness(None);
-    let late = crate::lateness::report(
-        &late,
-        &|i| names.get(i).cloned().unwrap_or_default(),
+    let late = crate::lateness::of_network(
+        &net,
+        &wall,
+        None,
         "the figure is then the most this machine's free cores carry",
     );
     s += &crate::lateness::text(&late);

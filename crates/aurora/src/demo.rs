@@ -64,10 +64,7 @@ pub fn main(
         if quiet || t < shown + 1.0 || t > secs {
             continue;
         }
-        let l = match live.lock() {
-            Ok(l) => l,
-            Err(_) => continue,
-        };
+        let Ok(l) = live.lock() else { continue };
         let mut line = format!("{:>4.0} s", t);
         for p in &pvcs {
             let bytes = l.rx_bytes.get(&(p.to.0, p.to_vc)).copied().unwrap_or(0);

@@ -65,6 +65,19 @@ pub fn report(
     }
 }
 
+/// The report of a run of `net` against `wall`, which was asked to last
+/// `asked` (if it had a length), nodes named as [`names_in`] names them.
+pub fn of_network<F: aurora_net::Frame>(
+    net: &aurora_topo::Network<F>,
+    wall: &aurora_engine::clock::Wall,
+    asked: Option<std::time::Duration>,
+    advice: &str,
+) -> LatenessReport {
+    let l = wall.lateness(asked);
+    let names = names_in(net, l.nodes.len());
+    report(&l, &|i| names[i].clone(), advice)
+}
+
 /// Node names by id for `n` nodes: those `named` gives, "node i" for the
 /// rest.
 pub fn names<'a>(n: usize, named: impl Iterator<Item = (&'a String, NodeId)>) -> Vec<String> {

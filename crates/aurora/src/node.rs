@@ -150,6 +150,19 @@ pub struct TunRow {
     pub errors: u64,
 }
 
+impl TunRow {
+    /// Interface `name`'s row from its counters.
+    pub(crate) fn new(name: String, c: &aurora_engine::io::DeviceCounters) -> Self {
+        TunRow {
+            name,
+            read: c.from_device,
+            written: c.to_device,
+            refused: c.device_full,
+            errors: c.errors,
+        }
+    }
+}
+
 /// One port linked to a node outside the process: what the node sent on
 /// it and what became of that, and what arrived. Cells, or for ATOMIC,
 /// frames. The sending side balances, `cells_out = overflow +
@@ -204,25 +217,20 @@ impl NodeReport {
     /// `None` when every port balances; otherwise one sentence naming the
     /// ports that do not.
     pub fn imbalance(&self) -> Option<String> {
-        imbalance(&self.ports)
+        let bad: Vec<String> = self
+            .ports
+            .iter()
+            .filter(|p| p.unaccounted != 0)
+            .map(|p| format!("{}:{} ({})", p.node, p.port, p.unaccounted))
+            .collect();
+        (!bad.is_empty()).then(|| {
+            format!(
+                "the report does not balance: what the link took and what it counted differ on port {}; \
+                 this is a fault of the testbed",
+                bad.join(", ")
+            )
+        })
     }
-}
-
-/// `None` when every port of `ports` balances; otherwise one sentence
-/// naming those that do not.
-pub(crate) fn imbalance(ports: &[PortRow]) -> Option<String> {
-    let bad: Vec<String> = ports
-        .iter()
-        .filter(|p| p.unaccounted != 0)
-        .map(|p| format!("{}:{} ({})", p.node, p.port, p.unaccounted))
-        .collect();
-    (!bad.is_empty()).then(|| {
-        format!(
-            "the report does not balance: what the link took and what it counted differ on port {}; \
-             this is a fault of the testbed",
-            bad.join(", ")
-        )
-    })
 }
 
 /// Says on stderr what the process opened: its TUN interfaces and the
@@ -276,11 +284,7 @@ pub(crate) fn run_wall<F: Frame>(
     }
     let ended = wall.elapsed();
     let lateness = wall.lateness(duration);
-    let name = |i: usize| {
-        p.members
-            .get(i)
-            .map_or_else(|| format!("node {i}"), |m| m.name.clone())
-    };
+    let name = |i: usize| member_name(p, NodeId(i as u32));
     let report = crate::lateness::report(
         &lateness,
         &name,
@@ -340,14 +344,7 @@ pub(crate) fn link_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<crate::run::LinkRow
         .iter()
         .filter_map(|l| {
             let c = p.engine.link(l.from.0, l.from.1)?;
-            Some(crate::run::LinkRow {
-                dir: l.name.clone(),
-                offered: c.offered,
-                delivered: c.delivered,
-                overflow: c.overflow,
-                lost: c.lost,
-                errored: c.errored,
-            })
+            Some(crate::run::LinkRow::new(l.name.clone(), &c))
         })
         .collect()
 }
@@ -357,14 +354,8 @@ pub(crate) fn tun_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<TunRow> {
     p.tuns
         .iter()
         .filter_map(|(node, t)| {
-            let c = p.engine.device_counters(*node)?;
-            Some(TunRow {
-                name: format!("{} {}/{}", t.name, t.addr, t.prefix),
-                read: c.from_device,
-                written: c.to_device,
-                refused: c.device_full,
-                errors: c.errors,
-            })
+            let name = format!("{} {}/{}", t.name, t.addr, t.prefix);
+            Some(TunRow::new(name, &p.engine.device_counters(*node)?))
         })
         .collect()
 }
@@ -403,33 +394,23 @@ pub fn main(path: &Path, names: &[String], run: &Run) -> Result<NodeReport, Stri
     } = *run;
     let text = aurora_topo::read_topology(path)?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
-    let dir = match capture {
-        Some(cap) => Some(crate::run::open_captures(
-            cap,
-            &bp.hosts,
-            &bp.switches,
-            &bp.routers,
-        )?),
-        None => None,
-    };
+    let dir = capture
+        .map(|cap| crate::run::open_captures(cap, &bp.hosts, &bp.switches, &bp.routers))
+        .transpose()?;
     if bp.atomic.is_some() {
         let m = bp.mixed_process(names, seed)?;
-        let mut atomic = None;
-        let mut r = run_process(
+        let atomic = Some(&m.atomic);
+        return run_process(
             m.process,
             &m.info,
+            atomic,
             dir,
             (duration, workers),
             control,
-            &mut |p, secs| {
-                atomic = Some(atomic_section(&m.atomic, p, secs));
-            },
-        )?;
-        r.atomic = atomic;
-        return Ok(r);
+        );
     }
     let (p, info) = bp.node_process(names, seed)?;
-    run_process(p, &info, dir, (duration, workers), control, &mut |_, _| {})
+    run_process(p, &info, None, dir, (duration, workers), control)
 }
 
 /// The ATOMIC part of a process's report.
@@ -456,15 +437,15 @@ fn atomic_section<F: Frame>(
     r
 }
 
-/// Runs a process's engine against the wall clock and reports; `after`
-/// sees the engine once the run is over.
+/// Runs a process's engine against the wall clock and reports, with a
+/// section on the ATOMIC LAN `atomic` if the process holds part of one.
 fn run_process<F: Carries<CellBytes>>(
     mut p: NodeProcess<F>,
     info: &aurora_topo::BlueprintInfo,
+    atomic: Option<&aurora_topo::AtomicPart>,
     dir: Option<aurora_capture::CaptureDir>,
     (duration, workers): (Option<std::time::Duration>, usize),
     control: Option<&Path>,
-    after: &mut dyn FnMut(&NodeProcess<F>, f64),
 ) -> Result<NodeReport, String> {
     if workers > 1 {
         let home = p
@@ -475,23 +456,12 @@ fn run_process<F: Carries<CellBytes>>(
     // The control socket (removed when the run ends) reaches the
     // process's signalling hosts through their inboxes.
     let _control = match control {
-        None => None,
         Some(path) => {
-            let mut hosts = Vec::new();
-            for m in &p.members {
-                if let Some(h) = p
-                    .engine
-                    .node_mut::<aurora_signal::host::SignalHost>(m.local)
-                {
-                    hosts.push((m.name.clone(), h.control_handle()));
-                    // It now asks to be polled every INBOX_POLL.
-                    p.engine.touch(m.local);
-                }
-            }
-            let server = crate::vc_cmd::listen(path, hosts)?;
-            eprintln!("{}: control socket {}", p.names.join(","), path.display());
-            Some(server)
+            let members = p.members.iter().map(|m| (m.name.clone(), m.local));
+            let (members, who) = (members.collect(), p.names.join(","));
+            Some(crate::vc_cmd::serve(&mut p.engine, members, path, &who)?)
         }
+        None => None,
     };
     let captures_dir: Option<Arc<Mutex<aurora_capture::CaptureDir>>> =
         dir.map(|dir| Arc::new(Mutex::new(dir.in_background())));
@@ -512,7 +482,7 @@ fn run_process<F: Carries<CellBytes>>(
     announce(&p);
     let (secs, lateness) = run_wall(&mut p, duration);
     p.engine.clear_tap();
-    after(&p, secs);
+    let atomic = atomic.map(|a| atomic_section(a, &p, secs));
     let captures = crate::run::finish_captures(captures_dir)?;
 
     let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
@@ -576,7 +546,7 @@ fn run_process<F: Carries<CellBytes>>(
         ip,
         tun: tun_rows(&p),
         lateness,
-        atomic: None,
+        atomic,
         stripes,
     })
 }
@@ -585,24 +555,18 @@ fn run_process<F: Carries<CellBytes>>(
 /// end a node's run the same way, with a report.
 pub(crate) fn stop_flag(duration: Option<std::time::Duration>) -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
-    if let Some(d) = duration {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(d);
-            stop.store(true, Ordering::Relaxed);
-        });
-    }
     install_stop_signals();
-    {
-        let stop = stop.clone();
-        std::thread::spawn(move || loop {
-            if SIGNALLED.load(Ordering::Relaxed) {
-                stop.store(true, Ordering::Relaxed);
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        });
-    }
+    let deadline = duration.map(|d| std::time::Instant::now() + d);
+    let flag = stop.clone();
+    std::thread::spawn(move || loop {
+        let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+        if SIGNALLED.load(Ordering::Relaxed) || left.is_some_and(|l| l.is_zero()) {
+            flag.store(true, Ordering::Relaxed);
+            return;
+        }
+        let tick = std::time::Duration::from_millis(20);
+        std::thread::sleep(left.map_or(tick, |l| l.min(tick)));
+    });
     stop
 }
 
@@ -660,23 +624,19 @@ pub(crate) fn ports_text(ports: &[PortRow], unit: &str) -> String {
     s
 }
 
-/// The inside links' table as text.
-pub(crate) fn links_text(links: &[crate::run::LinkRow], unit: &str) -> String {
+/// A table of link directions as text, headed `title`, its first column
+/// `width` wide.
+pub(crate) fn links_text(links: &[crate::run::LinkRow], title: &str, width: usize) -> String {
     if links.is_empty() {
         return String::new();
     }
     let mut s = format!(
-        "\n{:<36} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
-        format!("inside ({unit})"),
-        "offered",
-        "delivered",
-        "overflow",
-        "lost",
-        "errored"
+        "\n{title:<width$} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
+        "offered", "delivered", "overflow", "lost", "errored"
     );
     for l in links {
         s += &format!(
-            "{:<36} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
+            "{:<width$} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
             l.dir, l.offered, l.delivered, l.overflow, l.lost, l.errored
         );
     }
@@ -724,8 +684,13 @@ pub fn text(r: &NodeReport) -> String {
         }
     }
     s += &crate::run::ping_text(&r.pings);
-    s += &ports_text(&r.ports, "cells");
-    s += &links_text(&r.links, "cells");
+    // A process with part of an ATOMIC LAN counts frames on its links.
+    let unit = match r.atomic {
+        Some(_) => "cells or frames",
+        None => "cells",
+    };
+    s += &ports_text(&r.ports, unit);
+    s += &links_text(&r.links, &format!("inside ({unit})"), 36);
     s += &crate::port_report::text(&r.disciplines);
     s += &crate::port_report::contracts_text(&r.contracts);
     s += &crate::run::ip_text(&r.ip);
@@ -738,11 +703,7 @@ pub fn text(r: &NodeReport) -> String {
             l.name, l.id, l.host_entries, l.control_accepted, l.control_passed
         );
     }
-    for (f, cells, pdus, dropped) in &r.captures {
-        s += &format!(
-            "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
-        );
-    }
+    s += &crate::run::captures_text(&r.captures);
     if let Some(a) = &r.atomic {
         s += "\n";
         s += &crate::atomic_report::text(a);

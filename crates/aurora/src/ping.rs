@@ -44,12 +44,6 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
         _ => a.target,
     };
     let vc = aurora_topo::parse_vc(vc_text)?;
-    if a.interval <= Duration::ZERO {
-        return Err("--interval must be more than 0".into());
-    }
-    if a.count == 0 || a.count > 1_000_000 {
-        return Err(format!("--count {} is not between 1 and 1000000", a.count));
-    }
     let text = aurora_topo::read_topology(a.file)?;
     let mut bp = aurora_topo::compile_cells(&text).map_err(|p| crate::run::problems(a.file, &p))?;
     let (id, i) = bp.add_ping(
@@ -76,15 +70,9 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
         let mut wall = net.sim.wall_clock(false);
         net.sim.run_wall(end, &mut wall);
         let asked = std::time::Duration::from_nanos(run_for.as_nanos().max(0) as u64);
-        let l = wall.lateness(Some(asked));
-        let names = crate::lateness::names_in(&net, l.nodes.len());
-        let v = l.verdict(
-            &|i| names[i].clone(),
-            "rerun with --virtual for exact round trips",
-        );
-        if !v.faithful {
-            unfaithful = Some(v.sentence);
-        }
+        let advice = "rerun with --virtual for exact round trips";
+        let l = crate::lateness::of_network(&net, &wall, Some(asked), advice);
+        unfaithful = (!l.faithful).then_some(l.sentence);
     }
     let stats = net
         .sim

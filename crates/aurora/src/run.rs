@@ -231,8 +231,22 @@ pub struct LinkRow {
     pub errored: u64,
 }
 
+impl LinkRow {
+    /// Direction `dir`'s row from its counters.
+    pub(crate) fn new(dir: String, c: &aurora_engine::DirCounters) -> Self {
+        LinkRow {
+            dir,
+            offered: c.offered,
+            delivered: c.delivered,
+            overflow: c.overflow,
+            lost: c.lost,
+            errored: c.errored,
+        }
+    }
+}
+
 /// The run's report.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct Report {
     /// "virtual time" or "real time".
     pub mode: String,
@@ -432,43 +446,44 @@ pub fn run(
     live: Option<Arc<Mutex<Live>>>,
     control: Option<&Path>,
 ) -> Result<Report, String> {
-    let RunArgs {
-        duration,
-        drain,
-        seed,
-        clock,
-        workers,
-    } = args;
+    let seed = args.seed;
     let text = aurora_topo::read_topology(path)?;
     let bp = aurora_topo::compile(&text).map_err(|p| problems(path, &p))?;
+    let bad = |p| problems(path, &p);
+    let files = (capture, traces);
     match bp.atomic {
-        None => {
-            let mut net = bp.into_sim(seed).map_err(|p| problems(path, &p))?;
-            net.split(workers, aurora_engine::plan::MIN_CUT)?;
-            let _control = listen_control(&mut net, clock, control)?;
-            match live {
-                Some(live) => {
-                    let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
-                    let mut show = |e: &Engine| publish(&live, e, &hosts);
-                    run_network(
-                        net,
-                        duration,
-                        drain,
-                        (capture, traces),
-                        clock,
-                        Some((LIVE_EVERY, &mut show)),
-                    )
-                }
-                None => run_network(net, duration, drain, (capture, traces), clock, None),
-            }
-        }
-        Some(_) => {
-            let mut net = bp.into_mixed(seed).map_err(|p| problems(path, &p))?;
-            net.split(workers, aurora_engine::plan::MIN_CUT)?;
-            let _control = listen_control(&mut net, clock, control)?;
-            run_network(net, duration, drain, (capture, traces), clock, None)
-        }
+        None => start(bp.into_sim(seed).map_err(bad)?, args, files, live, control),
+        Some(_) => start(
+            bp.into_mixed(seed).map_err(bad)?,
+            args,
+            files,
+            live,
+            control,
+        ),
     }
+}
+
+/// Splits a loaded network between workers, listens for `aurora vc` if
+/// asked, and runs it (see [`run`]).
+fn start<F: Carries<CellBytes>>(
+    mut net: aurora_topo::Network<F>,
+    args: RunArgs,
+    files: (Option<&CaptureArg>, Option<&Path>),
+    live: Option<Arc<Mutex<Live>>>,
+    control: Option<&Path>,
+) -> Result<Report, String> {
+    net.split(args.workers, aurora_engine::plan::MIN_CUT)?;
+    let _control = listen_control(&mut net, args.clock, control)?;
+    let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
+    let mut show = |e: &Engine<F>| {
+        if let Some(live) = &live {
+            publish(live, e, &hosts);
+        }
+    };
+    let watch = live
+        .is_some()
+        .then_some((LIVE_EVERY, &mut show as &mut dyn FnMut(&Engine<F>)));
+    run_network(net, args.duration, args.drain, files, args.clock, watch)
 }
 
 /// With `path`, the control socket for `aurora vc` commands to the
@@ -483,17 +498,7 @@ fn listen_control<F: Frame>(
     if clock == Clock::Virtual {
         return Err("--control needs a run in real time".into());
     }
-    let mut hosts = Vec::new();
-    for (name, id) in &net.hosts {
-        if let Some(h) = net.sim.node_mut::<aurora_signal::host::SignalHost>(*id) {
-            hosts.push((name.clone(), h.control_handle()));
-            // It now asks to be polled every INBOX_POLL.
-            net.sim.touch(*id);
-        }
-    }
-    let server = crate::vc_cmd::listen(path, hosts)?;
-    eprintln!("aurora run: control socket {}", path.display());
-    Ok(Some(server))
+    crate::vc_cmd::serve(&mut net.sim, net.hosts.clone(), path, "aurora run").map(Some)
 }
 
 /// How often a run with a live display publishes its figures.
@@ -613,20 +618,12 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     r.tuns = tuns
         .iter()
         .filter_map(|(id, t)| {
-            let c = net.sim.device_counters(*id)?;
-            Some(crate::node::TunRow {
-                name: format!(
-                    "{} {}/{} in {}",
-                    t.name,
-                    t.addr,
-                    t.prefix,
-                    t.netns.as_deref().unwrap_or("-")
-                ),
-                read: c.from_device,
-                written: c.to_device,
-                refused: c.device_full,
-                errors: c.errors,
-            })
+            let netns = t.netns.as_deref().unwrap_or("-");
+            let name = format!("{} {}/{} in {netns}", t.name, t.addr, t.prefix);
+            Some(crate::node::TunRow::new(
+                name,
+                &net.sim.device_counters(*id)?,
+            ))
         })
         .collect();
     r.ports = crate::port_report::report(&net.ports, &net.sim);
@@ -656,14 +653,8 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
             r.mode = "real time".into();
             let asked =
                 std::time::Duration::from_nanos((duration + drain).as_nanos().max(0) as u64);
-            let l = w.lateness(Some(asked));
-            let names = crate::lateness::names_in(&net, l.nodes.len());
-            let name = |i: usize| names[i].clone();
-            r.lateness = Some(crate::lateness::report(
-                &l,
-                &name,
-                "rerun with --virtual for exact results",
-            ));
+            let advice = "rerun with --virtual for exact results";
+            r.lateness = Some(crate::lateness::of_network(&net, &w, Some(asked), advice));
         }
     }
     if let Some(a) = r.atomic.as_mut() {
@@ -695,6 +686,18 @@ pub(crate) fn finish_captures(
             .finish(),
         None => Ok(Vec::new()),
     }
+}
+
+/// The capture files written, as text.
+pub(crate) fn captures_text(written: &[aurora_capture::Written]) -> String {
+    written
+        .iter()
+        .map(|(f, cells, pdus, dropped)| {
+            format!(
+                "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
+            )
+        })
+        .collect()
 }
 
 /// Publishes the traffic hosts' figures so far to `live`.
@@ -832,14 +835,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
     for ((an, ai, ap), (bn, bi, bp)) in names.links {
         for (from, fid, fp, to) in [(an, *ai, *ap, bn), (bn, *bi, *bp, an)] {
             if let Some(c) = view.link(fid, fp) {
-                links.push(LinkRow {
-                    dir: format!("{from}:{fp} -> {to}"),
-                    offered: c.offered,
-                    delivered: c.delivered,
-                    overflow: c.overflow,
-                    lost: c.lost,
-                    errored: c.errored,
-                });
+                links.push(LinkRow::new(format!("{from}:{fp} -> {to}"), &c));
             }
         }
     }
@@ -862,10 +858,6 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
         }
     }
     Report {
-        mode: String::new(),
-        virtual_secs: 0.0,
-        events: 0,
-        trace: String::new(),
         pvcs,
         pings,
         links,
@@ -879,9 +871,6 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                     .map(|x| ip_row(n, x))
             })
             .collect(),
-        ip_pvcs: Vec::new(),
-        captures: Vec::new(),
-        drain_secs: 0.0,
         cell_losses: loss_rows(&node_names, ledger.cells().iter()),
         unaccounted,
         books_overflow: ledger.overflow()
@@ -891,17 +880,9 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                 .filter_map(|p| view.node::<TrafficHost>(p.to)?.book(p.to_vc))
                 .map(accounting::RxBook::overflow)
                 .sum::<u64>(),
-        lateness: None,
-        tuns: Vec::new(),
-        ports: Vec::new(),
-        contracts: Vec::new(),
-        atomic: None,
-        tcp: None,
-        video: None,
-        stripe: None,
-        signal: None,
         workers: view.workers(),
         lookahead_us: view.lookahead().map(|d| d.as_nanos() as f64 / 1e3),
+        ..Report::default()
     }
 }
 
@@ -953,18 +934,7 @@ pub fn text(r: &Report) -> String {
         }
     }
     s += &ping_text(&r.pings);
-    if !r.links.is_empty() {
-        s += &format!(
-            "\n{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
-            "link (cells)", "offered", "delivered", "overflow", "lost", "errored"
-        );
-    }
-    for l in &r.links {
-        s += &format!(
-            "{:<28} {:>9} {:>10} {:>9} {:>7} {:>8}\n",
-            l.dir, l.offered, l.delivered, l.overflow, l.lost, l.errored
-        );
-    }
+    s += &crate::node::links_text(&r.links, "link (cells)", 28);
     if r.switch_ports.iter().any(|(_, _, i, o, d)| i + o + d > 0) {
         s += &format!(
             "\n{:<12} {:>5} {:>10} {:>10} {:>8}\n",
@@ -987,17 +957,8 @@ pub fn text(r: &Report) -> String {
     }
     s += &ip_text(&r.ip);
     s += &crate::ip_books::text(&r.ip_pvcs);
-    for (f, cells, pdus, dropped) in &r.captures {
-        s += &format!(
-            "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
-        );
-    }
-    for t in &r.tuns {
-        s += &format!(
-            "TUN {}: {} packets read, {} written, {} refused, {} errors\n",
-            t.name, t.read, t.written, t.refused, t.errors
-        );
-    }
+    s += &captures_text(&r.captures);
+    s += &crate::node::tun_text(&r.tuns);
     s += &crate::port_report::text(&r.ports);
     s += &crate::port_report::contracts_text(&r.contracts);
     if let Some(a) = &r.atomic {

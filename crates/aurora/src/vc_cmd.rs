@@ -119,10 +119,31 @@ impl Drop for ControlServer {
     }
 }
 
-/// Listens on `path` for requests to `hosts` (name and inbox handle). A
-/// socket left at `path` by a process that ended is replaced; any other
-/// file there is an error.
-pub fn listen(path: &Path, hosts: Vec<(String, ControlHandle)>) -> Result<ControlServer, String> {
+/// Listens on `path` for requests to the signalling hosts among `nodes`
+/// (name and id in `engine`), and says so on stderr after `who`. Each such
+/// host is asked to read its inbox from now on. A socket left at `path` by
+/// a process that ended is replaced; any other file there is an error.
+pub fn serve<F: aurora_net::Frame>(
+    engine: &mut aurora_engine::Engine<F>,
+    nodes: Vec<(String, aurora_engine::NodeId)>,
+    path: &Path,
+    who: &str,
+) -> Result<ControlServer, String> {
+    let mut hosts = Vec::new();
+    for (name, id) in nodes {
+        if let Some(h) = engine.node_mut::<aurora_signal::host::SignalHost>(id) {
+            hosts.push((name, h.control_handle()));
+            // It now asks to be polled every INBOX_POLL.
+            engine.touch(id);
+        }
+    }
+    let server = listen(path, hosts)?;
+    eprintln!("{who}: control socket {}", path.display());
+    Ok(server)
+}
+
+/// Listens on `path` for requests to `hosts` (name and inbox handle).
+fn listen(path: &Path, hosts: Vec<(String, ControlHandle)>) -> Result<ControlServer, String> {
     if hosts.is_empty() {
         return Err(format!(
             "--control {}: none of the process's nodes is a signalling host ([signal] hosts or an [[app]] end)",

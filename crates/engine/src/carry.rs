@@ -64,26 +64,15 @@ pub trait Carries<T: Frame>: Frame {
     fn adopt(node: Box<dyn EngineNode<T>>) -> Box<dyn EngineNode<Self>>;
 }
 
-impl Carries<CellBytes> for CellBytes {
-    fn wrap(t: CellBytes) -> Self {
+/// Every frame type carries itself.
+impl<T: Frame> Carries<T> for T {
+    fn wrap(t: T) -> Self {
         t
     }
-    fn peek(&self) -> Option<&CellBytes> {
+    fn peek(&self) -> Option<&T> {
         Some(self)
     }
-    fn adopt(node: Box<dyn EngineNode<CellBytes>>) -> Box<dyn EngineNode<CellBytes>> {
-        node
-    }
-}
-
-impl Carries<Vec<u8>> for Vec<u8> {
-    fn wrap(t: Vec<u8>) -> Self {
-        t
-    }
-    fn peek(&self) -> Option<&Vec<u8>> {
-        Some(self)
-    }
-    fn adopt(node: Box<dyn EngineNode<Vec<u8>>>) -> Box<dyn EngineNode<Vec<u8>>> {
+    fn adopt(node: Box<dyn EngineNode<T>>) -> Box<dyn EngineNode<T>> {
         node
     }
 }

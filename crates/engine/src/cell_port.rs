@@ -195,11 +195,6 @@ impl CellPort {
         &self.stats
     }
 
-    /// What PDU discard decided, if the port has it.
-    pub fn discard_counters(&self) -> Option<aurora_tm::discard::DiscardCounters> {
-        self.discard.as_ref().map(PduDiscard::counters)
-    }
-
     fn count_drop(&mut self, q: QueueId, why: &'static str) {
         if let Some(s) = self.stats.get_mut(q as usize) {
             s.drop_for(why);

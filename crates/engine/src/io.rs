@@ -194,13 +194,8 @@ impl<F> Default for Io<F> {
 }
 
 impl<F> Io<F> {
-    /// True when there is something to poll.
-    pub(crate) fn polled(&self) -> bool {
-        !self.ins.is_empty() || !self.devs.is_empty()
-    }
-
     /// True when there is any external I/O.
     pub(crate) fn any(&self) -> bool {
-        self.polled() || !self.outs.is_empty()
+        !self.ins.is_empty() || !self.devs.is_empty() || !self.outs.is_empty()
     }
 }

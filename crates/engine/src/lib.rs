@@ -101,6 +101,43 @@ pub fn frame_time(spec: &LinkSpec, len: usize) -> Duration {
     ))
 }
 
+/// Ok if `spec`'s rate is a positive number.
+fn check_rate(spec: &LinkSpec) -> Result<(), EngineError> {
+    match spec.rate > 0.0 && spec.rate.is_finite() {
+        true => Ok(()),
+        false => Err(EngineError::BadRate(spec.rate)),
+    }
+}
+
+/// Puts `node` into partition `home` of `parts`, and a stand-in for it
+/// into the others.
+fn place_node<F: Frame>(parts: &mut [Part<F>], node: Box<dyn EngineNode<F>>, home: u32) {
+    let ports = node.ports();
+    let mut node = Some(node);
+    for (i, p) in parts.iter_mut().enumerate() {
+        match node.take_if(|_| i as u32 == home) {
+            Some(n) => p.push_node(n, true),
+            None => p.push_node(Box::new(Elsewhere(ports)), false),
+        }
+    }
+}
+
+/// Puts the next direction, as `d` says, into every partition of `parts`
+/// (nodes placed as `home` says); if it joins two partitions, the least
+/// time a frame takes to cross it.
+fn place_dir<F: Frame>(
+    parts: &mut [Part<F>],
+    d: &DirSpec,
+    home: &[u32],
+    seed: u64,
+) -> Option<Duration> {
+    let (near, far) = (home[d.from.0 as usize], home[d.to.0 as usize]);
+    for (i, p) in parts.iter_mut().enumerate() {
+        p.push_dir(Dir::new(d, seed), i as u32, near, far);
+    }
+    (near != far).then(|| d.spec.delay + frame_time(&d.spec, 0))
+}
+
 /// What one link direction (and the output port feeding it) did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirCounters {
@@ -163,15 +200,15 @@ pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F) + Send>
 
 /// One link direction as built, kept to split the engine.
 #[derive(Clone, Copy)]
-struct DirSpec {
-    from: (u32, PortId),
-    to: (u32, PortId),
-    spec: LinkSpec,
+pub(crate) struct DirSpec {
+    pub(crate) from: (u32, PortId),
+    pub(crate) to: (u32, PortId),
+    pub(crate) spec: LinkSpec,
     /// The receiving node may hold its input ([`Node::holds_input`]).
-    held: bool,
+    pub(crate) held: bool,
     /// The random stream its loss and bit errors draw from (its own
     /// number unless [`Engine::set_stream`] said otherwise).
-    stream: u32,
+    pub(crate) stream: u32,
 }
 
 /// The engine, for frames of type `F` (cells unless said otherwise).
@@ -257,14 +294,7 @@ impl<F: Frame> Engine<F> {
     /// Adds a node already boxed.
     pub fn add_boxed(&mut self, node: Box<dyn EngineNode<F>>) -> NodeId {
         let id = self.home.len() as u32;
-        let ports = node.ports();
-        let mut node = Some(node);
-        for (i, p) in self.parts.iter_mut().enumerate() {
-            match (i, node.take()) {
-                (0, Some(n)) => p.push_node(n, true),
-                _ => p.push_node(Box::new(Elsewhere(ports)), false),
-            }
-        }
+        place_node(&mut self.parts, node, 0);
         self.home.push(0);
         NodeId(id)
     }
@@ -276,27 +306,12 @@ impl<F: Frame> Engine<F> {
         b: (NodeId, PortId),
         spec: LinkSpec,
     ) -> Result<(), EngineError> {
-        self.connect_asymmetric(a, b, spec, spec)
-    }
-
-    /// Joins two ports with different links in each direction.
-    pub fn connect_asymmetric(
-        &mut self,
-        a: (NodeId, PortId),
-        b: (NodeId, PortId),
-        a_to_b: LinkSpec,
-        b_to_a: LinkSpec,
-    ) -> Result<(), EngineError> {
-        for s in [a_to_b, b_to_a] {
-            if !(s.rate > 0.0 && s.rate.is_finite()) {
-                return Err(EngineError::BadRate(s.rate));
-            }
-        }
+        check_rate(&spec)?;
         for (n, p) in [a, b] {
             self.free_port(n, p)?;
         }
-        self.add_dir(a, b, a_to_b, false);
-        self.add_dir(b, a, b_to_a, false);
+        self.add_dir(a, b, spec, false);
+        self.add_dir(b, a, spec, false);
         Ok(())
     }
 
@@ -308,19 +323,19 @@ impl<F: Frame> Engine<F> {
         to: (NodeId, PortId),
         spec: LinkSpec,
     ) -> Result<(), EngineError> {
-        if !(spec.rate > 0.0 && spec.rate.is_finite()) {
-            return Err(EngineError::BadRate(spec.rate));
-        }
+        check_rate(&spec)?;
         self.free_port(from.0, from.1)?;
-        if self.parts[0]
-            .out
-            .get(to.0 .0 as usize)
-            .is_none_or(|v| usize::from(to.1) >= v.len())
-        {
-            return Err(EngineError::NoSuchPort(to.0, to.1));
-        }
+        self.has_port(to)?;
         self.add_dir(from, to, spec, false);
         Ok(())
+    }
+
+    /// Ok if `port` of `n` exists.
+    fn has_port(&self, (n, p): (NodeId, PortId)) -> Result<(), EngineError> {
+        match self.parts[0].out.get(n.0 as usize) {
+            Some(v) if usize::from(p) < v.len() => Ok(()),
+            _ => Err(EngineError::NoSuchPort(n, p)),
+        }
     }
 
     /// Ok if `port` of `n` exists and has no link leaving it.
@@ -356,18 +371,8 @@ impl<F: Frame> Engine<F> {
             stream: k,
         };
         self.specs.push(d);
-        let (near, far) = (self.home[from.0 as usize], self.home[to.0 as usize]);
-        for (i, p) in self.parts.iter_mut().enumerate() {
-            let mut dir = Dir::new(k, d.from, d.to, spec, self.seed);
-            if held {
-                dir.set_held();
-            }
-            p.push_dir(dir, i as u32, near, far);
-        }
-        if near != far {
-            self.lookahead = self
-                .lookahead
-                .min(self.parts[0].dirs[k as usize].least_crossing());
+        if let Some(c) = place_dir(&mut self.parts, &d, &self.home, self.seed) {
+            self.lookahead = self.lookahead.min(c);
         }
     }
 
@@ -379,9 +384,7 @@ impl<F: Frame> Engine<F> {
         spec: LinkSpec,
         sink: Box<dyn io::ExternalSink<F>>,
     ) -> Result<(), EngineError> {
-        if !(spec.rate > 0.0 && spec.rate.is_finite()) {
-            return Err(EngineError::BadRate(spec.rate));
-        }
+        check_rate(&spec)?;
         self.free_port(from.0, from.1)?;
         let k = self.specs.len();
         // The far end is the port itself: the direction stays in the
@@ -407,13 +410,7 @@ impl<F: Frame> Engine<F> {
         to: (NodeId, PortId),
         source: Box<dyn io::ExternalSource<F>>,
     ) -> Result<(), EngineError> {
-        if self.parts[0]
-            .out
-            .get(to.0 .0 as usize)
-            .is_none_or(|v| usize::from(to.1) >= v.len())
-        {
-            return Err(EngineError::NoSuchPort(to.0, to.1));
-        }
+        self.has_port(to)?;
         let h = self.home[to.0 .0 as usize] as usize;
         self.parts[h].io.ins.push(io::ExtIn {
             node: to.0 .0,
@@ -548,33 +545,16 @@ impl<F: Frame> Engine<F> {
             .collect();
         let mut parts: Vec<Part<F>> = (0..n).map(|_| Part::new(n)).collect();
         for (node, &h) in nodes.into_iter().zip(home) {
-            let ports = node.ports();
-            let mut node = Some(node);
-            for (i, p) in parts.iter_mut().enumerate() {
-                if i as u32 == h {
-                    p.push_node(node.take().expect("placed once"), true);
-                } else {
-                    p.push_node(Box::new(Elsewhere(ports)), false);
-                }
-            }
+            place_node(&mut parts, node, h);
         }
         self.home = home.to_vec();
         self.lookahead = Duration::MAX;
         for (k, d) in self.specs.iter().enumerate() {
-            let (near, far) = (home[d.from.0 as usize], home[d.to.0 as usize]);
-            for (i, p) in parts.iter_mut().enumerate() {
-                let mut dir = Dir::new(k as u32, d.from, d.to, d.spec, self.seed);
-                dir.reseed(d.stream, self.seed);
-                if d.held {
-                    dir.set_held();
-                }
-                p.push_dir(dir, i as u32, near, far);
+            if let Some(c) = place_dir(&mut parts, d, home, self.seed) {
+                self.lookahead = self.lookahead.min(c);
             }
             if let Some(p) = disciplines[k].take() {
-                parts[near as usize].dirs[k].set_port(p);
-            }
-            if near != far {
-                self.lookahead = self.lookahead.min(parts[0].dirs[k].least_crossing());
+                parts[home[d.from.0 as usize] as usize].dirs[k].set_port(p);
             }
         }
         // External I/O goes with its node: inputs and devices to the

@@ -5,13 +5,14 @@
 
 use std::collections::VecDeque;
 
+use aurora_net::accounting::{Place, Side};
 use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 
 use crate::io::{Io, DEVICE_BATCH, HEC_UNCORRECTABLE, INPUT_BATCH, PEER_FULL, POLL_SLICE};
 use crate::port::{AnyPort, Fifo, Port, TAIL_DROP};
 use crate::queue::EventQueue;
-use crate::{frame_time, DirCounters, DropTap, EngineNode, LinkSpec, NodeId, Tap};
+use crate::{frame_time, DirCounters, DirSpec, DropTap, EngineNode, LinkSpec, NodeId, Tap};
 
 /// A frame on its way to another partition: when it arrives, on which
 /// direction, and the frame.
@@ -50,7 +51,8 @@ pub(crate) struct Dir<F> {
     /// so its start, arrival and the port's occupancy are computed when
     /// it is accepted (see [`Dir::occupancy`]).
     fixed: bool,
-    /// A fixed line under a FIFO port: computed in closed form.
+    /// A fixed line under a FIFO port, its receiver never holding its
+    /// input: computed in closed form.
     closed: bool,
     /// The sending port's queue; the line pulls from it (not used when
     /// the line is `closed`).
@@ -83,42 +85,41 @@ pub(crate) struct Dir<F> {
 }
 
 impl<F: Frame> Dir<F> {
-    /// Direction `k` from `from` to `to`, its random stream seeded from
-    /// the run's `seed` and `k`.
-    pub(crate) fn new(
-        k: u32,
-        from: (u32, PortId),
-        to: (u32, PortId),
-        spec: LinkSpec,
-        seed: u64,
-    ) -> Self {
-        let mix = seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        Dir {
-            from,
-            to,
+    /// The direction `d` describes, its random stream seeded from the
+    /// run's `seed` and `d.stream`.
+    pub(crate) fn new(d: &DirSpec, seed: u64) -> Self {
+        let spec = d.spec;
+        let cell_time = frame_time(&spec, 0);
+        let fixed = spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO;
+        let mut dir = Dir {
+            from: d.from,
+            to: d.to,
             spec,
-            cell_time: Duration::from_nanos((1e9 / spec.rate).round().max(1.0) as i64),
+            cell_time,
             full_after: Duration::from_nanos(
-                ((1e9 / spec.rate).round().max(1.0) as i64)
+                cell_time
+                    .as_nanos()
                     .saturating_mul(i64::try_from(spec.buffer.max(1) - 1).unwrap_or(i64::MAX)),
             ),
             clean: spec.loss <= 0.0 && spec.bit_error <= 0.0,
-            fixed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
-            closed: spec.per_byte == Duration::ZERO && spec.handshake_per_byte == Duration::ZERO,
+            fixed,
+            closed: fixed && !d.held,
             port: AnyPort::Fifo(Fifo::new(spec.buffer)),
             busy_until: Instant::ZERO,
             pulling: false,
-            held: false,
+            held: d.held,
             hold_until: Instant::ZERO,
-            rng: mix | 1,
+            rng: 0,
             counters: DirCounters::default(),
             arrive_at: VecDeque::new(),
             arrivals: VecDeque::new(),
             external: None,
-        }
+        };
+        dir.reseed(d.stream, seed);
+        dir
     }
 
-    /// Draws from the stream of direction number `k` instead.
+    /// Draws from the stream of direction number `k`.
     pub(crate) fn reseed(&mut self, k: u32, seed: u64) {
         let mix = seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.rng = mix | 1;
@@ -128,13 +129,6 @@ impl<F: Frame> Dir<F> {
     /// from it, event by event.
     pub(crate) fn set_port(&mut self, port: Box<dyn Port<F>>) {
         self.port = AnyPort::Other(port);
-        self.closed = false;
-    }
-
-    /// The receiving node may hold its input: the line pulls event by
-    /// event, so that it can wait.
-    pub(crate) fn set_held(&mut self) {
-        self.held = true;
         self.closed = false;
     }
 
@@ -163,12 +157,7 @@ impl<F: Frame> Dir<F> {
     /// The least time a frame takes from the sending port to the far end:
     /// the lookahead this direction gives when it joins two partitions.
     pub(crate) fn least_crossing(&self) -> Duration {
-        let time = if self.fixed {
-            self.cell_time
-        } else {
-            frame_time(&self.spec, 0)
-        };
-        self.spec.delay + time
+        self.spec.delay + self.cell_time
     }
 
     fn next(&mut self) -> u64 {
@@ -367,14 +356,7 @@ impl<F: Frame> Part<F> {
     /// Takes frames other partitions sent to this one's nodes.
     pub(crate) fn accept(&mut self, mail: Vec<Mail<F>>) {
         for (t, k, f) in mail {
-            self.in_flight += 1;
-            let d = &mut self.dirs[k as usize];
-            let first = d.arrivals.is_empty();
-            d.arrive_at.push_back(t);
-            d.arrivals.push_back(f);
-            if first {
-                self.queue.push((t, Kind::Deliver { dir: k }));
-            }
+            self.arrive(k, t, f);
         }
     }
 
@@ -464,7 +446,6 @@ impl<F: Frame> Part<F> {
     /// to the nodes at `t`; true if an input or device gave a whole
     /// batch (more may be waiting).
     pub(crate) fn poll_io(&mut self, t: Instant) -> bool {
-        use aurora_net::accounting::{Place, Side};
         let t = t.max(self.now);
         self.now = t;
         let mut batch = std::mem::take(&mut self.io.batch);
@@ -477,14 +458,10 @@ impl<F: Frame> Part<F> {
                 .src
                 .recv(&mut batch, INPUT_BATCH)
                 .unwrap_or(0);
-            if let Some(tap) = self.drop_tap.as_mut() {
-                let side = Side::In;
-                self.io.ins[i].src.take_discarded(&mut |c| {
-                    tap(t, Place { node, port, side }, HEC_UNCORRECTABLE, c)
-                });
-            } else {
-                self.io.ins[i].src.take_discarded(&mut |_| {});
-            }
+            let (tap, side) = (&mut self.drop_tap, Side::In);
+            self.io.ins[i].src.take_discarded(&mut |c| {
+                tap_drop(tap, t, Place { node, port, side }, HEC_UNCORRECTABLE, c)
+            });
             more |= n >= INPUT_BATCH;
             if n == 0 || batch.is_empty() {
                 continue;
@@ -495,11 +472,7 @@ impl<F: Frame> Part<F> {
                     tap(t, NodeId(node), port, c);
                 }
             }
-            let mut out = std::mem::take(&mut self.outbox);
-            self.nodes[node as usize].receive(t, port, &batch, &mut out);
-            self.route(node, &mut out);
-            self.outbox = out;
-            self.schedule_wake(node);
+            self.run_node(node, |n, out| n.receive(t, port, &batch, out));
         }
         batch.clear();
         self.io.batch = batch;
@@ -575,7 +548,6 @@ impl<F: Frame> Part<F> {
     /// Hands the frames delivered to external outputs to their sinks;
     /// what a sink refuses is dropped ([`PEER_FULL`]).
     pub(crate) fn flush_outputs(&mut self) {
-        use aurora_net::accounting::{Place, Side};
         let now = self.now;
         for o in &mut self.io.outs {
             if !o.staged.is_empty() {
@@ -583,9 +555,13 @@ impl<F: Frame> Part<F> {
                 let (node, port, side) = (o.node, o.port, Side::Out);
                 for f in o.staged.drain(..).skip(took) {
                     o.refused += 1;
-                    if let Some(t) = self.drop_tap.as_mut() {
-                        t(now, Place { node, port, side }, PEER_FULL, &f);
-                    }
+                    tap_drop(
+                        &mut self.drop_tap,
+                        now,
+                        Place { node, port, side },
+                        PEER_FULL,
+                        &f,
+                    );
                 }
             }
             let _ = o.sink.flush();
@@ -691,11 +667,7 @@ impl<F: Frame> Part<F> {
                         return; // superseded
                     }
                     self.wake[node as usize] = None;
-                    let mut out = std::mem::take(&mut self.outbox);
-                    self.nodes[node as usize].poll(at, &mut out);
-                    self.route(node, &mut out);
-                    self.outbox = out;
-                    self.schedule_wake(node);
+                    self.run_node(node, |n, out| n.poll(at, out));
                 }
             }
         }
@@ -715,7 +687,6 @@ impl<F: Frame> Part<F> {
     /// Puts a node's sent frames in its output ports (starting the line of
     /// an idle one), and shows the frames it dropped to the drop tap.
     fn route(&mut self, node: u32, out: &mut Outbox<F>) {
-        use aurora_net::accounting::{Place, Side};
         let now = self.now;
         for (port, until) in out.drain_holds() {
             if let Some(ks) = self.inputs[node as usize].get(usize::from(port)) {
@@ -810,10 +781,12 @@ impl<F: Frame> Part<F> {
                 // starts when everything before it has been sent.
                 if d.busy_until - now > d.full_after {
                     d.counters.overflow += 1;
-                    if let Some(t) = self.drop_tap.as_mut() {
-                        let side = Side::Out;
-                        t(now, Place { node, port, side }, TAIL_DROP, &cell);
-                    }
+                    let place = Place {
+                        node,
+                        port,
+                        side: Side::Out,
+                    };
+                    tap_drop(&mut self.drop_tap, now, place, TAIL_DROP, &cell);
                     continue;
                 }
                 let done = d.busy_until.max(now) + d.cell_time;
@@ -848,10 +821,12 @@ impl<F: Frame> Part<F> {
                 }
                 Err((cell, why)) => {
                     d.counters.overflow += 1;
-                    if let Some(t) = self.drop_tap.as_mut() {
-                        let side = Side::Out;
-                        t(now, Place { node, port, side }, why, &cell);
-                    }
+                    let place = Place {
+                        node,
+                        port,
+                        side: Side::Out,
+                    };
+                    tap_drop(&mut self.drop_tap, now, place, why, &cell);
                 }
             }
         }
@@ -881,16 +856,18 @@ impl<F: Frame> Part<F> {
     /// in the order frames are sent, so from the same stream whether the
     /// line is computed in closed form or event by event.
     fn launch(&mut self, k: u32, mut cell: F, done: Instant) {
-        use aurora_net::accounting::{Place, Side};
         let now = self.now;
         let d = &mut self.dirs[k as usize];
         if d.chance(d.spec.loss) {
             d.counters.lost += 1;
-            if let Some(t) = self.drop_tap.as_mut() {
-                let (node, port) = d.from;
-                let side = Side::Out;
-                t(now, Place { node, port, side }, "link_loss", &cell);
-            }
+            let ((node, port), side) = (d.from, Side::Out);
+            tap_drop(
+                &mut self.drop_tap,
+                now,
+                Place { node, port, side },
+                "link_loss",
+                &cell,
+            );
             return;
         }
         let bits = cell.bytes().len() as u64 * 8;
@@ -906,13 +883,39 @@ impl<F: Frame> Part<F> {
             self.outgoing[p as usize].push((arrive, k, cell));
             return;
         }
+        self.arrive(k, arrive, cell);
+    }
+
+    /// Frame `f` is on its way along direction `k`, to arrive at `t`.
+    #[inline]
+    fn arrive(&mut self, k: u32, t: Instant, f: F) {
         self.in_flight += 1;
+        let d = &mut self.dirs[k as usize];
         let first = d.arrivals.is_empty();
-        d.arrive_at.push_back(arrive);
-        d.arrivals.push_back(cell);
+        d.arrive_at.push_back(t);
+        d.arrivals.push_back(f);
         if first {
-            self.queue.push((arrive, Kind::Deliver { dir: k }));
+            self.queue.push((t, Kind::Deliver { dir: k }));
         }
+    }
+
+    /// Lets node `node` act (`f`), then routes what it sent and plans its
+    /// next wake.
+    #[inline]
+    fn run_node(&mut self, node: u32, f: impl FnOnce(&mut dyn EngineNode<F>, &mut Outbox<F>)) {
+        let mut out = std::mem::take(&mut self.outbox);
+        f(&mut *self.nodes[node as usize], &mut out);
+        self.route(node, &mut out);
+        self.outbox = out;
+        self.schedule_wake(node);
+    }
+}
+
+/// Shows frame `f`, dropped at `place` for `why`, to `tap` if there is one.
+#[inline]
+fn tap_drop<F>(tap: &mut Option<DropTap<F>>, now: Instant, place: Place, why: &'static str, f: &F) {
+    if let Some(t) = tap.as_mut() {
+        t(now, place, why, f);
     }
 }
 
