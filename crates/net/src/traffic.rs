@@ -154,12 +154,33 @@ pub const MAX_PDUS_PER_POLL: u32 = 1024;
 /// contract allows, several cells conform within a nanosecond).
 pub const MAX_SHAPED_CELLS_PER_POLL: u32 = 65_536;
 
+/// `7 j mod 256` for `j` below 512: every PDU's bytes are 256 of these
+/// from some phase, repeated (see [`pattern`]).
+const SEVENS: [u8; 512] = {
+    let mut t = [0u8; 512];
+    let mut j = 0;
+    while j < 512 {
+        t[j] = (j * 7) as u8;
+        j += 1;
+    }
+    t
+};
+
 /// The bytes of PDU `seq` of flow `flow`, `len` bytes long (at least 8);
 /// returns how many bytes of the last cell's tag fall in the SDU (the rest
 /// go in the pad, see [`tag::patch_last_cell`]).
+///
+/// Byte `k` is `31 seq + 7 k` (mod 256), apart from the tags. That is
+/// `7 (k + a)` with `a = 31 · 183 · seq` (183 being 7's inverse mod 256),
+/// so the bytes are copied from [`SEVENS`] a period of 256 at a time.
 pub fn pattern(flow: u16, seq: u64, len: usize, out: &mut Vec<u8>) -> usize {
     out.clear();
-    out.extend((0..len).map(|k| (seq as usize * 31 + k * 7) as u8));
+    let a = (seq.wrapping_mul(31 * 183) & 255) as usize;
+    let period = &SEVENS[a..a + 256];
+    while out.len() < len {
+        let n = (len - out.len()).min(256);
+        out.extend_from_slice(&period[..n]);
+    }
     tag::write_sdu(Tag { flow, seq }, out)
 }
 
@@ -450,30 +471,38 @@ impl TrafficHost {
             let want = &mut self.want;
             let mut intact = None;
             let mut failed = None;
+            let mut spent = None;
             self.rx.push(now, std::slice::from_ref(c), &mut |d| {
-                let sdu = d.sdu();
-                // The PDU delivered is the last of its unit: its tag is
-                // the unit's last.
-                let Some(t) = book.in_progress().last().copied() else {
-                    f.corrupted += 1;
-                    return;
-                };
-                pattern(t.flow, t.seq, sdu.len(), want);
-                if d.status != Status::Intact || sdu != &want[..] {
-                    f.corrupted += 1;
-                    failed = Some("crc");
-                    return;
+                'check: {
+                    let sdu = d.sdu();
+                    // The PDU delivered is the last of its unit: its tag is
+                    // the unit's last.
+                    let Some(t) = book.in_progress().last().copied() else {
+                        f.corrupted += 1;
+                        break 'check;
+                    };
+                    pattern(t.flow, t.seq, sdu.len(), want);
+                    if d.status != Status::Intact || sdu != &want[..] {
+                        f.corrupted += 1;
+                        failed = Some("crc");
+                        break 'check;
+                    }
+                    intact = Some(t);
+                    if t.seq < f.next_seq {
+                        f.out_of_order += 1;
+                        break 'check;
+                    }
+                    f.missing += t.seq - f.next_seq;
+                    f.next_seq = t.seq + 1;
+                    f.delivered += 1;
+                    f.bytes += sdu.len() as u64;
                 }
-                intact = Some(t);
-                if t.seq < f.next_seq {
-                    f.out_of_order += 1;
-                    return;
-                }
-                f.missing += t.seq - f.next_seq;
-                f.next_seq = t.seq + 1;
-                f.delivered += 1;
-                f.bytes += sdu.len() as u64;
+                spent = Some(d.into_buffer());
             });
+            // The PDU's buffer serves the next one.
+            if let Some(b) = spent {
+                self.rx.recycle(b);
+            }
             if let Some(before) = before {
                 let after = self.rx.stats().pdus_dropped;
                 if failed.is_none() {
@@ -659,6 +688,29 @@ impl Node for TrafficHost {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_pattern_is_its_definition_between_the_tags() {
+        let mut got = Vec::new();
+        for (seq, len) in [
+            (0u64, 8usize),
+            (1, 48),
+            (7, 255),
+            (255, 256),
+            (256, 257),
+            (u64::MAX, 9180),
+        ]
+        .into_iter()
+        .chain((0..300).map(|i| (i * 0x9E37_79B9 + i, (i as usize * 37) % 2000 + 8)))
+        {
+            let mut want: Vec<u8> = (0..len)
+                .map(|k| (seq.wrapping_mul(31) as usize + k * 7) as u8)
+                .collect();
+            let k = tag::write_sdu(Tag { flow: 3, seq }, &mut want);
+            assert_eq!(super::pattern(3, seq, len, &mut got), k);
+            assert_eq!(got, want, "seq {seq}, {len} bytes");
+        }
+    }
+
     use super::*;
 
     /// Runs `a` against `b` (their ports joined directly) until both are
