@@ -586,9 +586,15 @@ impl Pool {
         true
     }
 
-    fn put(&mut self, buf: Vec<u8>, charged: usize) {
+    /// Takes back `buf`, of which `charged` bytes were charged. It is kept
+    /// at the initial length (its capacity kept too), so the next PDU that
+    /// takes it is charged as for a new buffer and charged more only as it
+    /// grows: a buffer a long PDU once grew does not make a short one look
+    /// long to the budget.
+    fn put(&mut self, mut buf: Vec<u8>, charged: usize) {
         self.used -= charged;
         if self.free.len() < self.keep && !buf.is_empty() {
+            buf.truncate(self.initial);
             self.free.push(buf);
         }
     }

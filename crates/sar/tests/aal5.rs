@@ -373,6 +373,49 @@ fn memory_budget_bounds_reassembly_and_counts_exhaustion() {
 }
 
 #[test]
+fn a_recycled_buffer_is_charged_as_a_new_one() {
+    // Room for eight PDUs in progress at the initial size, not for one
+    // grown to a 9 KB PDU's.
+    let mut rx = Aal5Rx::new(RxConfig {
+        memory_budget: 8 * 2048,
+        initial_buffer: 2048,
+        ..RxConfig::default()
+    });
+    let mut tx: Vec<Aal5Tx> = (0..8)
+        .map(|i| Aal5Tx::new(VcId::new(0, 100 + i), Format::Uni).unwrap())
+        .collect();
+    for t in &tx {
+        rx.open_vc(t.vc(), VcConfig::default()).unwrap();
+    }
+    // A long PDU grows its buffer; it comes back to the pool, as a host
+    // that has checked it hands it back.
+    let mut spent = Vec::new();
+    rx.push(
+        Instant::ZERO,
+        &segment(&mut tx[0], &[1u8; 9000]),
+        &mut |d| {
+            assert_eq!(d.status, Status::Intact);
+            spent.push(d.into_buffer());
+        },
+    );
+    assert!(spent[0].len() > 8 * 2048 / 2);
+    for b in spent {
+        rx.recycle(b);
+    }
+    assert_eq!(rx.memory_in_use(), 0);
+    // Eight short PDUs in progress at once, one of them in that buffer:
+    // all fit.
+    for t in tx.iter_mut() {
+        let cells = segment(t, &[2u8; 100]);
+        rx.push(Instant::ZERO, &cells[..cells.len() - 1], &mut |_| {
+            panic!("incomplete")
+        });
+    }
+    assert_eq!(rx.stats().pdus_dropped.get(DropReason::BudgetExhausted), 0);
+    assert_eq!(rx.memory_in_use(), 8 * 2048);
+}
+
+#[test]
 fn posted_buffers_take_the_data_and_small_ones_overflow_to_the_pool() {
     let mut tx = Aal5Tx::new(A, Format::Uni).unwrap();
     let mut rx = rx_with(Kernel::best(), &[A], VcConfig::default());
