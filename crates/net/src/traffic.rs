@@ -172,7 +172,8 @@ const SEVENS: [u8; 512] = {
 ///
 /// Byte `k` is `31 seq + 7 k` (mod 256), apart from the tags. That is
 /// `7 (k + a)` with `a = 31 · 183 · seq` (183 being 7's inverse mod 256),
-/// so the bytes are copied from [`SEVENS`] a period of 256 at a time.
+/// so the bytes are copied from a table of `7 j mod 256` a period of 256
+/// at a time.
 pub fn pattern(flow: u16, seq: u64, len: usize, out: &mut Vec<u8>) -> usize {
     out.clear();
     let a = (seq.wrapping_mul(31 * 183) & 255) as usize;
