@@ -501,10 +501,7 @@ fn report<R: serde::Serialize>(
             print!("{}", text(&r));
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("{cmd}: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => done(cmd, Err(e)),
     }
 }
 
@@ -539,7 +536,7 @@ fn done(cmd: &str, r: Result<(), String>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("aurora {cmd}: {e}");
+            eprintln!("{cmd}: {e}");
             ExitCode::FAILURE
         }
     }
@@ -717,13 +714,13 @@ fn main() -> ExitCode {
             println!("AAL5 CRC kernel: {:?}", aurora_sar::Kernel::best());
             ExitCode::SUCCESS
         }
-        Command::Ttcp(a) => done("ttcp", ttcp::main(*a)),
+        Command::Ttcp(a) => done("aurora ttcp", ttcp::main(*a)),
         Command::Demo {
             secs,
             out,
             quiet,
             capture,
-        } => done("demo", demo::main(secs, &out, quiet, capture.arg())),
+        } => done("aurora demo", demo::main(secs, &out, quiet, capture.arg())),
         Command::Run {
             file,
             r#virtual,
@@ -858,7 +855,7 @@ fn main() -> ExitCode {
                         _ => ExitCode::SUCCESS,
                     }
                 }
-                Err(e) => done("ping", Err(e)),
+                Err(e) => done("aurora ping", Err(e)),
             }
         }
         Command::Experiment { what, out, secs } => {
@@ -912,13 +909,13 @@ fn main() -> ExitCode {
                 Experiment::Striping => experiment::striping(&out, secs),
                 Experiment::Vusystem => experiment::vusystem(&out, secs),
             };
-            done("experiment", r)
+            done("aurora experiment", r)
         }
         Command::Video {
             pipeline,
             secs,
             r#virtual,
-        } => done("video", video_cmd::main(&pipeline, secs, r#virtual)),
+        } => done("aurora video", video_cmd::main(&pipeline, secs, r#virtual)),
         Command::Bench { what } => bench(what),
     }
 }
@@ -1001,5 +998,5 @@ fn bench(what: Bench) -> ExitCode {
             ("sar", bench_sar::main(secs, stream_mib, kernel, json))
         }
     };
-    done(&format!("bench {name}"), r)
+    done(&format!("aurora bench {name}"), r)
 }

@@ -135,7 +135,8 @@ fn place_dir<F: Frame>(
     for (i, p) in parts.iter_mut().enumerate() {
         p.push_dir(Dir::new(d, seed), i as u32, near, far);
     }
-    (near != far).then(|| d.spec.delay + frame_time(&d.spec, 0))
+    let k = parts[0].dirs.len() - 1;
+    (near != far).then(|| parts[0].dirs[k].least_crossing())
 }
 
 /// What one link direction (and the output port feeding it) did.
