@@ -84,7 +84,8 @@ impl HostConfig {
 pub struct IpFlow {
     /// Destination address.
     pub dst: Ipv4Addr,
-    /// Packet length in bytes (28 to 65535).
+    /// Packet length in bytes ([`MIN_FLOW_PACKET`] to 65535): an IPv4 packet
+    /// holding a UDP datagram to the discard port ([`FLOW_PORT`]).
     pub size: usize,
     /// Packets to send.
     pub count: u64,
@@ -188,8 +189,18 @@ pub struct AtomicHost {
     counters: HostCounters,
 }
 
+/// The UDP port flow packets go from and to: the discard port.
+pub const FLOW_PORT: u16 = 9;
+
+/// Shortest flow packet: IPv4 and UDP headers and the sequence number.
+pub const MIN_FLOW_PACKET: usize = 36;
+
+/// Flow packet `seq` of `size` bytes (at least [`MIN_FLOW_PACKET`]) from
+/// `src` to `dst`: an IPv4 packet holding a UDP datagram from and to
+/// [`FLOW_PORT`] with its checksum, whose data are the sequence number
+/// (8 bytes) and a pattern of it.
 fn flow_packet(src: Ipv4Addr, dst: Ipv4Addr, seq: u64, size: usize) -> Vec<u8> {
-    let size = size.clamp(28, 65535);
+    let size = size.clamp(MIN_FLOW_PACKET, 65535);
     let mut p = vec![0u8; size];
     p[0] = 0x45;
     p[2..4].copy_from_slice(&(size as u16).to_be_bytes());
@@ -199,10 +210,24 @@ fn flow_packet(src: Ipv4Addr, dst: Ipv4Addr, seq: u64, size: usize) -> Vec<u8> {
     p[ipv4::DST..ipv4::DST + 4].copy_from_slice(&dst.octets());
     let c = ipv4::checksum(&p[..20]);
     p[ipv4::CHECKSUM..ipv4::CHECKSUM + 2].copy_from_slice(&c.to_be_bytes());
-    p[20..28].copy_from_slice(&seq.to_be_bytes());
-    for (k, b) in p[28..].iter_mut().enumerate() {
+    let udp_len = (size - 20) as u16;
+    p[20..22].copy_from_slice(&FLOW_PORT.to_be_bytes());
+    p[22..24].copy_from_slice(&FLOW_PORT.to_be_bytes());
+    p[24..26].copy_from_slice(&udp_len.to_be_bytes());
+    p[28..36].copy_from_slice(&seq.to_be_bytes());
+    for (k, b) in p[36..].iter_mut().enumerate() {
         *b = (seq as usize).wrapping_mul(31).wrapping_add(k * 7) as u8;
     }
+    // The UDP checksum, over the pseudo-header too; 0 is sent as all ones.
+    let [l0, l1] = udp_len.to_be_bytes();
+    let pseudo = [&src.octets()[..], &dst.octets()[..], &[0, 17, l0, l1][..]].concat();
+    let sum = u32::from(ipv4::ones_sum(&pseudo)) + u32::from(ipv4::ones_sum(&p[20..]));
+    let folded = ((sum & 0xFFFF) + (sum >> 16)) as u16;
+    let c = match !folded {
+        0 => 0xFFFF,
+        c => c,
+    };
+    p[26..28].copy_from_slice(&c.to_be_bytes());
     p
 }
 
@@ -489,9 +514,9 @@ impl AtomicHost {
             return;
         };
         // Flow packets are checked against what their sender wrote.
-        if pkt[ipv4::PROTOCOL] == 17 && h.total_len >= 28 {
+        if pkt[ipv4::PROTOCOL] == 17 && h.total_len >= MIN_FLOW_PACKET {
             let src = ipv4::src(&pkt).unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let seq = u64::from_be_bytes(pkt[20..28].try_into().expect("8 bytes"));
+            let seq = u64::from_be_bytes(pkt[28..36].try_into().expect("8 bytes"));
             let want = flow_packet(src, h.dst, seq, h.total_len);
             let f = self.rx.entry(src).or_default();
             if want[..] != pkt[..h.total_len] {
@@ -728,5 +753,43 @@ impl PacketPort<Vec<u8>> for AtomicHost {
 
     fn to_host_len(&self) -> usize {
         self.to_host.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flow_packet_is_a_udp_datagram_byte_for_byte() {
+        let p = flow_packet(
+            Ipv4Addr::new(10, 5, 0, 1),
+            Ipv4Addr::new(10, 5, 0, 4),
+            1,
+            40,
+        );
+        // Checksums worked out apart from this code.
+        let want = [
+            0x45, 0x00, 0x00, 0x28, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x66, 0xb7, 0x0a, 0x05,
+            0x00, 0x01, 0x0a, 0x05, 0x00, 0x04, // IPv4
+            0x00, 0x09, 0x00, 0x09, 0x00, 0x14, 0x9f, 0x4a, // UDP: ports, length, checksum
+            0, 0, 0, 0, 0, 0, 0, 1, // sequence number
+            0x1f, 0x26, 0x2d, 0x34, // pattern
+        ];
+        assert_eq!(p, want);
+    }
+
+    #[test]
+    fn every_flow_packet_checksums_check() {
+        for (size, seq) in [(36, 0), (37, 5), (1500, 77), (65535, u64::MAX)] {
+            let (src, dst) = (Ipv4Addr::new(10, 5, 0, 3), Ipv4Addr::new(10, 5, 0, 9));
+            let p = flow_packet(src, dst, seq, size);
+            assert_eq!(p.len(), size);
+            assert!(ipv4::check(&p).is_ok());
+            let len = ((size - 20) as u16).to_be_bytes();
+            let pseudo = [&src.octets()[..], &dst.octets(), &[0, 17], &len].concat();
+            let sum = u32::from(ipv4::ones_sum(&pseudo)) + u32::from(ipv4::ones_sum(&p[20..]));
+            assert_eq!((sum & 0xFFFF) + (sum >> 16), 0xFFFF, "size {size}");
+        }
     }
 }

@@ -110,13 +110,13 @@ pub(crate) fn report_on<F: aurora_net::Frame>(
                 .map(|h| (*addr, h))
         }))
         .collect();
-    let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|id| e.node(*id)).collect();
+    let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|(_, id)| e.node(*id)).collect();
     let mut r = report(&a.net, &hosts, &mosaics, duration);
     r.events = e.events();
     // Frames dropped at full links: those leaving an ATOMIC node, or a
     // router's port on the LAN.
     let atomic_port = |id: aurora_engine::NodeId, port: u16| {
-        a.mosaic.contains(&id)
+        a.mosaic.iter().any(|m| m.1 == id)
             || a.hosts.iter().any(|h| h.2 == id)
             || e.node::<aurora_atomic::gateway::Gateway>(id)
                 .is_some_and(|g| usize::from(port) >= aurora_net::Node::ports(g.ip()))

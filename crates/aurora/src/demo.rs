@@ -18,7 +18,7 @@ pub fn main(
     secs: f64,
     out: &Path,
     quiet: bool,
-    capture: Option<run::CaptureArg>,
+    capture: Option<crate::captures::CaptureArg>,
 ) -> Result<(), String> {
     std::fs::create_dir_all(out)
         .map_err(|e| format!("cannot create the output folder {}: {e}", out.display()))?;

@@ -90,31 +90,10 @@ pub fn names<'a>(n: usize, named: impl Iterator<Item = (&'a String, NodeId)>) ->
     v
 }
 
-/// Node names by id for the `n` nodes of `net` (an ATOMIC LAN's Mosaic
-/// nodes by their layout names, its hosts by theirs).
+/// Node names by id for the `n` nodes of `net` (an ATOMIC LAN's nodes as
+/// [`aurora_topo::AtomicPart::node_names`] names them).
 pub fn names_in<F: aurora_net::Frame>(net: &aurora_topo::Network<F>, n: usize) -> Vec<String> {
-    // A host's interface node has the host's name; it is shown as
-    // "NAME/if" so the two are told apart.
-    let interfaces: Vec<(String, NodeId)> = net
-        .atomic
-        .iter()
-        .flat_map(|a| {
-            a.mosaic.iter().zip(&a.net.names).map(|(id, name)| {
-                let host = a.net.hosts.iter().any(|h| &h.0 == name);
-                let shown = if host {
-                    format!("{name}/if")
-                } else {
-                    name.clone()
-                };
-                (shown, *id)
-            })
-        })
-        .collect();
-    let atomic = interfaces.iter().map(|(n, id)| (n, *id)).chain(
-        net.atomic
-            .iter()
-            .flat_map(|a| a.hosts.iter().map(|(name, _, id)| (name, *id))),
-    );
+    let atomic: Vec<(String, NodeId)> = net.atomic.iter().flat_map(|a| a.node_names()).collect();
     names(
         n,
         (net.hosts
@@ -127,7 +106,7 @@ pub fn names_in<F: aurora_net::Frame>(net: &aurora_topo::Network<F>, n: usize) -
                 .chain(&net.routers)
                 .map(|(n, id, _)| (n, *id)),
         )
-        .chain(atomic),
+        .chain(atomic.iter().map(|(n, id)| (n, *id))),
     )
 }
 

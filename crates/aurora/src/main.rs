@@ -16,6 +16,7 @@ mod bench_sched;
 mod bench_soak;
 mod bench_tcp;
 mod callgrind;
+mod captures;
 mod demo;
 mod experiment;
 mod ip_books;
@@ -564,8 +565,8 @@ struct CaptureOpts {
 }
 
 impl CaptureOpts {
-    fn arg(self) -> Option<run::CaptureArg> {
-        Some(run::CaptureArg {
+    fn arg(self) -> Option<captures::CaptureArg> {
+        Some(captures::CaptureArg {
             dir: self.capture?,
             format: match self.capture_format {
                 CapFormat::Erf => aurora_capture::CaptureFormat::Erf,

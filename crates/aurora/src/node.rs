@@ -10,7 +10,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use aurora_engine::carry::Carries;
 use aurora_engine::NodeId;
@@ -67,8 +67,7 @@ pub struct NodeReport {
     /// switches police.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub contracts: Vec<crate::port_report::ContractRow>,
-    /// Capture files written: (file, cell records, AAL5 PDU records, cells
-    /// dropped by the capture).
+    /// Capture files written, and what each holds.
     pub captures: Vec<aurora_capture::Written>,
     /// The IP hosts' and routers' counters.
     pub ip: Vec<crate::run::IpRow>,
@@ -376,7 +375,7 @@ pub struct Run<'a> {
     /// Worker threads to split the process's nodes between.
     pub workers: usize,
     /// Where to write captures, if anywhere.
-    pub capture: Option<&'a crate::run::CaptureArg>,
+    pub capture: Option<&'a crate::captures::CaptureArg>,
     /// The control socket's path, if any.
     pub control: Option<&'a Path>,
 }
@@ -394,9 +393,6 @@ pub fn main(path: &Path, names: &[String], run: &Run) -> Result<NodeReport, Stri
     } = *run;
     let text = aurora_topo::read_topology(path)?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
-    let dir = capture
-        .map(|cap| crate::run::open_captures(cap, &bp.hosts, &bp.switches, &bp.routers))
-        .transpose()?;
     if bp.atomic.is_some() {
         let m = bp.mixed_process(names, seed)?;
         let atomic = Some(&m.atomic);
@@ -404,13 +400,13 @@ pub fn main(path: &Path, names: &[String], run: &Run) -> Result<NodeReport, Stri
             m.process,
             &m.info,
             atomic,
-            dir,
+            capture,
             (duration, workers),
             control,
         );
     }
     let (p, info) = bp.node_process(names, seed)?;
-    run_process(p, &info, None, dir, (duration, workers), control)
+    run_process(p, &info, None, capture, (duration, workers), control)
 }
 
 /// The ATOMIC part of a process's report.
@@ -443,7 +439,7 @@ fn run_process<F: Carries<CellBytes>>(
     mut p: NodeProcess<F>,
     info: &aurora_topo::BlueprintInfo,
     atomic: Option<&aurora_topo::AtomicPart>,
-    dir: Option<aurora_capture::CaptureDir>,
+    capture: Option<&crate::captures::CaptureArg>,
     (duration, workers): (Option<std::time::Duration>, usize),
     control: Option<&Path>,
 ) -> Result<NodeReport, String> {
@@ -463,27 +459,35 @@ fn run_process<F: Carries<CellBytes>>(
         }
         None => None,
     };
-    let captures_dir: Option<Arc<Mutex<aurora_capture::CaptureDir>>> =
-        dir.map(|dir| Arc::new(Mutex::new(dir.in_background())));
-    if let Some(c) = &captures_dir {
-        // Captures name nodes by their ids in the whole network.
-        let (c, ids) = (
-            c.clone(),
-            p.members.iter().map(|m| m.id.0).collect::<Vec<u32>>(),
-        );
-        p.engine.set_tap(Box::new(move |t, node, port, f: &F| {
-            let id = ids.get(node.0 as usize).copied().unwrap_or(node.0);
-            // Poisoned only if a tap panicked, which ends the run anyway.
-            if let (Some(cell), Ok(mut d)) = (f.peek(), c.lock()) {
-                d.record(t, id, port, std::slice::from_ref(cell));
+    let captures = match capture {
+        Some(cap) => {
+            // Files are named by node; the engine knows its nodes by their
+            // ids in the process.
+            let mut names: Vec<String> = Vec::new();
+            let named = p.members.iter().map(|m| (m.name.clone(), m.local));
+            for (name, id) in named.chain(atomic.iter().flat_map(|a| a.node_names())) {
+                let i = id.0 as usize;
+                if names.len() <= i {
+                    names.resize_with(i + 1, || "node".to_string());
+                }
+                names[i] = name;
             }
-        }));
-    }
+            let frames = crate::captures::frame_ports(atomic, &p.engine);
+            Some(crate::captures::tap(
+                &mut p.engine,
+                cap,
+                names,
+                frames,
+                true,
+            )?)
+        }
+        None => None,
+    };
     announce(&p);
     let (secs, lateness) = run_wall(&mut p, duration);
     p.engine.clear_tap();
     let atomic = atomic.map(|a| atomic_section(a, &p, secs));
-    let captures = crate::run::finish_captures(captures_dir)?;
+    let captures = crate::captures::finish(captures)?;
 
     let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
     let host = |id: NodeId| local(id).and_then(|l| p.engine.node::<TrafficHost>(l));
@@ -703,7 +707,7 @@ pub fn text(r: &NodeReport) -> String {
             l.name, l.id, l.host_entries, l.control_accepted, l.control_passed
         );
     }
-    s += &crate::run::captures_text(&r.captures);
+    s += &crate::captures::text(&r.captures);
     if let Some(a) = &r.atomic {
         s += "\n";
         s += &crate::atomic_report::text(a);

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use aurora_capture::CaptureDir;
+use crate::captures::CaptureArg;
 use aurora_engine::carry::Carries;
 use aurora_engine::{Engine, NodeId};
 use aurora_net::accounting::{self, Ledger, Place, Side};
@@ -275,8 +275,7 @@ pub struct Report {
     pub ip: Vec<IpRow>,
     /// Per direction of each PVC between IP nodes, its books by PDU.
     pub ip_pvcs: Vec<crate::ip_books::IpPvcRow>,
-    /// Capture files written: (file, cell records, AAL5 PDU records, cells
-    /// dropped by the capture).
+    /// Capture files written, and what each holds.
     pub captures: Vec<aurora_capture::Written>,
     /// Time the network was given, after senders stopped, for what was on
     /// its way to arrive (seconds).
@@ -376,34 +375,6 @@ impl Report {
 /// The time the demo gives its network to deliver what is on its way
 /// after its senders stop.
 pub const DEMO_DRAIN: Duration = Duration::from_millis(100);
-
-/// Where captures go, and in what format.
-#[derive(Clone, Debug)]
-pub struct CaptureArg {
-    /// The folder (created if missing).
-    pub dir: std::path::PathBuf,
-    /// The files' format.
-    pub format: aurora_capture::CaptureFormat,
-}
-
-/// Creates the capture folder and a recorder for it naming every node.
-pub(crate) fn open_captures(
-    cap: &CaptureArg,
-    hosts: &[(String, NodeId)],
-    switches: &[(String, NodeId, u16)],
-    routers: &[(String, NodeId, u16)],
-) -> Result<CaptureDir, String> {
-    let dir = cap.dir.as_path();
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create the capture folder {}: {e}", dir.display()))?;
-    let names: BTreeMap<u32, String> = hosts
-        .iter()
-        .map(|(n, id)| (id.0, n.clone()))
-        .chain(switches.iter().map(|(n, id, _)| (id.0, n.clone())))
-        .chain(routers.iter().map(|(n, id, _)| (id.0, n.clone())))
-        .collect();
-    Ok(CaptureDir::new(dir, names, cap.format))
-}
 
 /// The clock a run keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -541,23 +512,21 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
             b.dropped(t, at, why, cell)
         }
     }));
-    let captures: Option<Arc<Mutex<CaptureDir>>> = match capture {
+    let captures = match capture {
         Some(cap) => {
-            let mut dir = open_captures(cap, &net.hosts, &net.switches, &net.routers)?;
-            if clock != Clock::Virtual {
-                // Written on a thread of its own: the engine never waits
-                // for the disk; what the capture cannot keep up with is
-                // counted.
-                dir = dir.in_background();
-            }
-            let c = Arc::new(Mutex::new(dir));
-            let tap = c.clone();
-            net.sim.set_tap(Box::new(move |t, node, port, f: &F| {
-                if let (Some(cell), Ok(mut d)) = (f.peek(), tap.lock()) {
-                    d.record(t, node.0, port, std::slice::from_ref(cell));
-                }
-            }));
-            Some(c)
+            let names = crate::lateness::names_in(&net, net.sim.node_count());
+            let frames = crate::captures::frame_ports(net.atomic.as_ref(), &net.sim);
+            // In real time, written on a thread of its own: the engine
+            // never waits for the disk; what the capture cannot keep up
+            // with is counted.
+            let background = clock != Clock::Virtual;
+            Some(crate::captures::tap(
+                &mut net.sim,
+                cap,
+                names,
+                frames,
+                background,
+            )?)
         }
         None => None,
     };
@@ -600,7 +569,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         .map_err(|_| "the ledger is still in use".to_string())?
         .into_inner()
         .map_err(|_| "the ledger was left half-written".to_string())?;
-    let written = finish_captures(captures)?;
+    let written = crate::captures::finish(captures)?;
     let names = Names {
         pvcs: &net.pvcs,
         links: &net.links,
@@ -671,33 +640,6 @@ pub struct Live {
     pub rx_bytes: BTreeMap<(u32, aurora_wire::cell::VcId), u64>,
     /// Per sending host: its pings so far.
     pub pings: BTreeMap<u32, Vec<aurora_net::oam::PingStats>>,
-}
-
-/// Closes a run's captures (once the engine's tap, which shares them, is
-/// cleared) and says what was written.
-pub(crate) fn finish_captures(
-    c: Option<Arc<Mutex<CaptureDir>>>,
-) -> Result<Vec<aurora_capture::Written>, String> {
-    match c {
-        Some(c) => Arc::try_unwrap(c)
-            .map_err(|_| "the capture is still in use".to_string())?
-            .into_inner()
-            .map_err(|_| "the capture was left half-written".to_string())?
-            .finish(),
-        None => Ok(Vec::new()),
-    }
-}
-
-/// The capture files written, as text.
-pub(crate) fn captures_text(written: &[aurora_capture::Written]) -> String {
-    written
-        .iter()
-        .map(|(f, cells, pdus, dropped)| {
-            format!(
-                "captured {f}: {cells} cells, {pdus} AAL5 PDUs, {dropped} dropped by the capture\n"
-            )
-        })
-        .collect()
 }
 
 /// Publishes the traffic hosts' figures so far to `live`.
@@ -957,7 +899,7 @@ pub fn text(r: &Report) -> String {
     }
     s += &ip_text(&r.ip);
     s += &crate::ip_books::text(&r.ip_pvcs);
-    s += &captures_text(&r.captures);
+    s += &crate::captures::text(&r.captures);
     s += &crate::node::tun_text(&r.tuns);
     s += &crate::port_report::text(&r.ports);
     s += &crate::port_report::contracts_text(&r.contracts);

@@ -49,8 +49,8 @@ fn captures_decode_cleanly_in_tshark() {
     // The display's port carries exactly the two PVCs that end there.
     let display = caps
         .iter()
-        .find(|c| c[0].as_str().unwrap().ends_with("display-p0.pcap"))
-        .unwrap()[0]
+        .find(|c| c["file"].as_str().unwrap().ends_with("display-p0.pcap"))
+        .unwrap()["file"]
         .as_str()
         .unwrap();
     let vcs: BTreeSet<String> = tshark(&[
@@ -75,8 +75,8 @@ fn captures_decode_cleanly_in_tshark() {
 /// links, joins two PDUs into one record whose trailer cannot check).
 fn check_files(caps: &[serde_json::Value], damaged: u64) {
     for c in caps {
-        let path = c[0].as_str().unwrap();
-        let (cells, pdus) = (c[1].as_u64().unwrap(), c[2].as_u64().unwrap());
+        let path = c["file"].as_str().unwrap();
+        let (cells, pdus) = (c["cells"].as_u64().unwrap(), c["pdus"].as_u64().unwrap());
         let malformed = tshark(&[
             "-r",
             path,
@@ -146,7 +146,7 @@ fn demo_captures_match_the_counters() {
     // Each file's cells are the cells its port received, by Aurora's own
     // counters: a switch port's cells in, a host's link deliveries.
     for c in caps {
-        let path = c[0].as_str().unwrap();
+        let path = c["file"].as_str().unwrap();
         let stem = std::path::Path::new(path)
             .file_stem()
             .unwrap()
@@ -172,8 +172,8 @@ fn demo_captures_match_the_counters() {
             });
         // The capture writes off the node's thread: what it could not keep
         // up with is counted, never lost silently.
-        let dropped = c[3].as_u64().unwrap();
-        assert_eq!(c[1].as_u64().unwrap() + dropped, counted, "{path}");
+        let dropped = c["dropped"].as_u64().unwrap();
+        assert_eq!(c["cells"].as_u64().unwrap() + dropped, counted, "{path}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -201,9 +201,9 @@ fn sunatm_captures_hold_the_reassembled_sdus() {
     );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for c in r["captures"].as_array().unwrap() {
-        let path = c[0].as_str().unwrap();
-        let pdus = c[2].as_u64().unwrap();
-        assert_eq!(c[1].as_u64(), Some(0), "no cell records");
+        let path = c["file"].as_str().unwrap();
+        let pdus = c["pdus"].as_u64().unwrap();
+        assert_eq!(c["cells"].as_u64(), Some(0), "no cell records");
         let malformed = tshark(&["-r", path, "-Y", "_ws.malformed"]).unwrap();
         assert!(malformed.trim().is_empty(), "{path}: {malformed}");
         let rows = tshark(&[
@@ -321,18 +321,18 @@ fn bit_errors_leave_no_delivered_pdu_without_its_record() {
     // (The test PDUs' bytes, read by Wireshark as LANE Ethernet frames, may
     // look malformed at this size, so `check_files` is not used here.)
     for c in caps {
-        let path = c[0].as_str().unwrap();
+        let path = c["file"].as_str().unwrap();
         let v = tshark(&["-r", path, "-Y", "erf.types.type == 4", "-V"]).unwrap();
         let crcs: Vec<&str> = v.lines().filter(|l| l.contains("AAL5 CRC:")).collect();
-        assert_eq!(crcs.len() as u64, c[2].as_u64().unwrap(), "{path}");
+        assert_eq!(crcs.len() as u64, c["pdus"].as_u64().unwrap(), "{path}");
         assert!(crcs.iter().all(|l| l.contains("(correct)")), "{path}");
     }
     let b = caps
         .iter()
-        .find(|c| c[0].as_str().unwrap().ends_with("b-p0.pcap"))
+        .find(|c| c["file"].as_str().unwrap().ends_with("b-p0.pcap"))
         .unwrap();
-    assert_eq!(b[3].as_u64(), Some(0), "virtual time drops nothing");
-    let path = b[0].as_str().unwrap();
+    assert_eq!(b["dropped"].as_u64(), Some(0), "virtual time drops nothing");
+    let path = b["file"].as_str().unwrap();
     let rows = tshark(&[
         "-r",
         path,
@@ -368,4 +368,158 @@ fn bit_errors_leave_no_delivered_pdu_without_its_record() {
         "{flagged} flagged cells, {errored} errored on the link"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The Wireshark dissector for ATOMIC captures, in the repository.
+const DISSECTOR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tools/wireshark/atomic.lua"
+);
+
+/// tshark with the ATOMIC dissector loaded.
+fn tshark_atomic(args: &[&str]) -> String {
+    let script = format!("lua_script:{DISSECTOR}");
+    let mut all = vec!["-X", &script];
+    all.extend_from_slice(args);
+    tshark(&all).unwrap()
+}
+
+#[test]
+fn atomic_captures_hold_every_frame_and_decode_with_the_dissector() {
+    if !common::ready(
+        "capture::atomic_captures_hold_every_frame_and_decode_with_the_dissector",
+        &["tshark"],
+    ) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("aurora-capture-atomic-{}", std::process::id()));
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/topologies/atomic-flood.toml"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args(["run", file, "--virtual", "--duration", "200ms", "--json"])
+        .arg("--capture")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let caps = r["captures"].as_array().unwrap();
+    let file_of = |end: &str| {
+        caps.iter()
+            .find(|c| c["file"].as_str().unwrap().ends_with(end))
+            .unwrap_or_else(|| panic!("no capture {end}: {r}"))
+    };
+    // A Mosaic node's port from another node, its port from its host, and
+    // a host's port: one link type each.
+    assert_eq!(file_of("m.0.0-p0.pcap")["linktype"], 147);
+    assert_eq!(file_of("a-p0.pcap")["linktype"], 148);
+    assert_eq!(file_of("a-if-p4.pcap")["linktype"], 149);
+    let mut kinds = BTreeSet::new();
+    for c in caps {
+        let path = c["file"].as_str().unwrap();
+        assert!(
+            (147..=149).contains(&c["linktype"].as_u64().unwrap()),
+            "{c}"
+        );
+        assert_eq!(
+            (c["cells"].as_u64(), c["dropped"].as_u64()),
+            (Some(0), Some(0))
+        );
+        // Every frame recorded, and every one decoded to a kind.
+        let rows = tshark_atomic(&["-r", path, "-T", "fields", "-e", "atomic.kind"]);
+        assert_eq!(
+            rows.lines().count() as u64,
+            c["frames"].as_u64().unwrap(),
+            "{path}"
+        );
+        assert!(rows.lines().all(|l| !l.trim().is_empty()), "{path}: {rows}");
+        kinds.extend(rows.lines().map(|l| l.trim().to_string()));
+        let bad = tshark_atomic(&[
+            "-r",
+            path,
+            "-Y",
+            "_ws.malformed || _ws.expert.severity >= \"Warning\"",
+        ]);
+        assert!(bad.trim().is_empty(), "{path}: {bad}");
+        // The IP flows' packets are UDP datagrams whose checksums check.
+        let udp = tshark_atomic(&[
+            "-o",
+            "udp.check_checksum:TRUE",
+            "-r",
+            path,
+            "-Y",
+            "udp && (udp.checksum.status != 1 || udp.dstport != 9)",
+        ]);
+        assert!(udp.trim().is_empty(), "{path}: {udp}");
+    }
+    // Flood mapping, the AC's questions and announcements, routes asked
+    // for and given, and IP.
+    let want: BTreeSet<String> = [1, 4, 5, 6, 7, 8, 9, 10].map(|k| k.to_string()).into();
+    assert!(kinds.is_superset(&want), "{kinds:?}");
+    // Each host's file holds every IP packet its flow delivered to it.
+    for (host, from) in [("b", "a"), ("a", "b")] {
+        let flow = r["atomic"]["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["from"] == from && f["to"] == host)
+            .unwrap();
+        let path = file_of(&format!("/{host}-p0.pcap"))["file"]
+            .as_str()
+            .unwrap();
+        let ip = tshark_atomic(&["-r", path, "-Y", "atomic.kind == 1 && udp"]);
+        assert_eq!(
+            ip.lines().count() as u64,
+            flow["delivered"].as_u64().unwrap(),
+            "{path}"
+        );
+        assert!(flow["delivered"].as_u64().unwrap() > 0, "{flow}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_dissector_flags_a_malformed_frame() {
+    use aurora_capture::{FrameLink, PortCapture};
+    if !common::ready(
+        "capture::the_dissector_flags_a_malformed_frame",
+        &["tshark"],
+    ) {
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("aurora-atomic-bad-{}.pcap", std::process::id()));
+    let f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut cap = PortCapture::for_frames(f, FrameLink::Routed).unwrap();
+    let t = aurora_time::Instant::ZERO;
+    // A well-formed frame (a route, then the IP kind with no packet), a
+    // route byte of -128, a route with no terminator, and a RouteRequest
+    // cut short.
+    for frame in [
+        &[1, 0, 0, 0, 1][..],
+        &[0x80, 0, 0, 0, 1],
+        &[1, 0, 2, 0],
+        &[0, 0, 0, 0, 7, 0, 0],
+    ] {
+        cap.frame(t, frame).unwrap();
+    }
+    drop(cap.finish());
+    let p = path.to_str().unwrap();
+    let bad = tshark_atomic(&[
+        "-r",
+        p,
+        "-Y",
+        "_ws.expert.severity >= \"Error\"",
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+    ]);
+    assert_eq!(bad.split_whitespace().collect::<Vec<_>>(), ["2", "3", "4"]);
+    let _ = std::fs::remove_file(&path);
 }

@@ -1,4 +1,6 @@
-//! Captures Wireshark and tshark decode: pcap files with LINKTYPE_ERF (197).
+//! Captures Wireshark and tshark decode: pcap files with LINKTYPE_ERF (197)
+//! for ports that receive cells, and files of ATOMIC frames for ports that
+//! receive frames (see [below](#atomic-frames)).
 //!
 //! Every cell is written as an ERF type 3 record (the four header bytes
 //! without HEC, then the 48-byte payload). Every AAL5 PDU completed on a VC
@@ -44,6 +46,28 @@
 //! that port's file carries the count in its ERF loss counter (`erf.lctr`,
 //! saturating at 65535), so Wireshark shows the gap. SUNATM records have no
 //! loss counter; their drops are in the counts only.
+//!
+//! # ATOMIC frames
+//!
+//! A port that receives ATOMIC frames gets a file of its own, each record
+//! one frame exactly as it arrived, in one of three link types from the
+//! range pcap keeps for private use, since no registered type fits:
+//!
+//! - [`LINKTYPE_ATOMIC_ROUTED`] (`LINKTYPE_USER0`, 147): what a Mosaic node
+//!   receives from another, the packet with what is left of its route in
+//!   front (a leading (0, 0) is a pair that ended at this node);
+//! - [`LINKTYPE_ATOMIC_PAYLOAD`] (`LINKTYPE_USER1`, 148): what a host (or a
+//!   router's interface on the LAN) receives from its node, the payload
+//!   alone, starting with its kind byte;
+//! - [`LINKTYPE_ATOMIC_FROM_HOST`] (`LINKTYPE_USER2`, 149): what a Mosaic
+//!   node receives from its host, the packet with its whole route in front
+//!   (a leading (0, 0) is an empty route: a message for the node itself).
+//!
+//! Wireshark shows them decoded with the dissector in
+//! `tools/wireshark/atomic.lua` (routes, message kinds and their fields, IP
+//! packets handed to Wireshark's own IP dissector). These files have no loss
+//! counter either: frames a background capture could not keep up with are
+//! in the counts only.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -105,6 +129,9 @@ pub fn erf_record(t: Instant, ty: u8, body: &[u8]) -> Vec<u8> {
     r
 }
 
+/// LINKTYPE_ERF: each record an ERF record.
+pub const LINKTYPE_ERF: u32 = 197;
+
 /// SunATM traffic type of an LLC-encapsulated VC.
 pub const SUNATM_LLC: u8 = 0x02;
 
@@ -113,7 +140,47 @@ pub const SUNATM_LLC: u8 = 0x02;
 /// trailer.
 pub const LINKTYPE_SUNATM: u32 = 123;
 
-/// What a capture file holds.
+/// Link type of a file of ATOMIC packets as Mosaic nodes receive them,
+/// route first (`LINKTYPE_USER0`).
+pub const LINKTYPE_ATOMIC_ROUTED: u32 = 147;
+
+/// Link type of a file of ATOMIC payloads as hosts receive them, route
+/// stripped (`LINKTYPE_USER1`).
+pub const LINKTYPE_ATOMIC_PAYLOAD: u32 = 148;
+
+/// Link type of a file of ATOMIC packets as a Mosaic node receives them
+/// from its host, whole route first (`LINKTYPE_USER2`).
+pub const LINKTYPE_ATOMIC_FROM_HOST: u32 = 149;
+
+/// Longest frame recorded whole; a longer one is cut to this (pcap keeps
+/// its full length), as tcpdump's largest snapshot length does.
+pub const FRAME_SNAPLEN: usize = 262_144;
+
+/// What the frames a port receives look like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameLink {
+    /// Packets with what is left of their routes (a Mosaic node's ports to
+    /// other nodes).
+    Routed,
+    /// Payloads without routes (a host's port, from its node).
+    Payload,
+    /// Packets with their whole routes (a Mosaic node's port from its
+    /// host).
+    FromHost,
+}
+
+impl FrameLink {
+    /// The pcap link type of a file of such frames.
+    pub fn linktype(self) -> u32 {
+        match self {
+            FrameLink::Routed => LINKTYPE_ATOMIC_ROUTED,
+            FrameLink::Payload => LINKTYPE_ATOMIC_PAYLOAD,
+            FrameLink::FromHost => LINKTYPE_ATOMIC_FROM_HOST,
+        }
+    }
+}
+
+/// What a capture file of cells holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum CaptureFormat {
     /// LINKTYPE_ERF: every cell (type 3) and every AAL5 CPCS-PDU (type 4).
@@ -142,8 +209,14 @@ pub struct CaptureCounters {
     /// Cells whose header failed the capture's HEC check (recorded as
     /// received, flagged, in no PDU).
     pub hec_failed: u64,
-    /// Cells the capture could not keep up with: not recorded, counted.
+    /// Cells (or frames) the capture could not keep up with: not recorded,
+    /// counted.
     pub dropped: u64,
+    /// Frame records (a file of frames).
+    pub frames: u64,
+    /// Frames that reached a port whose file holds cells: not recorded,
+    /// counted (the node drops them too, as the wrong kind).
+    pub wrong_kind: u64,
 }
 
 /// True for a cell the receivers do not reassemble: OAM and RM cells (PTI
@@ -172,6 +245,8 @@ struct Partial {
 pub struct PortCapture<W: Write> {
     w: PcapWriter<W>,
     format: CaptureFormat,
+    /// For a file of frames: what they look like.
+    frames: Option<FrameLink>,
     hec: HecReceiver,
     partial: FxHashMap<u32, Partial>,
     counters: CaptureCounters,
@@ -189,7 +264,7 @@ impl<W: Write> PortCapture<W> {
     /// Starts a pcap stream of `format` with nanosecond timestamps.
     pub fn with_format(w: W, format: CaptureFormat) -> std::io::Result<Self> {
         let datalink = match format {
-            CaptureFormat::Erf => DataLink::ERF,
+            CaptureFormat::Erf => DataLink::from(LINKTYPE_ERF),
             CaptureFormat::SunAtm => DataLink::from(LINKTYPE_SUNATM),
         };
         let header = PcapHeader {
@@ -199,15 +274,42 @@ impl<W: Write> PortCapture<W> {
             ..PcapHeader::default()
         };
         let w = PcapWriter::with_header(w, header).map_err(std::io::Error::other)?;
-        Ok(PortCapture {
+        Ok(Self::around(w, format, None))
+    }
+
+    /// Starts a pcap stream of ATOMIC frames of `link`'s kind, with
+    /// nanosecond timestamps.
+    pub fn for_frames(w: W, link: FrameLink) -> std::io::Result<Self> {
+        let header = PcapHeader {
+            datalink: DataLink::from(link.linktype()),
+            snaplen: FRAME_SNAPLEN as u32,
+            ts_resolution: TsResolution::NanoSecond,
+            ..PcapHeader::default()
+        };
+        let w = PcapWriter::with_header(w, header).map_err(std::io::Error::other)?;
+        Ok(Self::around(w, CaptureFormat::default(), Some(link)))
+    }
+
+    fn around(w: PcapWriter<W>, format: CaptureFormat, frames: Option<FrameLink>) -> Self {
+        PortCapture {
             w,
             format,
+            frames,
             hec: HecReceiver::new(),
             partial: FxHashMap::default(),
             counters: CaptureCounters::default(),
             lost: 0,
             record: Vec::new(),
-        })
+        }
+    }
+
+    /// The file's pcap link type.
+    pub fn linktype(&self) -> u32 {
+        match (self.frames, self.format) {
+            (Some(link), _) => link.linktype(),
+            (None, CaptureFormat::Erf) => LINKTYPE_ERF,
+            (None, CaptureFormat::SunAtm) => LINKTYPE_SUNATM,
+        }
     }
 
     /// What has been written.
@@ -226,12 +328,22 @@ impl<W: Write> PortCapture<W> {
     /// Writes the record built in `self.record` (body only for SUNATM; ERF
     /// header included for ERF).
     fn write(&mut self, t: Instant) -> std::io::Result<()> {
-        let ts = StdDuration::from_nanos(t.as_nanos().max(0) as u64);
-        let r = &self.record;
-        self.w
-            .write_packet(&PcapPacket::new(ts, r.len() as u32, r))
-            .map(|_| ())
-            .map_err(std::io::Error::other)
+        put(&mut self.w, t, &self.record, self.record.len())
+    }
+
+    /// Records one ATOMIC frame seen at `t`: as it arrived in a file of
+    /// frames (cut to [`FRAME_SNAPLEN`]), counted as the wrong kind in a
+    /// file of cells.
+    pub fn frame(&mut self, t: Instant, frame: &[u8]) -> std::io::Result<()> {
+        if self.frames.is_none() {
+            self.counters.wrong_kind += 1;
+            return Ok(());
+        }
+        let kept = &frame[..frame.len().min(FRAME_SNAPLEN)];
+        put(&mut self.w, t, kept, frame.len())?;
+        self.counters.frames += 1;
+        self.lost = 0;
+        Ok(())
     }
 
     /// Builds and writes one ERF record, with the loss counted since the
@@ -255,7 +367,12 @@ impl<W: Write> PortCapture<W> {
     }
 
     /// Records one cell seen at `t`, and the AAL5 PDU it completes, if any.
+    /// In a file of frames, the cell is recorded as the 53-byte frame it
+    /// arrived as (the node counts it as the wrong kind).
     pub fn cell(&mut self, t: Instant, cell: &CellBytes) -> std::io::Result<()> {
+        if self.frames.is_some() {
+            return self.frame(t, cell);
+        }
         // The capture's own check, on a copy: the cell is not touched.
         let mut h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
         let verdict = self.hec.check_header(&mut h);
@@ -346,12 +463,50 @@ impl<W: Write> PortCapture<W> {
     }
 }
 
+/// Writes one pcap record of `data`, taken from a unit of `len` bytes, seen
+/// at `t`.
+fn put<W: Write>(
+    w: &mut PcapWriter<W>,
+    t: Instant,
+    data: &[u8],
+    len: usize,
+) -> std::io::Result<()> {
+    let ts = StdDuration::from_nanos(t.as_nanos().max(0) as u64);
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    w.write_packet(&PcapPacket::new(ts, len, data))
+        .map(|_| ())
+        .map_err(std::io::Error::other)
+}
+
 /// A capture written to a file.
 pub type FileCapture = PortCapture<std::io::BufWriter<std::fs::File>>;
 
-/// One capture file written: its path, cell records, AAL5 PDU records, and
-/// cells the capture dropped because it could not keep up.
-pub type Written = (String, u64, u64, u64);
+/// One capture file written, and what it holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Written {
+    /// Its path.
+    pub file: String,
+    /// Its pcap link type: 197 (ERF), 123 (SUNATM), or one of the ATOMIC
+    /// types (147 to 149).
+    pub linktype: u32,
+    /// Cell records (ERF type 3).
+    pub cells: u64,
+    /// AAL5 PDU records (ERF type 4, or SUNATM).
+    pub pdus: u64,
+    /// Frame records (a file of ATOMIC frames).
+    pub frames: u64,
+    /// Cells or frames the capture dropped because it could not keep up.
+    pub dropped: u64,
+}
+
+/// What arrived at a port, for a capture.
+#[derive(Clone, Copy, Debug)]
+pub enum Seen<'a> {
+    /// Cells.
+    Cells(&'a [CellBytes]),
+    /// One ATOMIC frame, of this kind.
+    Frame(FrameLink, &'a [u8]),
+}
 
 /// The files of a [`CaptureDir`], written on the caller's thread.
 struct Files {
@@ -363,9 +518,9 @@ struct Files {
 }
 
 impl Files {
-    /// The capture of `port` of `node`, its file created on first use;
-    /// `None` once anything failed.
-    fn port(&mut self, node: u32, port: u16) -> Option<&mut (String, FileCapture)> {
+    /// The capture of `port` of `node`, its file created on first use for
+    /// what `first` holds; `None` once anything failed.
+    fn port(&mut self, node: u32, port: u16, first: Seen) -> Option<&mut (String, FileCapture)> {
         if self.failed.is_some() {
             return None;
         }
@@ -374,9 +529,14 @@ impl Files {
             std::collections::btree_map::Entry::Vacant(v) => {
                 let name = self.names.get(&node).map_or("node", String::as_str);
                 let file = self.dir.join(format!("{name}-p{port}.pcap"));
-                match std::fs::File::create(&file)
-                    .and_then(|f| PortCapture::with_format(std::io::BufWriter::new(f), self.format))
-                {
+                let format = self.format;
+                match std::fs::File::create(&file).and_then(|f| {
+                    let w = std::io::BufWriter::new(f);
+                    match first {
+                        Seen::Cells(_) => PortCapture::with_format(w, format),
+                        Seen::Frame(link, _) => PortCapture::for_frames(w, link),
+                    }
+                }) {
                     Ok(c) => Some(v.insert((file.display().to_string(), c))),
                     Err(e) => {
                         self.failed = Some(format!("cannot write {}: {e}", file.display()));
@@ -387,17 +547,17 @@ impl Files {
         }
     }
 
-    fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes], dropped: u64) {
-        let Some(entry) = self.port(node, port) else {
+    fn record(&mut self, t: Instant, node: u32, port: u16, seen: Seen, dropped: u64) {
+        let Some(entry) = self.port(node, port, seen) else {
             return;
         };
         entry.1.note_dropped(dropped);
-        for c in cells {
-            if let Err(e) = entry.1.cell(t, c) {
-                let msg = format!("cannot write {}: {e}", entry.0);
-                self.failed = Some(msg);
-                return;
-            }
+        let done = match seen {
+            Seen::Cells(cells) => cells.iter().try_for_each(|c| entry.1.cell(t, c)),
+            Seen::Frame(_, f) => entry.1.frame(t, f),
+        };
+        if let Err(e) = done {
+            self.failed = Some(format!("cannot write {}: {e}", entry.0));
         }
     }
 
@@ -407,23 +567,45 @@ impl Files {
         }
         let mut written = Vec::new();
         for (_, (file, cap)) in self.files {
-            let c = cap.counters();
+            let (c, linktype) = (cap.counters(), cap.linktype());
             let mut w = cap.finish();
             w.flush().map_err(|e| format!("cannot write {file}: {e}"))?;
-            written.push((file, c.cells, c.pdus, c.dropped));
+            written.push(Written {
+                file,
+                linktype,
+                cells: c.cells,
+                pdus: c.pdus,
+                frames: c.frames,
+                dropped: c.dropped,
+            });
         }
         Ok(written)
     }
 }
 
-/// Cells for a capture writer thread: `dropped` cells of the same port were
-/// left out just before these.
+/// What a batch carries: cells, or one frame.
+enum Held {
+    Cells(Vec<CellBytes>),
+    Frame(FrameLink, Vec<u8>),
+}
+
+impl Held {
+    fn seen(&self) -> Seen<'_> {
+        match self {
+            Held::Cells(c) => Seen::Cells(c),
+            Held::Frame(link, f) => Seen::Frame(*link, f),
+        }
+    }
+}
+
+/// Cells (or a frame) for a capture writer thread: `dropped` units of the
+/// same port were left out just before these.
 struct Batch {
     t: Instant,
     node: u32,
     port: u16,
     dropped: u64,
-    cells: Vec<CellBytes>,
+    held: Held,
 }
 
 /// The node's side of a capture written on a thread of its own.
@@ -433,7 +615,7 @@ struct Background {
     recycle: Receiver<Vec<CellBytes>>,
     /// A buffer a full queue refused, for the next batch.
     spare: Option<Vec<CellBytes>>,
-    /// Per (node, port): cells dropped since the last batch sent.
+    /// Per (node, port): cells or frames dropped since the last batch sent.
     dropped: BTreeMap<(u32, u16), u64>,
     writer: Option<JoinHandle<Result<Vec<Written>, String>>>,
     /// Why there is no writer, if it could not be started.
@@ -441,39 +623,57 @@ struct Background {
 }
 
 impl Background {
-    fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes]) {
-        let Some(tx) = self.tx.as_ref() else {
-            return;
-        };
-        for chunk in cells.chunks(BATCH_CELLS) {
-            let mut buf = self
-                .spare
-                .take()
-                .or_else(|| self.recycle.try_recv().ok())
-                .unwrap_or_else(|| Vec::with_capacity(BATCH_CELLS));
-            buf.clear();
-            buf.extend_from_slice(chunk);
-            let dropped = self.dropped.entry((node, port)).or_default();
-            let batch = Batch {
-                t,
-                node,
-                port,
-                dropped: *dropped,
-                cells: buf,
-            };
-            match tx.try_send(batch) {
-                Ok(()) => *dropped = 0,
-                Err(TrySendError::Full(b)) => {
-                    *dropped += chunk.len() as u64;
-                    self.spare = Some(b.cells);
-                }
-                Err(TrySendError::Disconnected(_)) => {
-                    // The writer stopped (its error is kept for finish).
-                    self.tx = None;
-                    return;
+    fn record(&mut self, t: Instant, node: u32, port: u16, seen: Seen) {
+        match seen {
+            Seen::Cells(cells) => {
+                for chunk in cells.chunks(BATCH_CELLS) {
+                    let mut buf = self
+                        .spare
+                        .take()
+                        .or_else(|| self.recycle.try_recv().ok())
+                        .unwrap_or_else(|| Vec::with_capacity(BATCH_CELLS));
+                    buf.clear();
+                    buf.extend_from_slice(chunk);
+                    if !self.send(t, node, port, Held::Cells(buf), chunk.len()) {
+                        return;
+                    }
                 }
             }
+            Seen::Frame(link, f) => {
+                self.send(t, node, port, Held::Frame(link, f.to_vec()), 1);
+            }
         }
+    }
+
+    /// Queues `held` (`units` cells or frames) without waiting; false once
+    /// the writer has stopped.
+    fn send(&mut self, t: Instant, node: u32, port: u16, held: Held, units: usize) -> bool {
+        let Some(tx) = self.tx.as_ref() else {
+            return false;
+        };
+        let dropped = self.dropped.entry((node, port)).or_default();
+        let batch = Batch {
+            t,
+            node,
+            port,
+            dropped: *dropped,
+            held,
+        };
+        match tx.try_send(batch) {
+            Ok(()) => *dropped = 0,
+            Err(TrySendError::Full(b)) => {
+                *dropped += units as u64;
+                if let Held::Cells(buf) = b.held {
+                    self.spare = Some(buf);
+                }
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                // The writer stopped (its error is kept for finish).
+                self.tx = None;
+                return false;
+            }
+        }
+        true
     }
 
     fn finish(mut self) -> Result<Vec<Written>, String> {
@@ -490,7 +690,7 @@ impl Background {
                         node,
                         port,
                         dropped: n,
-                        cells: Vec::new(),
+                        held: Held::Cells(Vec::new()),
                     };
                     if tx.send(b).is_err() {
                         break;
@@ -515,7 +715,7 @@ enum Mode {
 }
 
 /// A folder of captures, one file per receiving port (`NODE-pPORT.pcap`),
-/// each opened when its port first receives a cell. The first write error
+/// each opened when its port first receives a cell or a frame. The first write error
 /// stops recording and is kept for [`CaptureDir::finish`].
 pub struct CaptureDir {
     dir: PathBuf,
@@ -545,6 +745,8 @@ impl CaptureDir {
     /// The same capture written on a thread of its own behind a queue of
     /// [`QUEUE_BATCHES`] batches: [`CaptureDir::record`] then never waits
     /// for the disk; cells that find the queue full are dropped and counted.
+    /// A frame is a batch of its own, so at most [`QUEUE_BATCHES`] frames
+    /// wait.
     /// For real time. [`CaptureDir::finish`] joins the thread.
     pub fn in_background(self) -> Self {
         self.in_background_with(QUEUE_BATCHES, None)
@@ -605,9 +807,16 @@ impl CaptureDir {
 
     /// Records cells that arrived at `port` of node `node` at `t`.
     pub fn record(&mut self, t: Instant, node: u32, port: u16, cells: &[CellBytes]) {
+        self.seen(t, node, port, Seen::Cells(cells));
+    }
+
+    /// Records what arrived at `port` of node `node` at `t`. A port's file
+    /// holds what first arrived there: cells (in the folder's format) or
+    /// frames (in a file of their kind).
+    pub fn seen(&mut self, t: Instant, node: u32, port: u16, seen: Seen) {
         match &mut self.mode {
-            Mode::Inline(f) => f.record(t, node, port, cells, 0),
-            Mode::Background(b) => b.record(t, node, port, cells),
+            Mode::Inline(f) => f.record(t, node, port, seen, 0),
+            Mode::Background(b) => b.record(t, node, port, seen),
         }
     }
 
@@ -638,13 +847,14 @@ fn write_batches(
         let Ok(b) = rx.recv() else {
             break;
         };
-        files.record(b.t, b.node, b.port, &b.cells, b.dropped);
+        files.record(b.t, b.node, b.port, b.held.seen(), b.dropped);
         if files.failed.is_some() {
             break;
         }
-        let mut buf = b.cells;
-        buf.clear();
-        let _ = back.try_send(buf);
+        if let Held::Cells(mut buf) = b.held {
+            buf.clear();
+            let _ = back.try_send(buf);
+        }
     }
     files.finish()
 }
@@ -915,7 +1125,15 @@ mod tests {
         drop(token);
         let w = cap.finish().unwrap();
         let file = dir.join("h-p1.pcap");
-        assert_eq!(w, vec![(file.display().to_string(), 3, 3, 8)]);
+        let want = Written {
+            file: file.display().to_string(),
+            linktype: LINKTYPE_ERF,
+            cells: 3,
+            pdus: 3,
+            frames: 0,
+            dropped: 8,
+        };
+        assert_eq!(w, vec![want]);
         let recs = records(&std::fs::read(&file).unwrap());
         let lctr: Vec<u16> = recs
             .iter()
@@ -940,7 +1158,15 @@ mod tests {
         drop(token);
         let w = cap.finish().unwrap();
         let file = dir.join("node-p2.pcap").display().to_string();
-        assert_eq!(w, vec![(file, 1, 1, 3)]);
+        let want = Written {
+            file,
+            linktype: LINKTYPE_ERF,
+            cells: 1,
+            pdus: 1,
+            frames: 0,
+            dropped: 3,
+        };
+        assert_eq!(w, vec![want]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -960,5 +1186,99 @@ mod tests {
             assert_eq!(usize::from(u16::from_be_bytes([r[10], r[11]])), r.len());
         }
         assert_eq!(recs.iter().filter(|r| r[8] == ERF_TYPE_AAL5).count(), 1);
+    }
+
+    #[test]
+    fn frames_are_written_as_they_arrived_byte_for_byte() {
+        let mut cap = PortCapture::for_frames(Vec::new(), FrameLink::Routed).unwrap();
+        // One East hop worn to (0, 0), the terminator, kind 1 (IP), 3 bytes.
+        let frame = [0, 0, 0, 0, 1, 0x45, 0, 0];
+        cap.frame(Instant::from_nanos(1_500_000_001), &frame)
+            .unwrap();
+        assert_eq!(cap.counters().frames, 1);
+        let bytes = cap.finish();
+        let mut want = Vec::new();
+        // pcap header (big-endian, as the writer makes them): nanosecond magic, version 2.4, zone and sigfigs 0,
+        // snaplen, link type 147.
+        want.extend_from_slice(&0xa1b2_3c4du32.to_be_bytes());
+        want.extend_from_slice(&[0, 2, 0, 4]);
+        want.extend_from_slice(&[0; 8]);
+        want.extend_from_slice(&(FRAME_SNAPLEN as u32).to_be_bytes());
+        want.extend_from_slice(&147u32.to_be_bytes());
+        // Record: 1 s and 500,000,001 ns, 8 bytes kept of 8.
+        want.extend_from_slice(&1u32.to_be_bytes());
+        want.extend_from_slice(&500_000_001u32.to_be_bytes());
+        want.extend_from_slice(&8u32.to_be_bytes());
+        want.extend_from_slice(&8u32.to_be_bytes());
+        want.extend_from_slice(&frame);
+        assert_eq!(bytes, want);
+    }
+
+    #[test]
+    fn a_payload_file_has_its_own_link_type_and_cuts_only_past_the_snaplen() {
+        let mut cap = PortCapture::for_frames(Vec::new(), FrameLink::Payload).unwrap();
+        let long = vec![7u8; FRAME_SNAPLEN + 10];
+        cap.frame(Instant::ZERO, &long).unwrap();
+        let bytes = cap.finish();
+        assert_eq!(&bytes[20..24], &148u32.to_be_bytes());
+        // Kept the snapshot length, with the frame's own length beside it.
+        let rec = &bytes[24..];
+        assert_eq!(&rec[8..12], &(FRAME_SNAPLEN as u32).to_be_bytes());
+        assert_eq!(&rec[12..16], &(FRAME_SNAPLEN as u32 + 10).to_be_bytes());
+        assert_eq!(rec.len(), 16 + FRAME_SNAPLEN);
+    }
+
+    #[test]
+    fn a_port_keeps_the_kind_it_first_received() {
+        let dir = std::env::temp_dir().join(format!("aurora-capture-kind-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = BTreeMap::from([(1, "m".to_string())]);
+        for background in [false, true] {
+            let mut cap = CaptureDir::new(&dir, names.clone(), CaptureFormat::Erf);
+            if background {
+                cap = cap.in_background();
+            }
+            let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 40), 10);
+            // Port 0 first sees a frame: a cell there is a 53-byte frame.
+            cap.seen(
+                Instant::ZERO,
+                1,
+                0,
+                Seen::Frame(FrameLink::Routed, &[1, 0, 0, 0, 2]),
+            );
+            cap.record(Instant::ZERO, 1, 0, &cells);
+            // Port 1 first sees cells: a frame there is counted, not written.
+            cap.record(Instant::ZERO, 1, 1, &cells);
+            cap.seen(
+                Instant::ZERO,
+                1,
+                1,
+                Seen::Frame(FrameLink::Routed, &[9; 60]),
+            );
+            let w = cap.finish().unwrap();
+            let f = |p: &str| dir.join(p).display().to_string();
+            assert_eq!(
+                w,
+                vec![
+                    Written {
+                        file: f("m-p0.pcap"),
+                        linktype: LINKTYPE_ATOMIC_ROUTED,
+                        frames: 2,
+                        ..Written::default()
+                    },
+                    Written {
+                        file: f("m-p1.pcap"),
+                        linktype: LINKTYPE_ERF,
+                        cells: 1,
+                        pdus: 1,
+                        ..Written::default()
+                    },
+                ]
+            );
+            let frames = std::fs::read(dir.join("m-p0.pcap")).unwrap();
+            // Two records: 5 bytes, then the cell's 53.
+            assert_eq!(frames.len(), 24 + 16 + 5 + 16 + 53);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -35,12 +35,30 @@ use crate::{
 pub struct AtomicPart {
     /// The checked ATOMIC network (names, flows, cables).
     pub net: AtomicNet,
-    /// Mosaic nodes.
-    pub mosaic: Vec<NodeId>,
+    /// Mosaic nodes: layout name (a host's interface node has its host's
+    /// name), node.
+    pub mosaic: Vec<(String, NodeId)>,
     /// Hosts that are nodes of their own: name, address, node.
     pub hosts: Vec<(String, Ipv4Addr, NodeId)>,
     /// Hosts inside routers: name, address, the router's node.
     pub gateways: Vec<(String, Ipv4Addr, NodeId)>,
+}
+
+impl AtomicPart {
+    /// Every ATOMIC node of the part by the name reports give it: a Mosaic
+    /// node by its layout name, a host's interface node (which bears its
+    /// host's name) as `NAME-if`, a host by its name.
+    pub fn node_names(&self) -> Vec<(String, NodeId)> {
+        let interface = |name: &str| self.net.hosts.iter().any(|h| h.0 == name);
+        self.mosaic
+            .iter()
+            .map(|(name, id)| match interface(name) {
+                true => (format!("{name}-if"), *id),
+                false => (name.clone(), *id),
+            })
+            .chain(self.hosts.iter().map(|(name, _, id)| (name.clone(), *id)))
+            .collect()
+    }
 }
 
 /// A partition of a network with an ATOMIC part, set up as one process.
@@ -308,7 +326,7 @@ impl Blueprint {
             .into_iter()
             .map(|(i, t)| (NodeId(i as u32), t))
             .collect();
-        let atomic = atomic_part(w.atomic, &w.roles, &|i| Some(NodeId(i as u32)));
+        let atomic = atomic_part(w.atomic, &w.roles, &w.names, &|i| Some(NodeId(i as u32)));
         Ok(Network {
             sim: p.engine,
             hosts: self.hosts,
@@ -360,7 +378,7 @@ impl Blueprint {
         drop(outside);
         process.install_ports(plans)?;
         process.keep_pins(&self.pins);
-        let atomic = atomic_part(w.atomic, &w.roles, &local);
+        let atomic = atomic_part(w.atomic, &w.roles, &w.names, &local);
         let info = BlueprintInfo {
             hosts: self.hosts,
             switches: self.switches,
@@ -378,10 +396,12 @@ impl Blueprint {
     }
 }
 
-/// The ATOMIC nodes of `roles` that `local` places in an engine.
+/// The ATOMIC nodes of `roles` (named `names`) that `local` places in an
+/// engine.
 fn atomic_part(
     net: AtomicNet,
     roles: &[Role],
+    names: &[String],
     local: &dyn Fn(usize) -> Option<NodeId>,
 ) -> AtomicPart {
     let mut part = AtomicPart {
@@ -394,7 +414,9 @@ fn atomic_part(
         let Some(id) = local(i) else { continue };
         match r {
             Role::Cell => {}
-            Role::Mosaic => part.mosaic.push(id),
+            Role::Mosaic => part
+                .mosaic
+                .push((names.get(i).cloned().unwrap_or_default(), id)),
             Role::Host { name, addr } => part.hosts.push((name.clone(), *addr, id)),
             Role::Router { host, addr } => part.gateways.push((host.clone(), *addr, id)),
         }

@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use aurora_atomic::ac::{AcConfig, Method};
-use aurora_atomic::host::{AcRole, HostConfig, IpFlow};
+use aurora_atomic::host::{AcRole, HostConfig, IpFlow, MIN_FLOW_PACKET};
 use aurora_atomic::layout::{Layout, LayoutNode, Wire};
 use aurora_atomic::wire::Dir;
 use aurora_time::Instant;
@@ -466,10 +466,10 @@ impl Reader<'_> {
                     format!("flow to \"{}\", which is not an ATOMIC host", d.to),
                 );
             }
-            if !(28..=65535).contains(&d.size) {
+            if !(MIN_FLOW_PACKET..=65535).contains(&d.size) {
                 c.at(
                     g.span(),
-                    format!("flow size {} is outside 28 to 65535", d.size),
+                    format!("flow size {} is outside {MIN_FLOW_PACKET} to 65535", d.size),
                 );
             }
             let count_ok = count_in(c, g.span(), "flow count", d.count, MAX_FLOW_COUNT);
@@ -487,7 +487,7 @@ impl Reader<'_> {
                     d.from.clone(),
                     IpFlow {
                         dst,
-                        size: d.size.clamp(28, 65535),
+                        size: d.size.clamp(MIN_FLOW_PACKET, 65535),
                         count: d.count,
                         start: Instant::ZERO + start,
                         interval,
