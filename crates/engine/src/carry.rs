@@ -43,15 +43,6 @@ impl Frame for Unit {
             Unit::Frame(f) => f,
         }
     }
-    /// From a link that carries bytes: 53 bytes make a cell, anything else
-    /// a frame (a cell node also takes a 53-byte frame as a cell, see
-    /// [`Carries::peek`], so the guess cannot lose a cell).
-    fn from_bytes(b: &[u8]) -> Option<Self> {
-        Some(match CellBytes::try_from(b) {
-            Ok(c) => Unit::Cell(c),
-            Err(_) => Unit::Frame(b.to_vec()),
-        })
-    }
 }
 
 /// An engine frame type that can carry frames of type `T`.

@@ -34,9 +34,6 @@ pub trait Frame: Clone + Send + 'static {
     fn bytes(&self) -> &[u8];
     /// The frame's bytes, to damage (bit errors on a link).
     fn bytes_mut(&mut self) -> &mut [u8];
-    /// A frame made of `b` (from a link that carries bytes), if `b` can be
-    /// one.
-    fn from_bytes(b: &[u8]) -> Option<Self>;
     /// Appends copies of `frames` to `queue` (a driver moving a run of
     /// frames onto a line): one copy of the whole run for frames that are
     /// plain bytes.
@@ -52,9 +49,6 @@ impl Frame for CellBytes {
     fn bytes_mut(&mut self) -> &mut [u8] {
         self
     }
-    fn from_bytes(b: &[u8]) -> Option<Self> {
-        b.try_into().ok()
-    }
     #[inline]
     fn extend_queue(queue: &mut std::collections::VecDeque<Self>, frames: &[Self]) {
         // Cells are `Copy`: the queue takes the slice with one copy.
@@ -68,9 +62,6 @@ impl Frame for Vec<u8> {
     }
     fn bytes_mut(&mut self) -> &mut [u8] {
         self
-    }
-    fn from_bytes(b: &[u8]) -> Option<Self> {
-        Some(b.to_vec())
     }
 }
 
