@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs Aurora's fuzz targets one after another and prints how many inputs
+# Runs Aurora's fuzz targets (all of them, or those named) one after another and prints how many inputs
 # each executed. Usage: scripts/fuzz.sh [seconds-per-target] [target ...]
 # Needs cargo-fuzz (cargo install cargo-fuzz). Runs on stable with no
 # sanitizer (-s none) and debug assertions on (-a), so arithmetic overflow
@@ -8,10 +8,11 @@ set -euo pipefail
 secs=${1:-600}
 shift || true
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  targets=(cell oam aal5_trailer aal34_pdu delineation aal5_reassembly aal34_reassembly udp_datagram qos_text topology encap_atmarp ip_node atomic_wire atomic_node traffic_host cell_port tcp_segment tcp_reasm tcp_conn stripe_rx video_command video_val)
-fi
 cd "$(dirname "$0")/../fuzz"
+if [ ${#targets[@]} -eq 0 ]; then
+  # Every target fuzz/Cargo.toml declares.
+  mapfile -t targets < <(cargo fuzz list)
+fi
 cargo fuzz build -s none -O -a
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t"

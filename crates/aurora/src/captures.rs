@@ -129,16 +129,17 @@ pub(crate) fn text(written: &[Written]) -> String {
     written
         .iter()
         .map(|w| {
-            let f = &w.file;
             let frames = (LINKTYPE_ATOMIC_ROUTED..=LINKTYPE_ATOMIC_FROM_HOST).contains(&w.linktype);
-            let held = match frames {
+            let mut s = format!("captured {}: ", w.file);
+            s += &match frames {
                 true => format!("{} ATOMIC frames", w.frames),
                 false => format!("{} cells, {} AAL5 PDUs", w.cells, w.pdus),
             };
-            format!(
-                "captured {f}: {held}, {} dropped by the capture\n",
-                w.dropped
-            )
+            s += &format!(", {} dropped by the capture", w.dropped);
+            if w.wrong_kind > 0 {
+                s += &format!(", {} frames left out (a port of cells)", w.wrong_kind);
+            }
+            s + "\n"
         })
         .collect()
 }

@@ -100,7 +100,9 @@ pub const MAX_VCS: usize = 1024;
 pub const BATCH_CELLS: usize = 256;
 /// Messages a capture writer's queue holds: with [`BATCH_CELLS`], at most
 /// 65536 cells (3.5 MB) waiting per node; cells beyond are dropped and
-/// counted.
+/// counted. A frame is a message of its own, so at most this many frames
+/// wait: about 17 MB even if each were 66 KB (an IP packet of 65,535 bytes
+/// with its route).
 pub const QUEUE_BATCHES: usize = 256;
 
 /// The 16-byte ERF header of a record of type `ty` with a `body_len`-byte
@@ -497,6 +499,8 @@ pub struct Written {
     pub frames: u64,
     /// Cells or frames the capture dropped because it could not keep up.
     pub dropped: u64,
+    /// Frames that reached a port whose file holds cells: left out.
+    pub wrong_kind: u64,
 }
 
 /// What arrived at a port, for a capture.
@@ -508,19 +512,39 @@ pub enum Seen<'a> {
     Frame(FrameLink, &'a [u8]),
 }
 
+impl Seen<'_> {
+    fn holds(&self) -> Holds {
+        match self {
+            Seen::Cells(_) => Holds::Cells,
+            Seen::Frame(link, _) => Holds::Frames(*link),
+        }
+    }
+}
+
+/// What a port's file holds: what first arrived there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Holds {
+    Cells,
+    Frames(FrameLink),
+}
+
 /// The files of a [`CaptureDir`], written on the caller's thread.
 struct Files {
     dir: PathBuf,
     names: BTreeMap<u32, String>,
     files: BTreeMap<(u32, u16), (String, FileCapture)>,
+    /// Every path a file was created at, so no two ports share one.
+    paths: std::collections::BTreeSet<PathBuf>,
     failed: Option<String>,
     format: CaptureFormat,
 }
 
 impl Files {
-    /// The capture of `port` of `node`, its file created on first use for
-    /// what `first` holds; `None` once anything failed.
-    fn port(&mut self, node: u32, port: u16, first: Seen) -> Option<&mut (String, FileCapture)> {
+    /// The capture of `port` of `node`, its file created on first use to
+    /// hold `holds`; `None` once anything failed. Two ports whose names
+    /// would give the same file (two nodes of one name) get distinct ones:
+    /// the later gets `-2`, `-3`... after its port.
+    fn port(&mut self, node: u32, port: u16, holds: Holds) -> Option<&mut (String, FileCapture)> {
         if self.failed.is_some() {
             return None;
         }
@@ -528,13 +552,20 @@ impl Files {
             std::collections::btree_map::Entry::Occupied(e) => Some(e.into_mut()),
             std::collections::btree_map::Entry::Vacant(v) => {
                 let name = self.names.get(&node).map_or("node", String::as_str);
-                let file = self.dir.join(format!("{name}-p{port}.pcap"));
+                let mut file = self.dir.join(format!("{name}-p{port}.pcap"));
+                for k in 2.. {
+                    if !self.paths.contains(&file) {
+                        break;
+                    }
+                    file = self.dir.join(format!("{name}-p{port}-{k}.pcap"));
+                }
+                self.paths.insert(file.clone());
                 let format = self.format;
                 match std::fs::File::create(&file).and_then(|f| {
                     let w = std::io::BufWriter::new(f);
-                    match first {
-                        Seen::Cells(_) => PortCapture::with_format(w, format),
-                        Seen::Frame(link, _) => PortCapture::for_frames(w, link),
+                    match holds {
+                        Holds::Cells => PortCapture::with_format(w, format),
+                        Holds::Frames(link) => PortCapture::for_frames(w, link),
                     }
                 }) {
                     Ok(c) => Some(v.insert((file.display().to_string(), c))),
@@ -547,14 +578,25 @@ impl Files {
         }
     }
 
-    fn record(&mut self, t: Instant, node: u32, port: u16, seen: Seen, dropped: u64) {
-        let Some(entry) = self.port(node, port, seen) else {
+    /// Records what `seen` holds, if anything, after `dropped` units the
+    /// capture left out at that port (whose file holds `holds` if it is
+    /// new).
+    fn record(
+        &mut self,
+        t: Instant,
+        at: (u32, u16),
+        holds: Holds,
+        seen: Option<Seen>,
+        dropped: u64,
+    ) {
+        let Some(entry) = self.port(at.0, at.1, holds) else {
             return;
         };
         entry.1.note_dropped(dropped);
         let done = match seen {
-            Seen::Cells(cells) => cells.iter().try_for_each(|c| entry.1.cell(t, c)),
-            Seen::Frame(_, f) => entry.1.frame(t, f),
+            Some(Seen::Cells(cells)) => cells.iter().try_for_each(|c| entry.1.cell(t, c)),
+            Some(Seen::Frame(_, f)) => entry.1.frame(t, f),
+            None => Ok(()),
         };
         if let Err(e) = done {
             self.failed = Some(format!("cannot write {}: {e}", entry.0));
@@ -577,23 +619,35 @@ impl Files {
                 pdus: c.pdus,
                 frames: c.frames,
                 dropped: c.dropped,
+                wrong_kind: c.wrong_kind,
             });
         }
         Ok(written)
     }
 }
 
-/// What a batch carries: cells, or one frame.
+/// What a batch carries: cells, one frame, or nothing but the count of
+/// what was dropped before it.
 enum Held {
     Cells(Vec<CellBytes>),
     Frame(FrameLink, Vec<u8>),
+    Nothing(Holds),
 }
 
 impl Held {
-    fn seen(&self) -> Seen<'_> {
+    fn holds(&self) -> Holds {
         match self {
-            Held::Cells(c) => Seen::Cells(c),
-            Held::Frame(link, f) => Seen::Frame(*link, f),
+            Held::Cells(_) => Holds::Cells,
+            Held::Frame(link, _) => Holds::Frames(*link),
+            Held::Nothing(h) => *h,
+        }
+    }
+
+    fn seen(&self) -> Option<Seen<'_>> {
+        match self {
+            Held::Cells(c) => Some(Seen::Cells(c)),
+            Held::Frame(link, f) => Some(Seen::Frame(*link, f)),
+            Held::Nothing(_) => None,
         }
     }
 }
@@ -615,8 +669,9 @@ struct Background {
     recycle: Receiver<Vec<CellBytes>>,
     /// A buffer a full queue refused, for the next batch.
     spare: Option<Vec<CellBytes>>,
-    /// Per (node, port): cells or frames dropped since the last batch sent.
-    dropped: BTreeMap<(u32, u16), u64>,
+    /// Per (node, port): cells or frames dropped since the last batch sent,
+    /// and what the port's file holds.
+    dropped: BTreeMap<(u32, u16), (u64, Holds)>,
     writer: Option<JoinHandle<Result<Vec<Written>, String>>>,
     /// Why there is no writer, if it could not be started.
     failed: Option<String>,
@@ -651,18 +706,19 @@ impl Background {
         let Some(tx) = self.tx.as_ref() else {
             return false;
         };
-        let dropped = self.dropped.entry((node, port)).or_default();
+        let holds = held.holds();
+        let dropped = self.dropped.entry((node, port)).or_insert((0, holds));
         let batch = Batch {
             t,
             node,
             port,
-            dropped: *dropped,
+            dropped: dropped.0,
             held,
         };
         match tx.try_send(batch) {
-            Ok(()) => *dropped = 0,
+            Ok(()) => dropped.0 = 0,
             Err(TrySendError::Full(b)) => {
-                *dropped += units as u64;
+                dropped.0 += units as u64;
                 if let Held::Cells(buf) = b.held {
                     self.spare = Some(buf);
                 }
@@ -681,16 +737,18 @@ impl Background {
             return Err(e);
         }
         if let Some(tx) = self.tx.take() {
-            // Drops after the last batch: counted in the files' totals. The
-            // writer is draining now, so waiting for room is fine here.
-            for (&(node, port), &n) in &self.dropped {
+            // Drops after the last batch: counted in the files' totals (a
+            // port whose every unit was dropped gets its file, empty, of
+            // the kind it would have held). The writer is draining now, so
+            // waiting for room is fine here.
+            for (&(node, port), &(n, holds)) in &self.dropped {
                 if n > 0 {
                     let b = Batch {
                         t: Instant::ZERO,
                         node,
                         port,
                         dropped: n,
-                        held: Held::Cells(Vec::new()),
+                        held: Held::Nothing(holds),
                     };
                     if tx.send(b).is_err() {
                         break;
@@ -736,6 +794,7 @@ impl CaptureDir {
                 dir: dir.to_path_buf(),
                 names,
                 files: BTreeMap::new(),
+                paths: std::collections::BTreeSet::new(),
                 failed: None,
                 format,
             }),
@@ -815,7 +874,7 @@ impl CaptureDir {
     /// frames (in a file of their kind).
     pub fn seen(&mut self, t: Instant, node: u32, port: u16, seen: Seen) {
         match &mut self.mode {
-            Mode::Inline(f) => f.record(t, node, port, seen, 0),
+            Mode::Inline(f) => f.record(t, (node, port), seen.holds(), Some(seen), 0),
             Mode::Background(b) => b.record(t, node, port, seen),
         }
     }
@@ -847,7 +906,8 @@ fn write_batches(
         let Ok(b) = rx.recv() else {
             break;
         };
-        files.record(b.t, b.node, b.port, b.held.seen(), b.dropped);
+        let at = (b.node, b.port);
+        files.record(b.t, at, b.held.holds(), b.held.seen(), b.dropped);
         if files.failed.is_some() {
             break;
         }
@@ -1107,7 +1167,7 @@ mod tests {
         let Mode::Background(bg) = &cap.mode else {
             panic!("in background")
         };
-        assert_eq!(bg.dropped.get(&(3, 1)), Some(&8));
+        assert_eq!(bg.dropped.get(&(3, 1)), Some(&(8, Holds::Cells)));
         // Let the writer take the two queued batches, and wait until it
         // has written them (it hands their buffers back).
         token.send(()).unwrap();
@@ -1130,8 +1190,8 @@ mod tests {
             linktype: LINKTYPE_ERF,
             cells: 3,
             pdus: 3,
-            frames: 0,
             dropped: 8,
+            ..Written::default()
         };
         assert_eq!(w, vec![want]);
         let recs = records(&std::fs::read(&file).unwrap());
@@ -1163,8 +1223,8 @@ mod tests {
             linktype: LINKTYPE_ERF,
             cells: 1,
             pdus: 1,
-            frames: 0,
             dropped: 3,
+            ..Written::default()
         };
         assert_eq!(w, vec![want]);
         let _ = std::fs::remove_dir_all(&dir);
@@ -1271,6 +1331,7 @@ mod tests {
                         linktype: LINKTYPE_ERF,
                         cells: 1,
                         pdus: 1,
+                        wrong_kind: 1,
                         ..Written::default()
                     },
                 ]
@@ -1279,6 +1340,67 @@ mod tests {
             // Two records: 5 bytes, then the cell's 53.
             assert_eq!(frames.len(), 24 + 16 + 5 + 16 + 53);
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn two_nodes_of_one_name_get_two_files() {
+        let dir = std::env::temp_dir().join(format!("aurora-capture-twins-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = BTreeMap::from([(1, "a-if".to_string()), (2, "a-if".to_string())]);
+        let mut cap = CaptureDir::new(&dir, names, CaptureFormat::Erf);
+        let link = FrameLink::Payload;
+        cap.seen(Instant::ZERO, 1, 0, Seen::Frame(link, &[1, 2, 3]));
+        cap.seen(Instant::ZERO, 2, 0, Seen::Frame(link, &[4, 5]));
+        cap.seen(Instant::ZERO, 2, 0, Seen::Frame(link, &[6]));
+        let w = cap.finish().unwrap();
+        let files: Vec<(String, u64)> = w.iter().map(|w| (w.file.clone(), w.frames)).collect();
+        let f = |p: &str| dir.join(p).display().to_string();
+        assert_eq!(files, [(f("a-if-p0.pcap"), 1), (f("a-if-p0-2.pcap"), 2)]);
+        for (file, frames) in files {
+            assert_eq!(records(&std::fs::read(file).unwrap()).len() as u64, frames);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_port_whose_every_frame_was_dropped_gets_a_file_of_frames() {
+        use std::sync::mpsc;
+        let dir = std::env::temp_dir().join(format!("aurora-capture-lost-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A writer that takes nothing until the end: of three frames for
+        // port 4, one waits in the queue of one, two are dropped; of the
+        // frame for port 5, none gets in.
+        let (token, gate) = mpsc::channel::<()>();
+        let mut cap = CaptureDir::new(&dir, BTreeMap::new(), CaptureFormat::Erf)
+            .in_background_with(1, Some(gate));
+        for _ in 0..3 {
+            cap.seen(
+                Instant::ZERO,
+                0,
+                4,
+                Seen::Frame(FrameLink::FromHost, &[0, 0, 3]),
+            );
+        }
+        cap.seen(
+            Instant::ZERO,
+            0,
+            5,
+            Seen::Frame(FrameLink::Routed, &[0, 0, 3]),
+        );
+        drop(token);
+        let w = cap.finish().unwrap();
+        let got: Vec<(u32, u64, u64)> = w
+            .iter()
+            .map(|w| (w.linktype, w.frames, w.dropped))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (LINKTYPE_ATOMIC_FROM_HOST, 1, 2),
+                (LINKTYPE_ATOMIC_ROUTED, 0, 1)
+            ]
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -127,7 +127,7 @@ pub struct AtomicFlowDef {
     pub from: String,
     /// Receiving host.
     pub to: String,
-    /// Packet size in bytes (28 to 65535).
+    /// Packet size in bytes (36 to 65535: IPv4 and UDP headers and a sequence number at least).
     pub size: usize,
     /// Packets.
     pub count: u64,
