@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use aurora_capture::{
     CaptureDir, FrameLink, Seen, Written, LINKTYPE_ATOMIC_FROM_HOST, LINKTYPE_ATOMIC_ROUTED,
+    LINKTYPE_ERF,
 };
 use aurora_engine::carry::Carries;
 use aurora_engine::{Engine, NodeId};
@@ -124,20 +125,29 @@ pub(crate) fn finish(c: Option<Arc<Mutex<CaptureDir>>>) -> Result<Vec<Written>, 
     }
 }
 
-/// The capture files written, as text.
+/// The capture files written, as text: what each holds, what it could not
+/// keep up with, and anything it left out.
 pub(crate) fn text(written: &[Written]) -> String {
     written
         .iter()
         .map(|w| {
+            let c = &w.counters;
             let frames = (LINKTYPE_ATOMIC_ROUTED..=LINKTYPE_ATOMIC_FROM_HOST).contains(&w.linktype);
             let mut s = format!("captured {}: ", w.file);
-            s += &match frames {
-                true => format!("{} ATOMIC frames", w.frames),
-                false => format!("{} cells, {} AAL5 PDUs", w.cells, w.pdus),
+            s += &match (frames, w.linktype) {
+                (true, _) => format!("{} ATOMIC frames", c.frames),
+                (false, LINKTYPE_ERF) => format!("{} cells, {} AAL5 PDUs", c.cells, c.pdus),
+                (false, _) => format!("{} AAL5 SDUs", c.pdus),
             };
-            s += &format!(", {} dropped by the capture", w.dropped);
-            if w.wrong_kind > 0 {
-                s += &format!(", {} frames left out (a port of cells)", w.wrong_kind);
+            s += &format!(", {} dropped by the capture", c.dropped);
+            let left_out = [
+                (c.not_llc, "SDUs without an LLC/SNAP header"),
+                (c.bad_pdus, "PDUs whose trailer failed"),
+                (c.abandoned, "PDUs too long or on too many VCs"),
+                (c.wrong_kind, "frames at a port of cells"),
+            ];
+            for (n, what) in left_out.into_iter().filter(|(n, _)| *n > 0) {
+                s += &format!(", {n} {what} left out");
             }
             s + "\n"
         })

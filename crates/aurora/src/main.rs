@@ -548,6 +548,7 @@ fn done(cmd: &str, r: Result<(), String>) -> ExitCode {
 enum CapFormat {
     Erf,
     Sunatm,
+    Rfc1483,
 }
 
 /// `--capture` and `--capture-format`, shared by run, node and demo.
@@ -558,8 +559,10 @@ struct CaptureOpts {
     /// files when --duration ends).
     #[arg(long)]
     capture: Option<std::path::PathBuf>,
-    /// Capture format: erf (every cell and every AAL5 PDU) or sunatm
-    /// (reassembled SDUs).
+    /// Capture format for ports of cells: erf (every cell and every AAL5
+    /// PDU), sunatm (reassembled SDUs) or rfc1483 (reassembled SDUs that
+    /// start with an LLC/SNAP header: IP and ATMARP). Ports of ATOMIC
+    /// frames always get files of frames.
     #[arg(long, value_enum, default_value = "erf")]
     capture_format: CapFormat,
 }
@@ -571,6 +574,7 @@ impl CaptureOpts {
             format: match self.capture_format {
                 CapFormat::Erf => aurora_capture::CaptureFormat::Erf,
                 CapFormat::Sunatm => aurora_capture::CaptureFormat::SunAtm,
+                CapFormat::Rfc1483 => aurora_capture::CaptureFormat::Rfc1483,
             },
         })
     }

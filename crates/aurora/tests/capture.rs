@@ -370,6 +370,62 @@ fn bit_errors_leave_no_delivered_pdu_without_its_record() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn rfc1483_captures_hold_ip_packets_whose_checksums_check() {
+    if !common::ready(
+        "capture::rfc1483_captures_hold_ip_packets_whose_checksums_check",
+        &["tshark"],
+    ) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("aurora-rfc1483-{}", std::process::id()));
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/tcp.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .args(["run", file, "--virtual", "--duration", "20ms", "--json"])
+        .args(["--capture-format", "rfc1483", "--capture"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut tcp = 0;
+    for c in r["captures"].as_array().unwrap() {
+        let path = c["file"].as_str().unwrap();
+        assert_eq!(c["linktype"], 100, "{c}");
+        assert_eq!(c["cells"].as_u64(), Some(0), "no cell records");
+        // IP nodes send nothing but LLC-encapsulated IP and InATMARP.
+        assert_eq!(c["not_llc"].as_u64(), Some(0), "{c}");
+        let malformed = tshark(&["-r", path, "-Y", "_ws.malformed"]).unwrap();
+        assert!(malformed.trim().is_empty(), "{path}: {malformed}");
+        let rows = tshark(&["-r", path, "-T", "fields", "-e", "llc.type"]).unwrap();
+        assert_eq!(
+            rows.lines().count() as u64,
+            c["pdus"].as_u64().unwrap(),
+            "{path}"
+        );
+        // Every IP packet and TCP segment as sent: checksums check.
+        let bad = tshark(&[
+            "-o",
+            "tcp.check_checksum:TRUE",
+            "-o",
+            "ip.check_checksum:TRUE",
+            "-r",
+            path,
+            "-Y",
+            "(ip && ip.checksum.status != 1) || (tcp && tcp.checksum.status != 1)",
+        ])
+        .unwrap();
+        assert!(bad.trim().is_empty(), "{path}: {bad}");
+        tcp += tshark(&["-r", path, "-Y", "tcp"]).unwrap().lines().count();
+    }
+    assert!(tcp > 100, "TCP segments captured: {tcp}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The Wireshark dissector for ATOMIC captures, in the repository.
 const DISSECTOR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

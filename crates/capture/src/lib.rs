@@ -137,6 +137,9 @@ pub const LINKTYPE_ERF: u32 = 197;
 /// SunATM traffic type of an LLC-encapsulated VC.
 pub const SUNATM_LLC: u8 = 0x02;
 
+/// LINKTYPE_ATM_RFC1483: each record an LLC-encapsulated AAL5 SDU.
+pub const LINKTYPE_ATM_RFC1483: u32 = 100;
+
 /// LINKTYPE_SUNATM: each record a 4-byte pseudo-header (flags and traffic
 /// type, VPI, VCI big-endian) and a reassembled AAL5 SDU, without pad or
 /// trailer.
@@ -190,21 +193,30 @@ pub enum CaptureFormat {
     Erf,
     /// LINKTYPE_SUNATM: every AAL5 SDU whose trailer checks, reassembled.
     SunAtm,
+    /// LINKTYPE_ATM_RFC1483: every AAL5 SDU whose trailer checks and which
+    /// starts with an LLC/SNAP header (IP and ATMARP between IP nodes),
+    /// reassembled; other SDUs are counted ([`CaptureCounters::not_llc`]),
+    /// not written.
+    Rfc1483,
 }
 
-/// What a capture wrote.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a capture wrote, and what it left out and why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CaptureCounters {
     /// Type 3 records (cells).
     pub cells: u64,
-    /// Type 4 records (AAL5 PDUs).
+    /// AAL5 PDU records (ERF type 4, SUNATM or RFC 1483).
     pub pdus: u64,
     /// PDUs abandoned: too long (for AAL5, or for one ERF record), or too
     /// many VCs at once.
     pub abandoned: u64,
-    /// PDUs not written (no type 4 or SUNATM record) because their length
-    /// or CRC failed: cells lost upstream ran two PDUs together.
+    /// PDUs not written (no type 4, SUNATM or RFC 1483 record) because
+    /// their length or CRC failed: cells lost upstream ran two PDUs
+    /// together.
     pub bad_pdus: u64,
+    /// SDUs an RFC 1483 capture left out: they do not start with an
+    /// LLC/SNAP header (traffic hosts' test PDUs, VC-multiplexed IP).
+    pub not_llc: u64,
     /// Cells whose header the capture's HEC check corrected (recorded as
     /// received, flagged).
     pub hec_corrected: u64,
@@ -268,6 +280,7 @@ impl<W: Write> PortCapture<W> {
         let datalink = match format {
             CaptureFormat::Erf => DataLink::from(LINKTYPE_ERF),
             CaptureFormat::SunAtm => DataLink::from(LINKTYPE_SUNATM),
+            CaptureFormat::Rfc1483 => DataLink::from(LINKTYPE_ATM_RFC1483),
         };
         let header = PcapHeader {
             datalink,
@@ -311,6 +324,7 @@ impl<W: Write> PortCapture<W> {
             (Some(link), _) => link.linktype(),
             (None, CaptureFormat::Erf) => LINKTYPE_ERF,
             (None, CaptureFormat::SunAtm) => LINKTYPE_SUNATM,
+            (None, CaptureFormat::Rfc1483) => LINKTYPE_ATM_RFC1483,
         }
     }
 
@@ -454,6 +468,18 @@ impl<W: Write> PortCapture<W> {
                 self.write(t)?;
                 self.lost = 0;
             }
+            CaptureFormat::Rfc1483 => {
+                let Ok((_, sdu)) = aal5::decode(&pdu.bytes) else {
+                    self.counters.bad_pdus += 1;
+                    return Ok(());
+                };
+                if !sdu.starts_with(&aurora_wire::llc::LLC_SNAP) {
+                    self.counters.not_llc += 1;
+                    return Ok(());
+                }
+                put(&mut self.w, t, sdu, sdu.len())?;
+                self.lost = 0;
+            }
         }
         self.counters.pdus += 1;
         Ok(())
@@ -488,19 +514,12 @@ pub type FileCapture = PortCapture<std::io::BufWriter<std::fs::File>>;
 pub struct Written {
     /// Its path.
     pub file: String,
-    /// Its pcap link type: 197 (ERF), 123 (SUNATM), or one of the ATOMIC
-    /// types (147 to 149).
+    /// Its pcap link type: 197 (ERF), 123 (SUNATM), 100 (RFC 1483), or one
+    /// of the ATOMIC types (147 to 149).
     pub linktype: u32,
-    /// Cell records (ERF type 3).
-    pub cells: u64,
-    /// AAL5 PDU records (ERF type 4, or SUNATM).
-    pub pdus: u64,
-    /// Frame records (a file of ATOMIC frames).
-    pub frames: u64,
-    /// Cells or frames the capture dropped because it could not keep up.
-    pub dropped: u64,
-    /// Frames that reached a port whose file holds cells: left out.
-    pub wrong_kind: u64,
+    /// What it holds, and what it left out.
+    #[serde(flatten)]
+    pub counters: CaptureCounters,
 }
 
 /// What arrived at a port, for a capture.
@@ -615,11 +634,7 @@ impl Files {
             written.push(Written {
                 file,
                 linktype,
-                cells: c.cells,
-                pdus: c.pdus,
-                frames: c.frames,
-                dropped: c.dropped,
-                wrong_kind: c.wrong_kind,
+                counters: c,
             });
         }
         Ok(written)
@@ -1188,10 +1203,12 @@ mod tests {
         let want = Written {
             file: file.display().to_string(),
             linktype: LINKTYPE_ERF,
-            cells: 3,
-            pdus: 3,
-            dropped: 8,
-            ..Written::default()
+            counters: CaptureCounters {
+                cells: 3,
+                pdus: 3,
+                dropped: 8,
+                ..CaptureCounters::default()
+            },
         };
         assert_eq!(w, vec![want]);
         let recs = records(&std::fs::read(&file).unwrap());
@@ -1221,10 +1238,12 @@ mod tests {
         let want = Written {
             file,
             linktype: LINKTYPE_ERF,
-            cells: 1,
-            pdus: 1,
-            dropped: 3,
-            ..Written::default()
+            counters: CaptureCounters {
+                cells: 1,
+                pdus: 1,
+                dropped: 3,
+                ..CaptureCounters::default()
+            },
         };
         assert_eq!(w, vec![want]);
         let _ = std::fs::remove_dir_all(&dir);
@@ -1323,16 +1342,20 @@ mod tests {
                     Written {
                         file: f("m-p0.pcap"),
                         linktype: LINKTYPE_ATOMIC_ROUTED,
-                        frames: 2,
-                        ..Written::default()
+                        counters: CaptureCounters {
+                            frames: 2,
+                            ..CaptureCounters::default()
+                        },
                     },
                     Written {
                         file: f("m-p1.pcap"),
                         linktype: LINKTYPE_ERF,
-                        cells: 1,
-                        pdus: 1,
-                        wrong_kind: 1,
-                        ..Written::default()
+                        counters: CaptureCounters {
+                            cells: 1,
+                            pdus: 1,
+                            wrong_kind: 1,
+                            ..CaptureCounters::default()
+                        },
                     },
                 ]
             );
@@ -1354,7 +1377,10 @@ mod tests {
         cap.seen(Instant::ZERO, 2, 0, Seen::Frame(link, &[4, 5]));
         cap.seen(Instant::ZERO, 2, 0, Seen::Frame(link, &[6]));
         let w = cap.finish().unwrap();
-        let files: Vec<(String, u64)> = w.iter().map(|w| (w.file.clone(), w.frames)).collect();
+        let files: Vec<(String, u64)> = w
+            .iter()
+            .map(|w| (w.file.clone(), w.counters.frames))
+            .collect();
         let f = |p: &str| dir.join(p).display().to_string();
         assert_eq!(files, [(f("a-if-p0.pcap"), 1), (f("a-if-p0-2.pcap"), 2)]);
         for (file, frames) in files {
@@ -1392,7 +1418,7 @@ mod tests {
         let w = cap.finish().unwrap();
         let got: Vec<(u32, u64, u64)> = w
             .iter()
-            .map(|w| (w.linktype, w.frames, w.dropped))
+            .map(|w| (w.linktype, w.counters.frames, w.counters.dropped))
             .collect();
         assert_eq!(
             got,
@@ -1402,5 +1428,29 @@ mod tests {
             ]
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn rfc1483_records_hold_llc_sdus_and_count_the_rest() {
+        use aurora_sar::{Aal5Tx, PduOptions};
+        let vc = aurora_wire::cell::VcId::new(0, 40);
+        let mut tx = Aal5Tx::new(vc, aurora_wire::cell::Format::Uni).unwrap();
+        let mut llc = aurora_wire::llc::LLC_SNAP.to_vec();
+        llc.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 20]);
+        let mut cap = PortCapture::with_format(Vec::new(), CaptureFormat::Rfc1483).unwrap();
+        for sdu in [&llc[..], &[7u8; 30][..]] {
+            let mut cells = vec![[0u8; 53]; 2];
+            let n = tx
+                .segment_into(sdu, PduOptions::default(), &mut cells)
+                .unwrap();
+            for c in &cells[..n] {
+                cap.cell(Instant::ZERO, c).unwrap();
+            }
+        }
+        let c = cap.counters();
+        assert_eq!((c.cells, c.pdus, c.not_llc), (0, 1, 1));
+        assert_eq!(cap.linktype(), 100);
+        let recs = records(&cap.finish());
+        assert_eq!(recs, vec![llc]);
     }
 }
