@@ -25,6 +25,7 @@ mod netns;
 mod node;
 mod ping;
 mod port_report;
+mod progress;
 mod run;
 mod signal_report;
 mod stripe_report;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::captures::CaptureArg;
+use crate::progress::Progress;
 use aurora_engine::carry::Carries;
 use aurora_engine::{Engine, NodeId};
 use aurora_net::accounting::{self, Ledger, Place, Side};
@@ -446,15 +447,25 @@ fn start<F: Carries<CellBytes>>(
     net.split(args.workers, aurora_engine::plan::MIN_CUT)?;
     let _control = listen_control(&mut net, args.clock, control)?;
     let hosts: Vec<NodeId> = net.hosts.iter().map(|(_, id)| *id).collect();
+    // A live display (the demo's) or a progress bar on a terminal; the run
+    // goes in the same steps whether the bar shows or not.
+    let total = args.duration + args.drain;
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let bar = Progress::new(Some(total), live.is_none() && terminal);
+    let every = match live {
+        Some(_) => LIVE_EVERY,
+        None => Progress::step(total),
+    };
     let mut show = |e: &Engine<F>| {
         if let Some(live) = &live {
             publish(live, e, &hosts);
         }
+        bar.at(e.now(), e.events());
     };
-    let watch = live
-        .is_some()
-        .then_some((LIVE_EVERY, &mut show as &mut dyn FnMut(&Engine<F>)));
-    run_network(net, args.duration, args.drain, files, args.clock, watch)
+    let watch = Some((every, &mut show as &mut dyn FnMut(&Engine<F>)));
+    let report = run_network(net, args.duration, args.drain, files, args.clock, watch);
+    bar.finish();
+    report
 }
 
 /// With `path`, the control socket for `aurora vc` commands to the

@@ -119,6 +119,11 @@ fn run_plays_a_topology_in_virtual_time() {
         .unwrap();
     let r2: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(r["trace"], r2["trace"]);
+    // The progress bar draws on a terminal only: a pipe gets none of it.
+    for o in [&out, &again] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("model time"), "{err}");
+    }
     let real = aurora()
         .args(["run", file, "--duration", "200ms", "--json"])
         .output()
