@@ -189,6 +189,24 @@ struct Pending {
     pkt: Vec<u8>,
 }
 
+/// A packet for the local host, where it lies in a buffer: a reassembly
+/// buffer handed over whole (no copy), or a copy.
+#[derive(Debug)]
+pub struct HostPacket {
+    buf: Vec<u8>,
+    at: std::ops::Range<usize>,
+    /// The port whose reassembler the buffer came from (it goes back there
+    /// once the host has the packet).
+    from: Option<PortId>,
+}
+
+impl HostPacket {
+    /// The packet's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[self.at.clone()]
+    }
+}
+
 /// Everything but the reassemblers, so a delivery callback can borrow it
 /// while a reassembler runs.
 struct Core {
@@ -198,7 +216,7 @@ struct Core {
     vcs: Vec<Vc>,
     by_vc: FxHashMap<(PortId, VcId), usize>,
     pending: VecDeque<Pending>,
-    host_q: VecDeque<Vec<u8>>,
+    host_q: VecDeque<HostPacket>,
     /// Packets for the packet interfaces: (interface, next hop, packet).
     packet_q: VecDeque<(usize, Ipv4Addr, Vec<u8>)>,
     counters: IpCounters,
@@ -381,7 +399,23 @@ impl IpNode {
         }
         let port = (c.cfg.interfaces.len() + k) as PortId;
         c.counters.packets_in += 1;
-        c.ipv4_in(now, port, pkt, out);
+        if let Some(at) = c.ipv4_in(now, port, pkt, out) {
+            c.push_copy(&pkt[at]);
+        }
+    }
+
+    /// Moves the packets waiting for the local host to `into` (to read
+    /// without copying them); give each back with [`IpNode::give_back`].
+    pub fn take_to_host(&mut self, into: &mut Vec<HostPacket>) {
+        into.extend(self.core.host_q.drain(..));
+    }
+
+    /// A packet the host has read: its buffer goes back to the reassembler
+    /// it came from, for a later packet.
+    pub fn give_back(&mut self, p: HostPacket) {
+        if let Some(rx) = p.from.and_then(|port| self.rx.get_mut(usize::from(port))) {
+            rx.recycle(p.buf);
+        }
     }
 
     /// The counters.
@@ -588,46 +622,93 @@ impl Core {
         self.originate(now, &buf[..n], out);
     }
 
-    /// Hands a packet to the local host's queue.
-    fn deliver(&mut self, pkt: &[u8]) {
+    /// Makes room for a packet in the local host's queue: false (a counted
+    /// drop) if it is full.
+    fn admit(&mut self) -> bool {
         if self.host_q.len() >= self.cfg.host_queue {
             self.counters.drops.add(DropReason::HostQueueFull);
-            return;
+            return false;
         }
         self.counters.to_host += 1;
-        self.host_q.push_back(pkt.to_vec());
+        true
     }
 
-    /// One reassembled SDU from `port`, VC `vc`.
-    fn sdu(&mut self, now: Instant, port: PortId, vc: VcId, sdu: &mut [u8], out: &mut Outbox) {
+    /// Hands a copy of a packet to the local host's queue.
+    fn deliver(&mut self, pkt: &[u8]) {
+        if self.admit() {
+            self.push_copy(pkt);
+        }
+    }
+
+    /// Puts a copy of a packet admitted to the local host's queue there.
+    fn push_copy(&mut self, pkt: &[u8]) {
+        self.host_q.push_back(HostPacket {
+            buf: pkt.to_vec(),
+            at: 0..pkt.len(),
+            from: None,
+        });
+    }
+
+    /// One reassembled SDU from `port`, VC `vc`; the part of it that goes
+    /// to the local host as it lies (its room in the queue taken), if any.
+    fn sdu(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        vc: VcId,
+        sdu: &mut [u8],
+        out: &mut Outbox,
+    ) -> Option<std::ops::Range<usize>> {
         self.counters.sdus_in += 1;
         let Ok((protocol, start)) = self.cfg.encap.parse(sdu) else {
             self.counters.drops.add(DropReason::BadEncapsulation);
-            return;
+            return None;
         };
+        let end = sdu.len();
         let pkt = &mut sdu[start..];
-        match protocol {
-            Protocol::Atmarp => self.atmarp(now, port, vc, pkt, out),
-            Protocol::Ethernet => self.counters.drops.add(DropReason::Bridged),
+        let at = match protocol {
+            Protocol::Atmarp => {
+                self.atmarp(now, port, vc, pkt, out);
+                None
+            }
+            Protocol::Ethernet => {
+                self.counters.drops.add(DropReason::Bridged);
+                None
+            }
             Protocol::Ipv6 if !self.cfg.forwarding => {
                 self.counters.packets_in += 1;
-                self.deliver(pkt);
+                self.admit().then_some(0..end - start)
             }
-            Protocol::Ipv6 => self.counters.drops.add(DropReason::Ipv6NotRouted),
+            Protocol::Ipv6 => {
+                self.counters.drops.add(DropReason::Ipv6NotRouted);
+                None
+            }
             Protocol::Ipv4 => {
                 self.counters.packets_in += 1;
-                self.ipv4_in(now, port, pkt, out);
+                self.ipv4_in(now, port, pkt, out)
             }
-        }
+        };
+        at.map(|r| start + r.start..start + r.end)
     }
 
-    fn ipv4_in(&mut self, now: Instant, port: PortId, pkt: &mut [u8], out: &mut Outbox) {
+    /// An IPv4 packet from a VC: forwarded, answered, or (at a host) the
+    /// part of `pkt` that goes to the local host, its room in the queue
+    /// taken.
+    fn ipv4_in(
+        &mut self,
+        now: Instant,
+        port: PortId,
+        pkt: &mut [u8],
+        out: &mut Outbox,
+    ) -> Option<std::ops::Range<usize>> {
         if !self.cfg.forwarding {
-            match ipv4::check(pkt) {
-                Ok(h) => self.deliver(&pkt[..h.total_len]),
-                Err(e) => self.counters.drops.add(e.into()),
-            }
-            return;
+            return match ipv4::check(pkt) {
+                Ok(h) => self.admit().then_some(0..h.total_len),
+                Err(e) => {
+                    self.counters.drops.add(e.into());
+                    None
+                }
+            };
         }
         match self.fwd.decide(pkt) {
             Decision::Forward {
@@ -649,6 +730,7 @@ impl Core {
                 }
             }
         }
+        None
     }
 
     /// A packet for a router's own address: echo requests are answered.
@@ -842,8 +924,15 @@ impl Node for IpNode {
                 let vc = d.vc;
                 let len = d.len();
                 let mut buf = d.into_buffer();
-                core.sdu(now, port, vc, &mut buf[..len], out);
-                used.push(buf);
+                match core.sdu(now, port, vc, &mut buf[..len], out) {
+                    // The host's packet stays in its reassembly buffer.
+                    Some(at) => core.host_q.push_back(HostPacket {
+                        buf,
+                        at,
+                        from: Some(port),
+                    }),
+                    None => used.push(buf),
+                }
             }
         });
         for b in self.used.drain(..) {
@@ -895,8 +984,9 @@ impl PacketPort for IpNode {
     }
 
     fn drain_to_host(&mut self, f: &mut dyn FnMut(&[u8])) {
-        for p in self.core.host_q.drain(..) {
-            f(&p);
+        while let Some(p) = self.core.host_q.pop_front() {
+            f(p.bytes());
+            self.give_back(p);
         }
     }
 

@@ -267,8 +267,7 @@ pub struct TcpHost {
     seed: u64,
     opened: u64,
     /// Packets handed up, waiting to be processed.
-    inbox: Vec<Vec<u8>>,
-    spare: Vec<Vec<u8>>,
+    inbox: Vec<aurora_ip::node::HostPacket>,
     reply: Vec<u8>,
     /// A source's next bytes, on their way into its connection.
     chunk: Vec<u8>,
@@ -298,7 +297,6 @@ impl TcpHost {
             seed,
             opened: 0,
             inbox: Vec::new(),
-            spare: Vec::new(),
             reply: Vec::new(),
             chunk: Vec::new(),
         }
@@ -384,18 +382,12 @@ impl TcpHost {
     /// Takes what the IP node handed up, and gives each packet to its
     /// connection.
     fn take_packets(&mut self, now: Instant, out: &mut Outbox) {
-        let inbox = &mut self.inbox;
-        let spare = &mut self.spare;
-        self.ip.drain_to_host(&mut |p| {
-            let mut b = spare.pop().unwrap_or_default();
-            b.clear();
-            b.extend_from_slice(p);
-            inbox.push(b);
-        });
+        // Read where they were reassembled, then their buffers go back.
         let mut inbox = std::mem::take(&mut self.inbox);
+        self.ip.take_to_host(&mut inbox);
         for pkt in inbox.drain(..) {
-            self.packet(now, &pkt, out);
-            self.spare.push(pkt);
+            self.packet(now, pkt.bytes(), out);
+            self.ip.give_back(pkt);
         }
         self.inbox = inbox;
     }
