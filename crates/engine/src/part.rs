@@ -180,6 +180,37 @@ impl<F: Frame> Dir<F> {
         ((left + c - 1) / c) as u64
     }
 
+    /// The last `take` frames of the queue were just put there (a
+    /// closed-form FIFO line): they go one cell time after another from
+    /// when the line is free, and arrive a delay later. When the first of
+    /// them arrives, if they are the queue's first (a delivery to plan).
+    #[inline]
+    fn line_up(&mut self, take: usize, now: Instant) -> Option<Instant> {
+        let first = self.arrivals.len() == take;
+        let start = self.busy_until.max(now);
+        let c = self.cell_time.as_nanos();
+        let delay = self.spec.delay;
+        // Each arrival one cell time after the one before: in plain
+        // nanoseconds when the last is (no saturation on the way), else
+        // step by step as the clock adds.
+        let base = (start + delay).as_nanos();
+        let last = start + Duration::from_nanos(c * take as i64) + delay;
+        if base.checked_add(c * take as i64) == Some(last.as_nanos()) {
+            self.arrive_at
+                .extend((1..=take as i64).map(|i| Instant::from_nanos(base + c * i)));
+        } else {
+            self.arrive_at
+                .extend((1..=take as i64).map(|i| start + Duration::from_nanos(c * i) + delay));
+        }
+        self.busy_until = start + Duration::from_nanos(c * take as i64);
+        first.then(|| start + self.cell_time + delay)
+    }
+
+    /// Cells a closed-form FIFO line has room for at `now`.
+    fn room(&self, now: Instant) -> u64 {
+        (self.spec.buffer.max(1) as u64).saturating_sub(self.occupancy(now))
+    }
+
     /// Frames waiting in the sending port, not counting one on the line.
     pub(crate) fn waiting(&self, now: Instant) -> usize {
         if self.closed {
@@ -701,6 +732,10 @@ impl<F: Frame> Part<F> {
                 t(now, Place { node, port, side }, why, &cell);
             }
         }
+        // (A short run is cheaper to copy.)
+        if out.len() >= SWAP_AT_LEAST && self.swap_onto_line(node, out) {
+            return;
+        }
         let (mut runs, mut cells) = out.drain_runs();
         // The run being routed: its port, and how many of its cells are left.
         let (mut port, mut left) = (0, 0usize);
@@ -730,35 +765,16 @@ impl<F: Frame> Part<F> {
                 if run == 0 {
                     break;
                 }
-                let room = (d.spec.buffer.max(1) as u64).saturating_sub(d.occupancy(now));
-                let take = (run as u64).min(room) as usize;
+                let take = (run as u64).min(d.room(now)) as usize;
                 d.counters.offered += run as u64;
                 if take > 0 {
-                    let first = d.arrivals.is_empty();
-                    let start = d.busy_until.max(now);
-                    let c = d.cell_time.as_nanos();
-                    let delay = d.spec.delay;
                     F::extend_queue(&mut d.arrivals, &rest[..take]);
-                    // Each arrival one cell time after the one before: in
-                    // plain nanoseconds when the last is (no saturation on
-                    // the way), else step by step as the clock adds.
-                    let base = (start + delay).as_nanos();
-                    let last = start + Duration::from_nanos(c * take as i64) + delay;
-                    if base.checked_add(c * take as i64) == Some(last.as_nanos()) {
-                        d.arrive_at
-                            .extend((1..=take as i64).map(|i| Instant::from_nanos(base + c * i)));
-                    } else {
-                        d.arrive_at.extend(
-                            (1..=take as i64).map(|i| start + Duration::from_nanos(c * i) + delay),
-                        );
+                    if let Some(t) = d.line_up(take, now) {
+                        self.queue.push((t, Kind::Deliver { dir: k }));
                     }
-                    d.busy_until = start + Duration::from_nanos(c * take as i64);
                     self.in_flight += take as u64;
-                    if first {
-                        self.queue
-                            .push((start + d.cell_time + delay, Kind::Deliver { dir: k }));
-                    }
                 }
+                let d = &mut self.dirs[k as usize];
                 d.counters.overflow += (run - take) as u64;
                 if let Some(t) = self.drop_tap.as_mut() {
                     let side = Side::Out;
@@ -829,6 +845,51 @@ impl<F: Frame> Part<F> {
                     tap_drop(&mut self.drop_tap, now, place, why, &cell);
                 }
             }
+        }
+    }
+
+    /// The common case of a busy path: everything `node` sent goes to one
+    /// port whose line (a FIFO on a fixed, clean line in this partition) is
+    /// empty and has room for all of it. The outbox's frames then become the
+    /// line's queue without a copy (the outbox keeps the queue's old
+    /// allocation). False, and nothing done, otherwise.
+    #[inline(never)]
+    fn swap_onto_line(&mut self, node: u32, out: &mut Outbox<F>) -> bool {
+        let n = out.len();
+        let Some(port) = out.single_port() else {
+            return false;
+        };
+        let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
+            return false;
+        };
+        let d = &mut self.dirs[k as usize];
+        // The outbox must not be left an allocation smaller than what it
+        // held (it would grow again).
+        let fits = d.arrivals.is_empty()
+            && d.arrivals.capacity() >= n
+            && d.closed
+            && d.clean
+            && self.remote[k as usize].is_none()
+            && n as u64 <= d.room(self.now);
+        if !fits {
+            return false;
+        }
+        let mut frames = Vec::from(std::mem::take(&mut d.arrivals));
+        frames.clear();
+        out.swap_frames(&mut frames);
+        d.arrivals = VecDeque::from(frames);
+        d.counters.offered += n as u64;
+        self.lined_up(k, n);
+        true
+    }
+
+    /// The last `take` frames of direction `k`'s queue were just put there
+    /// (a closed-form FIFO line): they are in flight, and a delivery is
+    /// planned if they are the first.
+    fn lined_up(&mut self, k: u32, take: usize) {
+        self.in_flight += take as u64;
+        if let Some(t) = self.dirs[k as usize].line_up(take, self.now) {
+            self.queue.push((t, Kind::Deliver { dir: k }));
         }
     }
 
@@ -910,6 +971,10 @@ impl<F: Frame> Part<F> {
         self.schedule_wake(node);
     }
 }
+
+/// The fewest frames a node's output that [`Part::swap_onto_line`] moves
+/// onto a line by swapping allocations rather than copying.
+const SWAP_AT_LEAST: usize = 256;
 
 /// Shows frame `f`, dropped at `place` for `why`, to `tap` if there is one.
 #[inline]

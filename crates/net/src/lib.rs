@@ -133,6 +133,10 @@ impl<F> Outbox<F> {
             n -= added;
         }
     }
+    /// Frames sent.
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
     /// True when nothing was sent.
     pub fn is_empty(&self) -> bool {
         self.frames.is_empty()
@@ -145,6 +149,25 @@ impl<F> Outbox<F> {
             port: 0,
             left: 0,
         }
+    }
+    /// The port every frame was sent to, if there is one run (one port).
+    #[inline]
+    pub fn single_port(&self) -> Option<PortId> {
+        match self.runs.as_slice() {
+            [(port, _)] => Some(*port),
+            _ => None,
+        }
+    }
+    /// Takes the frames sent (all of them, to one port: see
+    /// [`Outbox::single_port`]) by swapping them with `empty`, whose
+    /// allocation the outbox keeps for the next frames.
+    ///
+    /// # Panics
+    /// If `empty` holds frames.
+    pub fn swap_frames(&mut self, empty: &mut Vec<F>) {
+        assert!(empty.is_empty(), "an outbox swaps its frames for none");
+        std::mem::swap(&mut self.frames, empty);
+        self.runs.clear();
     }
     /// Takes the frames sent, oldest first, as runs for one port each:
     /// the runs (port, how many frames) and the frames.
