@@ -203,3 +203,86 @@ fn the_walk_over_frames_in_flight_finds_each_cell_once() {
         assert!(seen(&sim).is_empty());
     }
 }
+
+/// Sends `burst` cells numbered from 0 (in bytes 50-51) at each of `times`.
+struct BigBurster {
+    times: Vec<Instant>,
+    burst: u16,
+}
+
+impl Node for BigBurster {
+    fn ports(&self) -> usize {
+        1
+    }
+    fn receive(&mut self, _: Instant, _: PortId, _: &[CellBytes], _: &mut Outbox) {}
+    fn poll(&mut self, now: Instant, out: &mut Outbox) {
+        while self.times.first().is_some_and(|&t| t <= now) {
+            self.times.remove(0);
+            for i in 0..self.burst {
+                let mut c = [0u8; 53];
+                c[50..52].copy_from_slice(&i.to_be_bytes());
+                out.push(0, c);
+            }
+        }
+    }
+    fn poll_at(&self) -> Option<Instant> {
+        self.times.first().copied()
+    }
+}
+
+/// Records when each numbered cell arrived.
+#[derive(Default)]
+struct BigRecorder(Vec<(i64, u16)>);
+
+impl Node for BigRecorder {
+    fn ports(&self) -> usize {
+        1
+    }
+    fn receive(&mut self, now: Instant, _: PortId, cells: &[CellBytes], _: &mut Outbox) {
+        let n = |c: &CellBytes| u16::from_be_bytes([c[50], c[51]]);
+        self.0.extend(cells.iter().map(|c| (now.as_nanos(), n(c))));
+    }
+    fn poll(&mut self, _: Instant, _: &mut Outbox) {}
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+}
+
+#[test]
+fn long_runs_onto_an_empty_line_and_onto_a_busy_one_arrive_alike() {
+    // Bursts of 300 cells (long enough for the engine to hand a node's
+    // whole output to an empty line without copying it): at 0 (the line's
+    // queue has never held a cell), at 1 ms (the line empty again), at
+    // 1.1 ms (the second burst still going out: 200 of it wait, and all of
+    // the third fits the buffer of 500), and two at 2 ms, a run of 600
+    // onto an empty line with room for only 500 of it.
+    let mut sim = Engine::new(1);
+    let us = |n: i64| Instant::ZERO + Duration::from_micros(n);
+    let b = sim.add_node(BigBurster {
+        times: vec![us(0), us(1_000), us(1_100), us(2_000), us(2_000)],
+        burst: 300,
+    });
+    let r = sim.add_node(BigRecorder::default());
+    let spec = LinkSpec::clean(1e6, Duration::from_micros(5), 500);
+    sim.connect((b, 0), (r, 0), spec).unwrap();
+    sim.run_until(us(10_000));
+    let c = sim.link(b, 0).unwrap();
+    assert_eq!(c.offered, 300 * 5);
+    assert_eq!(c.overflow, 100);
+    assert_eq!(c.delivered, 300 * 5 - 100);
+    assert_eq!(sim.in_flight(), 0);
+    let got = &sim.node::<BigRecorder>(r).unwrap().0;
+    let mut want = Vec::new();
+    // Cell k of a run that starts at s arrives at s + (k + 1) us + 5 us.
+    let mut at = |start: i64, n: u16| {
+        for k in 0..n {
+            want.push((start + (i64::from(k) + 1 + 5) * 1_000, k));
+        }
+    };
+    at(0, 300);
+    at(1_000_000, 300);
+    at(1_300_000, 300);
+    at(2_000_000, 300);
+    at(2_300_000, 200);
+    assert_eq!(got, &want);
+}
