@@ -863,8 +863,11 @@ impl<F: Frame> Part<F> {
             return false;
         };
         let d = &mut self.dirs[k as usize];
-        // The outbox must not be left an allocation smaller than what it
-        // held (it would grow again).
+        // The line's queue takes the outbox's frames and gives the outbox
+        // its own allocation, which must hold at least as many frames as
+        // the outbox just held (else the outbox would grow again at its
+        // next run this long): so the first long run onto a line is
+        // copied, growing the line's queue.
         let fits = d.arrivals.is_empty()
             && d.arrivals.capacity() >= n
             && d.closed

@@ -190,7 +190,8 @@ struct Pending {
 }
 
 /// A packet for the local host, where it lies in a buffer: a reassembly
-/// buffer handed over whole (no copy), or a copy.
+/// buffer handed over whole (no copy) when the packet fills half of it or
+/// more, else a copy.
 #[derive(Debug)]
 pub struct HostPacket {
     buf: Vec<u8>,
@@ -622,8 +623,8 @@ impl Core {
         self.originate(now, &buf[..n], out);
     }
 
-    /// Makes room for a packet in the local host's queue: false (a counted
-    /// drop) if it is full.
+    /// Whether the local host's queue takes one more packet: if so it is
+    /// counted as going to the host; if not, as a drop (the queue is full).
     fn admit(&mut self) -> bool {
         if self.host_q.len() >= self.cfg.host_queue {
             self.counters.drops.add(DropReason::HostQueueFull);
@@ -925,12 +926,21 @@ impl Node for IpNode {
                 let len = d.len();
                 let mut buf = d.into_buffer();
                 match core.sdu(now, port, vc, &mut buf[..len], out) {
-                    // The host's packet stays in its reassembly buffer.
-                    Some(at) => core.host_q.push_back(HostPacket {
-                        buf,
-                        at,
-                        from: Some(port),
-                    }),
+                    // The host's packet stays in its reassembly buffer if
+                    // it fills half of it or more (a short packet is
+                    // copied, so the queue holds no more than twice the
+                    // bytes of its packets).
+                    Some(at) if 2 * at.len() >= buf.capacity() => {
+                        core.host_q.push_back(HostPacket {
+                            buf,
+                            at,
+                            from: Some(port),
+                        })
+                    }
+                    Some(at) => {
+                        core.push_copy(&buf[at]);
+                        used.push(buf);
+                    }
                     None => used.push(buf),
                 }
             }
