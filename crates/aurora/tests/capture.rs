@@ -17,24 +17,14 @@ fn tshark(args: &[&str]) -> Option<String> {
     Some(String::from_utf8(out.stdout).unwrap())
 }
 
-#[test]
-fn captures_decode_cleanly_in_tshark() {
-    if !common::ready("capture::captures_decode_cleanly_in_tshark", &["tshark"]) {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("aurora-capture-test-{}", std::process::id()));
-    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
+/// Runs `aurora run FILE --virtual --json` with `args` and `--capture
+/// DIR`; its report.
+fn run_captured(file: &str, args: &[&str], dir: &std::path::Path) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
-        .args([
-            "run",
-            file,
-            "--virtual",
-            "--duration",
-            "10ms",
-            "--json",
-            "--capture",
-        ])
-        .arg(&dir)
+        .args(["run", file, "--virtual", "--json"])
+        .args(args)
+        .arg("--capture")
+        .arg(dir)
         .output()
         .unwrap();
     assert!(
@@ -42,7 +32,17 @@ fn captures_decode_cleanly_in_tshark() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn captures_decode_cleanly_in_tshark() {
+    if !common::ready("capture::captures_decode_cleanly_in_tshark", &["tshark"]) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("aurora-capture-test-{}", std::process::id()));
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
+    let r = run_captured(file, &["--duration", "10ms"], &dir);
     let caps = r["captures"].as_array().unwrap();
     assert!(caps.len() >= 6, "{r}");
     check_files(caps, 0);
@@ -188,18 +188,8 @@ fn sunatm_captures_hold_the_reassembled_sdus() {
     }
     let dir = std::env::temp_dir().join(format!("aurora-sunatm-{}", std::process::id()));
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dan.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
-        .args(["run", file, "--virtual", "--duration", "10ms", "--json"])
-        .args(["--capture-format", "sunatm", "--capture"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = ["--duration", "10ms", "--capture-format", "sunatm"];
+    let r = run_captured(file, &args, &dir);
     for c in r["captures"].as_array().unwrap() {
         let path = c["file"].as_str().unwrap();
         let pdus = c["pdus"].as_u64().unwrap();
@@ -293,20 +283,8 @@ fn bit_errors_leave_no_delivered_pdu_without_its_record() {
     std::fs::create_dir_all(&dir).unwrap();
     let topo = dir.join("ber.toml");
     std::fs::write(&topo, BIT_ERRORS).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
-        .arg("run")
-        .arg(&topo)
-        .args(["--virtual", "--duration", "70ms", "--seed", "1", "--json"])
-        .arg("--capture")
-        .arg(dir.join("cap"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = ["--duration", "70ms", "--seed", "1"];
+    let r = run_captured(topo.to_str().unwrap(), &args, &dir.join("cap"));
     let delivered = r["pvcs"][0]["delivered"].as_u64().unwrap();
     let errored = r["links"]
         .as_array()
@@ -380,18 +358,8 @@ fn rfc1483_captures_hold_ip_packets_whose_checksums_check() {
     }
     let dir = std::env::temp_dir().join(format!("aurora-rfc1483-{}", std::process::id()));
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/tcp.toml");
-    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
-        .args(["run", file, "--virtual", "--duration", "20ms", "--json"])
-        .args(["--capture-format", "rfc1483", "--capture"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = ["--duration", "20ms", "--capture-format", "rfc1483"];
+    let r = run_captured(file, &args, &dir);
     let mut tcp = 0;
     for c in r["captures"].as_array().unwrap() {
         let path = c["file"].as_str().unwrap();
@@ -453,18 +421,7 @@ fn atomic_captures_hold_every_frame_and_decode_with_the_dissector() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/topologies/atomic-flood.toml"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
-        .args(["run", file, "--virtual", "--duration", "200ms", "--json"])
-        .arg("--capture")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = run_captured(file, &["--duration", "200ms"], &dir);
     let caps = r["captures"].as_array().unwrap();
     let file_of = |end: &str| {
         caps.iter()

@@ -8,10 +8,11 @@ use aurora_net::{Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 use aurora_wire::CellBytes;
 
-/// Sends `burst` cells on port 0 at each of `times`.
+/// Sends `burst` cells on port 0 at each of `times`, numbered from 0 (in
+/// bytes 51 and 52).
 struct Burster {
     times: Vec<Instant>,
-    burst: u8,
+    burst: u16,
 }
 
 impl Node for Burster {
@@ -24,7 +25,7 @@ impl Node for Burster {
             self.times.remove(0);
             for i in 0..self.burst {
                 let mut c = [0u8; 53];
-                c[52] = i;
+                c[51..53].copy_from_slice(&i.to_be_bytes());
                 out.push(0, c);
             }
         }
@@ -34,16 +35,17 @@ impl Node for Burster {
     }
 }
 
-/// Records when each cell arrived.
+/// Records when each cell arrived, and its number.
 #[derive(Default)]
-struct Recorder(Vec<(Instant, u8)>);
+struct Recorder(Vec<(Instant, u16)>);
 
 impl Node for Recorder {
     fn ports(&self) -> usize {
         1
     }
     fn receive(&mut self, now: Instant, _: PortId, cells: &[CellBytes], _: &mut Outbox) {
-        self.0.extend(cells.iter().map(|c| (now, c[52])));
+        let n = |c: &CellBytes| u16::from_be_bytes([c[51], c[52]]);
+        self.0.extend(cells.iter().map(|c| (now, n(c))));
     }
     fn poll(&mut self, _: Instant, _: &mut Outbox) {}
     fn poll_at(&self) -> Option<Instant> {
@@ -75,7 +77,7 @@ fn a_burst_fills_the_buffer_then_is_refused_and_leaves_one_cell_time_apart() {
     assert_eq!(c.delivered, 6);
     assert_eq!(sim.in_flight(), 0);
     let rec = sim.node::<Recorder>(r).unwrap();
-    let got: Vec<(i64, u8)> = rec.0.iter().map(|(t, i)| (t.as_nanos(), *i)).collect();
+    let got: Vec<(i64, u16)> = rec.0.iter().map(|(t, i)| (t.as_nanos(), *i)).collect();
     // Cell k ends its sending at (k + 1) us and arrives 5 us later; the
     // second burst's two start when the first's four are sent.
     assert_eq!(
@@ -147,7 +149,7 @@ fn a_port_under_another_discipline_is_pulled_cell_by_cell_and_survives_a_split()
     // Cell 0 goes straight to the idle line; 1 to 3 wait and 4, 5 are
     // refused; the line then pulls the newest first.
     let rec = sim.node::<Recorder>(r).unwrap();
-    let order: Vec<u8> = rec.0.iter().map(|(_, i)| *i).collect();
+    let order: Vec<u16> = rec.0.iter().map(|(_, i)| *i).collect();
     assert_eq!(order, vec![0, 3, 2, 1]);
     let c = sim.link(b, 0).unwrap();
     assert_eq!((c.offered, c.overflow, c.delivered), (6, 2, 4));
@@ -204,50 +206,6 @@ fn the_walk_over_frames_in_flight_finds_each_cell_once() {
     }
 }
 
-/// Sends `burst` cells numbered from 0 (in bytes 50-51) at each of `times`.
-struct BigBurster {
-    times: Vec<Instant>,
-    burst: u16,
-}
-
-impl Node for BigBurster {
-    fn ports(&self) -> usize {
-        1
-    }
-    fn receive(&mut self, _: Instant, _: PortId, _: &[CellBytes], _: &mut Outbox) {}
-    fn poll(&mut self, now: Instant, out: &mut Outbox) {
-        while self.times.first().is_some_and(|&t| t <= now) {
-            self.times.remove(0);
-            for i in 0..self.burst {
-                let mut c = [0u8; 53];
-                c[50..52].copy_from_slice(&i.to_be_bytes());
-                out.push(0, c);
-            }
-        }
-    }
-    fn poll_at(&self) -> Option<Instant> {
-        self.times.first().copied()
-    }
-}
-
-/// Records when each numbered cell arrived.
-#[derive(Default)]
-struct BigRecorder(Vec<(i64, u16)>);
-
-impl Node for BigRecorder {
-    fn ports(&self) -> usize {
-        1
-    }
-    fn receive(&mut self, now: Instant, _: PortId, cells: &[CellBytes], _: &mut Outbox) {
-        let n = |c: &CellBytes| u16::from_be_bytes([c[50], c[51]]);
-        self.0.extend(cells.iter().map(|c| (now.as_nanos(), n(c))));
-    }
-    fn poll(&mut self, _: Instant, _: &mut Outbox) {}
-    fn poll_at(&self) -> Option<Instant> {
-        None
-    }
-}
-
 #[test]
 fn long_runs_onto_an_empty_line_and_onto_a_busy_one_arrive_alike() {
     // Bursts of 300 cells (long enough for the engine to hand a node's
@@ -258,11 +216,11 @@ fn long_runs_onto_an_empty_line_and_onto_a_busy_one_arrive_alike() {
     // onto an empty line with room for only 500 of it.
     let mut sim = Engine::new(1);
     let us = |n: i64| Instant::ZERO + Duration::from_micros(n);
-    let b = sim.add_node(BigBurster {
+    let b = sim.add_node(Burster {
         times: vec![us(0), us(1_000), us(1_100), us(2_000), us(2_000)],
         burst: 300,
     });
-    let r = sim.add_node(BigRecorder::default());
+    let r = sim.add_node(Recorder::default());
     let spec = LinkSpec::clean(1e6, Duration::from_micros(5), 500);
     sim.connect((b, 0), (r, 0), spec).unwrap();
     sim.run_until(us(10_000));
@@ -271,7 +229,8 @@ fn long_runs_onto_an_empty_line_and_onto_a_busy_one_arrive_alike() {
     assert_eq!(c.overflow, 100);
     assert_eq!(c.delivered, 300 * 5 - 100);
     assert_eq!(sim.in_flight(), 0);
-    let got = &sim.node::<BigRecorder>(r).unwrap().0;
+    let rec = sim.node::<Recorder>(r).unwrap();
+    let got: Vec<(i64, u16)> = rec.0.iter().map(|(t, i)| (t.as_nanos(), *i)).collect();
     let mut want = Vec::new();
     // Cell k of a run that starts at s arrives at s + (k + 1) us + 5 us.
     let mut at = |start: i64, n: u16| {
@@ -284,5 +243,5 @@ fn long_runs_onto_an_empty_line_and_onto_a_busy_one_arrive_alike() {
     at(1_300_000, 300);
     at(2_000_000, 300);
     at(2_300_000, 200);
-    assert_eq!(got, &want);
+    assert_eq!(got, want);
 }
