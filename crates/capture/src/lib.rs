@@ -40,12 +40,13 @@
 //! # Nothing lost silently
 //!
 //! [`CaptureDir::in_background`] moves the writing to a thread of its own:
-//! the node's thread only copies cells into a bounded queue and never waits
-//! for the disk. Cells that find the queue full are left out of the capture
-//! and counted ([`CaptureCounters::dropped`]), and the next record written to
-//! that port's file carries the count in its ERF loss counter (`erf.lctr`,
-//! saturating at 65535), so Wireshark shows the gap. SUNATM records have no
-//! loss counter; their drops are in the counts only.
+//! the node's thread only copies units (with their times and ports) into
+//! batches for a bounded queue, and never waits for the disk. A batch that
+//! finds the queue full is left out of the capture and counted
+//! ([`CaptureCounters::dropped`]), and the next record written to each of
+//! its ports' files carries the count in its ERF loss counter (`erf.lctr`,
+//! saturating at 65535), so Wireshark shows the gap. SUNATM, RFC 1483 and
+//! ATOMIC records have no loss counter; their drops are in the counts only.
 //!
 //! # ATOMIC frames
 //!
@@ -72,7 +73,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::thread::JoinHandle;
 use std::time::Duration as StdDuration;
 
@@ -96,13 +97,19 @@ pub const ERF_FLAG_RX_ERROR: u8 = 0x10;
 /// AAL5 reassemblies a capture follows at once; beyond this, cells still
 /// get their type 3 record but no PDU record (counted).
 pub const MAX_VCS: usize = 1024;
-/// Most cells in one message from a node's thread to its capture writer.
-pub const BATCH_CELLS: usize = 256;
-/// Messages a capture writer's queue holds: with [`BATCH_CELLS`], at most
-/// 65536 cells (3.5 MB) waiting per node; cells beyond are dropped and
-/// counted. A frame is a message of its own, so at most this many frames
-/// wait: about 17 MB even if each were 66 KB (an IP packet of 65,535 bytes
-/// with its route).
+/// Most cells or frames in one message from a node's thread to its capture
+/// writer (a batch: the units seen, each with its time and port).
+pub const BATCH_UNITS: usize = 256;
+/// A batch goes to the writer once its frames hold this many bytes, even
+/// if it has fewer than [`BATCH_UNITS`] of them.
+pub const BATCH_FRAME_BYTES: usize = 32 * 1024;
+/// How long a capture writer sleeps when it finds its queue empty.
+pub const WRITER_POLL: StdDuration = StdDuration::from_millis(2);
+/// Messages a capture writer's queue holds: with [`BATCH_UNITS`], at most
+/// 65,536 cells (under 5 MB with their times and ports) waiting per
+/// process; units beyond are dropped and counted. With frames, at most
+/// about 25 MB (a batch passes [`BATCH_FRAME_BYTES`] by one frame at most,
+/// and a frame is at most an IP packet of 65,535 bytes with its route).
 pub const QUEUE_BATCHES: usize = 256;
 
 /// The 16-byte ERF header of a record of type `ty` with a `body_len`-byte
@@ -641,51 +648,54 @@ impl Files {
     }
 }
 
-/// What a batch carries: cells, one frame, or nothing but the count of
-/// what was dropped before it.
-enum Held {
-    Cells(Vec<CellBytes>),
+/// One unit for a capture writer thread.
+enum Unit {
+    Cell(CellBytes),
     Frame(FrameLink, Vec<u8>),
-    Nothing(Holds),
 }
 
-impl Held {
-    fn holds(&self) -> Holds {
-        match self {
-            Held::Cells(_) => Holds::Cells,
-            Held::Frame(link, _) => Holds::Frames(*link),
-            Held::Nothing(h) => *h,
-        }
-    }
-
-    fn seen(&self) -> Option<Seen<'_>> {
-        match self {
-            Held::Cells(c) => Some(Seen::Cells(c)),
-            Held::Frame(link, f) => Some(Seen::Frame(*link, f)),
-            Held::Nothing(_) => None,
-        }
-    }
-}
-
-/// Cells (or a frame) for a capture writer thread: `dropped` units of the
-/// same port were left out just before these.
-struct Batch {
+/// A unit seen at `port` of `node` at `t`.
+struct Entry {
     t: Instant,
     node: u32,
     port: u16,
-    dropped: u64,
-    held: Held,
+    unit: Unit,
 }
 
-/// The node's side of a capture written on a thread of its own.
+impl Entry {
+    fn seen(&self) -> Seen<'_> {
+        match &self.unit {
+            Unit::Cell(c) => Seen::Cells(std::slice::from_ref(c)),
+            Unit::Frame(link, f) => Seen::Frame(*link, f),
+        }
+    }
+}
+
+/// What a capture writer thread takes at once: the units dropped at ports
+/// since the last batch (each port's count goes before its next record,
+/// in its loss counter; the port's file, if new, holds what it says), then
+/// units seen, oldest first.
+struct Batch {
+    drops: Vec<((u32, u16), u64, Holds)>,
+    entries: Vec<Entry>,
+}
+
+/// The node's side of a capture written on a thread of its own: units
+/// gather in a batch, which goes to the writer when it holds `batch` units
+/// or [`BATCH_FRAME_BYTES`] of frames, without waiting; if the writer's
+/// queue is full, the batch's units are dropped and counted.
 struct Background {
     tx: Option<SyncSender<Batch>>,
-    /// Emptied batch buffers coming back from the writer, for reuse.
-    recycle: Receiver<Vec<CellBytes>>,
-    /// A buffer a full queue refused, for the next batch.
-    spare: Option<Vec<CellBytes>>,
-    /// Per (node, port): cells or frames dropped since the last batch sent,
-    /// and what the port's file holds.
+    /// Emptied batches coming back from the writer, for reuse.
+    recycle: Receiver<Vec<Entry>>,
+    /// The batch gathering.
+    pending: Vec<Entry>,
+    /// Bytes of the frames in `pending`.
+    pending_bytes: usize,
+    /// Units per batch.
+    batch: usize,
+    /// Per (node, port): units dropped and not yet told to the writer, and
+    /// what the port's file holds.
     dropped: BTreeMap<(u32, u16), (u64, Holds)>,
     writer: Option<JoinHandle<Result<Vec<Written>, String>>>,
     /// Why there is no writer, if it could not be started.
@@ -694,83 +704,86 @@ struct Background {
 
 impl Background {
     fn record(&mut self, t: Instant, node: u32, port: u16, seen: Seen) {
+        if self.tx.is_none() {
+            return;
+        }
+        let add = |unit| Entry {
+            t,
+            node,
+            port,
+            unit,
+        };
         match seen {
             Seen::Cells(cells) => {
-                for chunk in cells.chunks(BATCH_CELLS) {
-                    let mut buf = self
-                        .spare
-                        .take()
-                        .or_else(|| self.recycle.try_recv().ok())
-                        .unwrap_or_else(|| Vec::with_capacity(BATCH_CELLS));
-                    buf.clear();
-                    buf.extend_from_slice(chunk);
-                    if !self.send(t, node, port, Held::Cells(buf), chunk.len()) {
-                        return;
+                for c in cells {
+                    self.pending.push(add(Unit::Cell(*c)));
+                    if self.pending.len() >= self.batch {
+                        self.flush(false);
                     }
                 }
             }
             Seen::Frame(link, f) => {
-                self.send(t, node, port, Held::Frame(link, f.to_vec()), 1);
+                self.pending_bytes += f.len();
+                self.pending.push(add(Unit::Frame(link, f.to_vec())));
+                if self.pending.len() >= self.batch || self.pending_bytes >= BATCH_FRAME_BYTES {
+                    self.flush(false);
+                }
             }
         }
     }
 
-    /// Queues `held` (`units` cells or frames) without waiting; false once
-    /// the writer has stopped.
-    fn send(&mut self, t: Instant, node: u32, port: u16, held: Held, units: usize) -> bool {
+    /// Sends the gathered batch and the drop counts to the writer: at once
+    /// (`wait` false; if its queue is full, the batch's units are dropped
+    /// and counted), or waiting for room.
+    fn flush(&mut self, wait: bool) {
         let Some(tx) = self.tx.as_ref() else {
-            return false;
+            return;
         };
-        let holds = held.holds();
-        let dropped = self.dropped.entry((node, port)).or_insert((0, holds));
-        let batch = Batch {
-            t,
-            node,
-            port,
-            dropped: dropped.0,
-            held,
-        };
-        match tx.try_send(batch) {
-            Ok(()) => dropped.0 = 0,
-            Err(TrySendError::Full(b)) => {
-                dropped.0 += units as u64;
-                if let Held::Cells(buf) = b.held {
-                    self.spare = Some(buf);
-                }
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                // The writer stopped (its error is kept for finish).
-                self.tx = None;
-                return false;
-            }
+        if self.pending.is_empty() && self.dropped.is_empty() {
+            return;
         }
-        true
+        let next = self.recycle.try_recv().unwrap_or_default();
+        let batch = Batch {
+            drops: self
+                .dropped
+                .iter()
+                .map(|(&at, &(n, h))| (at, n, h))
+                .collect(),
+            entries: std::mem::replace(&mut self.pending, next),
+        };
+        self.pending_bytes = 0;
+        let sent = match wait {
+            true => tx.send(batch).map_err(|e| TrySendError::Disconnected(e.0)),
+            false => tx.try_send(batch),
+        };
+        match sent {
+            Ok(()) => self.dropped.clear(),
+            Err(TrySendError::Full(mut b)) => {
+                for e in &b.entries {
+                    let holds = match &e.unit {
+                        Unit::Cell(_) => Holds::Cells,
+                        Unit::Frame(link, _) => Holds::Frames(*link),
+                    };
+                    self.dropped.entry((e.node, e.port)).or_insert((0, holds)).0 += 1;
+                }
+                b.entries.clear();
+                self.pending = b.entries;
+            }
+            // The writer stopped (its error is kept for finish).
+            Err(TrySendError::Disconnected(_)) => self.tx = None,
+        }
     }
 
     fn finish(mut self) -> Result<Vec<Written>, String> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        if let Some(tx) = self.tx.take() {
-            // Drops after the last batch: counted in the files' totals (a
-            // port whose every unit was dropped gets its file, empty, of
-            // the kind it would have held). The writer is draining now, so
-            // waiting for room is fine here.
-            for (&(node, port), &(n, holds)) in &self.dropped {
-                if n > 0 {
-                    let b = Batch {
-                        t: Instant::ZERO,
-                        node,
-                        port,
-                        dropped: n,
-                        held: Held::Nothing(holds),
-                    };
-                    if tx.send(b).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
+        // What is gathered, and the drops not yet told: counted in the
+        // files' totals (a port whose every unit was dropped gets its file,
+        // empty, of the kind it would have held). The writer is draining
+        // now, so waiting for room is fine here.
+        self.flush(true);
+        self.tx = None;
         match self.writer.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err("the capture writer thread stopped unexpectedly".into()),
@@ -818,45 +831,46 @@ impl CaptureDir {
 
     /// The same capture written on a thread of its own behind a queue of
     /// [`QUEUE_BATCHES`] batches: [`CaptureDir::record`] then never waits
-    /// for the disk; cells that find the queue full are dropped and counted.
-    /// A frame is a batch of its own, so at most [`QUEUE_BATCHES`] frames
-    /// wait.
-    /// For real time. [`CaptureDir::finish`] joins the thread.
+    /// for the disk; units gather in batches of [`BATCH_UNITS`], and a
+    /// batch that finds the queue full is dropped and counted. For real
+    /// time. [`CaptureDir::finish`] sends what is gathered and joins the
+    /// thread.
     pub fn in_background(self) -> Self {
-        self.in_background_with(QUEUE_BATCHES, None)
+        self.in_background_with(QUEUE_BATCHES, BATCH_UNITS, None)
     }
 
-    /// [`CaptureDir::in_background`] with a queue of `queue` batches; the
-    /// writer takes a token from `gate` before each batch (tests only).
-    fn in_background_with(self, queue: usize, gate: Option<Receiver<()>>) -> Self {
+    /// [`CaptureDir::in_background`] with a queue of `queue` batches of
+    /// `batch` units; the writer takes a token from `gate` before each batch
+    /// (tests only).
+    fn in_background_with(self, queue: usize, batch: usize, gate: Option<Receiver<()>>) -> Self {
         let Mode::Inline(files) = self.mode else {
             return self;
         };
         let (tx, rx) = sync_channel::<Batch>(queue.max(1));
-        let (back, recycle) = sync_channel::<Vec<CellBytes>>(32);
+        let (back, recycle) = sync_channel::<Vec<Entry>>(32);
         let spawned = std::thread::Builder::new()
             .name("capture".into())
             .spawn(move || {
-                idle_priority();
+                low_priority();
                 write_batches(files, &rx, &back, gate.as_ref())
             });
-        let bg = match spawned {
-            Ok(h) => Background {
-                tx: Some(tx),
-                recycle,
-                spare: None,
-                dropped: BTreeMap::new(),
-                writer: Some(h),
-                failed: None,
-            },
-            Err(e) => Background {
-                tx: None,
-                recycle,
-                spare: None,
-                dropped: BTreeMap::new(),
-                writer: None,
-                failed: Some(format!("cannot start a capture writer thread: {e}")),
-            },
+        let (tx, writer, failed) = match spawned {
+            Ok(h) => (Some(tx), Some(h), None),
+            Err(e) => (
+                None,
+                None,
+                Some(format!("cannot start a capture writer thread: {e}")),
+            ),
+        };
+        let bg = Background {
+            tx,
+            recycle,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            batch: batch.max(1),
+            dropped: BTreeMap::new(),
+            writer,
+            failed,
         };
         CaptureDir {
             mode: Mode::Background(bg),
@@ -910,41 +924,61 @@ impl CaptureDir {
 fn write_batches(
     mut files: Files,
     rx: &Receiver<Batch>,
-    back: &SyncSender<Vec<CellBytes>>,
+    back: &SyncSender<Vec<Entry>>,
     gate: Option<&Receiver<()>>,
 ) -> Result<Vec<Written>, String> {
+    // Whether the gate has let the next batch through (a closed gate is an
+    // open one).
+    let mut through = false;
     loop {
-        // A closed gate is an open one.
-        if let Some(g) = gate {
+        if let (Some(g), false) = (gate, through) {
             let _ = g.recv();
+            through = true;
         }
-        let Ok(b) = rx.recv() else {
-            break;
+        // Polled, not woken: a thread woken by the node's thread tends to
+        // be moved to that thread's core, where it would take time from
+        // the network (or, at idle priority, get none).
+        let mut b = match rx.try_recv() {
+            Ok(b) => b,
+            Err(TryRecvError::Empty) => {
+                std::thread::sleep(WRITER_POLL);
+                continue;
+            }
+            Err(TryRecvError::Disconnected) => break,
         };
-        let at = (b.node, b.port);
-        files.record(b.t, at, b.held.holds(), b.held.seen(), b.dropped);
+        through = false;
+        for (at, n, holds) in b.drops {
+            files.record(Instant::ZERO, at, holds, None, n);
+        }
+        for e in &b.entries {
+            let seen = e.seen();
+            files.record(e.t, (e.node, e.port), seen.holds(), Some(seen), 0);
+        }
         if files.failed.is_some() {
             break;
         }
-        if let Held::Cells(mut buf) = b.held {
-            buf.clear();
-            let _ = back.try_send(buf);
-        }
+        b.entries.clear();
+        let _ = back.try_send(b.entries);
     }
     files.finish()
 }
 
-/// Lets the calling thread run only when nothing else wants the CPU
-/// (Linux `SCHED_IDLE`), so a capture's writer never takes time from the
-/// network it records: when it falls behind, its queue fills and cells
-/// are dropped from the capture and counted. Where the policy cannot be
-/// set, the writer runs as any thread does.
-fn idle_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler with pid 0 changes only the calling
-    // thread's policy; `param` is a valid, initialised sched_param that
-    // outlives the call. Failure is harmless and ignored.
-    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+/// Gives the calling thread the lowest share of a busy CPU (Linux: nice
+/// 19 for this thread alone), so a capture's writer takes next to no time
+/// from the network it records on a core they share, and all of an idle
+/// one. When it falls behind, its queue fills and units are dropped from
+/// the capture and counted. (`SCHED_IDLE` was tried first: on a 2-core
+/// machine with one core free, its writer still got so little time that
+/// real-time captures dropped a quarter to four fifths of their cells.)
+/// Where the priority cannot be set, the writer runs as any thread does.
+fn low_priority() {
+    // SAFETY: gettid has no preconditions; setpriority on PRIO_PROCESS
+    // with a thread id changes only that thread's nice value on Linux.
+    // Failure is harmless and ignored.
+    let _ = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19)
+    };
 }
 
 #[cfg(test)]
@@ -1171,7 +1205,7 @@ mod tests {
         // given a token: it has stopped, as a stalled disk would stop it.
         let (token, gate) = mpsc::channel();
         let mut cap =
-            CaptureDir::new(&dir, names, CaptureFormat::Erf).in_background_with(2, Some(gate));
+            CaptureDir::new(&dir, names, CaptureFormat::Erf).in_background_with(2, 1, Some(gate));
         let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 60), 10);
         let t0 = std::time::Instant::now();
         for i in 0..10 {
@@ -1227,7 +1261,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let (token, gate) = mpsc::channel::<()>();
         let mut cap = CaptureDir::new(&dir, BTreeMap::new(), CaptureFormat::Erf)
-            .in_background_with(1, Some(gate));
+            .in_background_with(1, 1, Some(gate));
         let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 61), 10);
         for i in 0..4 {
             cap.record(Instant::from_nanos(i), 0, 2, &cells);
@@ -1399,7 +1433,7 @@ mod tests {
         // frame for port 5, none gets in.
         let (token, gate) = mpsc::channel::<()>();
         let mut cap = CaptureDir::new(&dir, BTreeMap::new(), CaptureFormat::Erf)
-            .in_background_with(1, Some(gate));
+            .in_background_with(1, 1, Some(gate));
         for _ in 0..3 {
             cap.seen(
                 Instant::ZERO,
@@ -1452,5 +1486,47 @@ mod tests {
         assert_eq!(cap.linktype(), 100);
         let recs = records(&cap.finish());
         assert_eq!(recs, vec![llc]);
+    }
+
+    #[test]
+    fn a_batch_keeps_each_units_time_and_port() {
+        let dir = std::env::temp_dir().join(format!("aurora-capture-batch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = BTreeMap::from([(2, "n".to_string())]);
+        // Batches of 4 units, a writer that never waits for a token.
+        let mut cap =
+            CaptureDir::new(&dir, names, CaptureFormat::Erf).in_background_with(8, 4, None);
+        let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 33), 10);
+        for i in 0..7u16 {
+            let t = Instant::from_nanos(1_000 * i64::from(i));
+            match i % 2 {
+                0 => cap.record(t, 2, 0, &cells),
+                _ => cap.seen(t, 2, 1, Seen::Frame(FrameLink::Payload, &[9; 20])),
+            }
+        }
+        let w = cap.finish().unwrap();
+        let got: Vec<(u64, u64)> = w
+            .iter()
+            .map(|w| (w.counters.cells, w.counters.frames))
+            .collect();
+        assert_eq!(got, [(4, 0), (0, 3)]);
+        for (file, times) in [
+            ("n-p0.pcap", [0, 2, 4, 6].as_slice()),
+            ("n-p1.pcap", &[1, 3, 5]),
+        ] {
+            let bytes = std::fs::read(dir.join(file)).unwrap();
+            let mut r = pcap_file::pcap::PcapReader::new(&bytes[..]).unwrap();
+            let mut ts = Vec::new();
+            while let Some(p) = r.next_packet() {
+                ts.push(p.unwrap().timestamp.as_nanos() as u64 / 1_000);
+            }
+            // ERF: a cell record and its PDU record at each time.
+            let want: Vec<u64> = match file {
+                "n-p0.pcap" => times.iter().flat_map(|&t| [t, t]).collect(),
+                _ => times.to_vec(),
+            };
+            assert_eq!(ts, want, "{file}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
