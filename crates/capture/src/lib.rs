@@ -107,7 +107,8 @@ pub const BATCH_FRAME_BYTES: usize = 32 * 1024;
 pub const WRITER_POLL: StdDuration = StdDuration::from_millis(2);
 /// Messages a capture writer's queue holds: with [`BATCH_UNITS`], at most
 /// 65,536 cells (under 5 MB with their times and ports) waiting per
-/// process; units beyond are dropped and counted. With frames, at most
+/// process, besides the batch gathering and the one being written; units
+/// beyond are dropped and counted. With frames, at most
 /// about 25 MB (a batch passes [`BATCH_FRAME_BYTES`] by one frame at most,
 /// and a frame is at most an IP packet of 65,535 bytes with its route).
 pub const QUEUE_BATCHES: usize = 256;
@@ -742,14 +743,13 @@ impl Background {
         if self.pending.is_empty() && self.dropped.is_empty() {
             return;
         }
-        let next = self.recycle.try_recv().unwrap_or_default();
         let batch = Batch {
             drops: self
                 .dropped
                 .iter()
                 .map(|(&at, &(n, h))| (at, n, h))
                 .collect(),
-            entries: std::mem::replace(&mut self.pending, next),
+            entries: std::mem::take(&mut self.pending),
         };
         self.pending_bytes = 0;
         let sent = match wait {
@@ -757,7 +757,10 @@ impl Background {
             false => tx.try_send(batch),
         };
         match sent {
-            Ok(()) => self.dropped.clear(),
+            Ok(()) => {
+                self.dropped.clear();
+                self.pending = self.recycle.try_recv().unwrap_or_default();
+            }
             Err(TrySendError::Full(mut b)) => {
                 for e in &b.entries {
                     let holds = match &e.unit {
@@ -789,6 +792,15 @@ impl Background {
             Some(Err(_)) => Err("the capture writer thread stopped unexpectedly".into()),
             None => Ok(Vec::new()),
         }
+    }
+}
+
+impl Drop for Background {
+    /// A capture dropped without [`CaptureDir::finish`] (a run that failed)
+    /// still hands what it gathered to its writer, which writes it and
+    /// closes the files.
+    fn drop(&mut self) {
+        self.flush(false);
     }
 }
 
@@ -1527,6 +1539,40 @@ mod tests {
             };
             assert_eq!(ts, want, "{file}");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_capture_dropped_without_finish_still_writes_what_it_gathered() {
+        let dir = std::env::temp_dir().join(format!("aurora-capture-drop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = BTreeMap::from([(1, "x".to_string())]);
+        let mut cap = CaptureDir::new(&dir, names, CaptureFormat::Erf).in_background();
+        let cells = pdu_cells(aurora_wire::cell::VcId::new(0, 34), 10);
+        for i in 0..5 {
+            cap.record(Instant::from_nanos(i), 1, 0, &cells);
+        }
+        // Five cells: far from a full batch. A failed run drops its capture.
+        drop(cap);
+        let file = dir.join("x-p0.pcap");
+        let t0 = std::time::Instant::now();
+        let mut n = 0;
+        while t0.elapsed() < std::time::Duration::from_secs(10) {
+            // Whole records so far (the writer may be writing it still).
+            let b = std::fs::read(&file).unwrap_or_default();
+            n = 0;
+            if let Ok(mut r) = pcap_file::pcap::PcapReader::new(&b[..]) {
+                while let Some(Ok(_)) = r.next_packet() {
+                    n += 1;
+                }
+            }
+            if n == 10 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // A cell record and a PDU record for each.
+        assert_eq!(n, 10);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
