@@ -180,12 +180,18 @@ impl<F: Frame> Dir<F> {
         ((left + c - 1) / c) as u64
     }
 
-    /// The last `take` frames of the queue were just put there (a
-    /// closed-form FIFO line): they go one cell time after another from
-    /// when the line is free, and arrive a delay later. When the first of
-    /// them arrives, if they are the queue's first (a delivery to plan).
+    /// The last `take` frames of the queue (direction `k`'s) were just put
+    /// there (a closed-form FIFO line): they go one cell time after another
+    /// from when the line is free, and arrive a delay later; if they are
+    /// the queue's first, their delivery goes into `events`.
     #[inline]
-    fn line_up(&mut self, take: usize, now: Instant) -> Option<Instant> {
+    fn line_up(
+        &mut self,
+        k: u32,
+        take: usize,
+        now: Instant,
+        events: &mut EventQueue<(Instant, Kind)>,
+    ) {
         let first = self.arrivals.len() == take;
         let start = self.busy_until.max(now);
         let c = self.cell_time.as_nanos();
@@ -203,7 +209,9 @@ impl<F: Frame> Dir<F> {
                 .extend((1..=take as i64).map(|i| start + Duration::from_nanos(c * i) + delay));
         }
         self.busy_until = start + Duration::from_nanos(c * take as i64);
-        first.then(|| start + self.cell_time + delay)
+        if first {
+            events.push((start + self.cell_time + delay, Kind::Deliver { dir: k }));
+        }
     }
 
     /// Cells a closed-form FIFO line has room for at `now`.
@@ -769,9 +777,7 @@ impl<F: Frame> Part<F> {
                 d.counters.offered += run as u64;
                 if take > 0 {
                     F::extend_queue(&mut d.arrivals, &rest[..take]);
-                    if let Some(t) = d.line_up(take, now) {
-                        self.queue.push((t, Kind::Deliver { dir: k }));
-                    }
+                    d.line_up(k, take, now, &mut self.queue);
                     self.in_flight += take as u64;
                 }
                 let d = &mut self.dirs[k as usize];
@@ -877,23 +883,14 @@ impl<F: Frame> Part<F> {
         if !fits {
             return false;
         }
+        // The queue is empty: so is the vector made of its allocation.
         let mut frames = Vec::from(std::mem::take(&mut d.arrivals));
-        frames.clear();
         out.swap_frames(&mut frames);
         d.arrivals = VecDeque::from(frames);
         d.counters.offered += n as u64;
-        self.lined_up(k, n);
+        d.line_up(k, n, self.now, &mut self.queue);
+        self.in_flight += n as u64;
         true
-    }
-
-    /// The last `take` frames of direction `k`'s queue were just put there
-    /// (a closed-form FIFO line): they are in flight, and a delivery is
-    /// planned if they are the first.
-    fn lined_up(&mut self, k: u32, take: usize) {
-        self.in_flight += take as u64;
-        if let Some(t) = self.dirs[k as usize].line_up(take, self.now) {
-            self.queue.push((t, Kind::Deliver { dir: k }));
-        }
     }
 
     /// Puts `cell` on direction `k`'s idle line now: it is sent, then
