@@ -19,27 +19,19 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// A bar for a run of `total` model time (`None`: until stopped), or
-    /// none at all (`show` false).
-    pub(crate) fn new(total: Option<Duration>, show: bool) -> Self {
+    /// A bar for a run of `total` model time, drawn if `show`.
+    pub(crate) fn new(total: Duration, show: bool) -> Self {
         let target = match show {
             true => ProgressDrawTarget::stderr(),
             false => ProgressDrawTarget::hidden(),
         };
-        let ms = |d: Duration| u64::try_from(d.as_nanos() / 1_000_000).unwrap_or(0);
-        let (bar, template) = match total {
-            Some(t) => (
-                ProgressBar::with_draw_target(Some(ms(t).max(1)), target),
-                "{elapsed} [{bar:30}] {pos}/{len} ms of model time, {msg}",
-            ),
-            None => (
-                ProgressBar::with_draw_target(None, target),
-                "{elapsed} {spinner} {pos} ms of model time, {msg}",
-            ),
-        };
-        let style = ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+        let ms = u64::try_from(total.as_nanos() / 1_000_000).unwrap_or(0);
+        let bar = ProgressBar::with_draw_target(Some(ms.max(1)), target);
+        let style = ProgressStyle::with_template(
+            "{elapsed} [{bar:30}] {pos}/{len} ms of model time, {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
         bar.set_style(style);
         Progress { bar }
     }

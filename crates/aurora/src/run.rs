@@ -451,7 +451,7 @@ fn start<F: Carries<CellBytes>>(
     // goes in the same steps whether the bar shows or not.
     let total = args.duration + args.drain;
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let bar = Progress::new(Some(total), live.is_none() && terminal);
+    let bar = Progress::new(total, live.is_none() && terminal);
     let every = match live {
         Some(_) => LIVE_EVERY,
         None => Progress::step(total),
