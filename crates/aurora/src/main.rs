@@ -15,6 +15,7 @@ mod bench_sar;
 mod bench_sched;
 mod bench_soak;
 mod bench_tcp;
+mod books;
 mod callgrind;
 mod captures;
 mod demo;
@@ -155,6 +156,19 @@ enum Command {
         control: Option<std::path::PathBuf>,
         #[command(flatten)]
         capture: CaptureOpts,
+    },
+    /// Join the books of a run made of several `aurora node` processes:
+    /// give the JSON report (`aurora node --json`) of each process. Every
+    /// PVC between traffic hosts balances, sent = delivered + corrupted +
+    /// lost (by place and reason, in whichever process) + in flight, or
+    /// the command fails naming it.
+    Books {
+        /// The processes' reports.
+        #[arg(required = true)]
+        reports: Vec<std::path::PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Open, close and list VCs of the signalling hosts of a running
     /// `aurora node` started with --control.
@@ -798,6 +812,13 @@ fn main() -> ExitCode {
                 (late.map(|l| l.sentence.clone()), r.imbalance())
             })
         }
+        Command::Books { reports, json } => checked_report(
+            "aurora books",
+            books::main(&reports),
+            json,
+            books::text,
+            |r| (None, r.problem()),
+        ),
         Command::Vc { what } => match what {
             Vc::Open {
                 control,

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use aurora_engine::carry::Carries;
 use aurora_engine::NodeId;
 use aurora_link::LinkDrop;
+use aurora_net::accounting::Recorder;
 use aurora_net::traffic::TrafficHost;
 use aurora_net::Frame;
 use aurora_topo::NodeProcess;
@@ -89,6 +90,10 @@ pub struct NodeReport {
     /// they still hold at the end.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub relays: Vec<RelayRow>,
+    /// The process's part of the run's books, which `aurora books` joins
+    /// with the other processes' (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub books: Option<crate::books::ProcessBooks>,
 }
 
 /// A relaying link of the process at the end of the run.
@@ -393,12 +398,13 @@ pub fn main(path: &Path, names: &[String], run: &Run) -> Result<NodeReport, Stri
     } = *run;
     let text = aurora_topo::read_topology(path)?;
     let bp = aurora_topo::compile(&text).map_err(|p| crate::run::problems(path, &p))?;
+    let topology = aurora_wire::crc::crc32(text.as_bytes());
     if bp.atomic.is_some() {
         let m = bp.mixed_process(names, seed)?;
         let atomic = Some(&m.atomic);
         return run_process(
             m.process,
-            &m.info,
+            (&m.info, topology),
             atomic,
             capture,
             (duration, workers),
@@ -406,7 +412,14 @@ pub fn main(path: &Path, names: &[String], run: &Run) -> Result<NodeReport, Stri
         );
     }
     let (p, info) = bp.node_process(names, seed)?;
-    run_process(p, &info, None, capture, (duration, workers), control)
+    run_process(
+        p,
+        (&info, topology),
+        None,
+        capture,
+        (duration, workers),
+        control,
+    )
 }
 
 /// The ATOMIC part of a process's report.
@@ -437,7 +450,7 @@ fn atomic_section<F: Frame>(
 /// section on the ATOMIC LAN `atomic` if the process holds part of one.
 fn run_process<F: Carries<CellBytes>>(
     mut p: NodeProcess<F>,
-    info: &aurora_topo::BlueprintInfo,
+    (info, topology): (&aurora_topo::BlueprintInfo, u32),
     atomic: Option<&aurora_topo::AtomicPart>,
     capture: Option<&crate::captures::CaptureArg>,
     (duration, workers): (Option<std::time::Duration>, usize),
@@ -483,9 +496,28 @@ fn run_process<F: Carries<CellBytes>>(
         }
         None => None,
     };
+    // Every cell dropped, charged to its PDU (see `crate::books`).
+    let ledger = Arc::new(std::sync::Mutex::new(Recorder::new()));
+    let book = ledger.clone();
+    p.engine.set_drop_tap(Box::new(move |t, at, why, f: &F| {
+        // Poisoned only if a tap panicked, which ends the run anyway.
+        if let (Some(cell), Ok(mut b)) = (f.peek(), book.lock()) {
+            b.dropped(t, at, why, cell)
+        }
+    }));
     announce(&p);
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let (secs, lateness) = run_wall(&mut p, duration);
     p.engine.clear_tap();
+    p.engine.clear_drop_tap();
+    let ledger = Arc::try_unwrap(ledger)
+        .map_err(|_| "the ledger is still in use".to_string())?
+        .into_inner()
+        .map_err(|_| "the ledger was left half-written".to_string())?
+        .finish();
+    let books = crate::books::export(&p, info, &ledger, topology, epoch);
     let atomic = atomic.map(|a| atomic_section(a, &p, secs));
     let captures = crate::captures::finish(captures)?;
 
@@ -552,6 +584,7 @@ fn run_process<F: Carries<CellBytes>>(
         lateness,
         atomic,
         stripes,
+        books: Some(books),
     })
 }
 

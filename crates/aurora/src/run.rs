@@ -515,7 +515,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         }
     }
     crate::video_report::stop_at(&mut net, end);
-    let ledger = Arc::new(Mutex::new(Ledger::new()));
+    let ledger = Arc::new(Mutex::new(accounting::Recorder::new()));
     let book = ledger.clone();
     net.sim.set_drop_tap(Box::new(move |t, at, why, f: &F| {
         // Poisoned only if a tap panicked, which ends the run anyway.
@@ -579,7 +579,8 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     let ledger = Arc::try_unwrap(ledger)
         .map_err(|_| "the ledger is still in use".to_string())?
         .into_inner()
-        .map_err(|_| "the ledger was left half-written".to_string())?;
+        .map_err(|_| "the ledger was left half-written".to_string())?
+        .finish();
     let written = crate::captures::finish(captures)?;
     let names = Names {
         pvcs: &net.pvcs,
@@ -849,43 +850,14 @@ pub fn text(r: &Report) -> String {
         "{} {:.3} s, {} events{workers}, trace {}\n\n",
         r.mode, r.virtual_secs, r.events, r.trace
     );
-    if !r.pvcs.is_empty() {
-        s += &format!(
-            "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11} {:>9}\n",
-            "PVC (PDUs)",
-            "sent",
-            "delivered",
-            "corrupted",
-            "lost",
-            "in flight",
-            "unaccounted",
-            "Mb/s"
-        );
-    }
-    for p in &r.pvcs {
-        s += &format!(
-            "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11} {:>9.1}\n",
-            p.name, p.sent, p.delivered, p.corrupted, p.lost, p.in_flight, p.unaccounted, p.mbps
-        );
-        for l in &p.losses {
-            s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
-        }
-    }
+    s += &pvcs_text(&r.pvcs, true);
     if r.drain_secs > 0.0 {
         s += &format!(
             "(senders stopped at {:.3} s; the network then had {:.3} s to deliver what was on its way)\n",
             r.virtual_secs, r.drain_secs
         );
     }
-    if !r.cell_losses.is_empty() {
-        s += &format!(
-            "\n{:<28} {:<20} {:>10}\n",
-            "data cells dropped at", "reason", "cells"
-        );
-        for l in &r.cell_losses {
-            s += &format!("{:<28} {:<20} {:>10}\n", l.at, l.reason, l.count);
-        }
-    }
+    s += &cell_losses_text(&r.cell_losses);
     s += &ping_text(&r.pings);
     s += &crate::node::links_text(&r.links, "link (cells)", 28);
     if r.switch_ports.iter().any(|(_, _, i, o, d)| i + o + d > 0) {
@@ -932,6 +904,65 @@ pub fn text(r: &Report) -> String {
     }
     if let Some(l) = &r.lateness {
         s += &crate::lateness::text(l);
+    }
+    s
+}
+
+/// The PVC rows as a table (with the Mb/s column if `rate`), each PVC's
+/// losses below it.
+pub(crate) fn pvcs_text(pvcs: &[PvcRow], rate: bool) -> String {
+    let mut s = String::new();
+    if !pvcs.is_empty() {
+        s += &format!(
+            "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}{}\n",
+            "PVC (PDUs)",
+            "sent",
+            "delivered",
+            "corrupted",
+            "lost",
+            "in flight",
+            "unaccounted",
+            if rate {
+                format!(" {:>9}", "Mb/s")
+            } else {
+                String::new()
+            }
+        );
+    }
+    for p in pvcs {
+        s += &format!(
+            "{:<28} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}{}\n",
+            p.name,
+            p.sent,
+            p.delivered,
+            p.corrupted,
+            p.lost,
+            p.in_flight,
+            p.unaccounted,
+            if rate {
+                format!(" {:>9.1}", p.mbps)
+            } else {
+                String::new()
+            }
+        );
+        for l in &p.losses {
+            s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
+        }
+    }
+    s
+}
+
+/// The data cells dropped, per place and reason, as a table.
+pub(crate) fn cell_losses_text(losses: &[LossRow]) -> String {
+    let mut s = String::new();
+    if !losses.is_empty() {
+        s += &format!(
+            "\n{:<28} {:<20} {:>10}\n",
+            "data cells dropped at", "reason", "cells"
+        );
+        for l in losses {
+            s += &format!("{:<28} {:<20} {:>10}\n", l.at, l.reason, l.count);
+        }
     }
     s
 }

@@ -147,6 +147,114 @@ fn switch_process_killed_and_restarted() {
         delivered + 2 >= forwarded / 32,
         "{delivered} < {forwarded} / 32"
     );
+    // The killed switch left no report: the joined books cannot place
+    // what it held, and say why rather than balance.
+    let files = save("restart", &[("h1", &h1), ("sw", &sw2), ("h2", &h2)]);
+    let paths: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+    let (ok, r, err) = books(&paths);
+    assert!(!ok, "{r}");
+    assert!(r["pvcs"][0]["unaccounted"].as_i64().unwrap() > 0, "{r}");
+    assert!(
+        err.contains("h2:0 saw the process before it start again"),
+        "{err}"
+    );
+    for f in files {
+        std::fs::remove_file(f).ok();
+    }
+}
+
+/// `aurora books` over the reports in `files`: its exit status, its
+/// JSON (when it printed one) and its stderr.
+fn books(files: &[&std::path::Path]) -> (bool, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_aurora"))
+        .arg("books")
+        .args(files)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.success(),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Writes each report to a file of its own; returns their paths.
+fn save(tag: &str, reports: &[(&str, &Value)]) -> Vec<std::path::PathBuf> {
+    reports
+        .iter()
+        .map(|(name, r)| {
+            let f = std::env::temp_dir().join(format!(
+                "aurora-books-{tag}-{name}-{}.json",
+                std::process::id()
+            ));
+            std::fs::write(&f, r.to_string()).unwrap();
+            f
+        })
+        .collect()
+}
+
+/// Three processes, each losing cells of the flow: h1's link and sw's
+/// link drop cells at random. The joined books balance, each loss at its
+/// place in its process; without the receiver's report they cannot, and
+/// say so.
+#[test]
+fn books_of_three_processes_balance() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let udp = |loss: &str| {
+        format!(
+            "loss = {loss}\nudp_a = \"127.0.0.1:{}\"\nudp_b = \"127.0.0.1:{}\"",
+            free_port(),
+            free_port()
+        )
+    };
+    let text = topology(&udp("0.002"), &udp("0.004"), 1500, "200us");
+    let topo = std::env::temp_dir().join(format!("aurora-books-{}.toml", std::process::id()));
+    std::fs::write(&topo, text).unwrap();
+    let sw = start(&topo, "sw", "2s");
+    let h2 = start(&topo, "h2", "2s");
+    let h1 = start(&topo, "h1", "2s");
+    let (h1, sw, h2) = (finish(h1), finish(sw), finish(h2));
+    std::fs::remove_file(&topo).ok();
+    let files = save("three", &[("h1", &h1), ("sw", &sw), ("h2", &h2)]);
+    let paths: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+    let (ok, r, err) = books(&paths);
+    assert!(ok, "{err}");
+    let p = &r["pvcs"][0];
+    let n = |k: &str| p[k].as_u64().unwrap();
+    assert_eq!(n("sent"), h1["sent"][0][1].as_u64().unwrap(), "{p}");
+    assert_eq!(
+        n("delivered"),
+        h2["received"][0]["delivered"].as_u64().unwrap()
+    );
+    assert_eq!(p["unaccounted"], 0, "{p}");
+    assert_eq!(
+        n("sent"),
+        n("delivered") + n("corrupted") + n("lost") + n("in_flight")
+    );
+    // About 0.2 % and 0.4 % of 32-cell PDUs: 6 % and 12 % of PDUs lost.
+    let at = |place: &str| {
+        p["losses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["at"] == place && l["reason"] == "link_loss")
+            .map(|l| l["count"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert!(at("h1:0 out") > 100 && at("sw:1 out") > 100, "{p}");
+    assert_eq!(at("h1:0 out") + at("sw:1 out"), n("lost"), "{p}");
+
+    let (ok, _, err) = books(&paths[..2]);
+    assert!(!ok);
+    assert!(
+        err.contains("PVC h1-to-h2 cannot be balanced: no report ran h2"),
+        "{err}"
+    );
+    for f in files {
+        std::fs::remove_file(f).ok();
+    }
 }
 
 #[test]

@@ -163,10 +163,27 @@ impl Ledger {
             }
             None => {
                 *self.untagged.entry(loss).or_default() += 1;
-                if self.untagged_vc.len() < MAX_RECORDS {
-                    *self.untagged_vc.entry((loss, vc_of(&c))).or_default() += 1;
+                let key = (loss, vc_of(&c));
+                if self.untagged_vc.len() < MAX_RECORDS || self.untagged_vc.contains_key(&key) {
+                    *self.untagged_vc.entry(key).or_default() += 1;
                 }
             }
+        }
+    }
+
+    /// `n` data cells with no readable tag and not ending a PDU dropped at
+    /// `loss` on `vc`: as `n` calls of [`Ledger::dropped`] with such a cell.
+    fn untagged_cells(&mut self, loss: Loss, vc: VcId, n: u64) {
+        let key = (loss, vc);
+        if self.by_vc.len() < MAX_RECORDS || self.by_vc.contains_key(&key) {
+            *self.by_vc.entry(key).or_default() += n;
+        } else {
+            self.overflow += n;
+        }
+        *self.cells.entry(loss).or_default() += n;
+        *self.untagged.entry(loss).or_default() += n;
+        if self.untagged_vc.len() < MAX_RECORDS || self.untagged_vc.contains_key(&key) {
+            *self.untagged_vc.entry(key).or_default() += n;
         }
     }
 
@@ -268,11 +285,117 @@ impl Ledger {
             .map(|((l, _), n)| (*l, *n))
     }
 
+    /// Every PDU charged so far, with the time and place of its first
+    /// loss (to carry one process's books to another, see
+    /// [`Ledger::charge`]).
+    pub fn charges(&self) -> impl Iterator<Item = (Tag, Instant, Loss)> + '_ {
+        self.first.iter().map(|(t, (at, l))| (*t, *at, *l))
+    }
+
+    /// Charges PDU `tag` to `loss` at `at`, unless it has an earlier loss
+    /// (another process's record, say; the same rule as
+    /// [`Ledger::merge`]).
+    pub fn charge(&mut self, tag: Tag, at: Instant, loss: Loss) {
+        if self.first.len() >= MAX_RECORDS && !self.first.contains_key(&tag) {
+            self.overflow += 1;
+            return;
+        }
+        let e = self.first.entry(tag).or_insert((at, loss));
+        *e = (*e).min((at, loss));
+    }
+
+    /// Dropped data cells with no readable tag, per place, reason and VC,
+    /// with the flow that place and VC carry, if the ledger learnt it.
+    pub fn untagged_by_vc(&self) -> impl Iterator<Item = (Loss, VcId, u64, Option<u16>)> + '_ {
+        self.untagged_vc
+            .iter()
+            .map(|((l, vc), n)| (*l, *vc, *n, self.vc_flow.get(&(l.place, *vc)).copied()))
+    }
+
+    /// Takes `n` dropped data cells with no readable tag, at `loss`, on
+    /// `vc`, of `flow` if known (another process's record).
+    pub fn add_untagged(&mut self, loss: Loss, vc: VcId, n: u64, flow: Option<u16>) {
+        *self.untagged.entry(loss).or_default() += n;
+        if self.untagged_vc.len() < MAX_RECORDS || self.untagged_vc.contains_key(&(loss, vc)) {
+            *self.untagged_vc.entry((loss, vc)).or_default() += n;
+        } else {
+            self.overflow += n;
+        }
+        if let Some(f) = flow {
+            if self.vc_flow.len() < MAX_RECORDS {
+                self.vc_flow.entry((loss.place, vc)).or_insert(f);
+            }
+        }
+    }
+
+    /// Takes `n` dropped data cells at `loss` into the per-place counts
+    /// (another process's record; their PDUs are charged separately).
+    pub fn add_cells(&mut self, loss: Loss, n: u64) {
+        *self.cells.entry(loss).or_default() += n;
+    }
+
+    /// Counts `n` records another process had no room for.
+    pub fn add_overflow(&mut self, n: u64) {
+        self.overflow += n;
+    }
+
     fn of_flow(&self, flow: u16) -> impl Iterator<Item = (u64, Loss)> + '_ {
         self.first
             .iter()
             .filter(move |(t, _)| t.flow == flow)
             .map(|(t, (_, l))| (t.seq, *l))
+    }
+}
+
+/// A [`Ledger`] fed by a drop tap, cheaper per cell where cells are
+/// dropped in runs: consecutive data cells with no tag (IP packets' cells,
+/// say) dropped at one place, for one reason, on one VC, none ending a
+/// PDU, are counted once per run instead of once per cell. What it
+/// records is exactly what [`Ledger::dropped`] would have; [`Recorder::finish`]
+/// hands over the ledger.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    ledger: Ledger,
+    /// The run being counted: its place and reason, VC, and cells.
+    run: Option<(Loss, VcId, u64)>,
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// As [`Ledger::dropped`].
+    pub fn dropped(&mut self, at: Instant, place: Place, reason: &'static str, cell: &CellBytes) {
+        let c = repaired(cell);
+        if is_user(&c) && c[3] & 0x02 == 0 && Tag::of_cell(&c).is_none() {
+            let (loss, vc) = (Loss { place, reason }, vc_of(&c));
+            if let Some((l, v, n)) = &mut self.run {
+                if *l == loss && *v == vc {
+                    *n += 1;
+                    return;
+                }
+            }
+            self.flush();
+            self.run = Some((loss, vc, 1));
+            return;
+        }
+        self.flush();
+        self.ledger.dropped(at, place, reason, cell);
+    }
+
+    /// Counts the run in the ledger.
+    fn flush(&mut self) {
+        if let Some((loss, vc, n)) = self.run.take() {
+            self.ledger.untagged_cells(loss, vc, n);
+        }
+    }
+
+    /// The ledger, with every cell recorded.
+    pub fn finish(mut self) -> Ledger {
+        self.flush();
+        self.ledger
     }
 }
 
@@ -426,6 +549,61 @@ impl RxBook {
     /// PDUs that did not fit in the book.
     pub fn overflow(&self) -> u64 {
         self.overflow
+    }
+}
+
+/// What a receiver's book holds at the end of a run, to carry it to
+/// another process ([`RxBook::snapshot`], [`RxBook::from_snapshot`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RxSnapshot {
+    /// The highest sequence number seen, per flow.
+    pub highest: Vec<(u16, u64)>,
+    /// The PDUs seen and not delivered, with what became of them.
+    pub fates: Vec<(Tag, RxFate)>,
+    /// The PDUs of the unit still in progress.
+    pub in_progress: Vec<Tag>,
+    /// Failed units whose every tag was unreadable, by the receiver's
+    /// reason.
+    pub untagged: Vec<(&'static str, u64)>,
+    /// PDUs that did not fit in the book.
+    pub overflow: u64,
+}
+
+impl RxBook {
+    /// What [`reconcile`] reads of the book.
+    pub fn snapshot(&self) -> RxSnapshot {
+        let mut fates: Vec<(Tag, RxFate)> = self.fates.iter().map(|(t, f)| (*t, *f)).collect();
+        fates.sort_by_key(|(t, _)| *t);
+        let mut highest: Vec<(u16, u64)> = self.highest.iter().map(|(f, s)| (*f, *s)).collect();
+        highest.sort_unstable();
+        RxSnapshot {
+            highest,
+            fates,
+            in_progress: self.unit.clone(),
+            untagged: self.untagged.iter().map(|(r, n)| (*r, *n)).collect(),
+            overflow: self.overflow,
+        }
+    }
+
+    /// A book that [`reconcile`] reads as it would have read the one
+    /// `s` was taken from; bounded as a book is (what does not fit counts
+    /// as overflow).
+    pub fn from_snapshot(s: RxSnapshot) -> Self {
+        let mut b = RxBook {
+            overflow: s.overflow,
+            ..RxBook::default()
+        };
+        for (f, seq) in s.highest.into_iter().take(MAX_UNIT_TAGS) {
+            b.highest.insert(f, seq);
+        }
+        for (t, fate) in s.fates {
+            b.note(t, fate);
+        }
+        b.unit = s.in_progress.into_iter().take(MAX_UNIT_TAGS).collect();
+        for (r, n) in s.untagged.into_iter().take(MAX_UNIT_TAGS) {
+            *b.untagged.entry(r).or_default() += n;
+        }
+        b
     }
 }
 
@@ -674,6 +852,95 @@ mod tests {
             (a.delivered, a.corrupted, a.in_flight, a.unaccounted),
             (1, 0, 0, 0)
         );
+    }
+
+    /// A ledger and a book carried to another process (charges, untagged
+    /// cells, snapshot) balance a flow as the originals do.
+    #[test]
+    fn books_carried_elsewhere_balance_alike() {
+        let mut l = Ledger::new();
+        let mut rx = RxBook::default();
+        let (p0, p1, p2, mut p3, p4, p5) = (pdu(0), pdu(1), pdu(2), pdu(3), pdu(4), pdu(5));
+        // PDU 0 lost its last cell (ran with PDU 1), PDU 2 corrupted,
+        // PDU 3's only dropped cell had a damaged tag (its place and VC
+        // known from PDU 0's), PDU 4 delivered,
+        // PDU 5 half-way when the books closed.
+        l.dropped(Instant::from_nanos(3), at(3), "tail_drop", &p0[2]);
+        for c in p0[..2].iter().chain(&p1) {
+            rx.cell(c);
+        }
+        rx.unit_ended(None, Some("length"));
+        for c in &p2 {
+            rx.cell(c);
+        }
+        rx.unit_ended(None, Some("crc"));
+        p3[0][10] ^= 1;
+        l.dropped(Instant::from_nanos(9), at(3), "tail_drop", &p3[0]);
+        for c in &p4 {
+            rx.cell(c);
+        }
+        rx.unit_ended(Some(Tag { flow: FLOW, seq: 4 }), None);
+        rx.cell(&p5[0]);
+        let want = reconcile(FLOW, 7, 1, &l, Some(&rx), RX);
+        assert_eq!(want.unaccounted, 0, "{want:?}");
+
+        let mut l2 = Ledger::new();
+        for (t, when, loss) in l.charges() {
+            l2.charge(t, when, loss);
+        }
+        for (loss, vc, n, flow) in l.untagged_by_vc() {
+            l2.add_untagged(loss, vc, n, flow);
+        }
+        let rx2 = RxBook::from_snapshot(rx.snapshot());
+        assert_eq!(reconcile(FLOW, 7, 1, &l2, Some(&rx2), RX), want);
+        assert_eq!(rx2.snapshot(), rx.snapshot());
+    }
+
+    /// A recorder records what a ledger does, cell by cell, whatever the
+    /// mix: runs of untagged cells on one VC and place, cut by tagged
+    /// cells, end cells, OAM cells and other places and VCs.
+    #[test]
+    fn a_recorder_records_what_a_ledger_does() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let (mut l, mut r) = (Ledger::new(), Recorder::new());
+        let p = pdu(1);
+        for k in 0..20_000i64 {
+            let mut c = p[(next() % 3) as usize];
+            match next() % 8 {
+                // No tag: untagged data (mostly), on one of two VCs.
+                0..=4 => {
+                    c[10] ^= 1;
+                    c[3] &= !0x02;
+                    if next() % 4 == 0 {
+                        c[2] ^= 0x10;
+                    }
+                }
+                // An OAM cell.
+                5 => c[3] |= 0x08,
+                _ => {}
+            }
+            c[4] = aurora_wire::crc::hec(&[c[0], c[1], c[2], c[3]]);
+            let place = at((next() % 2) as u32);
+            let why = ["tail_drop", "link_loss"][(next() % 2) as usize];
+            l.dropped(Instant::from_nanos(k), place, why, &c);
+            r.dropped(Instant::from_nanos(k), place, why, &c);
+        }
+        let r = r.finish();
+        assert_eq!(r.cells(), l.cells());
+        assert_eq!(r.untagged(), l.untagged());
+        assert_eq!(r.ends(), l.ends());
+        assert_eq!(r.by_vc, l.by_vc);
+        assert_eq!(r.untagged_vc, l.untagged_vc);
+        assert_eq!(r.vc_flow, l.vc_flow);
+        assert_eq!(r.first, l.first);
+        assert_eq!(r.overflow(), l.overflow());
+        assert!(l.untagged().values().sum::<u64>() > 5_000);
     }
 
     #[test]

@@ -1,0 +1,868 @@
+//! The books of a network run as several `aurora node` processes.
+//!
+//! One process sees only its own part of a PVC: the sender counts what it
+//! sent, each process charges the PDUs whose cells it dropped, and the
+//! receiver follows what arrived. Each process writes its part in its JSON
+//! report (`books`, a [`ProcessBooks`]); `aurora books` reads the reports
+//! of every process of a run, joins them into one [`Ledger`] and the
+//! receivers' books, and balances each PVC with the same
+//! [`accounting::reconcile`] as `aurora run`:
+//! `sent = delivered + corrupted + lost + in_flight`, a loss charged to
+//! the first place (earliest by the wall clock) that doomed the PDU.
+//!
+//! Cells lost between two processes (a UDP datagram that never arrived,
+//! cells lost to a restart) carry no tag anyone could read: a receiving
+//! port counts them (`lost_in_transit`), and PDUs of a PVC through that
+//! port that have no other outcome are charged there, at most one PDU per
+//! cell counted. What is still unexplained is `unaccounted`, and the
+//! command fails. PDUs after the last one the receiver saw are in flight:
+//! on their way when the processes stopped (or sent after a process on
+//! their path had stopped).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use aurora_engine::carry::Carries;
+use aurora_engine::NodeId;
+use aurora_link::LinkDrop;
+use aurora_net::accounting::{self, Ledger, Loss, Place, RxFate, RxSnapshot, Side};
+use aurora_net::tag::Tag;
+use aurora_net::traffic::TrafficHost;
+use aurora_time::Instant;
+use aurora_wire::cell::VcId;
+use aurora_wire::CellBytes;
+use serde::{Deserialize, Serialize};
+
+use crate::run::{LossRow, PvcRow};
+
+/// A place in a report: a node by name, its port, and the side.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct At {
+    /// The node.
+    pub node: String,
+    /// The port.
+    pub port: u16,
+    /// `in` (arriving) or `out` (the port's buffer and the link leaving it).
+    pub side: String,
+}
+
+/// PDUs `first .. first + count` of a flow, each charged to one loss.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Charged {
+    /// The flow (its PVC's number in the file).
+    pub flow: u16,
+    /// The first PDU.
+    pub first: u64,
+    /// PDUs in the run.
+    pub count: u64,
+    /// When the earliest of them was doomed, ns of the process's model
+    /// time.
+    pub at_ns: i64,
+    /// Where.
+    pub at: At,
+    /// Why.
+    pub reason: String,
+}
+
+/// Data cells dropped with no readable tag, at one place, for one reason,
+/// on one VC.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Untagged {
+    /// Where.
+    pub at: At,
+    /// Why.
+    pub reason: String,
+    /// The VC in their header, `vpi.vci`.
+    pub vpi: u16,
+    /// The VC in their header.
+    pub vci: u16,
+    /// Cells.
+    pub cells: u64,
+    /// The flow the place and VC carry, if the process learnt it.
+    pub flow: Option<u16>,
+}
+
+/// Data cells dropped at one place for one reason, tagged or not.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Cells {
+    /// Where.
+    pub at: At,
+    /// Why.
+    pub reason: String,
+    /// Cells.
+    pub cells: u64,
+}
+
+/// A receiver's book of one PVC at the end of the run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Received {
+    /// The PVC.
+    pub pvc: String,
+    /// PDUs delivered intact and in order.
+    pub delivered: u64,
+    /// The highest PDU number seen per flow: `[flow, number]`.
+    pub highest: Vec<(u16, u64)>,
+    /// PDUs seen and not delivered: `[flow, number, fate]`, the fate
+    /// `corrupted`, `merged:N` (ran together with PDU N) or the
+    /// receiver's reason.
+    pub fates: Vec<(u16, u64, String)>,
+    /// PDUs of the AAL5 unit still in progress: `[flow, number]`.
+    pub in_progress: Vec<(u16, u64)>,
+    /// Failed units whose every tag was unreadable, by reason.
+    pub untagged: Vec<(String, u64)>,
+    /// PDUs that did not fit in the book.
+    pub overflow: u64,
+}
+
+/// Cells lost on their way into a port from another process.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Transit {
+    /// The receiving node.
+    pub node: String,
+    /// Its port.
+    pub port: u16,
+    /// Cells its link counted lost between the processes.
+    pub cells: u64,
+    /// Times it saw the process at the far end start again.
+    pub restarts: u64,
+}
+
+/// A PVC between traffic hosts: its number and the ports its cells arrive
+/// by, from the first hop to the receiver.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PvcPath {
+    /// Its name.
+    pub name: String,
+    /// Its number (the flow number its cells' tags carry).
+    pub flow: u16,
+    /// Sender.
+    pub from: String,
+    /// Receiver.
+    pub to: String,
+    /// The ports its cells arrive by, in order: `[node, port]`.
+    pub arrivals: Vec<(String, u16)>,
+}
+
+/// One process's part of the books of a run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ProcessBooks {
+    /// The topology file's CRC-32, in hex: every process of a run reads
+    /// the same file.
+    pub topology: String,
+    /// Wall-clock time of the process's model time 0, ns since the Unix
+    /// epoch.
+    pub epoch_unix_ns: u64,
+    /// The process's nodes.
+    pub nodes: Vec<String>,
+    /// Every PVC between traffic hosts in the file.
+    pub pvcs: Vec<PvcPath>,
+    /// PDUs the process's hosts sent, per PVC: `[pvc, PDUs]`.
+    pub sent: Vec<(String, u64)>,
+    /// The process's receivers' books.
+    pub received: Vec<Received>,
+    /// The PDUs whose cells the process dropped, each at its first loss.
+    pub charged: Vec<Charged>,
+    /// Data cells dropped with no readable tag.
+    pub untagged: Vec<Untagged>,
+    /// Data cells dropped, per place and reason.
+    pub cells: Vec<Cells>,
+    /// Cells lost between processes, per receiving port.
+    pub transit: Vec<Transit>,
+    /// Records the process's books had no room for.
+    pub overflow: u64,
+}
+
+fn side_name(s: Side) -> &'static str {
+    match s {
+        Side::In => "in",
+        Side::Out => "out",
+    }
+}
+
+/// What a node process writes of its books: the ledger its drop tap kept
+/// (places by the process's node ids), its receivers' books, what its
+/// hosts sent and what its links lost in transit.
+pub(crate) fn export<F: Carries<CellBytes>>(
+    p: &aurora_topo::NodeProcess<F>,
+    info: &aurora_topo::BlueprintInfo,
+    ledger: &Ledger,
+    topology: u32,
+    epoch_unix_ns: u64,
+) -> ProcessBooks {
+    let local_name = |id: u32| {
+        p.members
+            .get(id as usize)
+            .map_or_else(|| format!("node {id}"), |m| m.name.clone())
+    };
+    let at = |pl: Place| At {
+        node: local_name(pl.node),
+        port: pl.port,
+        side: side_name(pl.side).into(),
+    };
+    let global: BTreeMap<u32, &str> = info
+        .hosts
+        .iter()
+        .chain(&info.ip_nodes)
+        .map(|(n, id)| (id.0, n.as_str()))
+        .chain(
+            info.switches
+                .iter()
+                .chain(&info.routers)
+                .map(|(n, id, _)| (id.0, n.as_str())),
+        )
+        .collect();
+    let gname = |id: NodeId| {
+        global
+            .get(&id.0)
+            .map_or(format!("node {}", id.0), |n| n.to_string())
+    };
+    let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
+    let host = |id: NodeId| local(id).and_then(|l| p.engine.node::<TrafficHost>(l));
+    let mut b = ProcessBooks {
+        topology: format!("{topology:08x}"),
+        epoch_unix_ns,
+        nodes: p.members.iter().map(|m| m.name.clone()).collect(),
+        overflow: ledger.overflow(),
+        ..ProcessBooks::default()
+    };
+    for (i, pvc) in info.pvcs.iter().enumerate() {
+        let Ok(flow) = u16::try_from(i) else { break };
+        if pvc.flows.is_empty() {
+            continue;
+        }
+        b.pvcs.push(PvcPath {
+            name: pvc.name.clone(),
+            flow,
+            from: gname(pvc.from),
+            to: gname(pvc.to),
+            arrivals: pvc.hops.iter().map(|h| (gname(h.to.0), h.to.1)).collect(),
+        });
+        if let Some(h) = host(pvc.from) {
+            b.sent
+                .push((pvc.name.clone(), pvc.flows.iter().map(|&k| h.sent(k)).sum()));
+        }
+        if let Some(h) = host(pvc.to) {
+            let r = h.received(pvc.to_vc);
+            let s = h.book(pvc.to_vc).map(|k| k.snapshot()).unwrap_or_default();
+            b.overflow += s.overflow;
+            b.received.push(Received {
+                pvc: pvc.name.clone(),
+                delivered: r.delivered,
+                highest: s.highest,
+                fates: s
+                    .fates
+                    .iter()
+                    .map(|(t, f)| {
+                        let f = match f {
+                            RxFate::Corrupted => "corrupted".to_string(),
+                            RxFate::Merged { with } => format!("merged:{with}"),
+                            RxFate::Receiver(r) => r.to_string(),
+                        };
+                        (t.flow, t.seq, f)
+                    })
+                    .collect(),
+                in_progress: s.in_progress.iter().map(|t| (t.flow, t.seq)).collect(),
+                untagged: s
+                    .untagged
+                    .iter()
+                    .map(|(r, n)| (r.to_string(), *n))
+                    .collect(),
+                overflow: s.overflow,
+            });
+        }
+    }
+    // The charges, as runs of consecutive PDUs with one loss.
+    let mut charges: Vec<(Tag, Instant, Loss)> = ledger.charges().collect();
+    charges.sort_by_key(|(t, _, _)| *t);
+    for (t, when, loss) in charges {
+        let ns = when.as_nanos();
+        if let Some(last) = b.charged.last_mut() {
+            if last.flow == t.flow
+                && last.first + last.count == t.seq
+                && last.at == at(loss.place)
+                && last.reason == loss.reason
+            {
+                last.count += 1;
+                last.at_ns = last.at_ns.min(ns);
+                continue;
+            }
+        }
+        b.charged.push(Charged {
+            flow: t.flow,
+            first: t.seq,
+            count: 1,
+            at_ns: ns,
+            at: at(loss.place),
+            reason: loss.reason.into(),
+        });
+    }
+    for (loss, vc, n, flow) in ledger.untagged_by_vc() {
+        b.untagged.push(Untagged {
+            at: at(loss.place),
+            reason: loss.reason.into(),
+            vpi: vc.vpi,
+            vci: vc.vci,
+            cells: n,
+            flow,
+        });
+    }
+    for (loss, n) in ledger.cells() {
+        b.cells.push(Cells {
+            at: at(loss.place),
+            reason: loss.reason.into(),
+            cells: *n,
+        });
+    }
+    for port in &p.ports {
+        let rx = p
+            .engine
+            .external_input(port.node, port.port)
+            .unwrap_or_default();
+        let lost = rx.drops.get(LinkDrop::LostInTransit);
+        if lost > 0 || rx.peer_restarts > 0 {
+            b.transit.push(Transit {
+                node: local_name(port.node.0),
+                port: port.port,
+                cells: lost,
+                restarts: rx.peer_restarts,
+            });
+        }
+    }
+    b
+}
+
+/// The joined books of a run's processes.
+#[derive(Debug, Serialize)]
+pub struct BooksReport {
+    /// The reports read.
+    pub reports: Vec<String>,
+    /// The nodes they ran.
+    pub nodes: Vec<String>,
+    /// Per PVC whose sender and receiver both reported, balanced.
+    pub pvcs: Vec<PvcRow>,
+    /// PVCs that could not be balanced, and why.
+    pub unbalanced: Vec<String>,
+    /// Data cells dropped, per place and reason, in all processes.
+    pub cell_losses: Vec<LossRow>,
+    /// Records that did not fit in the books; when not 0, `unaccounted`
+    /// may be the books' limit rather than a fault.
+    pub books_overflow: u64,
+    /// Sum over PVCs of the size of their `unaccounted`.
+    pub unaccounted: u64,
+}
+
+impl BooksReport {
+    /// `None` when every PVC balances; otherwise one sentence saying which
+    /// do not, or could not be balanced.
+    pub fn problem(&self) -> Option<String> {
+        let bad: Vec<String> = self
+            .pvcs
+            .iter()
+            .filter(|p| p.unaccounted != 0)
+            .map(|p| format!("{} ({} PDUs)", p.name, p.unaccounted))
+            .collect();
+        let mut all = Vec::new();
+        if !bad.is_empty() {
+            all.push(format!(
+                "the books do not balance: PDUs with no outcome on PVC {}{}",
+                bad.join(", "),
+                if self.books_overflow > 0 {
+                    format!(
+                        ", but {} records did not fit in the books",
+                        self.books_overflow
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        all.extend(self.unbalanced.iter().cloned());
+        (!all.is_empty()).then(|| all.join("; "))
+    }
+}
+
+/// The largest report `aurora books` reads.
+const MAX_REPORT_BYTES: u64 = 512 << 20;
+
+/// Distinct reasons the books take from reports at most.
+const MAX_REASONS: usize = 256;
+
+/// A report's name for a reason, as the `'static` name the ledger keeps:
+/// the same string each time, made once.
+fn reason(known: &mut Vec<&'static str>, s: &str) -> Result<&'static str, String> {
+    if let Some(r) = known.iter().find(|r| **r == s) {
+        return Ok(r);
+    }
+    if known.len() >= MAX_REASONS || s.len() > 64 {
+        return Err(format!(
+            "more than {MAX_REASONS} reasons for losses, or one longer than 64 bytes (\"{}\")",
+            aurora_topo::escape(s)
+        ));
+    }
+    // A short command: the few names it reads live as long as it does.
+    let r: &'static str = Box::leak(s.to_string().into_boxed_str());
+    known.push(r);
+    Ok(r)
+}
+
+/// One report's `books`, read from `path`.
+fn read(path: &Path) -> Result<ProcessBooks, String> {
+    use std::io::Read;
+    #[derive(Deserialize)]
+    struct Wrapper {
+        books: Option<ProcessBooks>,
+    }
+    let shown = aurora_topo::escape(&path.display().to_string());
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_REPORT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_REPORT_BYTES {
+        return Err(format!(
+            "{shown} is larger than {MAX_REPORT_BYTES} bytes, more than a report holds"
+        ));
+    }
+    let w: Wrapper = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{shown} is not a report of `aurora node --json`: {e}"))?;
+    w.books.ok_or_else(|| {
+        format!("{shown} has no books (written by `aurora node --json` of a cell network?)")
+    })
+}
+
+/// Joins the books of `paths`, the reports of one run's processes.
+pub fn main(paths: &[PathBuf]) -> Result<BooksReport, String> {
+    let mut parts = Vec::new();
+    for p in paths {
+        parts.push((p.display().to_string(), read(p)?));
+    }
+    join(&parts)
+}
+
+/// Joins the books of named reports.
+pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
+    let Some((first_name, first)) = parts.first() else {
+        return Err("no reports to join".into());
+    };
+    // One file, each node in one report.
+    let mut index: BTreeMap<String, u32> = BTreeMap::new();
+    let mut who: BTreeMap<String, &str> = BTreeMap::new();
+    for (name, b) in parts {
+        if b.topology != first.topology || b.pvcs != first.pvcs {
+            return Err(format!(
+                "{} and {} come from different topology files (or different versions of one)",
+                aurora_topo::escape(first_name),
+                aurora_topo::escape(name)
+            ));
+        }
+        for n in &b.nodes {
+            if let Some(other) = who.insert(n.clone(), name) {
+                return Err(format!(
+                    "node {} is in both {} and {}: give each report of one run once",
+                    aurora_topo::escape(n),
+                    aurora_topo::escape(other),
+                    aurora_topo::escape(name)
+                ));
+            }
+            let k = index.len() as u32;
+            index.insert(n.clone(), k);
+        }
+    }
+    let place = |a: &At| -> Result<Place, String> {
+        let node = *index.get(&a.node).ok_or_else(|| {
+            format!(
+                "a loss at node {}, which no report ran",
+                aurora_topo::escape(&a.node)
+            )
+        })?;
+        let side = match a.side.as_str() {
+            "in" => Side::In,
+            "out" => Side::Out,
+            other => return Err(format!("a loss on side \"{}\"", aurora_topo::escape(other))),
+        };
+        Ok(Place {
+            node,
+            port: a.port,
+            side,
+        })
+    };
+    // Model times, made comparable: ns since the earliest process began.
+    let base = parts
+        .iter()
+        .map(|(_, b)| b.epoch_unix_ns)
+        .min()
+        .unwrap_or(0);
+    let mut known = Vec::new();
+    let mut ledger = Ledger::new();
+    let mut charged_total = 0u64;
+    for (name, b) in parts {
+        let offset = i64::try_from(b.epoch_unix_ns - base).map_err(|_| {
+            format!(
+                "{}: its start time is out of range",
+                aurora_topo::escape(name)
+            )
+        })?;
+        for c in &b.charged {
+            charged_total = charged_total.saturating_add(c.count);
+            if charged_total > 2 * accounting::MAX_RECORDS as u64 {
+                return Err(format!(
+                    "{} charges more PDUs than the books hold ({})",
+                    aurora_topo::escape(name),
+                    accounting::MAX_RECORDS
+                ));
+            }
+            let loss = Loss {
+                place: place(&c.at)?,
+                reason: reason(&mut known, &c.reason)?,
+            };
+            let at = Instant::from_nanos(c.at_ns.saturating_add(offset));
+            for seq in c.first..c.first.saturating_add(c.count) {
+                ledger.charge(Tag { flow: c.flow, seq }, at, loss);
+            }
+        }
+        for u in &b.untagged {
+            let loss = Loss {
+                place: place(&u.at)?,
+                reason: reason(&mut known, &u.reason)?,
+            };
+            ledger.add_untagged(loss, VcId::new(u.vpi, u.vci), u.cells, u.flow);
+        }
+        for c in &b.cells {
+            let loss = Loss {
+                place: place(&c.at)?,
+                reason: reason(&mut known, &c.reason)?,
+            };
+            ledger.add_cells(loss, c.cells);
+        }
+        ledger.add_overflow(b.overflow);
+    }
+    let names: BTreeMap<u32, &str> = index.iter().map(|(n, k)| (*k, n.as_str())).collect();
+    let mut transit: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    let mut restarted: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    for (_, b) in parts {
+        for t in &b.transit {
+            *transit.entry((t.node.clone(), t.port)).or_default() += t.cells;
+            *restarted.entry((t.node.clone(), t.port)).or_default() += t.restarts;
+        }
+    }
+    let mut pvcs = Vec::new();
+    let mut unbalanced = Vec::new();
+    for path in &first.pvcs {
+        let sender = parts
+            .iter()
+            .find_map(|(_, b)| b.sent.iter().find(|(n, _)| *n == path.name));
+        let receiver = parts
+            .iter()
+            .find_map(|(_, b)| b.received.iter().find(|r| r.pvc == path.name));
+        let missing: Vec<&str> = std::iter::once(path.from.as_str())
+            .chain(path.arrivals.iter().map(|(n, _)| n.as_str()))
+            .filter(|n| !index.contains_key(*n))
+            .collect();
+        let (Some((_, sent)), Some(rx), true) = (sender, receiver, missing.is_empty()) else {
+            if !missing.is_empty() {
+                let mut m = missing.clone();
+                m.dedup();
+                unbalanced.push(format!(
+                    "PVC {} cannot be balanced: no report ran {}",
+                    aurora_topo::escape(&path.name),
+                    m.join(", ")
+                ));
+            }
+            continue;
+        };
+        let book = snapshot(rx, &mut known)?;
+        let Some(&to) = index.get(&path.to) else {
+            continue;
+        };
+        let receiver = Place {
+            node: to,
+            port: 0,
+            side: Side::In,
+        };
+        let mut a = accounting::reconcile(
+            path.flow,
+            *sent,
+            rx.delivered,
+            &ledger,
+            Some(&accounting::RxBook::from_snapshot(book)),
+            receiver,
+        );
+        // PDUs with no outcome, explained by cells lost between processes
+        // on the PVC's way, one cell at least each.
+        for (node, port) in &path.arrivals {
+            if a.unaccounted <= 0 {
+                break;
+            }
+            let Some(left) = transit.get_mut(&(node.clone(), *port)) else {
+                continue;
+            };
+            let k = (*left).min(a.unaccounted as u64);
+            if k == 0 {
+                continue;
+            }
+            *left -= k;
+            a.unaccounted -= k as i64;
+            let loss = Loss {
+                place: Place {
+                    node: index[node],
+                    port: *port,
+                    side: Side::In,
+                },
+                reason: reason(&mut known, "lost_in_transit")?,
+            };
+            *a.lost.entry(loss).or_default() += k;
+        }
+        if a.unaccounted != 0 {
+            let seen: Vec<String> = path
+                .arrivals
+                .iter()
+                .filter(|(n, p)| restarted.get(&(n.clone(), *p)).is_some_and(|&r| r > 0))
+                .map(|(n, p)| format!("{n}:{p}"))
+                .collect();
+            if !seen.is_empty() {
+                unbalanced.push(format!(
+                    "on PVC {}, {} saw the process before it start again: what a process \
+                     that ended without its report held is in no report",
+                    aurora_topo::escape(&path.name),
+                    seen.join(", ")
+                ));
+            }
+        }
+        pvcs.push(PvcRow {
+            name: path.name.clone(),
+            sent: *sent,
+            delivered: a.delivered,
+            corrupted: a.corrupted,
+            lost: a.lost_total(),
+            losses: crate::run::loss_rows(&names, a.lost.iter()),
+            in_flight: a.in_flight,
+            unaccounted: a.unaccounted,
+            mbps: 0.0,
+            misordered: 0,
+        });
+    }
+    let unaccounted = pvcs.iter().map(|p| p.unaccounted.unsigned_abs()).sum();
+    Ok(BooksReport {
+        reports: parts.iter().map(|(n, _)| n.clone()).collect(),
+        nodes: index.keys().cloned().collect(),
+        cell_losses: crate::run::loss_rows(&names, ledger.cells().iter()),
+        books_overflow: ledger.overflow(),
+        pvcs,
+        unbalanced,
+        unaccounted,
+    })
+}
+
+/// A receiver's book as [`accounting::reconcile`] reads it.
+fn snapshot(r: &Received, known: &mut Vec<&'static str>) -> Result<RxSnapshot, String> {
+    let mut fates = Vec::with_capacity(r.fates.len().min(accounting::MAX_RECORDS));
+    for (flow, seq, f) in r.fates.iter().take(accounting::MAX_RECORDS) {
+        let fate = match f.as_str() {
+            "corrupted" => RxFate::Corrupted,
+            m if m.starts_with("merged:") => RxFate::Merged {
+                with: m["merged:".len()..]
+                    .parse()
+                    .map_err(|_| format!("a receiver's fate \"{}\"", aurora_topo::escape(m)))?,
+            },
+            other => RxFate::Receiver(reason(known, other)?),
+        };
+        fates.push((
+            Tag {
+                flow: *flow,
+                seq: *seq,
+            },
+            fate,
+        ));
+    }
+    let mut untagged = Vec::new();
+    for (why, n) in &r.untagged {
+        untagged.push((reason(known, why)?, *n));
+    }
+    Ok(RxSnapshot {
+        highest: r.highest.clone(),
+        fates,
+        in_progress: r
+            .in_progress
+            .iter()
+            .map(|&(flow, seq)| Tag { flow, seq })
+            .collect(),
+        untagged,
+        overflow: r.overflow,
+    })
+}
+
+/// The joined books as text.
+pub fn text(r: &BooksReport) -> String {
+    let mut s = format!(
+        "books of {} report{} (nodes {})\n\n",
+        r.reports.len(),
+        if r.reports.len() == 1 { "" } else { "s" },
+        r.nodes.join(", ")
+    );
+    if r.pvcs.is_empty() {
+        s += "no PVC between traffic hosts balanced\n";
+    } else {
+        s += &crate::run::pvcs_text(&r.pvcs, false);
+        s += "(in flight: after the last PDU its receiver saw, on the way when the processes stopped)\n";
+    }
+    s += &crate::run::cell_losses_text(&r.cell_losses);
+    if let Some(p) = r.problem() {
+        s += &format!("{p}\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(node: &str, port: u16, side: &str) -> At {
+        At {
+            node: node.into(),
+            port,
+            side: side.into(),
+        }
+    }
+
+    /// h1 sends 10 PDUs through sw to h2; h2 delivers 0, 1 and 6 to 9;
+    /// sw's port dropped a cell of PDU 2; PDUs 3 to 5 have no outcome
+    /// unless h2's port counted `transit` cells lost on their way.
+    fn run(transit: u64) -> Vec<(String, ProcessBooks)> {
+        let pvcs = vec![PvcPath {
+            name: "p".into(),
+            flow: 0,
+            from: "h1".into(),
+            to: "h2".into(),
+            arrivals: vec![("sw".into(), 0), ("h2".into(), 0)],
+        }];
+        let common = |nodes: &[&str], epoch| ProcessBooks {
+            topology: "0000abcd".into(),
+            epoch_unix_ns: epoch,
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            pvcs: pvcs.clone(),
+            ..ProcessBooks::default()
+        };
+        let mut h1 = common(&["h1"], 1_000);
+        h1.sent = vec![("p".into(), 10)];
+        let mut sw = common(&["sw"], 500);
+        sw.charged = vec![Charged {
+            flow: 0,
+            first: 2,
+            count: 1,
+            at_ns: 40,
+            at: at("sw", 1, "out"),
+            reason: "tail_drop".into(),
+        }];
+        sw.cells = vec![Cells {
+            at: at("sw", 1, "out"),
+            reason: "tail_drop".into(),
+            cells: 1,
+        }];
+        let mut h2 = common(&["h2"], 2_000);
+        h2.received = vec![Received {
+            pvc: "p".into(),
+            delivered: 6,
+            highest: vec![(0, 9)],
+            fates: vec![],
+            in_progress: vec![],
+            untagged: vec![],
+            overflow: 0,
+        }];
+        if transit > 0 {
+            h2.transit = vec![Transit {
+                node: "h2".into(),
+                port: 0,
+                cells: transit,
+                restarts: 0,
+            }];
+        }
+        vec![
+            ("h1.json".into(), h1),
+            ("sw.json".into(), sw),
+            ("h2.json".into(), h2),
+        ]
+    }
+
+    #[test]
+    fn losses_in_each_process_and_between_them_balance() {
+        let r = join(&run(7)).unwrap();
+        let p = &r.pvcs[0];
+        assert_eq!((p.sent, p.delivered, p.lost, p.in_flight), (10, 6, 4, 0));
+        assert_eq!(p.unaccounted, 0);
+        let losses: Vec<(&str, &str, u64)> = p
+            .losses
+            .iter()
+            .map(|l| (l.at.as_str(), l.reason.as_str(), l.count))
+            .collect();
+        assert_eq!(
+            losses,
+            [
+                ("sw:1 out", "tail_drop", 1),
+                ("h2:0 in", "lost_in_transit", 3)
+            ]
+        );
+        assert_eq!(r.problem(), None);
+    }
+
+    #[test]
+    fn a_gap_no_loss_explains_is_unaccounted() {
+        // Two cells lost in transit explain two of the three PDUs at most.
+        let r = join(&run(2)).unwrap();
+        assert_eq!(r.pvcs[0].unaccounted, 1);
+        let why = r.problem().unwrap();
+        assert!(
+            why.contains("PDUs with no outcome on PVC p (1 PDUs)"),
+            "{why}"
+        );
+        let r = join(&run(0)).unwrap();
+        assert_eq!(r.pvcs[0].unaccounted, 3);
+    }
+
+    #[test]
+    fn a_missing_report_or_a_mismatch_is_said() {
+        let parts = run(7);
+        let r = join(&parts[..2]).unwrap();
+        assert!(r.pvcs.is_empty());
+        assert_eq!(
+            r.problem().unwrap(),
+            "PVC p cannot be balanced: no report ran h2"
+        );
+        let mut twice = parts.clone();
+        twice.push(parts[0].clone());
+        assert!(join(&twice).unwrap_err().contains("node h1 is in both"));
+        let mut other = parts.clone();
+        other[1].1.topology = "00000001".into();
+        assert!(join(&other)
+            .unwrap_err()
+            .contains("different topology files"));
+        let mut bad = parts;
+        bad[1].1.charged[0].at.side = "sideways".into();
+        assert!(join(&bad).unwrap_err().contains("side \"sideways\""));
+        assert!(join(&[]).is_err());
+    }
+
+    #[test]
+    fn a_loss_is_charged_once_at_its_earliest_place() {
+        // The sender's port lost a cell of PDU 2 too, later by the wall
+        // clock than the switch's drop: the switch's stands.
+        let mut parts = run(7);
+        parts[0].1.charged = vec![Charged {
+            flow: 0,
+            first: 2,
+            count: 1,
+            // h1 began 500 ns after sw: 600 ns after sw's epoch.
+            at_ns: 100,
+            at: at("h1", 0, "out"),
+            reason: "link_loss".into(),
+        }];
+        let r = join(&parts).unwrap();
+        let p = &r.pvcs[0];
+        assert_eq!(p.lost, 4);
+        assert_eq!(p.losses[0].at, "sw:1 out");
+        // Earlier by the wall clock, the sender's is charged instead.
+        parts[0].1.charged[0].at_ns = -520;
+        let r = join(&parts).unwrap();
+        assert_eq!(r.pvcs[0].losses[0].at, "h1:0 out");
+        assert_eq!(r.pvcs[0].lost, 4);
+    }
+}
