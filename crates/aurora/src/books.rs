@@ -11,13 +11,19 @@
 //! the first place (earliest by the wall clock) that doomed the PDU.
 //!
 //! Cells lost between two processes (a UDP datagram that never arrived,
-//! cells lost to a restart) carry no tag anyone could read: a receiving
-//! port counts them (`lost_in_transit`), and PDUs of a PVC through that
-//! port that have no other outcome are charged there, at most one PDU per
-//! cell counted. What is still unexplained is `unaccounted`, and the
-//! command fails. PDUs after the last one the receiver saw are in flight:
-//! on their way when the processes stopped (or sent after a process on
-//! their path had stopped).
+//! cells sent before the receiving process listened) carry no tag anyone
+//! could read: the receiving port counts them (`lost_in_transit`,
+//! `peer_unreachable`), and PDUs of a PVC through that port that have no
+//! other outcome are charged there, at most one PDU per cell counted. That
+//! is an upper bound, not a proof: a loss no process recorded could hide
+//! behind it, so the report says how many PDUs were placed this way. What
+//! is still unexplained is `unaccounted`, and the command fails. PDUs after
+//! the last one the receiver saw are in flight: on their way when the
+//! processes stopped (or sent after a process on their path had stopped).
+//!
+//! A process's charges are written as runs of consecutive PDUs doomed at
+//! one place for one reason, with the time of the run's earliest loss; a
+//! PDU charged in two processes goes to the earlier, to within such a run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,15 +120,20 @@ pub struct Received {
     pub overflow: u64,
 }
 
-/// Cells lost on their way into a port from another process.
+/// Cells that left another process for a port and never reached it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Transit {
     /// The receiving node.
     pub node: String,
     /// Its port.
     pub port: u16,
-    /// Cells its link counted lost between the processes.
+    /// Cells its link counted lost between the processes
+    /// (`lost_in_transit`).
     pub cells: u64,
+    /// Cells the far end sent before this end listened
+    /// (`peer_unreachable`).
+    #[serde(default)]
+    pub before: u64,
     /// Times it saw the process at the far end start again.
     pub restarts: u64,
 }
@@ -319,11 +330,13 @@ pub(crate) fn export<F: Carries<CellBytes>>(
             .external_input(port.node, port.port)
             .unwrap_or_default();
         let lost = rx.drops.get(LinkDrop::LostInTransit);
-        if lost > 0 || rx.peer_restarts > 0 {
+        let before = rx.drops.get(LinkDrop::PeerUnreachable);
+        if lost > 0 || before > 0 || rx.peer_restarts > 0 {
             b.transit.push(Transit {
                 node: local_name(port.node.0),
                 port: port.port,
                 cells: lost,
+                before,
                 restarts: rx.peer_restarts,
             });
         }
@@ -342,6 +355,12 @@ pub struct BooksReport {
     pub pvcs: Vec<PvcRow>,
     /// PVCs that could not be balanced, and why.
     pub unbalanced: Vec<String>,
+    /// Per PVC, PDUs placed by cells lost between processes (an upper
+    /// bound: see the module's notes): `[pvc, PDUs]`.
+    pub placed_by_transit: Vec<(String, u64)>,
+    /// What a reader should know to trust the figures (a process on a
+    /// PVC's path restarted).
+    pub notes: Vec<String>,
     /// Data cells dropped, per place and reason, in all processes.
     pub cell_losses: Vec<LossRow>,
     /// Records that did not fit in the books; when not 0, `unaccounted`
@@ -383,6 +402,9 @@ impl BooksReport {
 
 /// The largest report `aurora books` reads.
 const MAX_REPORT_BYTES: u64 = 512 << 20;
+
+/// Reports the books join at most.
+const MAX_REPORTS: usize = 1024;
 
 /// Distinct reasons the books take from reports at most.
 const MAX_REASONS: usize = 256;
@@ -444,6 +466,12 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
     let Some((first_name, first)) = parts.first() else {
         return Err("no reports to join".into());
     };
+    if parts.len() > MAX_REPORTS {
+        return Err(format!(
+            "{} reports: the books join {MAX_REPORTS} at most",
+            parts.len()
+        ));
+    }
     // One file, each node in one report.
     let mut index: BTreeMap<String, u32> = BTreeMap::new();
     let mut who: BTreeMap<String, &str> = BTreeMap::new();
@@ -458,7 +486,8 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         for n in &b.nodes {
             if let Some(other) = who.insert(n.clone(), name) {
                 return Err(format!(
-                    "node {} is in both {} and {}: give each report of one run once",
+                    "node {} is in both {} and {}: give each process's report once \
+                     (a node run by two processes in turn, as after a restart, cannot be joined)",
                     aurora_topo::escape(n),
                     aurora_topo::escape(other),
                     aurora_topo::escape(name)
@@ -494,7 +523,6 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         .unwrap_or(0);
     let mut known = Vec::new();
     let mut ledger = Ledger::new();
-    let mut charged_total = 0u64;
     for (name, b) in parts {
         let offset = i64::try_from(b.epoch_unix_ns - base).map_err(|_| {
             format!(
@@ -502,11 +530,13 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
                 aurora_topo::escape(name)
             )
         })?;
+        // A process's ledger charges MAX_RECORDS PDUs at most.
+        let mut charged = 0u64;
         for c in &b.charged {
-            charged_total = charged_total.saturating_add(c.count);
-            if charged_total > 2 * accounting::MAX_RECORDS as u64 {
+            charged = charged.saturating_add(c.count);
+            if charged > accounting::MAX_RECORDS as u64 {
                 return Err(format!(
-                    "{} charges more PDUs than the books hold ({})",
+                    "{} charges more PDUs than a process's books hold ({})",
                     aurora_topo::escape(name),
                     accounting::MAX_RECORDS
                 ));
@@ -537,14 +567,21 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         ledger.add_overflow(b.overflow);
     }
     let names: BTreeMap<u32, &str> = index.iter().map(|(n, k)| (*k, n.as_str())).collect();
-    let mut transit: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    // Cells lost between processes, per receiving port and reason.
+    let mut transit: BTreeMap<(String, u16, &'static str), u64> = BTreeMap::new();
     let mut restarted: BTreeMap<(String, u16), u64> = BTreeMap::new();
     for (_, b) in parts {
         for t in &b.transit {
-            *transit.entry((t.node.clone(), t.port)).or_default() += t.cells;
-            *restarted.entry((t.node.clone(), t.port)).or_default() += t.restarts;
+            for (why, n) in [("lost_in_transit", t.cells), ("peer_unreachable", t.before)] {
+                let e = transit.entry((t.node.clone(), t.port, why)).or_default();
+                *e = e.saturating_add(n);
+            }
+            let e = restarted.entry((t.node.clone(), t.port)).or_default();
+            *e = e.saturating_add(t.restarts);
         }
     }
+    let mut placed_by_transit = Vec::new();
+    let mut notes = Vec::new();
     let mut pvcs = Vec::new();
     let mut unbalanced = Vec::new();
     for path in &first.pvcs {
@@ -559,15 +596,25 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             .filter(|n| !index.contains_key(*n))
             .collect();
         let (Some((_, sent)), Some(rx), true) = (sender, receiver, missing.is_empty()) else {
-            if !missing.is_empty() {
+            let why = if !missing.is_empty() {
                 let mut m = missing.clone();
                 m.dedup();
-                unbalanced.push(format!(
-                    "PVC {} cannot be balanced: no report ran {}",
-                    aurora_topo::escape(&path.name),
-                    m.join(", ")
-                ));
-            }
+                format!("no report ran {}", m.join(", "))
+            } else if sender.is_none() {
+                format!(
+                    "the report that ran {} has no count of what it sent",
+                    path.from
+                )
+            } else {
+                format!(
+                    "the report that ran {} has no book of what it received",
+                    path.to
+                )
+            };
+            unbalanced.push(format!(
+                "PVC {} cannot be balanced: {why}",
+                aurora_topo::escape(&path.name)
+            ));
             continue;
         };
         let book = snapshot(rx, &mut known)?;
@@ -589,44 +636,51 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         );
         // PDUs with no outcome, explained by cells lost between processes
         // on the PVC's way, one cell at least each.
+        let mut placed = 0u64;
         for (node, port) in &path.arrivals {
-            if a.unaccounted <= 0 {
-                break;
+            for why in ["lost_in_transit", "peer_unreachable"] {
+                if a.unaccounted <= 0 {
+                    break;
+                }
+                let Some(left) = transit.get_mut(&(node.clone(), *port, why)) else {
+                    continue;
+                };
+                let k = (*left).min(a.unaccounted.unsigned_abs());
+                if k == 0 {
+                    continue;
+                }
+                *left -= k;
+                a.unaccounted -= k as i64;
+                placed += k;
+                let loss = Loss {
+                    place: Place {
+                        node: index[node],
+                        port: *port,
+                        side: Side::In,
+                    },
+                    reason: reason(&mut known, why)?,
+                };
+                let e = a.lost.entry(loss).or_default();
+                *e = e.saturating_add(k);
             }
-            let Some(left) = transit.get_mut(&(node.clone(), *port)) else {
-                continue;
-            };
-            let k = (*left).min(a.unaccounted as u64);
-            if k == 0 {
-                continue;
-            }
-            *left -= k;
-            a.unaccounted -= k as i64;
-            let loss = Loss {
-                place: Place {
-                    node: index[node],
-                    port: *port,
-                    side: Side::In,
-                },
-                reason: reason(&mut known, "lost_in_transit")?,
-            };
-            *a.lost.entry(loss).or_default() += k;
         }
-        if a.unaccounted != 0 {
-            let seen: Vec<String> = path
-                .arrivals
-                .iter()
-                .filter(|(n, p)| restarted.get(&(n.clone(), *p)).is_some_and(|&r| r > 0))
-                .map(|(n, p)| format!("{n}:{p}"))
-                .collect();
-            if !seen.is_empty() {
-                unbalanced.push(format!(
-                    "on PVC {}, {} saw the process before it start again: what a process \
-                     that ended without its report held is in no report",
-                    aurora_topo::escape(&path.name),
-                    seen.join(", ")
-                ));
-            }
+        if placed > 0 {
+            placed_by_transit.push((path.name.clone(), placed));
+        }
+        let seen: Vec<String> = path
+            .arrivals
+            .iter()
+            .filter(|(n, p)| restarted.get(&(n.clone(), *p)).is_some_and(|&r| r > 0))
+            .map(|(n, p)| format!("{n}:{p}"))
+            .collect();
+        if !seen.is_empty() {
+            notes.push(format!(
+                "on PVC {}, {} saw the process before it start again: PDUs the process before \
+                 the restart held are in none of these reports, and are among those placed by \
+                 cells lost between processes, or unaccounted",
+                aurora_topo::escape(&path.name),
+                seen.join(", ")
+            ));
         }
         pvcs.push(PvcRow {
             name: path.name.clone(),
@@ -649,6 +703,8 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         books_overflow: ledger.overflow(),
         pvcs,
         unbalanced,
+        placed_by_transit,
+        notes,
         unaccounted,
     })
 }
@@ -705,7 +761,16 @@ pub fn text(r: &BooksReport) -> String {
         s += &crate::run::pvcs_text(&r.pvcs, false);
         s += "(in flight: after the last PDU its receiver saw, on the way when the processes stopped)\n";
     }
+    for (pvc, n) in &r.placed_by_transit {
+        s += &format!(
+            "({n} PDUs of {pvc} placed by cells lost between processes, one cell at least each: \
+             an upper bound, which a loss no process recorded could hide behind)\n"
+        );
+    }
     s += &crate::run::cell_losses_text(&r.cell_losses);
+    for n in &r.notes {
+        s += &format!("note: {n}\n");
+    }
     if let Some(p) = r.problem() {
         s += &format!("{p}\n");
     }
@@ -773,6 +838,7 @@ mod tests {
                 node: "h2".into(),
                 port: 0,
                 cells: transit,
+                before: 0,
                 restarts: 0,
             }];
         }
@@ -802,6 +868,37 @@ mod tests {
             ]
         );
         assert_eq!(r.problem(), None);
+        assert_eq!(r.placed_by_transit, [("p".to_string(), 3)]);
+    }
+
+    /// Cells the switch sent before h2 listened place PDUs as cells lost
+    /// on the way do.
+    #[test]
+    fn cells_sent_before_the_receiver_listened_place_pdus() {
+        let mut parts = run(0);
+        parts[2].1.transit = vec![Transit {
+            node: "h2".into(),
+            port: 0,
+            cells: 1,
+            before: 2,
+            restarts: 0,
+        }];
+        let r = join(&parts).unwrap();
+        let p = &r.pvcs[0];
+        assert_eq!(p.unaccounted, 0);
+        let at: Vec<(&str, u64)> = p
+            .losses
+            .iter()
+            .map(|l| (l.reason.as_str(), l.count))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                ("tail_drop", 1),
+                ("lost_in_transit", 1),
+                ("peer_unreachable", 2)
+            ]
+        );
     }
 
     #[test]
@@ -826,6 +923,12 @@ mod tests {
         assert_eq!(
             r.problem().unwrap(),
             "PVC p cannot be balanced: no report ran h2"
+        );
+        let mut no_count = parts.clone();
+        no_count[0].1.sent.clear();
+        assert_eq!(
+            join(&no_count).unwrap().problem().unwrap(),
+            "PVC p cannot be balanced: the report that ran h1 has no count of what it sent"
         );
         let mut twice = parts.clone();
         twice.push(parts[0].clone());

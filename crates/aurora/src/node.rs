@@ -342,6 +342,48 @@ pub(crate) fn port_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<PortRow> {
         .collect()
 }
 
+/// Cells the links to other processes lost that the model would have
+/// carried: those a link refused because the far end had not read what
+/// was there (`peer_full`), and those that left the far end and never
+/// arrived (`lost_in_transit`). Either makes the run unfaithful, whatever
+/// its lateness: the verdict says so and names the ports. (Cells sent
+/// while nothing listened at the far end are a process not running, which
+/// the ports table shows, not the testbed falling behind.)
+fn testbed_losses(ports: &[PortRow], unit: &str, lateness: &mut crate::lateness::LatenessReport) {
+    let mut why = Vec::new();
+    for p in ports {
+        let here = format!("{}:{}", p.node, p.port);
+        if p.peer_full > 0 {
+            why.push(format!(
+                "{here} dropped {} {unit} its far end did not read in time (peer_full)",
+                p.peer_full
+            ));
+        }
+        if p.lost_in_transit > 0 {
+            why.push(format!(
+                "{} {unit} sent to {here} never arrived (lost_in_transit)",
+                p.lost_in_transit
+            ));
+        }
+    }
+    if why.is_empty() {
+        return;
+    }
+    let why = why.join("; ");
+    lateness.sentence = if lateness.faithful {
+        format!(
+            "These results are NOT real-time-faithful: the links to other processes lost {unit} \
+             the model would have carried: {why}; give each node process a core of its own."
+        )
+    } else {
+        format!(
+            "{} Also, the links to other processes lost {unit} the model would have carried: {why}.",
+            lateness.sentence
+        )
+    };
+    lateness.faithful = false;
+}
+
 /// The rows of the link directions between the process's own nodes.
 pub(crate) fn link_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<crate::run::LinkRow> {
     p.links
@@ -509,9 +551,16 @@ fn run_process<F: Carries<CellBytes>>(
     let epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    let (secs, lateness) = run_wall(&mut p, duration);
+    let (secs, mut lateness) = run_wall(&mut p, duration);
     p.engine.clear_tap();
     p.engine.clear_drop_tap();
+    let ports = port_rows(&p);
+    let unit = if atomic.is_some() {
+        "cells or frames"
+    } else {
+        "cells"
+    };
+    testbed_losses(&ports, unit, &mut lateness);
     let ledger = Arc::try_unwrap(ledger)
         .map_err(|_| "the ledger is still in use".to_string())?
         .into_inner()
@@ -574,7 +623,7 @@ fn run_process<F: Carries<CellBytes>>(
         sent,
         received,
         pings,
-        ports: port_rows(&p),
+        ports,
         links: link_rows(&p),
         disciplines: crate::port_report::report(&p.disciplines, &p.engine),
         contracts,
@@ -750,4 +799,77 @@ pub fn text(r: &NodeReport) -> String {
     }
     s += &crate::lateness::text(&r.lateness);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(peer_full: u64, lost_in_transit: u64) -> PortRow {
+        PortRow {
+            node: "h1".into(),
+            port: 0,
+            link: "h1:0 <-> sw:0".into(),
+            peer: "sw:0 @ ring".into(),
+            cells_out: 100,
+            overflow: peer_full,
+            peer_full,
+            lost_on_line: 0,
+            in_flight: 0,
+            sent: 100 - peer_full,
+            peer_unreachable: 0,
+            too_long: 0,
+            unaccounted: 0,
+            cells_in: 50,
+            lost_in_transit,
+            hec_discarded: 0,
+            peer_restarts: 0,
+            switch_dropped: 0,
+        }
+    }
+
+    fn kept_up() -> crate::lateness::LatenessReport {
+        crate::lateness::LatenessReport {
+            nodes: Vec::new(),
+            overrun_ms: 0.0,
+            faithful: true,
+            sentence: "Real time kept up.".into(),
+        }
+    }
+
+    /// A link that refused cells for a full ring, or lost some between
+    /// the processes, makes a run that kept up unfaithful, naming the
+    /// port; one that lost nothing leaves the verdict alone.
+    #[test]
+    fn cells_the_testbed_lost_between_processes_make_a_run_unfaithful() {
+        let mut l = kept_up();
+        testbed_losses(&[port(0, 0)], "cells", &mut l);
+        assert!(l.faithful);
+        assert_eq!(l.sentence, "Real time kept up.");
+
+        let mut l = kept_up();
+        testbed_losses(&[port(7, 3)], "cells", &mut l);
+        assert!(!l.faithful);
+        assert!(l
+            .sentence
+            .starts_with("These results are NOT real-time-faithful"));
+        assert!(
+            l.sentence
+                .contains("h1:0 dropped 7 cells its far end did not read in time"),
+            "{}",
+            l.sentence
+        );
+        assert!(
+            l.sentence.contains("3 cells sent to h1:0 never arrived"),
+            "{}",
+            l.sentence
+        );
+
+        let mut l = kept_up();
+        l.faithful = false;
+        l.sentence = "Late.".into();
+        testbed_losses(&[port(7, 0)], "cells or frames", &mut l);
+        assert!(!l.faithful);
+        assert!(l.sentence.starts_with("Late. Also,"), "{}", l.sentence);
+    }
 }

@@ -147,16 +147,32 @@ fn switch_process_killed_and_restarted() {
         delivered + 2 >= forwarded / 32,
         "{delivered} < {forwarded} / 32"
     );
-    // The killed switch left no report: the joined books cannot place
-    // what it held, and say why rather than balance.
+    // The killed switch left no report. The joined books place what the
+    // outage cost where the new switch counted cells h1 sent before it
+    // listened, an upper bound they say they used, and note the restart.
     let files = save("restart", &[("h1", &h1), ("sw", &sw2), ("h2", &h2)]);
     let paths: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
     let (ok, r, err) = books(&paths);
-    assert!(!ok, "{r}");
-    assert!(r["pvcs"][0]["unaccounted"].as_i64().unwrap() > 0, "{r}");
+    assert!(ok, "{err}");
+    let p = &r["pvcs"][0];
+    assert_eq!(p["unaccounted"], 0, "{p}");
+    assert_eq!(p["delivered"].as_u64(), Some(delivered));
+    // Every PDU missing at h2 is lost, most of them by the outage.
+    assert!(p["lost"].as_u64().unwrap() >= missing, "{p}");
+    let placed = r["placed_by_transit"][0][1].as_u64().unwrap();
+    let outage = p["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["at"] == "sw:0 in" && l["reason"] == "peer_unreachable")
+        .map_or(0, |l| l["count"].as_u64().unwrap());
+    assert!(outage > 0 && outage == placed, "{r}");
     assert!(
-        err.contains("h2:0 saw the process before it start again"),
-        "{err}"
+        r["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("h2:0 saw the process before it start again"),
+        "{r}"
     );
     for f in files {
         std::fs::remove_file(f).ok();

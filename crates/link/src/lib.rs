@@ -106,7 +106,9 @@ pub enum LinkDrop {
     BadFrame,
     /// Cells missing from a UDP link's sequence: lost on the way (cells).
     LostInTransit,
-    /// Cells sent while the peer's port was closed (cells).
+    /// Cells sent while the peer's port was closed (cells): at a sender,
+    /// those the network refused; at a UDP receiver, those its peer had
+    /// sent before the first datagram this end saw.
     PeerUnreachable,
     /// Bytes of a stream skipped while finding cell boundaries (bytes).
     BytesSkipped,

@@ -186,7 +186,16 @@ impl UdpRx {
                 self.accounted += u64::from(first);
                 None
             }
-            None => None,
+            None => {
+                // The first datagram this end sees: the sender's cells
+                // before it were sent while this end was not listening
+                // (not started yet, or restarted).
+                self.counters
+                    .drops
+                    .add(LinkDrop::PeerUnreachable, u64::from(first));
+                self.accounted += u64::from(first);
+                None
+            }
         };
         if let Some(want) = want {
             let gap = first.wrapping_sub(want);

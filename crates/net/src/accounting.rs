@@ -315,11 +315,11 @@ impl Ledger {
     /// Takes `n` dropped data cells with no readable tag, at `loss`, on
     /// `vc`, of `flow` if known (another process's record).
     pub fn add_untagged(&mut self, loss: Loss, vc: VcId, n: u64, flow: Option<u16>) {
-        *self.untagged.entry(loss).or_default() += n;
+        let e = self.untagged.entry(loss).or_default();
+        *e = e.saturating_add(n);
         if self.untagged_vc.len() < MAX_RECORDS || self.untagged_vc.contains_key(&(loss, vc)) {
-            *self.untagged_vc.entry((loss, vc)).or_default() += n;
-        } else {
-            self.overflow += n;
+            let e = self.untagged_vc.entry((loss, vc)).or_default();
+            *e = e.saturating_add(n);
         }
         if let Some(f) = flow {
             if self.vc_flow.len() < MAX_RECORDS {
@@ -331,12 +331,13 @@ impl Ledger {
     /// Takes `n` dropped data cells at `loss` into the per-place counts
     /// (another process's record; their PDUs are charged separately).
     pub fn add_cells(&mut self, loss: Loss, n: u64) {
-        *self.cells.entry(loss).or_default() += n;
+        let e = self.cells.entry(loss).or_default();
+        *e = e.saturating_add(n);
     }
 
     /// Counts `n` records another process had no room for.
     pub fn add_overflow(&mut self, n: u64) {
-        self.overflow += n;
+        self.overflow = self.overflow.saturating_add(n);
     }
 
     fn of_flow(&self, flow: u16) -> impl Iterator<Item = (u64, Loss)> + '_ {
@@ -601,7 +602,8 @@ impl RxBook {
         }
         b.unit = s.in_progress.into_iter().take(MAX_UNIT_TAGS).collect();
         for (r, n) in s.untagged.into_iter().take(MAX_UNIT_TAGS) {
-            *b.untagged.entry(r).or_default() += n;
+            let e = b.untagged.entry(r).or_default();
+            *e = e.saturating_add(n);
         }
         b
     }
@@ -642,7 +644,7 @@ pub struct Account {
 impl Account {
     /// All PDUs lost.
     pub fn lost_total(&self) -> u64 {
-        self.lost.values().sum()
+        self.lost.values().fold(0, |a, n| a.saturating_add(*n))
     }
 }
 
@@ -727,10 +729,12 @@ pub fn reconcile(
         .map_or(0, |h| h.min(sent - 1) + 1);
     let after = sent.saturating_sub(seen);
     let outcomes_after = fate.len() as u64 - known_upto;
-    a.in_flight += after.saturating_sub(outcomes_after);
+    a.in_flight = a
+        .in_flight
+        .saturating_add(after.saturating_sub(outcomes_after));
     // PDUs before it with no outcome are explained, one each, by units the
     // receiver failed whose tags were all unreadable.
-    let mut gaps = seen.saturating_sub(delivered + known_upto);
+    let mut gaps = seen.saturating_sub(delivered.saturating_add(known_upto));
     // Then by cells dropped on the flow's path whose tags were damaged.
     for (loss, n) in ledger.untagged_of(flow) {
         let k = gaps.min(n);
@@ -745,7 +749,7 @@ pub fn reconcile(
                 continue;
             }
             if *why == "crc" {
-                a.corrupted += k;
+                a.corrupted = a.corrupted.saturating_add(k);
             } else {
                 let reason = reassembly_reason(why);
                 *a.lost
@@ -757,8 +761,14 @@ pub fn reconcile(
             }
         }
     }
-    let accounted = a.delivered + a.corrupted + a.lost_total() + a.in_flight;
-    a.unaccounted = sent as i64 - accounted as i64;
+    // Saturating: books read from a file may hold any numbers.
+    let accounted = a
+        .delivered
+        .saturating_add(a.corrupted)
+        .saturating_add(a.lost_total())
+        .saturating_add(a.in_flight);
+    a.unaccounted = (i128::from(sent) - i128::from(accounted))
+        .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
     a
 }
 
