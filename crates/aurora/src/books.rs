@@ -968,4 +968,139 @@ mod tests {
         assert_eq!(r.pvcs[0].losses[0].at, "h1:0 out");
         assert_eq!(r.pvcs[0].lost, 4);
     }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// What became of one PDU in a simulated run.
+        #[derive(Clone, Copy, Debug)]
+        enum Fate {
+            Delivered,
+            /// Dropped at h1's port, at this time of h1's clock.
+            AtH1(i64),
+            /// Dropped at sw's port, at this time of sw's clock.
+            AtSw(i64),
+            /// Dropped at both; the earlier by the wall clock stands.
+            Both(i64, i64),
+            /// One of its cells lost between sw and h2.
+            Transit,
+        }
+
+        fn fate() -> impl Strategy<Value = Fate> {
+            prop_oneof![
+                3 => Just(Fate::Delivered),
+                1 => (0i64..1_000_000).prop_map(Fate::AtH1),
+                1 => (0i64..1_000_000).prop_map(Fate::AtSw),
+                1 => (0i64..1_000_000, 0i64..1_000_000).prop_map(|(a, b)| Fate::Both(a, b)),
+                1 => Just(Fate::Transit),
+            ]
+        }
+
+        proptest! {
+            /// A run simulated PDU by PDU, its books split between three
+            /// processes that began at different times: the join finds
+            /// every PDU's outcome, each loss at its earliest place.
+            #[test]
+            fn the_join_finds_what_happened(
+                fates in proptest::collection::vec(fate(), 1..200),
+                after in 0u64..50,
+                epochs in (0u64..1_000_000, 0u64..1_000_000, 0u64..1_000_000),
+            ) {
+                let mut parts = run(0);
+                let n = fates.len() as u64;
+                parts[0].1.sent = vec![("p".into(), n + after)];
+                parts[0].1.epoch_unix_ns = epochs.0;
+                parts[1].1.epoch_unix_ns = epochs.1;
+                parts[2].1.epoch_unix_ns = epochs.2;
+                parts[1].1.charged.clear();
+                let charge = |first: u64, ns: i64, node: &str, port: u16| Charged {
+                    flow: 0,
+                    first,
+                    count: 1,
+                    at_ns: ns,
+                    at: at(node, port, "out"),
+                    reason: "tail_drop".into(),
+                };
+                let (mut h1, mut sw, mut transit) = (0u64, 0u64, 0u64);
+                let mut delivered = 0;
+                for (seq, f) in fates.iter().enumerate() {
+                    let seq = seq as u64;
+                    // The last PDU before those in flight arrives, so the
+                    // receiver has seen it.
+                    let f = if seq == n - 1 { Fate::Delivered } else { *f };
+                    match f {
+                        Fate::Delivered => delivered += 1,
+                        Fate::AtH1(t) => {
+                            parts[0].1.charged.push(charge(seq, t, "h1", 0));
+                            h1 += 1;
+                        }
+                        Fate::AtSw(t) => {
+                            parts[1].1.charged.push(charge(seq, t, "sw", 1));
+                            sw += 1;
+                        }
+                        Fate::Both(a, b) => {
+                            parts[0].1.charged.push(charge(seq, a, "h1", 0));
+                            parts[1].1.charged.push(charge(seq, b, "sw", 1));
+                            let wall = |e: u64, t: i64| i128::from(e) + i128::from(t);
+                            // On a tie the lesser place: h1 comes first.
+                            if wall(epochs.0, a) <= wall(epochs.1, b) { h1 += 1 } else { sw += 1 }
+                        }
+                        Fate::Transit => transit += 1,
+                    }
+                }
+                parts[2].1.received[0].delivered = delivered;
+                parts[2].1.received[0].highest = vec![(0, n - 1)];
+                parts[2].1.transit = vec![Transit {
+                    node: "h2".into(),
+                    port: 0,
+                    cells: transit,
+                    before: 0,
+                    restarts: 0,
+                }];
+                let r = join(&parts).unwrap();
+                let p = &r.pvcs[0];
+                prop_assert_eq!(p.unaccounted, 0);
+                prop_assert_eq!(p.delivered, delivered);
+                prop_assert_eq!(p.in_flight, after);
+                let count = |place: &str| {
+                    p.losses.iter().filter(|l| l.at == place).map(|l| l.count).sum::<u64>()
+                };
+                prop_assert_eq!(count("h1:0 out"), h1);
+                prop_assert_eq!(count("sw:1 out"), sw);
+                prop_assert_eq!(count("h2:0 in"), transit);
+                prop_assert_eq!(r.problem(), None);
+            }
+
+            /// Whatever numbers a report holds, the join answers without
+            /// panicking: books or one sentence.
+            #[test]
+            fn any_numbers_are_answered(
+                sent in any::<u64>(),
+                delivered in any::<u64>(),
+                highest in any::<u64>(),
+                first in any::<u64>(),
+                count in 0u64..10_000,
+                at_ns in any::<i64>(),
+                cells in any::<u64>(),
+                epoch in any::<u64>(),
+                port in any::<u16>(),
+            ) {
+                let mut parts = run(cells);
+                parts[0].1.sent = vec![("p".into(), sent)];
+                parts[0].1.epoch_unix_ns = epoch;
+                parts[1].1.charged[0].first = first;
+                parts[1].1.charged[0].count = count;
+                parts[1].1.charged[0].at_ns = at_ns;
+                parts[1].1.charged[0].at.port = port;
+                parts[1].1.cells[0].cells = cells;
+                parts[2].1.received[0].delivered = delivered;
+                parts[2].1.received[0].highest = vec![(0, highest)];
+                parts[2].1.received[0].untagged = vec![("crc".into(), cells)];
+                if let Ok(r) = join(&parts) {
+                    let _ = text(&r);
+                }
+            }
+        }
+    }
 }
