@@ -209,6 +209,9 @@ pub struct PortRow {
     pub cells_in: u64,
     /// Cells the far end sent that never arrived.
     pub lost_in_transit: u64,
+    /// Cells the far end had sent before this end listened (UDP: this
+    /// process started after it, or restarted).
+    pub before_listening: u64,
     /// Cells discarded by the HEC check.
     pub hec_discarded: u64,
     /// Times the far end was seen to restart.
@@ -331,6 +334,7 @@ pub(crate) fn port_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<PortRow> {
                 unaccounted: dir.delivered as i64 - taken as i64,
                 cells_in: rx.cells_delivered,
                 lost_in_transit: rx.drops.get(LinkDrop::LostInTransit),
+                before_listening: rx.drops.get(LinkDrop::PeerUnreachable),
                 hec_discarded: rx.drops.get(LinkDrop::HecDiscarded),
                 peer_restarts: rx.peer_restarts,
                 switch_dropped: e
@@ -348,7 +352,8 @@ pub(crate) fn port_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<PortRow> {
 /// arrived (`lost_in_transit`). Either makes the run unfaithful, whatever
 /// its lateness: the verdict says so and names the ports. (Cells sent
 /// while nothing listened at the far end are a process not running, which
-/// the ports table shows, not the testbed falling behind.)
+/// the ports table shows as `unreachable` at the sender and `unheard` at
+/// the receiver, not the testbed falling behind.)
 fn testbed_losses(ports: &[PortRow], unit: &str, lateness: &mut crate::lateness::LatenessReport) {
     let mut why = Vec::new();
     for p in ports {
@@ -680,7 +685,7 @@ pub(crate) fn ports_text(ports: &[PortRow], unit: &str) -> String {
         return String::new();
     }
     let mut s = format!(
-        "\n{:<36} {:>9} {:>8} {:>7} {:>9} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
+        "\n{:<36} {:>9} {:>8} {:>7} {:>9} {:>11} {:>9} {:>8} {:>8} {:>8} {:>8}\n",
         format!("link ({unit})"),
         "out",
         "overflow",
@@ -689,12 +694,13 @@ pub(crate) fn ports_text(ports: &[PortRow], unit: &str) -> String {
         "unreachable",
         "in",
         "lost in",
+        "unheard",
         "restarts",
         "sw drop"
     );
     for p in ports {
         s += &format!(
-            "{:<36} {:>9} {:>8} {:>7} {:>9} {:>11} {:>9} {:>8} {:>8} {:>8}\n",
+            "{:<36} {:>9} {:>8} {:>7} {:>9} {:>11} {:>9} {:>8} {:>8} {:>8} {:>8}\n",
             p.link,
             p.cells_out,
             p.overflow,
@@ -703,6 +709,7 @@ pub(crate) fn ports_text(ports: &[PortRow], unit: &str) -> String {
             p.peer_unreachable + p.too_long,
             p.cells_in,
             p.lost_in_transit,
+            p.before_listening,
             p.peer_restarts,
             p.switch_dropped
         );
@@ -822,6 +829,7 @@ mod tests {
             unaccounted: 0,
             cells_in: 50,
             lost_in_transit,
+            before_listening: 0,
             hec_discarded: 0,
             peer_restarts: 0,
             switch_dropped: 0,

@@ -166,7 +166,8 @@ fn switch_process_killed_and_restarted() {
         .iter()
         .find(|l| l["at"] == "sw:0 in" && l["reason"] == "peer_unreachable")
         .map_or(0, |l| l["count"].as_u64().unwrap());
-    assert!(outage > 0 && outage == placed, "{r}");
+    // Datagrams lost between the processes may place some too.
+    assert!(outage > 0 && outage <= placed, "{r}");
     assert!(
         r["notes"][0]
             .as_str()

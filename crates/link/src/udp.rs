@@ -11,9 +11,13 @@
 //! The receiver takes datagrams only from its configured peer; anything else
 //! (strangers, short or ragged datagrams, a wrong magic or version) is a
 //! counted drop. A gap in the cell index counts the cells lost on the way
-//! (UDP drops silently when a socket buffer overflows), so
-//! `cells delivered + cells lost + HEC discards` equals the sender's index
-//! of the next cell expected ([`UdpRx::cells_accounted`]).
+//! (UDP drops silently when a socket buffer overflows), and the index of
+//! the first datagram the receiver sees counts the cells its peer sent
+//! before it listened ([`LinkDrop::PeerUnreachable`]: this end not started
+//! yet, or restarted; on a real network, datagrams lost before the first
+//! one arrived are counted here too), so `cells delivered + cells lost +
+//! cells sent before this end listened + HEC discards` equals the sender's
+//! index of the next cell expected ([`UdpRx::cells_accounted`]).
 //!
 //! A sender that restarts (a switch process killed and started again) picks
 //! a new session and counts its cells from 0 again. The receiver sees the
@@ -146,8 +150,8 @@ impl UdpRx {
     }
 
     /// Cells the sender had sent up to the last datagram seen: each is
-    /// delivered, lost in transit, discarded by the HEC check, or still
-    /// queued here.
+    /// delivered, lost in transit, sent before this end listened, discarded
+    /// by the HEC check, or still queued here.
     pub fn cells_accounted(&self) -> u64 {
         self.accounted
     }

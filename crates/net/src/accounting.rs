@@ -320,6 +320,8 @@ impl Ledger {
         if self.untagged_vc.len() < MAX_RECORDS || self.untagged_vc.contains_key(&(loss, vc)) {
             let e = self.untagged_vc.entry((loss, vc)).or_default();
             *e = e.saturating_add(n);
+        } else {
+            self.overflow = self.overflow.saturating_add(n);
         }
         if let Some(f) = flow {
             if self.vc_flow.len() < MAX_RECORDS {
