@@ -30,9 +30,13 @@
 //!   counts cells as they leave.
 //! * [`TrafficHost::stop_sending_at`] starts no PDU at or after the stop;
 //!   a PDU already leaving finishes, its cells still shaped.
-//! * Only a flow's own cells are shaped: a ping on the same VC sends its
-//!   OAM cells when it likes, and a switch policing the VC counts them
-//!   (see [`crate::switch`]).
+//! * A ping on a shaped flow's VC is shaped with it: its OAM cells wait in
+//!   the flow's shaper (at most [`MAX_SHAPED_OAM_WAITING`]; a request
+//!   beyond that is not sent and counts in [`ShapingStats::oam_refused`])
+//!   and leave before the flow's next cell when the contract lets them,
+//!   so everything the VC carries conforms, as a switch policing it (which
+//!   counts end-to-end OAM cells, see [`crate::switch`]) expects. A ping's
+//!   round trip then includes its wait for the shaper.
 
 use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, RxStats, Status, TxError, VcConfig};
 use aurora_time::{Duration, Instant};
@@ -105,6 +109,8 @@ struct Shaped {
     ready: Instant,
     /// When the last cell left.
     last: Instant,
+    /// OAM cells of a ping on the flow's VC, waiting for the shaper.
+    oam: std::collections::VecDeque<CellBytes>,
     stats: ShapingStats,
 }
 
@@ -121,6 +127,11 @@ pub struct ShapingStats {
     pub total_delay: Duration,
     /// Cells of the flow that have left the host.
     pub cells_sent: u64,
+    /// OAM cells of pings on the flow's VC that left, shaped with it.
+    pub oam_sent: u64,
+    /// Ping requests on the flow's VC not sent: [`MAX_SHAPED_OAM_WAITING`]
+    /// were already waiting for the shaper.
+    pub oam_refused: u64,
 }
 
 /// Why a flow could not be shaped.
@@ -146,6 +157,9 @@ impl std::fmt::Display for ShapeError {
 }
 
 impl std::error::Error for ShapeError {}
+
+/// OAM cells that may wait in one shaped flow's shaper.
+pub const MAX_SHAPED_OAM_WAITING: usize = 64;
 
 /// PDUs one flow may send in one poll.
 pub const MAX_PDUS_PER_POLL: u32 = 1024;
@@ -344,6 +358,7 @@ impl TrafficHost {
                     pos: 0,
                     ready: Instant::from_nanos(i64::MIN),
                     last: Instant::from_nanos(i64::MIN),
+                    oam: std::collections::VecDeque::new(),
                     stats: ShapingStats {
                         contract,
                         ..ShapingStats::default()
@@ -547,6 +562,15 @@ fn poll_shaped(
         if s.shaper.next_conforming(now) > now {
             break;
         }
+        // A ping's OAM cell goes first, in the flow's conforming stream.
+        if let Some(c) = s.oam.pop_front() {
+            s.shaper.sent(now);
+            s.last = now;
+            send(bits, format, out, c);
+            s.stats.oam_sent += 1;
+            budget -= 1;
+            continue;
+        }
         if s.pos == s.len {
             // The PDU before is out; the next starts if it is due.
             if f.sent >= f.spec.count || f.next > now || stop.is_some_and(|t| now >= t) {
@@ -616,7 +640,23 @@ impl Node for TrafficHost {
         self.rx.handle_timeout(now);
         let (bits, format) = (&self.route_bits, self.format);
         for p in &mut self.pings {
-            p.poll(now, &mut |c| send(bits, format, out, c));
+            // A ping on a shaped flow's VC waits for the flow's shaper.
+            let vc = p.vc();
+            let shaped = self
+                .flows
+                .iter_mut()
+                .find(|f| f.spec.vc == vc)
+                .and_then(|f| f.shaped.as_deref_mut());
+            match shaped {
+                Some(s) => p.poll(now, &mut |c| {
+                    if s.oam.len() < MAX_SHAPED_OAM_WAITING {
+                        s.oam.push_back(c);
+                    } else {
+                        s.stats.oam_refused += 1;
+                    }
+                }),
+                None => p.poll(now, &mut |c| send(bits, format, out, c)),
+            }
         }
         for f in &mut self.flows {
             if f.shaped.is_some() {
@@ -669,8 +709,9 @@ impl Node for TrafficHost {
             .filter_map(|f| match &f.shaped {
                 None => (f.sent < f.spec.count && self.stop.is_none_or(|s| f.next < s))
                     .then_some(f.next),
-                // A cell of the PDU leaving, when the shaper lets it go.
-                Some(s) if s.pos < s.len => Some(s.ready),
+                // A cell of the PDU leaving, or of a ping, when the shaper
+                // lets it go.
+                Some(s) if s.pos < s.len || !s.oam.is_empty() => Some(s.ready),
                 // The next PDU's first cell, when it is due and conforms,
                 // if that is before the stop.
                 Some(s) => {

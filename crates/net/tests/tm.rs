@@ -3,8 +3,9 @@
 //! host, the links taking no time), with the accounting identity checked.
 
 use aurora_net::accounting::{reconcile, Account, Ledger, Loss, Place, Side};
+use aurora_net::oam::{self, Ping};
 use aurora_net::switch::{AtmSwitch, SwitchDrop};
-use aurora_net::traffic::{Flow, ShapeError, TrafficHost};
+use aurora_net::traffic::{Flow, ShapeError, TrafficHost, MAX_SHAPED_OAM_WAITING};
 use aurora_net::{Node, Outbox};
 use aurora_time::{Duration, Instant};
 use aurora_tm::{Action, Contract, Definition, Shaper, Upc, UpcCounters, Verdict};
@@ -302,6 +303,52 @@ fn a_shaped_cbr_flow_sends_one_cell_per_peak_interval_and_passes_its_policer() {
         assert_eq!(n.account().delivered, 200);
         assert_eq!(n.tx.cells_sent(), 200 * 21);
         assert_eq!(n.most_waiting, 20, "one PDU, less the cell that left");
+    }
+}
+
+/// A ping on a shaped flow's VC is shaped with the flow: its requests wait
+/// for the shaper, so every cell the VC carries, the flow's and the
+/// ping's, conforms, and the policer tags none; the flow still delivers
+/// every PDU. A ping that asks faster than the contract allows has its
+/// requests beyond the shaper's queue refused, and counted.
+#[test]
+fn a_ping_on_a_shaped_vc_is_shaped_with_its_flow() {
+    for (interval, count, want_sent) in [
+        (us(1_000), 20, 20),
+        (Duration::ZERO, 1_000, MAX_SHAPED_OAM_WAITING),
+    ] {
+        let mut n = Net::new(Flow {
+            id: 0,
+            vc: TX_VC,
+            sdu_len: 1_000,
+            count: 200,
+            start: at(us(3)),
+            interval: Duration::ZERO,
+        });
+        let contract = "cbr:pcr=110000";
+        n.tx.shape(0, contract.parse().unwrap()).unwrap();
+        n.tx.add_ping(Ping {
+            vc: TX_VC,
+            end_to_end: true,
+            count,
+            start: at(us(100)),
+            interval,
+        });
+        n.police(contract, Definition::Clp01, Action::Tag);
+        n.run(at(Duration::from_secs(1)));
+        let oam_cells = n.sent.iter().filter(|(_, c)| oam::is_oam(c)).count();
+        assert_eq!(oam_cells, want_sent);
+        assert_eq!(n.sent.len(), 200 * 21 + want_sent);
+        let times = n.times();
+        for w in times.windows(2) {
+            assert!(w[1] - w[0] >= 9_090, "cells {} ns apart", w[1] - w[0]);
+        }
+        let u = n.upc();
+        assert_eq!((u.conforming, u.tagged), ((200 * 21 + want_sent) as u64, 0));
+        assert_eq!(n.account().delivered, 200);
+        let s = n.tx.shaping(0).unwrap();
+        assert_eq!(s.oam_sent, want_sent as u64);
+        assert_eq!(s.oam_refused, count - want_sent as u64);
     }
 }
 
