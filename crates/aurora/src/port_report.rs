@@ -121,13 +121,6 @@ pub struct ContractRow {
     pub shaped: Option<(u64, f64)>,
     /// Policed at `switch:port`: cells conforming, tagged, dropped.
     pub policed: Option<(String, u64, u64, u64)>,
-    /// Ping requests on the PVC its shaper had no room for, not sent.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub pings_refused: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 /// The contracts of `net`'s PVCs.
@@ -158,8 +151,11 @@ pub fn contract_rows<'a>(
     pvcs.iter()
         .filter_map(|p| {
             let contract = p.contract?;
-            let shaping = p.flows.first().and_then(|&i| host(p.from)?.shaping(i));
-            let shaped = shaping.map(|s| (s.late, s.max_delay.as_nanos() as f64 / 1e3));
+            let shaped = p
+                .flows
+                .first()
+                .and_then(|&i| host(p.from)?.shaping(i))
+                .map(|s| (s.late, s.max_delay.as_nanos() as f64 / 1e3));
             let policed = p.policed_at.and_then(|(sw, port, vc)| {
                 let c = switch(sw)?.police_counters(port, vc)?;
                 Some((
@@ -174,7 +170,6 @@ pub fn contract_rows<'a>(
                 contract: contract.to_string(),
                 shaped,
                 policed,
-                pings_refused: shaping.map_or(0, |s| s.oam_refused),
             })
         })
         .collect()
@@ -203,14 +198,6 @@ pub fn contracts_text(rows: &[ContractRow]) -> String {
             "{:<20} {:<28} {:>10} {:>12}  {policed}\n",
             r.pvc, r.contract, late, wait
         );
-        if r.pings_refused > 0 {
-            s += &format!(
-                "{:<4}{} ping requests not sent: the shaper had {} waiting\n",
-                "",
-                r.pings_refused,
-                aurora_net::traffic::MAX_SHAPED_OAM_WAITING
-            );
-        }
     }
     s
 }

@@ -66,6 +66,8 @@ pub struct PingRow {
     pub kind: String,
     /// Requests sent.
     pub sent: u64,
+    /// Requests not sent: the PVC's shaper had no room for them.
+    pub refused: u64,
     /// Answers matched to their request.
     pub answered: u64,
     /// Answers that matched no waiting request.
@@ -85,6 +87,7 @@ pub(crate) fn ping_rows(p: &aurora_topo::PvcInfo, h: &TrafficHost) -> Vec<PingRo
                 pvc: p.name.clone(),
                 kind: if e2e { "end-to-end" } else { "segment" }.into(),
                 sent: g.sent,
+                refused: g.refused,
                 answered: g.answered,
                 unmatched: g.unmatched,
                 rtt_us: [us(g.rtt_min), g.rtt_mean().map_or(0.0, us), us(g.rtt_max)],
@@ -107,6 +110,12 @@ pub(crate) fn ping_text(rows: &[PingRow]) -> String {
             "{:<28} {:<10} {:>6} {:>8} {:>10.1} {:>10.1} {:>10.1}\n",
             g.pvc, g.kind, g.sent, g.answered, g.rtt_us[0], g.rtt_us[1], g.rtt_us[2]
         );
+        if g.refused > 0 {
+            s += &format!(
+                "{:<4}{} requests not sent: the PVC's shaper had no room\n",
+                "", g.refused
+            );
+        }
     }
     s
 }

@@ -64,6 +64,9 @@ pub struct Ping {
 pub struct PingStats {
     /// Requests sent.
     pub sent: u64,
+    /// Requests not sent: the way out refused them (the VC's shaper had
+    /// no room).
+    pub refused: u64,
     /// Answers matched to a request.
     pub answered: u64,
     /// Requests given up on ([`MAX_OUTSTANDING`] newer ones were waiting).
@@ -121,31 +124,44 @@ impl Pinger {
         self.spec.vc
     }
 
-    /// When the next request is due, if any are left.
-    pub fn due(&self) -> Option<Instant> {
-        (self.stats.sent < self.spec.count).then_some(self.next)
+    /// Whether its requests go end to end (else to the segment's end).
+    pub fn end_to_end(&self) -> bool {
+        self.spec.end_to_end
     }
 
-    /// Sends the requests due by `now` through `send`.
-    pub fn poll(&mut self, now: Instant, send: &mut dyn FnMut(CellBytes)) {
+    /// Requests made so far: sent or refused.
+    fn made(&self) -> u64 {
+        self.stats.sent + self.stats.refused
+    }
+
+    /// When the next request is due, if any are left.
+    pub fn due(&self) -> Option<Instant> {
+        (self.made() < self.spec.count).then_some(self.next)
+    }
+
+    /// Sends the requests due by `now` through `send`, which says whether
+    /// it took each (a request it refused is counted, and not waited for).
+    pub fn poll(&mut self, now: Instant, send: &mut dyn FnMut(CellBytes) -> bool) {
         let flow = if self.spec.end_to_end {
             OamFlow::F5EndToEnd
         } else {
             OamFlow::F5Segment
         };
         let mut budget = 1024;
-        while self.stats.sent < self.spec.count && self.next <= now && budget > 0 {
+        while self.made() < self.spec.count && self.next <= now && budget > 0 {
             budget -= 1;
             self.tag = self.tag.wrapping_add(1);
             let req = OamRepr::loopback_request(self.tag, self.source).emit();
-            if let Ok(cell) = build_cell(&flow.header(self.spec.vc), &req) {
+            let sent = build_cell(&flow.header(self.spec.vc), &req).is_ok_and(&mut *send);
+            if sent {
                 if self.waiting.len() >= MAX_OUTSTANDING && self.waiting.pop_first().is_some() {
                     self.stats.lost += 1;
                 }
                 self.waiting.insert(self.tag, now);
-                send(cell);
+                self.stats.sent += 1;
+            } else {
+                self.stats.refused += 1;
             }
-            self.stats.sent += 1;
             self.next += self.spec.interval;
         }
     }
@@ -298,7 +314,10 @@ mod tests {
         );
         assert_eq!(p.due(), Some(at(10)));
         let mut sent = Vec::new();
-        p.poll(at(250), &mut |c| sent.push(c));
+        p.poll(at(250), &mut |c| {
+            sent.push(c);
+            true
+        });
         assert_eq!(sent.len(), 3, "all three were due by 250 us");
         assert_eq!(p.due(), None);
         let answers: Vec<_> = sent

@@ -23,8 +23,9 @@
 //! (answered or dropped) and never enter the connection beyond it. F4 OAM
 //! cells (VCI 3, 4) belong to the path, not to a VC entry, and cells a VP
 //! cross-connect carries are not policed (UPC here is per VCC). A host's
-//! pings on a policed VC are therefore part of its flow as far as the
-//! policer is concerned; a host shapes its flows' cells, not its pings'.
+//! end-to-end pings on a policed VC are therefore part of its flow as far
+//! as the policer is concerned, and a host that shapes the VC's flow
+//! shapes them with it (see [`crate::traffic`]).
 //!
 //! The VC entry holds the index of its policer, so a cell of an unpoliced
 //! VC costs one test of a field the switch reads anyway: no lookup.

@@ -30,13 +30,15 @@
 //!   counts cells as they leave.
 //! * [`TrafficHost::stop_sending_at`] starts no PDU at or after the stop;
 //!   a PDU already leaving finishes, its cells still shaped.
-//! * A ping on a shaped flow's VC is shaped with it: its OAM cells wait in
-//!   the flow's shaper (at most [`MAX_SHAPED_OAM_WAITING`]; a request
-//!   beyond that is not sent and counts in [`ShapingStats::oam_refused`])
-//!   and leave before the flow's next cell when the contract lets them,
-//!   so everything the VC carries conforms, as a switch policing it (which
-//!   counts end-to-end OAM cells, see [`crate::switch`]) expects. A ping's
-//!   round trip then includes its wait for the shaper.
+//! * An end-to-end ping on a shaped flow's VC is shaped with it: its OAM
+//!   cells wait in the flow's shaper (at most [`MAX_SHAPED_OAM_WAITING`];
+//!   a request beyond that is not sent, and counts as refused in the
+//!   ping's stats and in [`ShapingStats::oam_refused`]) and leave before
+//!   the flow's next cell when the contract lets them, so everything the
+//!   VC carries that a switch policing it counts (end-to-end OAM cells
+//!   too, see [`crate::switch`]) conforms. Its round trip then includes
+//!   its wait for the shaper. Segment pings, which no policer counts, are
+//!   not shaped.
 
 use aurora_sar::{Aal5Rx, Aal5Tx, PduOptions, RxConfig, RxStats, Status, TxError, VcConfig};
 use aurora_time::{Duration, Instant};
@@ -640,22 +642,29 @@ impl Node for TrafficHost {
         self.rx.handle_timeout(now);
         let (bits, format) = (&self.route_bits, self.format);
         for p in &mut self.pings {
-            // A ping on a shaped flow's VC waits for the flow's shaper.
+            // An end-to-end ping on a shaped flow's VC waits for the flow's
+            // shaper (segment OAM cells are not the contract's).
             let vc = p.vc();
             let shaped = self
                 .flows
                 .iter_mut()
                 .find(|f| f.spec.vc == vc)
-                .and_then(|f| f.shaped.as_deref_mut());
+                .and_then(|f| f.shaped.as_deref_mut())
+                .filter(|_| p.end_to_end());
             match shaped {
                 Some(s) => p.poll(now, &mut |c| {
-                    if s.oam.len() < MAX_SHAPED_OAM_WAITING {
+                    let room = s.oam.len() < MAX_SHAPED_OAM_WAITING;
+                    if room {
                         s.oam.push_back(c);
                     } else {
                         s.stats.oam_refused += 1;
                     }
+                    room
                 }),
-                None => p.poll(now, &mut |c| send(bits, format, out, c)),
+                None => p.poll(now, &mut |c| {
+                    send(bits, format, out, c);
+                    true
+                }),
             }
         }
         for f in &mut self.flows {

@@ -349,6 +349,13 @@ fn a_ping_on_a_shaped_vc_is_shaped_with_its_flow() {
         let s = n.tx.shaping(0).unwrap();
         assert_eq!(s.oam_sent, want_sent as u64);
         assert_eq!(s.oam_refused, count - want_sent as u64);
+        // The ping knows which of its requests went.
+        let g = n.tx.ping(0).unwrap();
+        assert_eq!(
+            (g.sent, g.refused),
+            (want_sent as u64, count - want_sent as u64)
+        );
+        assert_eq!(g.lost, 0);
     }
 }
 
