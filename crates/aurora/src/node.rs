@@ -776,6 +776,9 @@ pub fn text(r: &NodeReport) -> String {
             );
         }
     }
+    if !r.sent.is_empty() || !r.received.is_empty() {
+        s += "(where the PDUs went: give every process's --json report to aurora books)\n";
+    }
     s += &crate::run::ping_text(&r.pings);
     // A process with part of an ATOMIC LAN counts frames on its links.
     let unit = match r.atomic {
