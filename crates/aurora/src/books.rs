@@ -374,12 +374,7 @@ impl BooksReport {
     /// `None` when every PVC balances; otherwise one sentence saying which
     /// do not, or could not be balanced.
     pub fn problem(&self) -> Option<String> {
-        let bad: Vec<String> = self
-            .pvcs
-            .iter()
-            .filter(|p| p.unaccounted != 0)
-            .map(|p| format!("{} ({} PDUs)", p.name, p.unaccounted))
-            .collect();
+        let bad = crate::run::unbalanced(&self.pvcs);
         let mut all = Vec::new();
         if !bad.is_empty() {
             all.push(format!(

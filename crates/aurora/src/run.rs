@@ -357,12 +357,7 @@ impl Report {
 
     /// The PVCs whose books do not balance, in one sentence.
     fn pvc_imbalance(&self) -> Option<String> {
-        let bad: Vec<String> = self
-            .pvcs
-            .iter()
-            .filter(|p| p.unaccounted != 0)
-            .map(|p| format!("{} ({} PDUs)", p.name, p.unaccounted))
-            .collect();
+        let bad = unbalanced(&self.pvcs);
         (!bad.is_empty()).then(|| {
             if self.books_overflow > 0 {
                 format!(
@@ -915,6 +910,14 @@ pub fn text(r: &Report) -> String {
         s += &crate::lateness::text(l);
     }
     s
+}
+
+/// The PVCs of `pvcs` whose books do not balance, each as "name (N PDUs)".
+pub(crate) fn unbalanced(pvcs: &[PvcRow]) -> Vec<String> {
+    pvcs.iter()
+        .filter(|p| p.unaccounted != 0)
+        .map(|p| format!("{} ({} PDUs)", p.name, p.unaccounted))
+        .collect()
 }
 
 /// The PVC rows as a table (with the Mb/s column if `rate`), each PVC's
