@@ -351,15 +351,19 @@ pub struct BooksReport {
     pub reports: Vec<String>,
     /// The nodes they ran.
     pub nodes: Vec<String>,
-    /// Per PVC whose sender and receiver both reported, balanced.
+    /// Per PVC whose sender and receiver both reported, balanced (in JSON
+    /// without `aurora run`'s rate and order figures, which the books do
+    /// not measure).
+    #[serde(serialize_with = "rows_without_rates")]
     pub pvcs: Vec<PvcRow>,
     /// PVCs that could not be balanced, and why.
     pub unbalanced: Vec<String>,
     /// Per PVC, PDUs placed by cells lost between processes (an upper
     /// bound: see the module's notes): `[pvc, PDUs]`.
     pub placed_by_transit: Vec<(String, u64)>,
-    /// What a reader should know to trust the figures (a process on a
-    /// PVC's path restarted).
+    /// What a reader should know to trust the figures: a process on a
+    /// PVC's path restarted, or a count of cells lost between processes
+    /// that two PVCs share went to another first.
     pub notes: Vec<String>,
     /// Data cells dropped, per place and reason, in all processes.
     pub cell_losses: Vec<LossRow>,
@@ -368,6 +372,31 @@ pub struct BooksReport {
     pub books_overflow: u64,
     /// Sum over PVCs of the size of their `unaccounted`.
     pub unaccounted: u64,
+}
+
+/// PVC rows as the books write them: the identity's terms only.
+fn rows_without_rates<S: serde::Serializer>(rows: &[PvcRow], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        name: &'a str,
+        sent: u64,
+        delivered: u64,
+        corrupted: u64,
+        lost: u64,
+        losses: &'a [LossRow],
+        in_flight: u64,
+        unaccounted: i64,
+    }
+    s.collect_seq(rows.iter().map(|p| Row {
+        name: &p.name,
+        sent: p.sent,
+        delivered: p.delivered,
+        corrupted: p.corrupted,
+        lost: p.lost,
+        losses: &p.losses,
+        in_flight: p.in_flight,
+        unaccounted: p.unaccounted,
+    }))
 }
 
 impl BooksReport {
@@ -446,7 +475,10 @@ fn read(path: &Path) -> Result<ProcessBooks, String> {
     let w: Wrapper = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{shown} is not a report of `aurora node --json`: {e}"))?;
     w.books.ok_or_else(|| {
-        format!("{shown} has no books (written by `aurora node --json` of a cell network?)")
+        format!(
+            "{shown} has no books: it is not a report of `aurora node --json` \
+             (an `aurora run` report, or one from an older build?)"
+        )
     })
 }
 

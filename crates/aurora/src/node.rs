@@ -4,9 +4,10 @@
 //! outside is a UDP link (or a pair of shared-memory rings) to the process
 //! running that node. Start one process per partition, on one machine or
 //! several; stop and start any of them while the others run. Cell files and
-//! ATOMIC files (`crate::atomic_report::node`) share the process's build
-//! (`aurora_topo::NodeProcess`), its run and its port and link accounting,
-//! here.
+//! ATOMIC files (their LAN's section: `crate::atomic_report`) share the
+//! process's build (`aurora_topo::NodeProcess`), its run and its port and
+//! link accounting, here. Each process's report carries its part of the
+//! run's books, which `crate::books` joins.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -91,6 +91,9 @@ pub fn main(a: &Args) -> Result<(PingStats, String), String> {
         stats.sent,
         stats.answered
     );
+    if stats.refused > 0 {
+        s += &format!(", {} not sent (the VC's shaper had no room)", stats.refused);
+    }
     if stats.unmatched > 0 {
         s += &format!(", {} unmatched", stats.unmatched);
     }

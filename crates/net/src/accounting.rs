@@ -297,7 +297,7 @@ impl Ledger {
     /// [`Ledger::merge`]).
     pub fn charge(&mut self, tag: Tag, at: Instant, loss: Loss) {
         if self.first.len() >= MAX_RECORDS && !self.first.contains_key(&tag) {
-            self.overflow += 1;
+            self.overflow = self.overflow.saturating_add(1);
             return;
         }
         let e = self.first.entry(tag).or_insert((at, loss));

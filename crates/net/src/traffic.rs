@@ -542,9 +542,10 @@ impl TrafficHost {
     }
 }
 
-/// Sends what shaped flow `f` may send by `now`: the cells of the PDU
-/// leaving as the shaper lets them go and, once it is out, the next PDU if
-/// it is due (and the stop has not come), one cell at a time.
+/// Sends what shaped flow `f` may send by `now`, one cell at a time as the
+/// shaper lets them go: a ping's OAM cells waiting first, then the cells
+/// of the PDU leaving and, once it is out, the next PDU if it is due (and
+/// the stop has not come).
 #[allow(clippy::too_many_arguments)]
 fn poll_shaped(
     f: &mut TxFlow,
