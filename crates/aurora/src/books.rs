@@ -1024,6 +1024,42 @@ mod tests {
         assert!(r.problem().unwrap().contains("on PVC q (3 PDUs)"));
     }
 
+    /// The books' part of a report, byte for byte: what `aurora books`
+    /// reads from another build must not change by accident.
+    #[test]
+    fn the_books_format_is_fixed() {
+        let mut parts = run(7);
+        let (_, mut b) = parts.remove(1);
+        b.untagged = vec![Untagged {
+            at: at("sw", 1, "out"),
+            reason: "tail_drop".into(),
+            vpi: 0,
+            vci: 40,
+            cells: 2,
+            flow: Some(0),
+        }];
+        b.transit = vec![Transit {
+            node: "sw".into(),
+            port: 0,
+            cells: 1,
+            before: 2,
+            restarts: 3,
+        }];
+        b.pvcs.truncate(0);
+        let want = concat!(
+            r#"{"topology":"0000abcd","epoch_unix_ns":500,"nodes":["sw"],"pvcs":[],"sent":[],"#,
+            r#""received":[],"charged":[{"flow":0,"first":2,"count":1,"at_ns":40,"#,
+            r#""at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop"}],"#,
+            r#""untagged":[{"at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop","#,
+            r#""vpi":0,"vci":40,"cells":2,"flow":0}],"#,
+            r#""cells":[{"at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop","cells":1}],"#,
+            r#""transit":[{"node":"sw","port":0,"cells":1,"before":2,"restarts":3}],"overflow":0}"#
+        );
+        assert_eq!(serde_json::to_string(&b).unwrap(), want);
+        let back: ProcessBooks = serde_json::from_str(want).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), want);
+    }
+
     #[test]
     fn a_missing_report_or_a_mismatch_is_said() {
         let parts = run(7);
