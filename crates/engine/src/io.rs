@@ -15,7 +15,11 @@
 //! * A [`PacketDevice`] (a TUN interface) is joined to a node's
 //!   [`aurora_net::PacketPort`], polled the same way. The node takes
 //!   packets from it only while every output port of the node is under
-//!   half full (what it has no room for waits in the device's queue).
+//!   half full, and every external output whose sink says how much may
+//!   wait at the far end ([`ExternalSink::waiting`]: a shared-memory
+//!   ring) has under half of that taken by frames in the ring, the port
+//!   and staged for it (what it has no room for waits in the device's
+//!   queue).
 //!
 //! A poll that finds a whole batch waiting ([`INPUT_BATCH`] frames, or
 //! [`DEVICE_BATCH`] packets) is followed by another at once, not by a
@@ -58,6 +62,11 @@ pub trait ExternalSink<F>: Send {
     fn counters(&self) -> LinkCounters {
         LinkCounters::default()
     }
+    /// Frames waiting for the far end, and the most that can (`None` for
+    /// a link that cannot tell).
+    fn waiting(&self) -> Option<(usize, usize)> {
+        None
+    }
 }
 
 /// The near end of an external input: hands over waiting frames, never
@@ -82,6 +91,9 @@ impl ExternalSink<CellBytes> for Box<dyn CellSink> {
     }
     fn counters(&self) -> LinkCounters {
         CellSink::counters(&**self)
+    }
+    fn waiting(&self) -> Option<(usize, usize)> {
+        CellSink::waiting(&**self)
     }
 }
 

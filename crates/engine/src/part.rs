@@ -228,15 +228,19 @@ impl<F: Frame> Dir<F> {
         }
     }
 
-    /// Whether the sending port is at least half full at `now` (a host
-    /// adapter then takes nothing more from its host).
-    pub(crate) fn half_full(&self, now: Instant) -> bool {
-        let held = if self.closed {
+    /// Frames in the sending port at `now`, the one on the line included.
+    fn held(&self, now: Instant) -> u64 {
+        if self.closed {
             self.occupancy(now)
         } else {
             self.port.len() as u64 + u64::from(self.busy_until > now)
-        };
-        held * 2 >= self.spec.buffer.max(1) as u64
+        }
+    }
+
+    /// Whether the sending port is at least half full at `now` (a host
+    /// adapter then takes nothing more from its host).
+    pub(crate) fn half_full(&self, now: Instant) -> bool {
+        self.held(now) * 2 >= self.spec.buffer.max(1) as u64
     }
 
     fn chance(&mut self, p: f64) -> bool {
@@ -521,11 +525,32 @@ impl<F: Frame> Part<F> {
         more
     }
 
+    /// Whether, on a link of `node` to another process whose far end says
+    /// how much may wait for it (a shared-memory ring), half of that is
+    /// taken at `now` by frames waiting there, in the sending port and
+    /// staged for it.
+    fn peer_half_full(&self, node: u32, now: Instant) -> bool {
+        self.io.outs.iter().filter(|o| o.node == node).any(|o| {
+            let Some((used, cap)) = o.sink.waiting() else {
+                return false;
+            };
+            let port = self.out[node as usize]
+                .get(usize::from(o.port))
+                .copied()
+                .flatten()
+                .map_or(0, |k| self.dirs[k as usize].held(now));
+            let held = port + (used + o.staged.len()) as u64;
+            held * 2 >= cap.max(1) as u64
+        })
+    }
+
     /// Moves packets between device `i` and its node's packet port. The
     /// node takes packets from its device only while every output port
-    /// of it is under half full: as a host adapter, it leaves what it has
-    /// no room for in its host's queue (the host's stack then waits, as
-    /// it would for a busy interface) rather than take and drop it.
+    /// of it is under half full, and every link of it to another process
+    /// that can say so has under half of what may wait at its far end
+    /// taken: as a host adapter, it leaves what it has no room for in its
+    /// host's queue (the host's stack then waits, as it would for a busy
+    /// interface) rather than take and drop it.
     /// True if it read a whole batch (more may be waiting).
     fn device_turn(&mut self, i: usize, t: Instant) -> bool {
         let node = self.io.devs[i].node;
@@ -540,7 +565,8 @@ impl<F: Frame> Part<F> {
             let full = self.out[node as usize]
                 .iter()
                 .flatten()
-                .any(|&k| self.dirs[k as usize].half_full(t));
+                .any(|&k| self.dirs[k as usize].half_full(t))
+                || self.peer_half_full(node, t);
             if full {
                 break;
             }

@@ -262,3 +262,82 @@ fn a_split_engine_with_external_io_keeps_no_trace_digest() {
     assert_eq!(r.delivered, 50, "{r:?}");
     assert_eq!(e.trace_hash(), nothing);
 }
+
+/// A host adapter: each packet its local host sends becomes ten cells on
+/// port 0.
+struct Adapter;
+
+impl aurora_net::Node for Adapter {
+    fn ports(&self) -> usize {
+        1
+    }
+    fn receive(
+        &mut self,
+        _now: Instant,
+        _port: aurora_net::PortId,
+        _cells: &[aurora_wire::CellBytes],
+        _out: &mut aurora_net::Outbox,
+    ) {
+    }
+    fn poll(&mut self, _now: Instant, _out: &mut aurora_net::Outbox) {}
+    fn poll_at(&self) -> Option<Instant> {
+        None
+    }
+    fn packet_port(&mut self) -> Option<&mut dyn aurora_net::PacketPort> {
+        Some(self)
+    }
+}
+
+impl aurora_net::PacketPort for Adapter {
+    fn host_sent(&mut self, _now: Instant, _pkt: &[u8], out: &mut aurora_net::Outbox) {
+        for _ in 0..10 {
+            out.push(0, [0x11; 53]);
+        }
+    }
+    fn drain_to_host(&mut self, _f: &mut dyn FnMut(&[u8])) {}
+    fn to_host_len(&self) -> usize {
+        0
+    }
+}
+
+/// A local host with packets to send for ever.
+struct Endless;
+
+impl aurora_engine::io::PacketDevice for Endless {
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+        buf[..100].fill(7);
+        Ok(Some(100))
+    }
+    fn send(&mut self, _pkt: &[u8]) -> std::io::Result<bool> {
+        Ok(true)
+    }
+}
+
+/// A host adapter whose link leads to another process takes packets from
+/// its host only while less than half of what that process can be sent
+/// waits for it: with the far end not reading, it stops before the ring
+/// refuses anything, and the packets it did not take wait in the host.
+#[test]
+fn a_host_adapter_stops_taking_packets_while_the_ring_to_its_peer_is_half_full() {
+    let (tx, _rx) = in_process(256);
+    let mut e = Engine::new(1);
+    let h = e.add_node(Adapter);
+    // A line fast enough to empty the port into the ring at once, and a
+    // port buffer bigger than the ring.
+    let spec = LinkSpec::clean(1e12, Duration::ZERO, 100_000);
+    e.connect_external((h, 0), spec, Box::new(tx)).unwrap();
+    e.set_packet_device(h, Box::new(Endless)).unwrap();
+    let mut t = Instant::ZERO;
+    for _ in 0..200 {
+        t += Duration::from_micros(10);
+        e.poll_external();
+        e.run_until(t);
+        e.poll_external();
+    }
+    let read = e.device_counters(h).unwrap().from_device;
+    let out = e.external_output(h, 0).unwrap();
+    assert_eq!(out.refused, 0, "the ring refused cells: {out:?}");
+    // 128 cells (half the ring) at 10 a packet, and the batch under way
+    // when the port looked half full.
+    assert!((13..=30).contains(&read), "{read} packets read");
+}

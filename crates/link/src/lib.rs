@@ -41,6 +41,11 @@ pub trait CellSink: Send {
     }
     /// Counters so far.
     fn counters(&self) -> LinkCounters;
+    /// Cells waiting for the far end, and the most that can (`None` for
+    /// a link that cannot tell).
+    fn waiting(&self) -> Option<(usize, usize)> {
+        None
+    }
 }
 
 /// The receiving side of a link. Every cell has its HEC checked (and a
@@ -72,6 +77,9 @@ impl CellSink for Box<dyn CellSink> {
     }
     fn counters(&self) -> LinkCounters {
         (**self).counters()
+    }
+    fn waiting(&self) -> Option<(usize, usize)> {
+        (**self).waiting()
     }
 }
 

@@ -699,6 +699,16 @@ impl CellSink for RingTx {
     fn counters(&self) -> LinkCounters {
         self.counters
     }
+    fn waiting(&self) -> Option<(usize, usize)> {
+        let h = self.end.header();
+        let used = h
+            .head
+            .0
+            .load(Ordering::Relaxed)
+            .wrapping_sub(h.tail.0.load(Ordering::Acquire));
+        let cap = self.end.cap as usize;
+        Some((usize::try_from(used).unwrap_or(cap).min(cap), cap))
+    }
 }
 
 impl CellSource for RingRx {
