@@ -258,6 +258,10 @@ impl<T: Frame, F: Carries<T>> ExternalSink<F> for SinkOf<T> {
     fn counters(&self) -> LinkCounters {
         self.inner.counters()
     }
+    fn waiting(&self) -> Option<(usize, usize)> {
+        // Only `T`s reach the inner sink, so its units are the engine's.
+        self.inner.waiting()
+    }
 }
 
 /// An external source of `T`s on an engine of a wider frame type.

@@ -17,9 +17,9 @@
 //!   packets from it only while every output port of the node is under
 //!   half full, and every external output whose sink says how much may
 //!   wait at the far end ([`ExternalSink::waiting`]: a shared-memory
-//!   ring) has under half of that taken by frames in the ring, the port
-//!   and staged for it (what it has no room for waits in the device's
-//!   queue).
+//!   ring) has under half of that taken by frames in the ring, staged
+//!   for it, or in its port and on its line (what it has no room for
+//!   waits in the device's queue).
 //!
 //! A poll that finds a whole batch waiting ([`INPUT_BATCH`] frames, or
 //! [`DEVICE_BATCH`] packets) is followed by another at once, not by a

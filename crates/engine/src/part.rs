@@ -228,19 +228,23 @@ impl<F: Frame> Dir<F> {
         }
     }
 
-    /// Frames in the sending port at `now`, the one on the line included.
-    fn held(&self, now: Instant) -> u64 {
-        if self.closed {
-            self.occupancy(now)
-        } else {
-            self.port.len() as u64 + u64::from(self.busy_until > now)
-        }
-    }
-
     /// Whether the sending port is at least half full at `now` (a host
     /// adapter then takes nothing more from its host).
     pub(crate) fn half_full(&self, now: Instant) -> bool {
-        self.held(now) * 2 >= self.spec.buffer.max(1) as u64
+        let held = if self.closed {
+            self.occupancy(now)
+        } else {
+            self.port.len() as u64 + u64::from(self.busy_until > now)
+        };
+        held * 2 >= self.spec.buffer.max(1) as u64
+    }
+
+    /// Frames sent into the direction and not yet delivered: waiting in
+    /// its port and on the wire (a closed-form line puts a frame on the
+    /// wire, with its times, as soon as it is accepted).
+    fn undelivered(&self) -> u64 {
+        let waiting = if self.closed { 0 } else { self.port.len() };
+        (waiting + self.arrivals.len()) as u64
     }
 
     fn chance(&mut self, p: f64) -> bool {
@@ -527,19 +531,19 @@ impl<F: Frame> Part<F> {
 
     /// Whether, on a link of `node` to another process whose far end says
     /// how much may wait for it (a shared-memory ring), half of that is
-    /// taken at `now` by frames waiting there, in the sending port and
-    /// staged for it.
-    fn peer_half_full(&self, node: u32, now: Instant) -> bool {
+    /// taken by frames waiting there, staged for it, or not yet delivered
+    /// by the line (in the sending port and on the wire).
+    fn peer_half_full(&self, node: u32) -> bool {
         self.io.outs.iter().filter(|o| o.node == node).any(|o| {
             let Some((used, cap)) = o.sink.waiting() else {
                 return false;
             };
-            let port = self.out[node as usize]
+            let line = self.out[node as usize]
                 .get(usize::from(o.port))
                 .copied()
                 .flatten()
-                .map_or(0, |k| self.dirs[k as usize].held(now));
-            let held = port + (used + o.staged.len()) as u64;
+                .map_or(0, |k| self.dirs[k as usize].undelivered());
+            let held = line + (used + o.staged.len()) as u64;
             held * 2 >= cap.max(1) as u64
         })
     }
@@ -566,7 +570,7 @@ impl<F: Frame> Part<F> {
                 .iter()
                 .flatten()
                 .any(|&k| self.dirs[k as usize].half_full(t))
-                || self.peer_half_full(node, t);
+                || self.peer_half_full(node);
             if full {
                 break;
             }

@@ -701,13 +701,20 @@ impl CellSink for RingTx {
     }
     fn waiting(&self) -> Option<(usize, usize)> {
         let h = self.end.header();
+        // A ring its reader closed, or whose counters are inconsistent,
+        // says nothing: sending to it fails, and is counted, as before.
+        if self.corrupt || h.closed.0.load(Ordering::Acquire) & CLOSED_RX != 0 {
+            return None;
+        }
         let used = h
             .head
             .0
             .load(Ordering::Relaxed)
             .wrapping_sub(h.tail.0.load(Ordering::Acquire));
-        let cap = self.end.cap as usize;
-        Some((usize::try_from(used).unwrap_or(cap).min(cap), cap))
+        if used > self.end.cap {
+            return None;
+        }
+        Some((used as usize, self.end.cap as usize))
     }
 }
 
@@ -766,6 +773,21 @@ mod tests {
             .unwrap();
         c[5..9].copy_from_slice(&i.to_be_bytes());
         c
+    }
+
+    /// The sender's view of what waits for the reader: cells pushed and
+    /// not yet read, of the capacity; nothing once the reader has closed.
+    #[test]
+    fn a_sender_sees_what_waits_until_the_reader_closes() {
+        let (mut tx, mut rx) = in_process(8);
+        assert_eq!(CellSink::waiting(&tx), Some((0, 8)));
+        assert_eq!(tx.push(&[cell(1), cell(2), cell(3)]).unwrap(), 3);
+        assert_eq!(CellSink::waiting(&tx), Some((3, 8)));
+        let mut out = [[0u8; 53]; 2];
+        assert_eq!(rx.pop(&mut out).unwrap(), 2);
+        assert_eq!(CellSink::waiting(&tx), Some((1, 8)));
+        drop(rx);
+        assert_eq!(CellSink::waiting(&tx), None);
     }
 
     #[test]
