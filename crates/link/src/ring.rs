@@ -701,8 +701,10 @@ impl CellSink for RingTx {
     }
     fn waiting(&self) -> Option<(usize, usize)> {
         let h = self.end.header();
-        // A ring its reader closed, or whose counters are inconsistent,
-        // says nothing: sending to it fails, and is counted, as before.
+        // A ring its reader closed, whose creator (for a ring in a shared
+        // file, its reader) is gone, or whose counters are inconsistent,
+        // says nothing: the host goes on, and what it sends is refused
+        // and counted, as before.
         if self.corrupt || h.closed.0.load(Ordering::Acquire) & CLOSED_RX != 0 {
             return None;
         }
@@ -712,6 +714,11 @@ impl CellSink for RingTx {
             .load(Ordering::Relaxed)
             .wrapping_sub(h.tail.0.load(Ordering::Acquire));
         if used > self.end.cap {
+            return None;
+        }
+        // Half full or more: is anyone left to read it? (A consumer killed
+        // without closing its end leaves the ring as it was.)
+        if used * 2 >= self.end.cap && !alive(h.creator.load(Ordering::Relaxed)) {
             return None;
         }
         Some((used as usize, self.end.cap as usize))
