@@ -200,11 +200,7 @@ pub(crate) fn export<F: Carries<CellBytes>>(
     topology: u32,
     epoch_unix_ns: u64,
 ) -> ProcessBooks {
-    let local_name = |id: u32| {
-        p.members
-            .get(id as usize)
-            .map_or_else(|| format!("node {id}"), |m| m.name.clone())
-    };
+    let local_name = |id: u32| crate::node::member_name(p, NodeId(id));
     let at = |pl: Place| At {
         node: local_name(pl.node),
         port: pl.port,

@@ -412,7 +412,7 @@ pub(crate) fn tun_rows<F: Frame>(p: &NodeProcess<F>) -> Vec<TunRow> {
         .collect()
 }
 
-fn member_name<F: Frame>(p: &NodeProcess<F>, local: NodeId) -> String {
+pub(crate) fn member_name<F: Frame>(p: &NodeProcess<F>, local: NodeId) -> String {
     p.members
         .get(local.0 as usize)
         .map_or_else(|| format!("node {}", local.0), |m| m.name.clone())
