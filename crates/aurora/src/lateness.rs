@@ -16,6 +16,14 @@ pub struct NodeRow {
     pub late: u64,
     /// Event lateness, microseconds: median, 99th percentile, maximum.
     pub events_us: [f64; 3],
+    /// Reads of links from other processes that handed this node frames.
+    pub inputs: u64,
+    /// Of those, reads whose oldest frame had waited in its link more than
+    /// 1 ms.
+    pub late_inputs: u64,
+    /// How long the oldest frame of each read had waited, microseconds:
+    /// median, 99th percentile, maximum (zeros when there were none).
+    pub inputs_us: [f64; 3],
     /// Why this node makes the run unfaithful, if it does.
     pub problem: Option<String>,
 }
@@ -56,6 +64,9 @@ pub fn report(
                 events: n.events.count(),
                 late: n.late_events,
                 events_us: us3(&n.events),
+                inputs: n.inputs.count(),
+                late_inputs: n.late_inputs,
+                inputs_us: us3(&n.inputs),
                 problem: n.problem(),
             })
             .collect(),
@@ -117,19 +128,38 @@ const SHOWN: usize = 5;
 pub fn text(r: &LatenessReport) -> String {
     let mut rows: Vec<&NodeRow> = r.nodes.iter().collect();
     rows.sort_by(|a, b| {
-        let key = |n: &NodeRow| (n.problem.is_some(), n.events_us[2]);
+        let key = |n: &NodeRow| (n.problem.is_some(), n.events_us[2].max(n.inputs_us[2]));
         let (ka, kb) = (key(a), key(b));
         kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1))
     });
+    // Waits of input from other processes, where there was any.
+    let inputs = r.nodes.iter().any(|n| n.inputs > 0);
     let mut s = format!(
-        "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9}\n",
+        "\n{:<12} {:>8} {:>6} {:>8} {:>8} {:>9}",
         "late (us)", "events", "late", "p50", "p99", "max"
     );
+    if inputs {
+        s += &format!(
+            " {:>8} {:>6} {:>8} {:>9}",
+            "reads", "late", "read p99", "read max"
+        );
+    }
+    s.push('\n');
     for n in rows.iter().take(SHOWN) {
         s += &format!(
-            "{:<12} {:>8} {:>6} {:>8.0} {:>8.0} {:>9.0}\n",
+            "{:<12} {:>8} {:>6} {:>8.0} {:>8.0} {:>9.0}",
             n.node, n.events, n.late, n.events_us[0], n.events_us[1], n.events_us[2],
         );
+        if inputs {
+            s += &format!(
+                " {:>8} {:>6} {:>8.0} {:>9.0}",
+                n.inputs, n.late_inputs, n.inputs_us[1], n.inputs_us[2]
+            );
+        }
+        s.push('\n');
+    }
+    if inputs {
+        s += "(reads: batches from other processes; read p99/max: how long the oldest frame of a batch waited in its link before it was read)\n";
     }
     if rows.len() > SHOWN {
         s += &format!("({} more nodes, less late)\n", rows.len() - SHOWN);

@@ -293,6 +293,9 @@ impl<T: Frame, F: Carries<T>> ExternalSource<F> for SourceOf<T> {
     fn counters(&self) -> LinkCounters {
         self.inner.counters()
     }
+    fn waited(&self) -> Option<std::time::Duration> {
+        self.inner.waited()
+    }
 }
 
 #[cfg(test)]

@@ -181,10 +181,20 @@ impl Pacer {
     /// Notes that `node`'s event ran `late` ns after it was due.
     #[inline]
     pub(crate) fn record(&mut self, node: u32, late: u64) {
+        self.node(node).late_by(late);
+    }
+
+    /// Frames from another process reached `node` after waiting `waited`
+    /// ns in their link.
+    pub(crate) fn record_input(&mut self, node: u32, waited: u64) {
+        self.node(node).input_waited(waited);
+    }
+
+    fn node(&mut self, node: u32) -> &mut NodeLateness {
         let i = node as usize;
         if i >= self.nodes.len() {
             self.nodes.resize_with(i + 1, NodeLateness::default);
         }
-        self.nodes[i].late_by(late);
+        &mut self.nodes[i]
     }
 }

@@ -11,7 +11,11 @@
 //!   (without blocking) at least every [`POLL_SLICE`] of wall time; its
 //!   frames reach the node at the engine's current time, through the tap.
 //!   Cells its receiver discarded for their header go to the drop tap as
-//!   `hec_uncorrectable`.
+//!   `hec_uncorrectable`. Frames that waited in the link before they were
+//!   read reach the node late: a wall-clock run counts how late (the wait
+//!   of the oldest frame of each read, where the link can tell:
+//!   [`ExternalSource::waited`]) in the node's lateness
+//!   ([`crate::lateness::NodeLateness::inputs`]).
 //! * A [`PacketDevice`] (a TUN interface) is joined to a node's
 //!   [`aurora_net::PacketPort`], polled the same way. The node takes
 //!   packets from it only while every output port of the node is under
@@ -80,6 +84,12 @@ pub trait ExternalSource<F>: Send {
     fn counters(&self) -> LinkCounters {
         LinkCounters::default()
     }
+    /// How long the oldest frame the last `recv` handed over had waited
+    /// in the link before it was read (`None`: nothing handed over, or
+    /// the link cannot tell).
+    fn waited(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 impl ExternalSink<CellBytes> for Box<dyn CellSink> {
@@ -126,6 +136,9 @@ impl ExternalSource<CellBytes> for Cells {
     }
     fn counters(&self) -> LinkCounters {
         self.src.counters()
+    }
+    fn waited(&self) -> Option<std::time::Duration> {
+        self.src.waited()
     }
 }
 

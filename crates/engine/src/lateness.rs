@@ -21,6 +21,14 @@
 //! events more than [`LATE`] (1 ms) late (p99 above 1 ms), or any event more
 //! than [`WORST`] (10 ms) late (at OC-12 that is 14,000 cell times), or the
 //! run ended more than [`WORST`] after the duration asked for.
+//!
+//! Frames from other processes are a second way to be late that no event
+//! shows: a worker that reads a link late (its process was not running)
+//! hands its node frames that arrived long before, at the time it reads
+//! them. So each read that hands a node frames is timed too (how long the
+//! oldest frame had waited in its link, where the link can tell), and the
+//! same rule applies to those reads: more than 1 % of them more than 1 ms
+//! late, or any more than 10 ms, make the run unfaithful.
 
 use std::time::Duration as StdDuration;
 
@@ -134,6 +142,13 @@ pub struct NodeLateness {
     pub events: Histogram,
     /// Events later than [`LATE`].
     pub late_events: u64,
+    /// How long frames from other processes had waited in their links
+    /// before this node's worker read them, ns: per read, the oldest
+    /// frame's wait, where the link can tell (see
+    /// `aurora_link::CellSource::waited`). The node saw them that late.
+    pub inputs: Histogram,
+    /// Reads whose oldest frame had waited more than [`LATE`].
+    pub late_inputs: u64,
 }
 
 impl NodeLateness {
@@ -145,22 +160,52 @@ impl NodeLateness {
         }
     }
 
+    /// A read of an external input whose oldest frame had waited `waited`
+    /// ns in its link.
+    pub fn input_waited(&mut self, waited: u64) {
+        self.inputs.record(waited);
+        if waited > ns(LATE) {
+            self.late_inputs += 1;
+        }
+    }
+
     /// Adds what `other` measured (the same node, seen by another worker).
     pub fn merge(&mut self, other: &NodeLateness) {
         self.events.merge(&other.events);
         self.late_events += other.late_events;
+        self.inputs.merge(&other.inputs);
+        self.late_inputs += other.late_inputs;
     }
 
-    /// Why this node makes a run unfaithful, if it does.
+    /// Why this node makes a run unfaithful, if it does: by the same rule
+    /// for its events and for what it read from other processes.
     pub fn problem(&self) -> Option<String> {
-        let (late, n) = (self.late_events, self.events.count());
-        if self.events.max() <= ns(WORST) && late as f64 <= LATE_SHARE * n as f64 {
-            return None;
+        let bad = |h: &Histogram, late: u64| {
+            h.max() > ns(WORST) || late as f64 > LATE_SHARE * h.count() as f64
+        };
+        let mut why = Vec::new();
+        if bad(&self.events, self.late_events) {
+            why.push(format!(
+                "handled {} of {} timed events more than 1 ms late (worst {:.1} ms)",
+                self.late_events,
+                self.events.count(),
+                self.events.max() as f64 / 1e6
+            ));
         }
-        Some(format!(
-            "handled {late} of {n} timed events more than 1 ms late (worst {:.1} ms)",
-            self.events.max() as f64 / 1e6
-        ))
+        if bad(&self.inputs, self.late_inputs) {
+            why.push(format!(
+                "read {} of {} batches from other processes more than 1 ms after they arrived (worst {:.1} ms)",
+                self.late_inputs,
+                self.inputs.count(),
+                self.inputs.max() as f64 / 1e6
+            ));
+        }
+        (!why.is_empty()).then(|| why.join(" and "))
+    }
+
+    /// The worse of its event lateness and its input waits, ns.
+    pub fn worst(&self) -> u64 {
+        self.events.max().max(self.inputs.max())
     }
 }
 
@@ -205,7 +250,7 @@ impl Lateness {
             .filter(|&i| self.nodes[i].problem().is_some())
             .collect();
         // Name the node that ran furthest behind.
-        if let Some(&i) = bad.iter().max_by_key(|&&i| self.nodes[i].events.max()) {
+        if let Some(&i) = bad.iter().max_by_key(|&&i| self.nodes[i].worst()) {
             let others = match bad.len() - 1 {
                 0 => String::new(),
                 1 => " (and 1 other node)".into(),
@@ -218,16 +263,24 @@ impl Lateness {
             why.push(format!("the run ended {:.1} ms late", ms(self.overrun())));
         }
         if why.is_empty() {
-            let mut e = Histogram::default();
+            let (mut e, mut inputs) = (Histogram::default(), Histogram::default());
             for n in &self.nodes {
                 e.merge(&n.events);
+                inputs.merge(&n.inputs);
             }
+            let us = |h: &Histogram| (h.quantile(0.99) as f64 / 1e3, h.max() as f64 / 1e3);
+            let ((p99, worst), (in_p99, in_worst)) = (us(&e), us(&inputs));
+            let read = if inputs.count() > 0 {
+                format!(
+                    ", input from other processes read p99 {in_p99:.0} us after it arrived (worst {in_worst:.0} us)"
+                )
+            } else {
+                String::new()
+            };
             return Verdict {
                 faithful: true,
                 sentence: format!(
-                    "Real time kept up: events p99 {:.0} us late (worst {:.0} us), the run ended {:.1} ms late.",
-                    e.quantile(0.99) as f64 / 1e3,
-                    e.max() as f64 / 1e3,
+                    "Real time kept up: events p99 {p99:.0} us late (worst {worst:.0} us){read}, the run ended {:.1} ms late.",
                     ms(self.overrun())
                 ),
             };
@@ -297,6 +350,35 @@ mod tests {
         let mut m = NodeLateness::default();
         m.late_by(11_000_000);
         assert!(m.problem().unwrap().contains("11.0 ms"));
+    }
+
+    #[test]
+    fn input_read_late_makes_a_node_unfaithful_by_the_same_rule() {
+        let mut n = NodeLateness::default();
+        for _ in 0..100 {
+            n.late_by(10_000);
+            n.input_waited(50_000);
+        }
+        assert!(n.problem().is_none());
+        n.input_waited(2_000_000);
+        assert!(n.problem().is_none(), "{:?}", n.problem());
+        n.input_waited(2_000_000);
+        let p = n.problem().unwrap();
+        assert!(
+            p.starts_with("read 2 of 102 batches from other processes"),
+            "{p}"
+        );
+        assert!(!p.contains("timed events"), "{p}");
+        n.late_by(20_000_000);
+        let p = n.problem().unwrap();
+        assert!(
+            p.contains("timed events") && p.contains(" and read 2"),
+            "{p}"
+        );
+        assert_eq!(n.worst(), 20_000_000);
+        let mut m = NodeLateness::default();
+        m.merge(&n);
+        assert_eq!((m.inputs.count(), m.late_inputs), (102, 2));
     }
 
     #[test]

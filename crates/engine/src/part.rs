@@ -460,7 +460,7 @@ impl<F: Frame> Part<F> {
             // next one (time never runs backwards for a node) or the end.
             let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
             let t = wall.min(next).max(self.now);
-            let more = self.poll_io(t);
+            let more = self.poll_io(t, &mut |node, waited| pacer.record_input(node, waited));
             self.flush_outputs();
             // Behind, or an input or device had more than one poll takes:
             // go round again at once rather than sleep.
@@ -491,8 +491,10 @@ impl<F: Frame> Part<F> {
 
     /// Reads what waits on the external inputs and devices, and hands it
     /// to the nodes at `t`; true if an input or device gave a whole
-    /// batch (more may be waiting).
-    pub(crate) fn poll_io(&mut self, t: Instant) -> bool {
+    /// batch (more may be waiting). `waited` hears, per read that handed
+    /// frames to a node, how long (ns) the oldest of them had waited in
+    /// its link, where the link can tell.
+    pub(crate) fn poll_io(&mut self, t: Instant, waited: &mut dyn FnMut(u32, u64)) -> bool {
         let t = t.max(self.now);
         self.now = t;
         let mut batch = std::mem::take(&mut self.io.batch);
@@ -512,6 +514,9 @@ impl<F: Frame> Part<F> {
             more |= n >= INPUT_BATCH;
             if n == 0 || batch.is_empty() {
                 continue;
+            }
+            if let Some(w) = self.io.ins[i].src.waited() {
+                waited(node, u64::try_from(w.as_nanos()).unwrap_or(u64::MAX));
             }
             self.events += 1;
             if let Some(tap) = self.tap.as_mut() {

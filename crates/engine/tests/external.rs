@@ -101,7 +101,55 @@ fn a_wall_clock_run_polls_its_external_input_on_one_worker_or_two() {
             e.external_input(h2, 0).unwrap().cells_delivered,
             out.offered
         );
+        // Each read of the ring was timed, in h2's lateness.
+        let l = wall.lateness(None);
+        assert!(l.nodes[h2.0 as usize].inputs.count() > 0, "split {split}");
+        assert_eq!(l.nodes[h1.0 as usize].inputs.count(), 0);
     }
+}
+
+/// Cells that waited in a link before the engine read them reach their
+/// node late, though every event of the run was on time: a wall-clock run
+/// counts the wait in the node's lateness, and its verdict says so.
+#[test]
+fn cells_left_waiting_in_a_link_make_a_wall_clock_run_unfaithful() {
+    const LEFT: std::time::Duration = std::time::Duration::from_millis(30);
+    let (tx, rx) = in_process(1 << 12);
+    // Another engine (in virtual time, so at once) writes 20 PDUs.
+    let mut a = Engine::new(1);
+    let h1 = a.add_node(sender(20, 20));
+    let spec = LinkSpec::clean(OC3, Duration::from_micros(20), 4096);
+    a.connect_external((h1, 0), spec, Box::new(tx)).unwrap();
+    a.run_until(Instant::from_millis(2));
+    a.poll_external();
+    let written = a.external_output(h1, 0).unwrap().link.cells_out;
+    assert!(written > 0);
+    // This one starts reading later.
+    std::thread::sleep(LEFT);
+    let mut b = Engine::new(2);
+    let h2 = b.add_node(receiver());
+    b.add_external_input((h2, 0), Box::new(rx)).unwrap();
+    let mut wall = b.wall_clock(false);
+    b.run_wall(Instant::from_millis(5), &mut wall);
+    assert_eq!(
+        b.node::<TrafficHost>(h2).unwrap().received(VC).delivered,
+        20
+    );
+    let l = wall.lateness(Some(std::time::Duration::from_millis(5)));
+    let n = &l.nodes[h2.0 as usize];
+    assert!(
+        n.inputs.max() >= LEFT.as_nanos() as u64,
+        "{:?}",
+        n.inputs.max()
+    );
+    assert!(n.late_inputs >= 1);
+    let v = l.verdict(&|i| format!("n{i}"), "advice");
+    assert!(!v.faithful, "{}", v.sentence);
+    assert!(
+        v.sentence.contains("node n0 read") && v.sentence.contains("from other processes"),
+        "{}",
+        v.sentence
+    );
 }
 
 /// Split between two workers with a link between them as well as

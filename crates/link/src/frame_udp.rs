@@ -47,6 +47,8 @@ pub struct FrameRx {
     expect: Option<(u8, u32)>,
     buf: Vec<u8>,
     counters: LinkCounters,
+    /// How long the oldest frame of the last `recv` had waited.
+    waited: Option<std::time::Duration>,
 }
 
 fn io(what: &str, e: std::io::Error) -> LinkError {
@@ -64,6 +66,8 @@ pub fn open(local: SocketAddr, peer: SocketAddr) -> Result<(FrameTx, FrameRx), L
     let rx = sock
         .try_clone()
         .map_err(|e| io("cannot clone the UDP socket", e))?;
+    // Turns on the kernel's receive stamps (nothing is read yet).
+    let _ = crate::wait::socket_waited(&rx);
     let session = (std::process::id() as u8)
         ^ (std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -83,6 +87,7 @@ pub fn open(local: SocketAddr, peer: SocketAddr) -> Result<(FrameTx, FrameRx), L
             expect: None,
             buf: vec![0; 65_536],
             counters: LinkCounters::default(),
+            waited: None,
         },
     ))
 }
@@ -140,6 +145,7 @@ impl FrameRx {
     /// how many.
     pub fn recv(&mut self, out: &mut Vec<Vec<u8>>, max: usize) -> Result<usize, LinkError> {
         let mut n = 0;
+        self.waited = None;
         while n < max {
             let (len, from) = match self.sock.recv_from(&mut self.buf) {
                 Ok(x) => x,
@@ -187,9 +193,19 @@ impl FrameRx {
             self.counters.cells_in += 1;
             self.counters.cells_delivered += 1;
             out.push(d[HEADER_LEN..].to_vec());
+            if n == 0 {
+                self.waited = crate::wait::socket_waited(&self.sock);
+            }
             n += 1;
         }
         Ok(n)
+    }
+
+    /// How long the oldest frame the last [`FrameRx::recv`] handed over
+    /// had waited in the kernel before it was read; `None` if that call
+    /// handed over nothing or the kernel did not say.
+    pub fn waited(&self) -> Option<std::time::Duration> {
+        self.waited
     }
 
     /// The counters: `cells_in` and `cells_delivered` count frames.

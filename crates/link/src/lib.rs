@@ -21,6 +21,7 @@ pub mod shm;
 pub mod stream;
 pub mod tun;
 pub mod udp;
+mod wait;
 
 use std::fmt;
 use std::time::Duration;
@@ -63,6 +64,14 @@ pub trait CellSource: Send {
     /// The cells dropped for their header since the last call (when
     /// tracking), oldest first.
     fn take_discarded(&mut self, _f: &mut dyn FnMut(&CellBytes)) {}
+    /// How long the oldest cell the last [`CellSource::recv`] handed over
+    /// had waited in the link before this end read it (from its producer
+    /// publishing it, for a ring; from the kernel taking it in, for a
+    /// socket); `None` if that call handed over nothing or the link cannot
+    /// tell.
+    fn waited(&self) -> Option<Duration> {
+        None
+    }
 }
 
 impl CellSink for Box<dyn CellSink> {
@@ -98,6 +107,9 @@ impl CellSource for Box<dyn CellSource> {
     }
     fn take_discarded(&mut self, f: &mut dyn FnMut(&CellBytes)) {
         (**self).take_discarded(f)
+    }
+    fn waited(&self) -> Option<Duration> {
+        (**self).waited()
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! The same code serves threads (the region is heap memory) and processes
 //! (the region is a mapped file under `/dev/shm`). The region starts with a
-//! header and is followed by `capacity` 53-byte slots:
+//! header and is followed by `capacity` 53-byte slots, then by a stamp for
+//! each slot:
 //!
 //! ```text
 //!  offset 0    magic, version, slot size, capacity      (written once)
@@ -13,7 +14,20 @@
 //!  offset 256  space_seq / tx_sleeping                  (wake-up for the producer)
 //!  offset 320  closed flags
 //!  offset 384  slots
+//!  then, from the next multiple of 64: one u64 a slot, the machine's
+//!  monotonic clock (ns) when the producer published it, written for the
+//!  first slot of each publication and for every slot whose index is a
+//!  multiple of [`STAMP_EVERY`]
 //! ```
+//!
+//! The stamps let the consumer say how long the oldest cell it read had
+//! waited ([`CellSource::waited`]). The publication holding slot `i` is
+//! stamped at the greater of its first slot and `i`'s block start (`i`
+//! rounded down to a multiple of [`STAMP_EVERY`]), whichever comes later,
+//! and every other stamp in that range is older (an earlier publication, or
+//! an earlier lap of the ring): so the newest stamp from the block start
+//! to `i` is the time `i` was published. The producer writes a few stamps
+//! a publication, not one a cell.
 //!
 //! Head and tail only grow (wrapping u64), so `head - tail` is the number of
 //! cells in flight. In a region shared with another process the peer's
@@ -30,7 +44,7 @@ use rustix::thread::futex;
 use crate::{CellSink, CellSource, LinkCounters, LinkError, RxCheck, RxFilter};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"AURORARG");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Bytes before the first slot.
 pub const HEADER_LEN: usize = 384;
 const CLOSED_TX: u32 = 1;
@@ -138,9 +152,17 @@ unsafe impl Send for HeapRegion {}
 // SAFETY: as above.
 unsafe impl Sync for HeapRegion {}
 
+/// Every slot whose index is a multiple of this is stamped.
+pub const STAMP_EVERY: u64 = 16;
+
+/// Where the slots' stamps start in a region of `capacity` cells.
+fn stamps_at(capacity: usize) -> usize {
+    (HEADER_LEN + capacity * CELL_LEN).next_multiple_of(64)
+}
+
 /// Bytes a region needs for `capacity` cells.
 pub fn region_len(capacity: usize) -> usize {
-    HEADER_LEN + capacity * CELL_LEN
+    stamps_at(capacity) + capacity * 8
 }
 
 /// One end of a ring.
@@ -165,6 +187,22 @@ impl End {
                 .base()
                 .add(HEADER_LEN + i * CELL_LEN)
                 .cast::<CellBytes>()
+        }
+    }
+
+    /// The stamp of the slot at `index`.
+    fn stamp(&self, index: u64) -> &AtomicU64 {
+        let i = (index & (self.cap - 1)) as usize;
+        // SAFETY: i < cap and the region holds cap stamps from `stamps_at`
+        // (checked when the end was made); that offset and the region are
+        // 64-byte aligned, so the u64 is aligned; an atomic is valid for
+        // any bit pattern and shared access to it is what it is for.
+        unsafe {
+            &*self
+                .region
+                .base()
+                .add(stamps_at(self.cap as usize) + i * 8)
+                .cast::<AtomicU64>()
         }
     }
 
@@ -309,6 +347,7 @@ impl End2 {
             filter: RxFilter::default(),
             counters: LinkCounters::default(),
             spin: Duration::ZERO,
+            waited: None,
         }
     }
 }
@@ -328,6 +367,8 @@ pub struct RingRx {
     filter: RxFilter,
     counters: LinkCounters,
     spin: Duration,
+    /// How long the oldest cell of the last `recv` had waited.
+    waited: Option<Duration>,
 }
 
 /// What a producer can see of its consumer, kept apart from the producer
@@ -422,9 +463,18 @@ impl RingTx {
         Ok((head, n))
     }
 
-    /// Publishes `k` slots written after `head` and wakes the consumer.
+    /// Publishes `k` slots written after `head`, stamped with the time,
+    /// and wakes the consumer.
     fn publish(&mut self, head: u64, k: usize) {
         if k > 0 {
+            let now = crate::wait::monotonic_ns();
+            self.end.stamp(head).store(now, Ordering::Relaxed);
+            let end = head + k as u64;
+            let mut i = head.next_multiple_of(STAMP_EVERY);
+            while i < end {
+                self.end.stamp(i).store(now, Ordering::Relaxed);
+                i += STAMP_EVERY;
+            }
             let h = self.end.header();
             h.head.0.store(head + k as u64, Ordering::Release);
             End::wake(&h.data.0[0], &h.data.0[1]);
@@ -727,13 +777,20 @@ impl CellSink for RingTx {
 
 impl CellSource for RingRx {
     fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
+        self.waited = self.oldest_wait();
         // A batch whose every header failed must not look like "no cells".
         loop {
-            let n = self.pop(out)?;
+            let n = self.pop(out).inspect_err(|_| self.waited = None)?;
             if n > 0 || self.is_empty() {
+                if n == 0 {
+                    self.waited = None;
+                }
                 return Ok(n);
             }
         }
+    }
+    fn waited(&self) -> Option<Duration> {
+        self.waited
     }
     fn wait_ready(&mut self, timeout: Duration) {
         self.wait_data(Some(timeout))
@@ -750,6 +807,38 @@ impl CellSource for RingRx {
 }
 
 impl RingRx {
+    /// How long the oldest cell waiting has waited, by its stamp; `None`
+    /// when none waits (or the counters are impossible).
+    fn oldest_wait(&self) -> Option<Duration> {
+        self.oldest_stamp().map(crate::wait::since_monotonic)
+    }
+
+    /// When the oldest cell waiting was published (see [`STAMP_EVERY`]).
+    fn oldest_stamp(&self) -> Option<u64> {
+        let h = self.end.header();
+        let tail = h.tail.0.load(Ordering::Relaxed);
+        let avail = h.head.0.load(Ordering::Acquire).wrapping_sub(tail);
+        if avail == 0 || avail > self.end.cap {
+            return None;
+        }
+        // The slots from the block start to `tail` were published before
+        // it in this lap (or are `tail`): the newest stamp among them is
+        // `tail`'s publication's. Their stamps stay put until the producer
+        // comes round to them again, within a block of a whole lap ahead;
+        // so with the ring over half full only `tail`'s own stamp is read
+        // (which nothing newer can have overwritten: if the publication
+        // began before it, the stamp is an older lap's, and the wait read
+        // is longer than the true one, never shorter).
+        let from = if avail * 2 > self.end.cap {
+            tail
+        } else {
+            tail - tail % STAMP_EVERY
+        };
+        (from..=tail)
+            .map(|i| self.end.stamp(i).load(Ordering::Relaxed))
+            .max()
+    }
+
     fn is_empty(&self) -> bool {
         let h = self.end.header();
         h.head.0.load(Ordering::Acquire) == h.tail.0.load(Ordering::Relaxed)
@@ -780,6 +869,50 @@ mod tests {
             .unwrap();
         c[5..9].copy_from_slice(&i.to_be_bytes());
         c
+    }
+
+    /// Publications and reads of every size, lap after lap: the stamp the
+    /// reader finds for its oldest cell is that cell's publication's, and
+    /// with the ring over half full, never a later one.
+    #[test]
+    fn the_oldest_cell_is_found_with_its_publication_stamp() {
+        let (mut tx, mut rx) = in_process(64);
+        let mut published: std::collections::VecDeque<u64> = Default::default();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut out = [[0u8; 53]; 64];
+        for round in 0..5000 {
+            let room = 64 - published.len();
+            let k = (rand(40) as usize + 1).min(room);
+            if k > 0 {
+                // A clock that has moved since the last publication.
+                let last = published.back().copied().unwrap_or(0);
+                while crate::wait::monotonic_ns() <= last {}
+                let head = tx.end.header().head.0.load(Ordering::Relaxed);
+                assert_eq!(tx.push(&vec![cell(round); k]).unwrap(), k);
+                // A push that wraps is two publications.
+                let first = (64 - head % 64).min(k as u64);
+                for (from, n) in [(head, first), (head + first, k as u64 - first)] {
+                    let t = tx.end.stamp(from).load(Ordering::Relaxed);
+                    published.extend(std::iter::repeat_n(t, n as usize));
+                }
+            }
+            let want = published.front().copied();
+            let got = rx.oldest_stamp();
+            if published.len() * 2 > 64 {
+                assert!(got <= want, "round {round}: {got:?} > {want:?}");
+            } else {
+                assert_eq!(got, want, "round {round}");
+            }
+            let r = (rand(48) as usize).min(published.len());
+            assert_eq!(rx.pop(&mut out[..r]).unwrap(), r);
+            published.drain(..r);
+        }
     }
 
     /// The sender's view of what waits for the reader: cells pushed and

@@ -85,6 +85,8 @@ pub struct UdpRx {
     pending: crate::Pending,
     filter: RxFilter,
     counters: LinkCounters,
+    /// How long the oldest cell of the last `recv` had waited.
+    waited: Option<Duration>,
 }
 
 /// Binds `local` and opens both halves of a link to `peer`.
@@ -102,6 +104,8 @@ pub fn open(
     let rx_sock = sock
         .try_clone()
         .map_err(|e| io("cannot clone the UDP socket", e))?;
+    // Turns on the kernel's receive stamps (nothing is read yet).
+    let _ = crate::wait::socket_waited(&rx_sock);
     let per = cells_per_datagram.clamp(1, MAX_CELLS_PER_DATAGRAM);
     Ok((
         UdpTx {
@@ -122,6 +126,7 @@ pub fn open(
             pending: crate::Pending::default(),
             filter: RxFilter::default(),
             counters: LinkCounters::default(),
+            waited: None,
         },
     ))
 }
@@ -283,14 +288,28 @@ impl CellSink for UdpTx {
 impl CellSource for UdpRx {
     fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
         let mut n = 0;
+        // The oldest cell handed over is the first of `pending`: cells of
+        // the last datagram read (the kernel's stamp is still its own), or
+        // of the first datagram this call reads.
+        self.waited = None;
         while n < out.len() {
             if self.pending.is_empty() && !self.read_datagram()? {
                 break;
             }
+            if n == 0 && self.waited.is_none() && !self.pending.is_empty() {
+                self.waited = crate::wait::socket_waited(&self.sock);
+            }
             n += self.pending.take_into(&mut out[n..]);
+        }
+        if n == 0 {
+            self.waited = None;
         }
         self.counters.cells_delivered += n as u64;
         Ok(n)
+    }
+
+    fn waited(&self) -> Option<Duration> {
+        self.waited
     }
 
     fn wait_ready(&mut self, timeout: Duration) {

@@ -390,3 +390,80 @@ fn a_stale_ring_is_not_joined() {
     let _ = std::fs::remove_file(&copy);
     assert!(matches!(r, Err(LinkError::Closed)));
 }
+
+/// Each link that can tell says how long the oldest cell of a read had
+/// waited: cells left unread for 40 ms say so, cells read at once do not,
+/// and an empty read says nothing.
+#[test]
+fn links_say_how_long_cells_waited_before_they_were_read() {
+    const LEFT: Duration = Duration::from_millis(40);
+    fn check(what: &str, mut tx: impl CellSink, mut rx: impl CellSource) {
+        let mut out = [[0u8; 53]; 64];
+        assert_eq!(rx.recv(&mut out).unwrap(), 0);
+        assert_eq!(rx.waited(), None, "{what}");
+        // The kernel turns receive stamps on for the whole machine a moment
+        // after the first socket asks (from a work queue): a first datagram
+        // sent at once may carry none, and reads as not having waited.
+        assert_eq!(tx.send(&[cell(9)]).unwrap(), 1);
+        std::thread::sleep(Duration::from_millis(5));
+        while rx.recv(&mut out).unwrap() == 0 {}
+        // Left waiting, then a second batch sent just before the read: the
+        // first batch's wait is the one reported.
+        assert_eq!(tx.send(&[cell(0), cell(1)]).unwrap(), 2);
+        std::thread::sleep(LEFT);
+        assert_eq!(tx.send(&[cell(2)]).unwrap(), 1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut got = 0;
+        while got == 0 && Instant::now() < deadline {
+            got = rx.recv(&mut out).unwrap();
+        }
+        assert!(got >= 2, "{what}: {got}");
+        let w = rx.waited().unwrap_or_else(|| panic!("{what}: no wait"));
+        assert!(w >= LEFT && w < Duration::from_secs(5), "{what}: {w:?}");
+        // Read at once: well under a millisecond is not promised on a busy
+        // machine, but far under the 40 ms left before is.
+        assert_eq!(tx.send(&[cell(3)]).unwrap(), 1);
+        let mut got = 0;
+        while got == 0 && Instant::now() < deadline {
+            got += rx.recv(&mut out).unwrap();
+        }
+        let w = rx.waited().unwrap();
+        assert!(w < LEFT / 2, "{what}: {w:?}");
+        assert_eq!(rx.recv(&mut out).unwrap(), 0);
+        assert_eq!(rx.waited(), None, "{what}");
+    }
+    let path = std::env::temp_dir().join(format!("aurora-test-wait-{}", std::process::id()));
+    let rx = shm::create_consumer(&path, 64).unwrap();
+    let tx = shm::attach_producer(&path, Duration::from_secs(1)).unwrap();
+    check("shared-memory ring", tx, rx);
+    let _ = std::fs::remove_file(&path);
+    let ((a_tx, _), (_, b_rx)) = udp_pair();
+    check("UDP", a_tx, b_rx);
+
+    // Frames over UDP, the same way.
+    let a = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let (mut tx, _) = aurora_link::frame_udp::open(a, b).unwrap();
+    let (_, mut rx) = aurora_link::frame_udp::open(b, a).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(rx.recv(&mut out, 8).unwrap(), 0);
+    assert_eq!(rx.waited(), None);
+    assert_eq!(tx.send(&[vec![0u8; 40]]), 1);
+    std::thread::sleep(Duration::from_millis(5));
+    while rx.recv(&mut out, 8).unwrap() == 0 {}
+    out.clear();
+    assert_eq!(tx.send(&[vec![1u8; 40], vec![2u8; 40]]), 2);
+    std::thread::sleep(LEFT);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.is_empty() && Instant::now() < deadline {
+        rx.recv(&mut out, 8).unwrap();
+    }
+    let w = rx.waited().unwrap();
+    assert!(w >= LEFT && w < Duration::from_secs(5), "frames: {w:?}");
+}

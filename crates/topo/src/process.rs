@@ -563,4 +563,7 @@ impl ExternalSource<Vec<u8>> for FrameSource {
     fn counters(&self) -> LinkCounters {
         self.0.counters()
     }
+    fn waited(&self) -> Option<std::time::Duration> {
+        self.0.waited()
+    }
 }
