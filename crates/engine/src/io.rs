@@ -114,9 +114,11 @@ pub struct Cells {
 }
 
 impl Cells {
-    /// Reads from `src`, keeping the cells it discards for their header.
+    /// Reads from `src`, keeping the cells it discards for their header
+    /// and timing how long cells waited in it.
     pub fn new(mut src: Box<dyn CellSource>) -> Self {
         src.track_discarded(true);
+        src.time_waits();
         Cells {
             src,
             buf: vec![[0; 53]; INPUT_BATCH],

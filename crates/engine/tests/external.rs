@@ -115,6 +115,11 @@ fn a_wall_clock_run_polls_its_external_input_on_one_worker_or_two() {
 fn cells_left_waiting_in_a_link_make_a_wall_clock_run_unfaithful() {
     const LEFT: std::time::Duration = std::time::Duration::from_millis(30);
     let (tx, rx) = in_process(1 << 12);
+    // The reading engine joins the ring first, as a process that makes
+    // its rings does.
+    let mut b = Engine::new(2);
+    let h2 = b.add_node(receiver());
+    b.add_external_input((h2, 0), Box::new(rx)).unwrap();
     // Another engine (in virtual time, so at once) writes 20 PDUs.
     let mut a = Engine::new(1);
     let h1 = a.add_node(sender(20, 20));
@@ -126,9 +131,6 @@ fn cells_left_waiting_in_a_link_make_a_wall_clock_run_unfaithful() {
     assert!(written > 0);
     // This one starts reading later.
     std::thread::sleep(LEFT);
-    let mut b = Engine::new(2);
-    let h2 = b.add_node(receiver());
-    b.add_external_input((h2, 0), Box::new(rx)).unwrap();
     let mut wall = b.wall_clock(false);
     b.run_wall(Instant::from_millis(5), &mut wall);
     assert_eq!(

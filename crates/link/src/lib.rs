@@ -72,6 +72,10 @@ pub trait CellSource: Send {
     fn waited(&self) -> Option<Duration> {
         None
     }
+    /// Asks the link to time waits from now on, where it does so only
+    /// when asked (a ring's producer then reads the clock at each
+    /// publication); others ignore it.
+    fn time_waits(&mut self) {}
 }
 
 impl CellSink for Box<dyn CellSink> {
@@ -110,6 +114,9 @@ impl CellSource for Box<dyn CellSource> {
     }
     fn waited(&self) -> Option<Duration> {
         (**self).waited()
+    }
+    fn time_waits(&mut self) {
+        (**self).time_waits()
     }
 }
 

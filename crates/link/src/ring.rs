@@ -7,7 +7,8 @@
 //! each slot:
 //!
 //! ```text
-//!  offset 0    magic, version, slot size, capacity      (written once)
+//!  offset 0    magic, version, slot size, capacity,     (written once)
+//!              creator, stamps wanted
 //!  offset 64   head: slots written by the producer      (producer only)
 //!  offset 128  tail: slots read by the consumer         (consumer only)
 //!  offset 192  data_seq / rx_sleeping                   (wake-up for the consumer)
@@ -17,8 +18,13 @@
 //!  then, from the next multiple of 64: one u64 a slot, the machine's
 //!  monotonic clock (ns) when the producer published it, written for the
 //!  first slot of each publication and for every slot whose index is a
-//!  multiple of [`STAMP_EVERY`]
+//!  multiple of [`STAMP_EVERY`], once the consumer wants stamps
 //! ```
+//!
+//! A consumer that times waits ([`CellSource::time_waits`]: an engine
+//! polling a link to another process) asks for stamps in the header; one
+//! that does not (ttcp) leaves its producer reading no clock. Cells
+//! published before the consumer asked have no stamp and no wait.
 //!
 //! The stamps let the consumer say how long the oldest cell it read had
 //! waited ([`CellSource::waited`]). The publication holding slot `i` is
@@ -92,6 +98,9 @@ struct Header {
     capacity: AtomicU64,
     /// Process that created the ring; a ring whose creator is gone is stale.
     creator: AtomicU32,
+    /// Set by a consumer that reads the stamps: until then the producer
+    /// saves itself the clock reads.
+    stamps_wanted: AtomicU32,
     head: Line<AtomicU64>,
     tail: Line<AtomicU64>,
     data: Line<[AtomicU32; 2]>,
@@ -467,15 +476,17 @@ impl RingTx {
     /// and wakes the consumer.
     fn publish(&mut self, head: u64, k: usize) {
         if k > 0 {
-            let now = crate::wait::monotonic_ns();
-            self.end.stamp(head).store(now, Ordering::Relaxed);
-            let end = head + k as u64;
-            let mut i = head.next_multiple_of(STAMP_EVERY);
-            while i < end {
-                self.end.stamp(i).store(now, Ordering::Relaxed);
-                i += STAMP_EVERY;
-            }
             let h = self.end.header();
+            if h.stamps_wanted.load(Ordering::Relaxed) != 0 {
+                let now = crate::wait::monotonic_ns();
+                self.end.stamp(head).store(now, Ordering::Relaxed);
+                let end = head + k as u64;
+                let mut i = head.next_multiple_of(STAMP_EVERY);
+                while i < end {
+                    self.end.stamp(i).store(now, Ordering::Relaxed);
+                    i += STAMP_EVERY;
+                }
+            }
             h.head.0.store(head + k as u64, Ordering::Release);
             End::wake(&h.data.0[0], &h.data.0[1]);
         }
@@ -792,6 +803,9 @@ impl CellSource for RingRx {
     fn waited(&self) -> Option<Duration> {
         self.waited
     }
+    fn time_waits(&mut self) {
+        self.end.header().stamps_wanted.store(1, Ordering::Relaxed);
+    }
     fn wait_ready(&mut self, timeout: Duration) {
         self.wait_data(Some(timeout))
     }
@@ -834,9 +848,11 @@ impl RingRx {
         } else {
             tail - tail % STAMP_EVERY
         };
+        // No stamp at all: published before stamps were asked for.
         (from..=tail)
             .map(|i| self.end.stamp(i).load(Ordering::Relaxed))
             .max()
+            .filter(|&t| t != 0)
     }
 
     fn is_empty(&self) -> bool {
@@ -877,6 +893,13 @@ mod tests {
     #[test]
     fn the_oldest_cell_is_found_with_its_publication_stamp() {
         let (mut tx, mut rx) = in_process(64);
+        // Until the consumer asks, no stamps: no wait.
+        let mut out = [[0u8; 53]; 64];
+        assert_eq!(tx.push(&[cell(0)]).unwrap(), 1);
+        assert_eq!(rx.oldest_stamp(), None);
+        assert_eq!(CellSource::recv(&mut rx, &mut out).unwrap(), 1);
+        assert_eq!(rx.waited(), None);
+        rx.time_waits();
         let mut published: std::collections::VecDeque<u64> = Default::default();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut rand = |n: u64| {
@@ -885,7 +908,6 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let mut out = [[0u8; 53]; 64];
         for round in 0..5000 {
             let room = 64 - published.len();
             let k = (rand(40) as usize + 1).min(room);

@@ -433,7 +433,8 @@ fn links_say_how_long_cells_waited_before_they_were_read() {
         assert_eq!(rx.waited(), None, "{what}");
     }
     let path = std::env::temp_dir().join(format!("aurora-test-wait-{}", std::process::id()));
-    let rx = shm::create_consumer(&path, 64).unwrap();
+    let mut rx = shm::create_consumer(&path, 64).unwrap();
+    rx.time_waits();
     let tx = shm::attach_producer(&path, Duration::from_secs(1)).unwrap();
     check("shared-memory ring", tx, rx);
     let _ = std::fs::remove_file(&path);
