@@ -184,6 +184,12 @@ impl Pacer {
         self.node(node).late_by(late);
     }
 
+    /// How late (ns, 0 or more) the wall clock is now for something due at
+    /// `due`.
+    pub(crate) fn late_since(&self, due: Instant) -> u64 {
+        (self.now() - due).as_nanos().max(0).unsigned_abs()
+    }
+
     /// Frames from another process reached `node` after waiting `waited`
     /// ns in their link.
     pub(crate) fn record_input(&mut self, node: u32, waited: u64) {

@@ -5,7 +5,8 @@
 //!   direction whose far end is outside: the node's output port, the line's
 //!   rate, delay, loss and bit errors are the engine's as for any link, and
 //!   a frame that would be delivered is handed to the sink instead (staged,
-//!   then sent in a batch). What the sink refuses (it is full) is a drop
+//!   then sent in a batch; a wall-clock run counts how late the batch's
+//!   oldest frame was handed over in its node's lateness). What the sink refuses (it is full) is a drop
 //!   named [`PEER_FULL`], shown to the drop tap; the engine never blocks.
 //! * An *external input* ([`crate::Engine::add_external_input`]) is polled
 //!   (without blocking) at least every [`POLL_SLICE`] of wall time; its
@@ -182,6 +183,8 @@ pub(crate) struct ExtOut<F> {
     pub(crate) sink: Box<dyn ExternalSink<F>>,
     /// Frames delivered, not yet handed to the sink.
     pub(crate) staged: Vec<F>,
+    /// When the oldest of them was due at the far end.
+    pub(crate) due: Option<aurora_time::Instant>,
     /// Frames the sink refused.
     pub(crate) refused: u64,
 }

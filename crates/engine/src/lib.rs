@@ -398,6 +398,7 @@ impl<F: Frame> Engine<F> {
             port: from.1,
             sink,
             staged: Vec::new(),
+            due: None,
             refused: 0,
         });
         self.mark_unrepeatable();
@@ -505,7 +506,7 @@ impl<F: Frame> Engine<F> {
             let now = p.now;
             // Virtual time keeps no lateness.
             p.poll_io(now, &mut |_, _| {});
-            p.flush_outputs();
+            p.flush_outputs(&mut |_, _| {});
         }
     }
 

@@ -418,7 +418,9 @@ impl<F: Frame> Part<F> {
         }
         self.now = self.now.max(end);
         if !self.io.outs.is_empty() {
-            self.flush_outputs();
+            // Lateness of the hand-over is a wall-clock run's, and such a
+            // run with external outputs goes through `run_wall_io`.
+            self.flush_outputs(&mut |_, _| {});
         }
     }
 
@@ -461,7 +463,7 @@ impl<F: Frame> Part<F> {
             let next = self.queue.peek().map_or(end, |(t, _)| t.min(end));
             let t = wall.min(next).max(self.now);
             let more = self.poll_io(t, &mut |node, waited| pacer.record_input(node, waited));
-            self.flush_outputs();
+            self.flush_outputs(&mut |node, due| pacer.record(node, pacer.late_since(due)));
             // Behind, or an input or device had more than one poll takes:
             // go round again at once rather than sleep.
             if ran == EVENTS_PER_POLL || more {
@@ -486,7 +488,7 @@ impl<F: Frame> Part<F> {
             self.step(at, kind);
         }
         self.now = self.now.max(end);
-        self.flush_outputs();
+        self.flush_outputs(&mut |node, due| pacer.record(node, pacer.late_since(due)));
     }
 
     /// Reads what waits on the external inputs and devices, and hands it
@@ -620,10 +622,14 @@ impl<F: Frame> Part<F> {
     }
 
     /// Hands the frames delivered to external outputs to their sinks;
-    /// what a sink refuses is dropped ([`PEER_FULL`]).
-    pub(crate) fn flush_outputs(&mut self) {
+    /// what a sink refuses is dropped ([`PEER_FULL`]). `handed` hears, per
+    /// batch handed over, its node and when its oldest frame was due.
+    pub(crate) fn flush_outputs(&mut self, handed: &mut dyn FnMut(u32, Instant)) {
         let now = self.now;
         for o in &mut self.io.outs {
+            if let Some(due) = o.due.take() {
+                handed(o.node, due);
+            }
             if !o.staged.is_empty() {
                 let took = o.sink.send(&o.staged).unwrap_or(0).min(o.staged.len());
                 let (node, port, side) = (o.node, o.port, Side::Out);
@@ -691,10 +697,12 @@ impl<F: Frame> Part<F> {
                     self.in_flight -= n as u64;
                     d.counters.delivered += n as u64;
                     if let Some(x) = d.external {
+                        let o = &mut self.io.outs[x as usize];
+                        if let Some(&first) = d.arrive_at.front() {
+                            o.due.get_or_insert(first);
+                        }
                         d.arrive_at.drain(..n);
-                        self.io.outs[x as usize]
-                            .staged
-                            .extend(d.arrivals.drain(..n));
+                        o.staged.extend(d.arrivals.drain(..n));
                         self.next_delivery(dir);
                     } else {
                         let (node, port) = d.to;

@@ -391,3 +391,65 @@ fn a_host_adapter_stops_taking_packets_while_the_ring_to_its_peer_is_half_full()
     // when the port looked half full.
     assert!((13..=30).contains(&read), "{read} packets read");
 }
+
+/// A sink that takes its time over its first batch (as a process that
+/// loses the CPU while handing cells over would).
+struct SlowOnce {
+    inner: Box<dyn aurora_link::CellSink>,
+    slept: bool,
+}
+
+impl aurora_engine::io::ExternalSink<aurora_wire::CellBytes> for SlowOnce {
+    fn send(&mut self, frames: &[aurora_wire::CellBytes]) -> Result<usize, aurora_link::LinkError> {
+        if !self.slept {
+            self.slept = true;
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+        self.inner.send(frames)
+    }
+}
+
+/// Cells handed to another process late (here: behind a batch whose
+/// hand-over took 30 ms) are late though their delivery events ran on
+/// time: a wall-clock run counts the hand-over's lateness in the sending
+/// node's.
+#[test]
+fn cells_handed_to_another_process_late_count_in_the_senders_lateness() {
+    let (tx1, _rx1) = in_process(1 << 12);
+    let (tx2, _rx2) = in_process(1 << 12);
+    // One cell each, sent at the same time: nothing after it to be late.
+    let one_cell = || {
+        let mut h = TrafficHost::new(Format::Uni);
+        h.add_flow(Flow {
+            id: 1,
+            vc: VC,
+            sdu_len: 8,
+            count: 1,
+            start: Instant::from_micros(10),
+            interval: Duration::from_micros(100),
+        })
+        .unwrap();
+        h
+    };
+    let mut e = Engine::new(6);
+    let h1 = e.add_node(one_cell());
+    let h2 = e.add_node(one_cell());
+    let spec = LinkSpec::clean(OC3, Duration::from_micros(20), 4096);
+    let slow = SlowOnce {
+        inner: Box::new(tx1),
+        slept: false,
+    };
+    e.connect_external_frames((h1, 0), spec.clone(), Box::new(slow))
+        .unwrap();
+    e.connect_external((h2, 0), spec, Box::new(tx2)).unwrap();
+    let mut wall = e.wall_clock(false);
+    e.run_wall(Instant::from_millis(5), &mut wall);
+    let l = wall.lateness(None);
+    let (n1, n2) = (&l.nodes[h1.0 as usize], &l.nodes[h2.0 as usize]);
+    // Both cells were delivered to the sinks at the same model time; h2's
+    // was handed over after h1's slow one.
+    assert_eq!(e.external_output(h2, 0).unwrap().link.cells_out, 1);
+    assert!(n2.events.max() >= 30_000_000, "{}", n2.events.max());
+    assert!(n1.events.max() < 30_000_000, "{}", n1.events.max());
+    assert!(n2.problem().is_some());
+}
