@@ -439,7 +439,7 @@ fn cells_handed_to_another_process_late_count_in_the_senders_lateness() {
         inner: Box::new(tx1),
         slept: false,
     };
-    e.connect_external_frames((h1, 0), spec.clone(), Box::new(slow))
+    e.connect_external_frames((h1, 0), spec, Box::new(slow))
         .unwrap();
     e.connect_external((h2, 0), spec, Box::new(tx2)).unwrap();
     let mut wall = e.wall_clock(false);
