@@ -49,6 +49,7 @@ pub struct FrameRx {
     counters: LinkCounters,
     /// How long the oldest frame of the last `recv` had waited.
     waited: Option<std::time::Duration>,
+    waits: crate::wait::SocketWaits,
 }
 
 fn io(what: &str, e: std::io::Error) -> LinkError {
@@ -66,8 +67,7 @@ pub fn open(local: SocketAddr, peer: SocketAddr) -> Result<(FrameTx, FrameRx), L
     let rx = sock
         .try_clone()
         .map_err(|e| io("cannot clone the UDP socket", e))?;
-    // Turns on the kernel's receive stamps (nothing is read yet).
-    let _ = crate::wait::socket_waited(&rx);
+    let waits = crate::wait::SocketWaits::on(&rx);
     let session = (std::process::id() as u8)
         ^ (std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -88,6 +88,7 @@ pub fn open(local: SocketAddr, peer: SocketAddr) -> Result<(FrameTx, FrameRx), L
             buf: vec![0; 65_536],
             counters: LinkCounters::default(),
             waited: None,
+            waits,
         },
     ))
 }
@@ -149,7 +150,10 @@ impl FrameRx {
         while n < max {
             let (len, from) = match self.sock.recv_from(&mut self.buf) {
                 Ok(x) => x,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.waits.seen_empty();
+                    break;
+                }
                 // An ICMP error from an earlier send.
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => continue,
                 Err(e) => return Err(io("UDP receive failed", e)),
@@ -194,7 +198,7 @@ impl FrameRx {
             self.counters.cells_delivered += 1;
             out.push(d[HEADER_LEN..].to_vec());
             if n == 0 {
-                self.waited = crate::wait::socket_waited(&self.sock);
+                self.waited = self.waits.waited(&self.sock);
             }
             n += 1;
         }

@@ -3,20 +3,20 @@
 //!
 //! The same code serves threads (the region is heap memory) and processes
 //! (the region is a mapped file under `/dev/shm`). The region starts with a
-//! header and is followed by `capacity` 53-byte slots, then by a stamp for
-//! each slot:
+//! header and is followed by `capacity` 53-byte slots, then by stamps:
 //!
 //! ```text
 //!  offset 0    magic, version, slot size, capacity,     (written once)
-//!              creator, stamps wanted
+//!              creator;
+//!              stamps wanted                            (consumer, once)
 //!  offset 64   head: slots written by the producer      (producer only)
 //!  offset 128  tail: slots read by the consumer         (consumer only)
 //!  offset 192  data_seq / rx_sleeping                   (wake-up for the consumer)
 //!  offset 256  space_seq / tx_sleeping                  (wake-up for the producer)
 //!  offset 320  closed flags
 //!  offset 384  slots
-//!  then, from the next multiple of 64: 2 × capacity u64 stamps, the
-//!  one for index i at i mod (2 × capacity): the machine's monotonic
+//!  then, from the next multiple of 64: S = 2 × max(capacity, 16) u64
+//!  stamps, the one for index i at i mod S: the machine's monotonic
 //!  clock (ns) when the producer published i, written for the first slot
 //!  of each publication and for every slot whose index is a multiple of
 //!  [`STAMP_EVERY`], once the consumer wants stamps
@@ -32,9 +32,10 @@
 //! stamped at its first index or at `i`'s block start (`i` rounded down to
 //! a multiple of [`STAMP_EVERY`]), whichever comes later, and every other
 //! stamp from the block start to `i` is older: an earlier publication, or
-//! an index two laps back (the producer is never a whole lap ahead of the
-//! consumer, so while the consumer is at `i` nothing can overwrite those
-//! stamps). So the newest stamp from the block start to `i` is the time
+//! an index S or more back. Nothing can overwrite them while the consumer
+//! is at `i`: the producer writes below `i + capacity`, and the next user
+//! of the stamp of an index from the block start on is S ≥ capacity +
+//! [`STAMP_EVERY`] further. So the newest stamp from the block start to `i` is the time
 //! `i` was published. The producer writes a few stamps a publication, not
 //! one a cell.
 //!
@@ -53,7 +54,7 @@ use rustix::thread::futex;
 use crate::{CellSink, CellSource, LinkCounters, LinkError, RxCheck, RxFilter};
 
 const MAGIC: u64 = u64::from_be_bytes(*b"AURORARG");
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Bytes before the first slot.
 pub const HEADER_LEN: usize = 384;
 const CLOSED_TX: u32 = 1;
@@ -172,9 +173,17 @@ fn stamps_at(capacity: usize) -> usize {
     (HEADER_LEN + capacity * CELL_LEN).next_multiple_of(64)
 }
 
-/// Bytes a region needs for `capacity` cells.
+/// Stamps a ring of `capacity` cells keeps (a power of two).
+fn stamp_count(capacity: usize) -> usize {
+    2 * capacity.max(STAMP_EVERY as usize)
+}
+
+/// The most cells a ring may hold (so that its size is a number).
+const MAX_CAPACITY: u64 = 1 << 32;
+
+/// Bytes a region needs for `capacity` cells (at most [`MAX_CAPACITY`]).
 pub fn region_len(capacity: usize) -> usize {
-    stamps_at(capacity) + 2 * capacity * 8
+    stamps_at(capacity) + stamp_count(capacity) * 8
 }
 
 /// One end of a ring.
@@ -204,8 +213,8 @@ impl End {
 
     /// The stamp of `index`.
     fn stamp(&self, index: u64) -> &AtomicU64 {
-        let i = (index & (2 * self.cap - 1)) as usize;
-        // SAFETY: i < 2 cap and the region holds 2 cap stamps from `stamps_at`
+        let i = (index & (stamp_count(self.cap as usize) as u64 - 1)) as usize;
+        // SAFETY: i < stamp_count and the region holds that many stamps from `stamps_at`
         // (checked when the end was made); that offset and the region are
         // 64-byte aligned, so the u64 is aligned; an atomic is valid for
         // any bit pattern and shared access to it is what it is for.
@@ -256,6 +265,11 @@ impl End {
 /// `region`, which must be zeroed and at least [`region_len`] bytes, and
 /// returns the creator's end, to be made the producer or the consumer.
 pub fn create(region: Arc<dyn Region>, capacity: usize) -> Result<End2, LinkError> {
+    if capacity as u64 > MAX_CAPACITY {
+        return Err(LinkError::Config(format!(
+            "a ring of {capacity} cells is more than the {MAX_CAPACITY} a ring may hold"
+        )));
+    }
     let cap = capacity.max(2).next_power_of_two();
     if region.len() < region_len(cap) {
         return Err(LinkError::Config(format!(
@@ -310,7 +324,11 @@ pub fn attach(region: Arc<dyn Region>) -> Result<End2, LinkError> {
         ));
     }
     let cap = h.capacity.load(Ordering::Relaxed);
-    if cap < 2 || !cap.is_power_of_two() || region_len(cap as usize) > region.len() {
+    if cap < 2
+        || !cap.is_power_of_two()
+        || cap > MAX_CAPACITY
+        || region_len(cap as usize) > region.len()
+    {
         return Err(LinkError::Corrupt(format!(
             "ring capacity {cap} does not fit a region of {} bytes",
             region.len()
@@ -483,11 +501,13 @@ impl RingTx {
             if h.stamps_wanted.load(Ordering::Relaxed) != 0 {
                 let now = crate::wait::monotonic_ns();
                 self.end.stamp(head).store(now, Ordering::Relaxed);
-                let end = head + k as u64;
-                let mut i = head.next_multiple_of(STAMP_EVERY);
-                while i < end {
-                    self.end.stamp(i).store(now, Ordering::Relaxed);
-                    i += STAMP_EVERY;
+                // Offsets of the indices that are multiples of STAMP_EVERY.
+                let mut off = head.wrapping_neg() % STAMP_EVERY;
+                while off < k as u64 {
+                    self.end
+                        .stamp(head.wrapping_add(off))
+                        .store(now, Ordering::Relaxed);
+                    off += STAMP_EVERY;
                 }
             }
             h.head.0.store(head + k as u64, Ordering::Release);
@@ -791,9 +811,9 @@ impl CellSink for RingTx {
 
 impl CellSource for RingRx {
     fn recv(&mut self, out: &mut [CellBytes]) -> Result<usize, LinkError> {
-        self.waited = self.oldest_wait();
         // A batch whose every header failed must not look like "no cells".
         loop {
+            self.waited = self.oldest_wait();
             let n = self.pop(out).inspect_err(|_| self.waited = None)?;
             if n > 0 || self.is_empty() {
                 if n == 0 {
@@ -880,11 +900,17 @@ mod tests {
     }
 
     /// Publications and reads of every size, lap after lap, the ring
-    /// nearly empty or full: the stamp the reader finds for its oldest cell
-    /// is that cell's publication's.
+    /// nearly empty or full, large and small: the stamp the reader finds
+    /// for its oldest cell is that cell's publication's.
     #[test]
     fn the_oldest_cell_is_found_with_its_publication_stamp() {
-        let (mut tx, mut rx) = in_process(64);
+        for cap in [64, 16, 8, 4, 2] {
+            oldest_stamps_in_a_ring_of(cap);
+        }
+    }
+
+    fn oldest_stamps_in_a_ring_of(cap: usize) {
+        let (mut tx, mut rx) = in_process(cap);
         // Until the consumer asks, no stamps: no wait.
         let mut out = [[0u8; 53]; 64];
         assert_eq!(tx.push(&[cell(0)]).unwrap(), 1);
@@ -901,8 +927,8 @@ mod tests {
             x % n
         };
         for round in 0..5000 {
-            let room = 64 - published.len();
-            let k = (rand(40) as usize + 1).min(room);
+            let room = cap - published.len();
+            let k = (rand(cap as u64 * 5 / 8) as usize + 1).min(room);
             if k > 0 {
                 // A clock that has moved since the last publication.
                 let last = published.back().copied().unwrap_or(0);
@@ -910,7 +936,7 @@ mod tests {
                 let head = tx.end.header().head.0.load(Ordering::Relaxed);
                 assert_eq!(tx.push(&vec![cell(round); k]).unwrap(), k);
                 // A push that wraps is two publications.
-                let first = (64 - head % 64).min(k as u64);
+                let first = (cap as u64 - head % cap as u64).min(k as u64);
                 for (from, n) in [(head, first), (head + first, k as u64 - first)] {
                     let t = tx.end.stamp(from).load(Ordering::Relaxed);
                     published.extend(std::iter::repeat_n(t, n as usize));
@@ -919,9 +945,9 @@ mod tests {
             assert_eq!(
                 rx.oldest_stamp(),
                 published.front().copied(),
-                "round {round}"
+                "ring of {cap}, round {round}"
             );
-            let r = (rand(48) as usize).min(published.len());
+            let r = (rand(cap as u64 * 3 / 4 + 1) as usize).min(published.len());
             assert_eq!(rx.pop(&mut out[..r]).unwrap(), r);
             published.drain(..r);
         }

@@ -87,6 +87,7 @@ pub struct UdpRx {
     counters: LinkCounters,
     /// How long the oldest cell of the last `recv` had waited.
     waited: Option<Duration>,
+    waits: crate::wait::SocketWaits,
 }
 
 /// Binds `local` and opens both halves of a link to `peer`.
@@ -104,8 +105,7 @@ pub fn open(
     let rx_sock = sock
         .try_clone()
         .map_err(|e| io("cannot clone the UDP socket", e))?;
-    // Turns on the kernel's receive stamps (nothing is read yet).
-    let _ = crate::wait::socket_waited(&rx_sock);
+    let waits = crate::wait::SocketWaits::on(&rx_sock);
     let per = cells_per_datagram.clamp(1, MAX_CELLS_PER_DATAGRAM);
     Ok((
         UdpTx {
@@ -127,6 +127,7 @@ pub fn open(
             filter: RxFilter::default(),
             counters: LinkCounters::default(),
             waited: None,
+            waits,
         },
     ))
 }
@@ -166,7 +167,10 @@ impl UdpRx {
     fn read_datagram(&mut self) -> Result<bool, LinkError> {
         let (n, from) = match self.sock.recv_from(&mut self.buf) {
             Ok(x) => x,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                self.waits.seen_empty();
+                return Ok(false);
+            }
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => return Ok(false),
             Err(e) => return Err(io("UDP receive failed", e)),
         };
@@ -297,7 +301,7 @@ impl CellSource for UdpRx {
                 break;
             }
             if n == 0 && self.waited.is_none() && !self.pending.is_empty() {
-                self.waited = crate::wait::socket_waited(&self.sock);
+                self.waited = self.waits.waited(&self.sock);
             }
             n += self.pending.take_into(&mut out[n..]);
         }

@@ -5,11 +5,14 @@
 //! the wrong time, and nothing else would say so. Links that can tell
 //! measure that wait for the oldest cell of each read:
 //!
-//! * a ring stamps every slot with the monotonic clock when its producer
-//!   publishes it (the clock is the machine's, shared by its processes);
+//! * a ring's producer stamps its publications with the monotonic clock
+//!   (the machine's, shared by its processes), once its consumer asks
+//!   (see [`crate::ring`]);
 //! * a UDP socket asks the kernel when it took in the datagram
 //!   (`SIOCGSTAMPNS`: the wall clock of this machine, read on this
-//!   machine, so a peer's clock never enters).
+//!   machine, so a peer's clock never enters), and never counts more than
+//!   the time since it last found the socket empty (the datagram came
+//!   after that), so a wall clock stepped forward cannot make a wait.
 //!
 //! A stream link cannot tell (its bytes carry no boundaries the kernel
 //! stamps), and says nothing.
@@ -39,9 +42,10 @@ pub(crate) fn since_monotonic(stamp: u64) -> Duration {
 const SIOCGSTAMPNS: libc::c_ulong = 0x8907;
 
 /// When the kernel took in the last datagram read from `sock`, as time
-/// since then; `None` if it cannot say (no datagram stamped yet). The
-/// first call on a socket turns stamping on.
-pub(crate) fn socket_waited(sock: &impl AsRawFd) -> Option<Duration> {
+/// since then; `None` if nothing was read yet. The first call on a socket
+/// turns stamping on; the kernel does so for the machine a moment later,
+/// and a datagram that came in that moment reads as not having waited.
+fn socket_waited(sock: &impl AsRawFd) -> Option<Duration> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -59,13 +63,41 @@ pub(crate) fn socket_waited(sock: &impl AsRawFd) -> Option<Duration> {
     if r != 0 {
         return None;
     }
-    let at = UNIX_EPOCH
-        + Duration::new(
-            u64::try_from(ts.tv_sec).ok()?,
-            u32::try_from(ts.tv_nsec).ok()?.min(999_999_999),
-        );
+    let at = UNIX_EPOCH.checked_add(Duration::new(
+        u64::try_from(ts.tv_sec).ok()?,
+        u32::try_from(ts.tv_nsec).ok()?.min(999_999_999),
+    ))?;
     // A clock stepped back since gives no wait.
     Some(SystemTime::now().duration_since(at).unwrap_or_default())
+}
+
+/// How long datagrams read from one socket had waited there.
+#[derive(Debug, Default)]
+pub(crate) struct SocketWaits {
+    /// The monotonic clock when the socket was last found empty.
+    empty_at: Option<u64>,
+}
+
+impl SocketWaits {
+    /// Turns the kernel's receive stamps on for `sock` (before anything
+    /// is read from it).
+    pub(crate) fn on(sock: &impl AsRawFd) -> Self {
+        let _ = socket_waited(sock);
+        SocketWaits::default()
+    }
+
+    /// The socket had nothing to read.
+    pub(crate) fn seen_empty(&mut self) {
+        self.empty_at = Some(monotonic_ns());
+    }
+
+    /// How long the datagram last read from `sock` had waited: the
+    /// kernel's stamp, bounded by the time since the socket was last found
+    /// empty.
+    pub(crate) fn waited(&self, sock: &impl AsRawFd) -> Option<Duration> {
+        let w = socket_waited(sock)?;
+        Some(self.empty_at.map_or(w, |t| w.min(since_monotonic(t))))
+    }
 }
 
 #[cfg(test)]
@@ -89,6 +121,15 @@ mod tests {
             w >= Duration::from_millis(30) && w < Duration::from_secs(5),
             "{w:?}"
         );
+        // Found empty 10 ms into those 30: at most 20 ms then.
+        let mut waits = SocketWaits::default();
+        tx.send_to(b"y", rx.local_addr().unwrap()).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        waits.seen_empty();
+        std::thread::sleep(Duration::from_millis(20));
+        rx.recv_from(&mut b).unwrap();
+        let w = waits.waited(&rx).unwrap();
+        assert!(w < Duration::from_millis(29), "{w:?}");
         assert_eq!(since_monotonic(u64::MAX), Duration::ZERO);
         let t = monotonic_ns();
         std::thread::sleep(Duration::from_millis(5));
