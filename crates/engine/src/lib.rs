@@ -199,6 +199,13 @@ pub type DropTap<F = CellBytes> =
 /// Something that sees every frame as it is delivered to a port (captures).
 pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F) + Send>;
 
+/// Something that sees every batch of frames crossing the engine's edge:
+/// taken by an external output's far end (the place's side `Out`) or read
+/// from an external input (`In`). What crosses out and in is counted
+/// there, so books can follow frames between processes.
+pub type BoundaryTap<F = CellBytes> =
+    Box<dyn FnMut(aurora_net::accounting::Place, &[F]) + Send>;
+
 /// One link direction as built, kept to split the engine.
 #[derive(Clone, Copy)]
 pub(crate) struct DirSpec {
@@ -233,6 +240,7 @@ pub struct Engine<F: Frame = CellBytes> {
     lookahead: Duration,
     tap: Option<Arc<Mutex<Tap<F>>>>,
     drop_tap: Option<Arc<Mutex<DropTap<F>>>>,
+    boundary_tap: Option<Arc<Mutex<BoundaryTap<F>>>>,
 }
 
 impl Engine {
@@ -284,6 +292,7 @@ impl<F: Frame> Engine<F> {
             lookahead: Duration::MAX,
             tap: None,
             drop_tap: None,
+            boundary_tap: None,
         }
     }
 
@@ -653,6 +662,13 @@ impl<F: Frame> Engine<F> {
                 })
             });
             p.outbox.track_drops(self.drop_tap.is_some());
+            p.boundary_tap = self.boundary_tap.clone().map(|t| -> BoundaryTap<F> {
+                Box::new(move |place, frames| {
+                    if let Ok(mut t) = t.lock() {
+                        t(place, frames)
+                    }
+                })
+            });
         }
     }
 
@@ -795,6 +811,35 @@ impl<F: Frame> Engine<F> {
     pub fn clear_drop_tap(&mut self) {
         self.drop_tap = None;
         self.install_taps();
+    }
+
+    /// Shows `tap` every batch of frames that crosses the engine's edge
+    /// ([`BoundaryTap`]).
+    pub fn set_boundary_tap(&mut self, tap: BoundaryTap<F>) {
+        self.boundary_tap = Some(Arc::new(Mutex::new(tap)));
+        self.install_taps();
+    }
+
+    /// Removes the boundary tap (dropping it).
+    pub fn clear_boundary_tap(&mut self) {
+        self.boundary_tap = None;
+        self.install_taps();
+    }
+
+    /// Reads what still waits on the external inputs, without handing it
+    /// to their nodes, and shows it to `f` by place (side `In`): what a
+    /// process stopping now leaves unread (cells its link discards for
+    /// their header go to the drop tap, as when running). Reads at most
+    /// `max` frames an input (a far end that goes on sending could keep it
+    /// busy).
+    pub fn drain_external_inputs(
+        &mut self,
+        max: usize,
+        f: &mut dyn FnMut(aurora_net::accounting::Place, &[F]),
+    ) {
+        for p in &mut self.parts {
+            p.drain_inputs(max, f);
+        }
     }
 
     /// The engine's clock: the time of the last event run, or the end of

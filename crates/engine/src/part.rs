@@ -319,6 +319,7 @@ pub(crate) struct Part<F: Frame> {
     /// repeated and the partition keeps digests of what its nodes receive.
     pub(crate) repeatable: bool,
     pub(crate) drop_tap: Option<DropTap<F>>,
+    pub(crate) boundary_tap: Option<crate::BoundaryTap<F>>,
     /// External link ends and packet devices.
     pub(crate) io: Io<F>,
     /// The latest arrival time a delivery may take along with the event's
@@ -348,6 +349,7 @@ impl<F: Frame> Part<F> {
             tap: None,
             repeatable: true,
             drop_tap: None,
+            boundary_tap: None,
             io: Io::default(),
             horizon: Instant::ZERO,
         }
@@ -521,6 +523,9 @@ impl<F: Frame> Part<F> {
                 waited(node, u64::try_from(w.as_nanos()).unwrap_or(u64::MAX));
             }
             self.events += 1;
+            if let Some(tap) = self.boundary_tap.as_mut() {
+                tap(Place { node, port, side: Side::In }, &batch);
+            }
             if let Some(tap) = self.tap.as_mut() {
                 for c in &batch {
                     tap(t, NodeId(node), port, c);
@@ -534,6 +539,35 @@ impl<F: Frame> Part<F> {
             more |= self.device_turn(i, t);
         }
         more
+    }
+
+    /// See [`crate::Engine::drain_external_inputs`].
+    pub(crate) fn drain_inputs(&mut self, max: usize, f: &mut dyn FnMut(Place, &[F])) {
+        let mut batch = Vec::new();
+        let now = self.now;
+        for i in &mut self.io.ins {
+            let place = Place {
+                node: i.node,
+                port: i.port,
+                side: Side::In,
+            };
+            let mut read = 0;
+            while read < max {
+                batch.clear();
+                let n = i
+                    .src
+                    .recv(&mut batch, INPUT_BATCH.min(max - read))
+                    .unwrap_or(0);
+                let tap = &mut self.drop_tap;
+                i.src
+                    .take_discarded(&mut |c| tap_drop(tap, now, place, HEC_UNCORRECTABLE, c));
+                if n == 0 || batch.is_empty() {
+                    break;
+                }
+                read += n;
+                f(place, &batch);
+            }
+        }
     }
 
     /// Whether, on a link of `node` to another process whose far end says
@@ -633,6 +667,9 @@ impl<F: Frame> Part<F> {
             if !o.staged.is_empty() {
                 let took = o.sink.send(&o.staged).unwrap_or(0).min(o.staged.len());
                 let (node, port, side) = (o.node, o.port, Side::Out);
+                if let Some(tap) = self.boundary_tap.as_mut() {
+                    tap(Place { node, port, side }, &o.staged[..took]);
+                }
                 for f in o.staged.drain(..).skip(took) {
                     o.refused += 1;
                     tap_drop(

@@ -453,3 +453,53 @@ fn cells_handed_to_another_process_late_count_in_the_senders_lateness() {
     assert!(n1.events.max() < 30_000_000, "{}", n1.events.max());
     assert!(n2.problem().is_some());
 }
+
+/// What crosses an engine's edge is shown to its boundary tap, out and in,
+/// and what is left unread when a process stops can be read out: the cells
+/// one engine handed over are those the other read, plus those it left.
+#[test]
+fn the_boundary_tap_sees_what_crosses_and_a_drain_what_was_left() {
+    use aurora_net::accounting::{Place, Side};
+    let (tx, rx) = in_process(1 << 14);
+    let mut a = Engine::new(1);
+    let h1 = a.add_node(sender(50, 20));
+    let spec = LinkSpec::clean(OC3, Duration::from_micros(20), 4096);
+    a.connect_external((h1, 0), spec, Box::new(tx)).unwrap();
+    let mut b = Engine::new(2);
+    let h2 = b.add_node(receiver());
+    b.add_external_input((h2, 0), Box::new(rx)).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for (e, s) in [(&mut a, seen.clone()), (&mut b, seen.clone())] {
+        e.set_boundary_tap(Box::new(move |place: Place, cells| {
+            s.lock().unwrap().push((place, cells.len() as u64))
+        }));
+    }
+    let mut t = Instant::ZERO;
+    while t < Instant::from_millis(2) {
+        t += Duration::from_micros(100);
+        a.run_until(t);
+        a.poll_external();
+        b.run_until(t);
+        b.poll_external();
+    }
+    // a goes on; b stops reading.
+    a.run_until(Instant::from_millis(5));
+    a.poll_external();
+    let mut left = 0;
+    b.drain_external_inputs(1 << 20, &mut |place, cells| {
+        assert_eq!((place.node, place.port, place.side), (h2.0, 0, Side::In));
+        left += cells.len() as u64;
+    });
+    let seen = seen.lock().unwrap();
+    let sum = |side| {
+        seen.iter()
+            .filter(|(p, _)| p.side == side)
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    };
+    let (out, read) = (sum(Side::Out), sum(Side::In));
+    assert_eq!(out, a.external_output(h1, 0).unwrap().link.cells_out);
+    assert!(read > 0 && left > 0, "{read} {left}");
+    assert_eq!(out, read + left);
+    assert_eq!(read, b.external_input(h2, 0).unwrap().cells_delivered - left);
+}
