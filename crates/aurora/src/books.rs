@@ -181,6 +181,9 @@ pub struct ProcessBooks {
     pub transit: Vec<Transit>,
     /// Records the process's books had no room for.
     pub overflow: u64,
+    /// Its part of the books of PVCs between IP nodes.
+    #[serde(default)]
+    pub ip: crate::books_ip::IpBooks,
 }
 
 fn side_name(s: Side) -> &'static str {
@@ -192,11 +195,14 @@ fn side_name(s: Side) -> &'static str {
 
 /// What a node process writes of its books: the ledger its drop tap kept
 /// (places by the process's node ids), its receivers' books, what its
-/// hosts sent and what its links lost in transit.
+/// hosts sent and what its links lost in transit; and, for IP PVCs, the
+/// end cells its boundary tap saw cross (`crossed`) and those it left
+/// unread when it stopped (`unread`).
 pub(crate) fn export<F: Carries<CellBytes>>(
     p: &aurora_topo::NodeProcess<F>,
     info: &aurora_topo::BlueprintInfo,
     ledger: &Ledger,
+    ends: (&crate::books_ip::EndCounts, &crate::books_ip::EndCounts),
     topology: u32,
     epoch_unix_ns: u64,
 ) -> ProcessBooks {
@@ -230,6 +236,7 @@ pub(crate) fn export<F: Carries<CellBytes>>(
         epoch_unix_ns,
         nodes: p.members.iter().map(|m| m.name.clone()).collect(),
         overflow: ledger.overflow(),
+        ip: crate::books_ip::export(p, info, ledger, ends.0, ends.1, &local_name),
         ..ProcessBooks::default()
     };
     for (i, pvc) in info.pvcs.iter().enumerate() {
@@ -366,7 +373,11 @@ pub struct BooksReport {
     /// Records that did not fit in the books; when not 0, `unaccounted`
     /// may be the books' limit rather than a fault.
     pub books_overflow: u64,
-    /// Sum over PVCs of the size of their `unaccounted`.
+    /// Per direction of each PVC between IP nodes whose ends both
+    /// reported, balanced by end cells (see `crate::books_ip`).
+    pub ip_pvcs: Vec<crate::ip_books::IpPvcRow>,
+    /// Sum over PVCs (and IP PVC directions) of the size of their
+    /// `unaccounted`.
     pub unaccounted: u64,
 }
 
@@ -415,6 +426,7 @@ impl BooksReport {
                 }
             ));
         }
+        all.extend(crate::ip_books::imbalance(&self.ip_pvcs));
         all.extend(self.unbalanced.iter().cloned());
         (!all.is_empty()).then(|| all.join("; "))
     }
@@ -759,9 +771,25 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             }
         }
     }
+    // IP PVCs, by end cells, drawing on what the traffic PVCs left of
+    // each port's count of cells lost between processes.
+    let mut left: crate::books_ip::TransitCells = BTreeMap::new();
+    for ((node, port, _), n) in &transit {
+        let e = left.entry((node.clone(), *port)).or_default();
+        *e = e.saturating_add(*n);
+    }
+    let ip_parts: Vec<(&str, &crate::books_ip::IpBooks)> =
+        parts.iter().map(|(n, b)| (n.as_str(), &b.ip)).collect();
+    let ip = crate::books_ip::join(&ip_parts, &|n| index.contains_key(n), &left);
+    unbalanced.extend(ip.unbalanced);
+    for (d, n) in ip.placed {
+        placed_by_transit.push((format!("IP PVC {d}"), n));
+    }
     let unaccounted = pvcs
         .iter()
-        .fold(0u64, |a, p| a.saturating_add(p.unaccounted.unsigned_abs()));
+        .map(|p| p.unaccounted)
+        .chain(ip.rows.iter().map(|r| r.unaccounted))
+        .fold(0u64, |a, u| a.saturating_add(u.unsigned_abs()));
     Ok(BooksReport {
         reports: parts.iter().map(|(n, _)| n.clone()).collect(),
         nodes: index.keys().cloned().collect(),
@@ -771,6 +799,7 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         unbalanced,
         placed_by_transit,
         notes,
+        ip_pvcs: ip.rows,
         unaccounted,
     })
 }
@@ -821,11 +850,21 @@ pub fn text(r: &BooksReport) -> String {
         if r.reports.len() == 1 { "" } else { "s" },
         r.nodes.join(", ")
     );
-    if r.pvcs.is_empty() {
-        s += "no PVC between traffic hosts balanced\n";
-    } else {
+    if r.pvcs.is_empty() && r.ip_pvcs.is_empty() {
+        s += "no PVC balanced\n";
+    }
+    if !r.pvcs.is_empty() {
         s += &crate::run::pvcs_text(&r.pvcs, false);
         s += "(in flight: after the last PDU its receiver saw, on the way when the processes stopped)\n";
+    }
+    if !r.ip_pvcs.is_empty() {
+        let t = crate::ip_books::text(&r.ip_pvcs);
+        s += if r.pvcs.is_empty() {
+            t.trim_start()
+        } else {
+            &t
+        };
+        s += "(IP PVCs by AAL5 end cells; in flight: in ports, on lines, or unread in a ring or socket when the processes stopped)\n";
     }
     for (pvc, n) in &r.placed_by_transit {
         s += &format!(

@@ -16,6 +16,7 @@ mod bench_sched;
 mod bench_soak;
 mod bench_tcp;
 mod books;
+mod books_ip;
 mod callgrind;
 mod captures;
 mod demo;

@@ -23,6 +23,11 @@ use aurora_topo::NodeProcess;
 use aurora_wire::CellBytes;
 use serde::Serialize;
 
+/// Frames a stopping process reads out of each input to count what it
+/// leaves unread (a ring holds far fewer; a peer still sending could
+/// otherwise keep it reading).
+const UNREAD_AT_STOP: usize = 1 << 22;
+
 /// What arrived on one PVC at a node of the process (a process sees only
 /// its own end, so it cannot tell where the rest went: the sender's and the
 /// switches' reports say what they dropped).
@@ -553,11 +558,27 @@ fn run_process<F: Carries<CellBytes>>(
             b.dropped(t, at, why, cell)
         }
     }));
+    // End cells crossing to and from other processes (IP PVCs' books).
+    let crossed = Arc::new(std::sync::Mutex::new(crate::books_ip::EndCounts::new()));
+    let seen = crossed.clone();
+    p.engine.set_boundary_tap(Box::new(move |at, frames: &[F]| {
+        if let Ok(mut c) = seen.lock() {
+            crate::books_ip::count_ends(&mut c, at, frames);
+        }
+    }));
     announce(&p);
     let epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let (secs, mut lateness) = run_wall(&mut p, duration);
+    p.engine.clear_boundary_tap();
+    // What this process leaves unread (cells its links discard meanwhile
+    // still go to the drop tap).
+    let mut unread = crate::books_ip::EndCounts::new();
+    p.engine
+        .drain_external_inputs(UNREAD_AT_STOP, &mut |at, frames: &[F]| {
+            crate::books_ip::count_ends(&mut unread, at, frames)
+        });
     p.engine.clear_tap();
     p.engine.clear_drop_tap();
     let ports = port_rows(&p);
@@ -572,7 +593,11 @@ fn run_process<F: Carries<CellBytes>>(
         .into_inner()
         .map_err(|_| "the ledger was left half-written".to_string())?
         .finish();
-    let books = crate::books::export(&p, info, &ledger, topology, epoch);
+    let crossed = Arc::try_unwrap(crossed)
+        .map_err(|_| "the boundary counts are still in use".to_string())?
+        .into_inner()
+        .map_err(|_| "the boundary counts were left half-written".to_string())?;
+    let books = crate::books::export(&p, info, &ledger, (&crossed, &unread), topology, epoch);
     let atomic = atomic.map(|a| atomic_section(a, &p, secs));
     let captures = crate::captures::finish(captures)?;
 

@@ -290,6 +290,124 @@ fn books_of_three_processes_balance() {
     }
 }
 
+/// IP PVCs' books join too: TCP hosts (Aurora's own TCP, no TUN) in two
+/// processes and their switch in a third, one link losing cells at random,
+/// over UDP and over shared memory. Each direction balances by AAL5 end
+/// cells: what the sender sent is delivered, failed at the receiver,
+/// dropped at a place, in flight, or lost between processes.
+#[test]
+fn books_of_ip_pvcs_across_three_processes_balance() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for over in ["udp", "shm"] {
+        let link = |n: u32| match over {
+            "udp" => format!(
+                "udp_a = \"127.0.0.1:{}\"\nudp_b = \"127.0.0.1:{}\"",
+                free_port(),
+                free_port()
+            ),
+            _ => format!(
+                "shm = \"/dev/shm/aurora-ipbooks-{}-{n}\"",
+                std::process::id()
+            ),
+        };
+        let text = format!(
+            r#"
+[[switch]]
+name = "sw"
+ports = 2
+[[host]]
+name = "h1"
+ip = "10.1.0.1/24"
+[[host]]
+name = "h2"
+ip = "10.1.0.2/24"
+[[link]]
+a = "h1"
+b = "sw:0"
+rate = "oc3"
+delay = "1ms"
+loss = 0.0005
+{}
+[[link]]
+a = "sw:1"
+b = "h2"
+rate = "oc3"
+delay = "1ms"
+{}
+[[pvc]]
+name = "h1-h2"
+path = ["h1", "sw", "h2"]
+[[tcp]]
+name = "bulk"
+from = "h1"
+to = "h2"
+bytes = "20MB"
+"#,
+            link(1),
+            link(2)
+        );
+        let topo =
+            std::env::temp_dir().join(format!("aurora-ipbooks-{over}-{}.toml", std::process::id()));
+        std::fs::write(&topo, text).unwrap();
+        // The receiver running first and last, so that nothing is sent to
+        // a process that has stopped. Over shared memory every process
+        // runs once its rings are there: the hosts wait for the switch's.
+        let (h1, sw, h2) = if over == "udp" {
+            let h2 = start(&topo, "h2", "3s");
+            let sw = start(&topo, "sw", "2.5s");
+            let h1 = start(&topo, "h1", "2s");
+            (finish(h1), finish(sw), finish(h2))
+        } else {
+            let h2 = node(&topo, "h2", Some("3s"));
+            let h1 = node(&topo, "h1", Some("2s"));
+            std::thread::sleep(Duration::from_millis(200));
+            let sw = node(&topo, "sw", Some("2.5s"));
+            (report(h1), report(sw), report(h2))
+        };
+        std::fs::remove_file(&topo).ok();
+        let files = save(
+            &format!("ip-{over}"),
+            &[("h1", &h1), ("sw", &sw), ("h2", &h2)],
+        );
+        let paths: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+        let (ok, r, err) = books(&paths);
+        assert!(ok, "{over}: {err}");
+        let rows = r["ip_pvcs"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{over}: {r}");
+        for p in rows {
+            let n = |k: &str| p[k].as_u64().unwrap();
+            assert_eq!(p["unaccounted"], 0, "{over}: {p}");
+            assert!(n("sent") > 0, "{over}: {p}");
+            assert_eq!(
+                n("sent"),
+                n("delivered") + n("lost") + n("in_flight"),
+                "{over}: {p}"
+            );
+        }
+        // The data direction: cells lost on h1's line failed PDUs at h2.
+        let data = &rows[0];
+        assert_eq!(data["name"], "h1-h2 h1 -> h2", "{r}");
+        let failed: u64 = data["losses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["reason"] == "reassembly_failed")
+            .map(|l| l["count"].as_u64().unwrap())
+            .sum();
+        assert!(failed > 0, "{over}: {data}");
+        // Without the switch's report, the books say what is missing.
+        let (ok, _, err) = books(&[paths[0], paths[2]]);
+        assert!(!ok);
+        assert!(
+            err.contains("IP PVC h1-h2 h1 -> h2: no report ran sw"),
+            "{err}"
+        );
+        for f in files {
+            std::fs::remove_file(f).ok();
+        }
+    }
+}
+
 #[test]
 fn three_processes_over_shared_memory() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -203,8 +203,7 @@ pub type Tap<F = CellBytes> = Box<dyn FnMut(Instant, NodeId, PortId, &F) + Send>
 /// taken by an external output's far end (the place's side `Out`) or read
 /// from an external input (`In`). What crosses out and in is counted
 /// there, so books can follow frames between processes.
-pub type BoundaryTap<F = CellBytes> =
-    Box<dyn FnMut(aurora_net::accounting::Place, &[F]) + Send>;
+pub type BoundaryTap<F = CellBytes> = Box<dyn FnMut(aurora_net::accounting::Place, &[F]) + Send>;
 
 /// One link direction as built, kept to split the engine.
 #[derive(Clone, Copy)]

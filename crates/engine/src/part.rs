@@ -524,7 +524,14 @@ impl<F: Frame> Part<F> {
             }
             self.events += 1;
             if let Some(tap) = self.boundary_tap.as_mut() {
-                tap(Place { node, port, side: Side::In }, &batch);
+                tap(
+                    Place {
+                        node,
+                        port,
+                        side: Side::In,
+                    },
+                    &batch,
+                );
             }
             if let Some(tap) = self.tap.as_mut() {
                 for c in &batch {

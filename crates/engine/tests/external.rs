@@ -501,5 +501,8 @@ fn the_boundary_tap_sees_what_crosses_and_a_drain_what_was_left() {
     assert_eq!(out, a.external_output(h1, 0).unwrap().link.cells_out);
     assert!(read > 0 && left > 0, "{read} {left}");
     assert_eq!(out, read + left);
-    assert_eq!(read, b.external_input(h2, 0).unwrap().cells_delivered - left);
+    assert_eq!(
+        read,
+        b.external_input(h2, 0).unwrap().cells_delivered - left
+    );
 }

@@ -1,0 +1,697 @@
+//! The books of PVCs between IP nodes in a run of several `aurora node`
+//! processes: each process's part (in its report's `books.ip`), and their
+//! join in `aurora books`.
+//!
+//! As under one engine (`crate::ip_books`), IP PDUs carry no tags, so the
+//! books follow AAL5 end-of-message cells: each PDU a sender finishes has
+//! one. Each process counts, per VC, the end cells it dropped (place and
+//! reason), those still in its ports and lines when it stopped, and those
+//! that crossed its edge: taken by the link to another process, read from
+//! one, and left unread at its inputs when it stopped. The join walks each
+//! direction of each IP PVC hop by hop:
+//!
+//! `sent = delivered + failed at the receiver + dropped + in flight + lost
+//! between processes`,
+//!
+//! where in flight counts end cells in ports and lines and those left
+//! unread in a ring or socket, and a hop between two processes loses
+//! `taken out − read in − left unread − discarded for their header on
+//! arrival` end cells. That difference is checked against what the links
+//! counted lost between the two processes (cells the receiving end knows
+//! never arrived or came before it listened, cells the sending end's
+//! network refused): it can be no larger, and the books say how many PDUs
+//! were placed this way (an upper bound, as for traffic PVCs: a loss no
+//! process recorded could hide in it). What does not fit is `unaccounted`.
+//!
+//! A process that stops before the one sending to it over UDP loses the
+//! datagrams sent meanwhile without any count if the sender's network
+//! does not refuse them (the first after the stop): stop senders first.
+
+use std::collections::BTreeMap;
+
+use aurora_engine::carry::Carries;
+use aurora_engine::NodeId;
+use aurora_ip::node::IpNode;
+use aurora_link::LinkDrop;
+use aurora_net::accounting::{Ledger, Place, Side};
+use aurora_wire::cell::VcId;
+use aurora_wire::CellBytes;
+use serde::{Deserialize, Serialize};
+
+use crate::books::At;
+use crate::ip_books::IpPvcRow;
+use crate::run::LossRow;
+
+/// Why a PDU whose end cell left one process never reached the next.
+pub const BETWEEN: &str = "lost_between_processes";
+
+/// One hop of an IP PVC's direction, by node name.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Hop {
+    /// The node its cells leave.
+    pub from: String,
+    /// By this port.
+    pub from_port: u16,
+    /// The node they reach.
+    pub to: String,
+    /// By this port.
+    pub to_port: u16,
+    /// The VC in their header on the way: `vpi`.
+    pub vpi: u16,
+    /// And `vci`.
+    pub vci: u16,
+}
+
+/// One direction of a PVC between IP nodes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Direction {
+    /// "pvc a -> b".
+    pub name: String,
+    /// Its hops, from the sender.
+    pub hops: Vec<Hop>,
+}
+
+/// End cells of one VC at one place.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Ends {
+    /// Where.
+    pub at: At,
+    /// The VC: `vpi`.
+    pub vpi: u16,
+    /// And `vci`.
+    pub vci: u16,
+    /// End cells.
+    pub ends: u64,
+}
+
+/// End cells of one VC dropped at one place for one reason.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Dropped {
+    /// Where.
+    pub at: At,
+    /// Why.
+    pub reason: String,
+    /// The VC: `vpi`.
+    pub vpi: u16,
+    /// And `vci`.
+    pub vci: u16,
+    /// End cells.
+    pub ends: u64,
+}
+
+/// What a direction's receiver made of the PDUs whose end cells reached it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Received {
+    /// The direction.
+    pub name: String,
+    /// Delivered intact to the IP layer.
+    pub delivered: u64,
+    /// Failed (a cell lost before the end cell).
+    pub failed: u64,
+}
+
+/// Cells a port's link to another process took and lost: the far end's
+/// network refused them (`peer_unreachable` at the sender).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Refused {
+    /// The sending node.
+    pub node: String,
+    /// Its port.
+    pub port: u16,
+    /// Cells.
+    pub cells: u64,
+}
+
+/// One process's part of the books of IP PVCs.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IpBooks {
+    /// Both directions of every PVC between IP nodes in the file.
+    pub directions: Vec<Direction>,
+    /// PDUs the process's IP nodes finished sending: `[direction, PDUs]`.
+    pub sent: Vec<(String, u64)>,
+    /// What its IP nodes received.
+    pub received: Vec<Received>,
+    /// End cells it dropped.
+    pub dropped: Vec<Dropped>,
+    /// End cells in its ports and on its lines when it stopped (side
+    /// `out`: the port they left).
+    pub in_flight: Vec<Ends>,
+    /// End cells that crossed its edge: `out`, taken by a link to another
+    /// process; `in`, read from one.
+    pub crossed: Vec<Ends>,
+    /// End cells left unread at its inputs when it stopped.
+    pub unread: Vec<Ends>,
+    /// Cells its links to other processes took and lost.
+    pub refused: Vec<Refused>,
+}
+
+/// The VC of `cell` if it is the end cell of a user-data PDU (as the ledger
+/// reads it: a header's single-bit error repaired first).
+pub(crate) fn end_of_pdu(cell: &CellBytes) -> Option<VcId> {
+    let c = aurora_net::accounting::repaired(cell);
+    (aurora_net::accounting::is_user(&c) && c[3] & 0x02 != 0)
+        .then(|| aurora_net::accounting::vc_of(&c))
+}
+
+/// End cells per place and VC, as the boundary tap and a drain count them.
+pub(crate) type EndCounts = BTreeMap<(Place, VcId), u64>;
+
+/// Counts the end cells of `frames` at `place`.
+pub(crate) fn count_ends<F: Carries<CellBytes>>(
+    counts: &mut EndCounts,
+    place: Place,
+    frames: &[F],
+) {
+    for f in frames {
+        if let Some(vc) = f.peek().and_then(end_of_pdu) {
+            *counts.entry((place, vc)).or_default() += 1;
+        }
+    }
+}
+
+fn side_name(s: Side) -> String {
+    match s {
+        Side::In => "in".into(),
+        Side::Out => "out".into(),
+    }
+}
+
+/// What a node process writes of the books of IP PVCs: `name` names its
+/// nodes by their ids in the process, `global` those of the file.
+pub(crate) fn export<F: Carries<CellBytes>>(
+    p: &aurora_topo::NodeProcess<F>,
+    info: &aurora_topo::BlueprintInfo,
+    ledger: &Ledger,
+    crossed: &EndCounts,
+    unread: &EndCounts,
+    name: &dyn Fn(u32) -> String,
+) -> IpBooks {
+    let gname = |id: NodeId| {
+        info.ip_nodes
+            .iter()
+            .chain(&info.hosts)
+            .map(|(n, i)| (n, *i))
+            .chain(
+                info.switches
+                    .iter()
+                    .chain(&info.routers)
+                    .map(|(n, i, _)| (n, *i)),
+            )
+            .find(|(_, i)| *i == id)
+            .map_or(format!("node {}", id.0), |(n, _)| n.clone())
+    };
+    let is_ip = |id: NodeId| info.ip_nodes.iter().any(|(_, i)| *i == id);
+    let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
+    let ip = |id: NodeId| local(id).and_then(|l| p.engine.node::<IpNode>(l));
+    let at = |pl: Place| At {
+        node: name(pl.node),
+        port: pl.port,
+        side: side_name(pl.side),
+    };
+    let mut b = IpBooks::default();
+    for pvc in &info.pvcs {
+        let (Some(first), Some(last)) = (pvc.hops.first(), pvc.hops.last()) else {
+            continue;
+        };
+        if !is_ip(pvc.from) || !is_ip(pvc.to) {
+            continue;
+        }
+        let forth: Vec<Hop> = pvc
+            .hops
+            .iter()
+            .map(|h| Hop {
+                from: gname(h.from.0),
+                from_port: h.from.1,
+                to: gname(h.to.0),
+                to_port: h.to.1,
+                vpi: h.vc.vpi,
+                vci: h.vc.vci,
+            })
+            .collect();
+        let back: Vec<Hop> = forth
+            .iter()
+            .rev()
+            .map(|h| Hop {
+                from: h.to.clone(),
+                from_port: h.to_port,
+                to: h.from.clone(),
+                to_port: h.from_port,
+                vpi: h.vpi,
+                vci: h.vci,
+            })
+            .collect();
+        for (tx, tx_end, rx, rx_end, hops) in [
+            (
+                pvc.from,
+                (first.from.1, pvc.from_vc),
+                pvc.to,
+                (last.to.1, pvc.to_vc),
+                forth,
+            ),
+            (
+                pvc.to,
+                (last.to.1, pvc.to_vc),
+                pvc.from,
+                (first.from.1, pvc.from_vc),
+                back,
+            ),
+        ] {
+            let dir = format!("{} {} -> {}", pvc.name, gname(tx), gname(rx));
+            if let Some(c) = ip(tx).and_then(|n| n.vc_counters(tx_end.0, tx_end.1)) {
+                b.sent.push((dir.clone(), c.tx));
+            }
+            if let Some(c) = ip(rx).and_then(|n| n.vc_counters(rx_end.0, rx_end.1)) {
+                b.received.push(Received {
+                    name: dir.clone(),
+                    delivered: c.rx,
+                    failed: c.rx_eoms.saturating_sub(c.rx),
+                });
+            }
+            b.directions.push(Direction { name: dir, hops });
+        }
+    }
+    for ((loss, vc), n) in ledger.ends() {
+        b.dropped.push(Dropped {
+            at: at(loss.place),
+            reason: loss.reason.into(),
+            vpi: vc.vpi,
+            vci: vc.vci,
+            ends: *n,
+        });
+    }
+    for ((node, port, vc), n) in crate::ip_books::ends_in_flight(&p.engine) {
+        b.in_flight.push(Ends {
+            at: at(Place {
+                node,
+                port,
+                side: Side::Out,
+            }),
+            vpi: vc.vpi,
+            vci: vc.vci,
+            ends: n,
+        });
+    }
+    for (list, counts) in [(&mut b.crossed, crossed), (&mut b.unread, unread)] {
+        for ((place, vc), n) in counts {
+            list.push(Ends {
+                at: at(*place),
+                vpi: vc.vpi,
+                vci: vc.vci,
+                ends: *n,
+            });
+        }
+    }
+    for port in &p.ports {
+        let tx = p
+            .engine
+            .external_output(port.node, port.port)
+            .unwrap_or_default()
+            .link;
+        let cells = tx.drops.get(LinkDrop::PeerUnreachable);
+        if cells > 0 {
+            b.refused.push(Refused {
+                node: name(port.node.0),
+                port: port.port,
+                cells,
+            });
+        }
+    }
+    b
+}
+
+/// Cells lost between processes at a receiving port, as the books' transit
+/// records count them: `[node, port] -> cells`.
+pub(crate) type TransitCells = BTreeMap<(String, u16), u64>;
+
+/// The joined books of IP PVCs.
+pub(crate) struct Joined {
+    /// Per direction whose sender and receiver reported.
+    pub rows: Vec<IpPvcRow>,
+    /// Directions that could not be balanced, and why.
+    pub unbalanced: Vec<String>,
+    /// Per direction, PDUs placed by cells lost between processes.
+    pub placed: Vec<(String, u64)>,
+}
+
+/// Joins the IP books of named reports; `ran` says which nodes some report
+/// ran, `transit` the cells each receiving port counted lost between
+/// processes (lost in transit and sent before it listened).
+pub(crate) fn join(
+    parts: &[(&str, &IpBooks)],
+    ran: &dyn Fn(&str) -> bool,
+    transit: &TransitCells,
+) -> Joined {
+    let mut j = Joined {
+        rows: Vec::new(),
+        unbalanced: Vec::new(),
+        placed: Vec::new(),
+    };
+    let Some((_, first)) = parts.first() else {
+        return j;
+    };
+    // Sums over every report, by place (and reason) and VC.
+    type Key = (String, u16, String, u16, u16);
+    let mut sums: [BTreeMap<Key, u64>; 3] = Default::default();
+    let mut dropped: BTreeMap<(Key, String), u64> = BTreeMap::new();
+    let mut refused: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    let key = |e: &At, vpi, vci| (e.node.clone(), e.port, e.side.clone(), vpi, vci);
+    for (_, b) in parts {
+        for (i, list) in [&b.in_flight, &b.crossed, &b.unread]
+            .into_iter()
+            .enumerate()
+        {
+            for e in list {
+                let s = sums[i].entry(key(&e.at, e.vpi, e.vci)).or_default();
+                *s = s.saturating_add(e.ends);
+            }
+        }
+        for d in &b.dropped {
+            let s = dropped
+                .entry((key(&d.at, d.vpi, d.vci), d.reason.clone()))
+                .or_default();
+            *s = s.saturating_add(d.ends);
+        }
+        for r in &b.refused {
+            let s = refused.entry((r.node.clone(), r.port)).or_default();
+            *s = s.saturating_add(r.cells);
+        }
+    }
+    let [flying, crossed, unread] = &sums;
+    // What is left of each receiving port's count of cells lost between
+    // processes.
+    let mut at_in: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    let get = |m: &BTreeMap<Key, u64>, node: &str, port: u16, side: &str, h: &Hop| {
+        m.get(&(node.to_string(), port, side.to_string(), h.vpi, h.vci))
+            .copied()
+            .unwrap_or(0)
+    };
+    for d in &first.directions {
+        let sent = parts
+            .iter()
+            .find_map(|(_, b)| b.sent.iter().find(|(n, _)| *n == d.name));
+        let rx = parts
+            .iter()
+            .find_map(|(_, b)| b.received.iter().find(|r| r.name == d.name));
+        let mut missing: Vec<&str> = d
+            .hops
+            .iter()
+            .flat_map(|h| [h.from.as_str(), h.to.as_str()])
+            .filter(|n| !ran(n))
+            .collect();
+        missing.dedup();
+        let (Some((_, sent)), Some(rx), true) = (sent, rx, missing.is_empty()) else {
+            j.unbalanced.push(format!(
+                "IP PVC {}: {}",
+                d.name,
+                if !missing.is_empty() {
+                    format!("no report ran {}", missing.join(", "))
+                } else if sent.is_none() {
+                    "no report counted what its sender sent".to_string()
+                } else {
+                    "no report counted what its receiver received".to_string()
+                }
+            ));
+            continue;
+        };
+        let Some(last_hop) = d.hops.last() else {
+            continue;
+        };
+        let mut losses = Vec::new();
+        if rx.failed > 0 {
+            losses.push(LossRow {
+                at: format!("{}:{} in", last_hop.to, last_hop.to_port),
+                reason: crate::ip_books::FAILED.into(),
+                count: rx.failed,
+            });
+        }
+        let mut in_flight = 0u64;
+        let mut placed = 0u64;
+        for h in &d.hops {
+            for (node, port, side) in [(&h.from, h.from_port, "out"), (&h.to, h.to_port, "in")] {
+                for ((k, reason), n) in dropped.range(
+                    (
+                        (node.clone(), port, side.to_string(), h.vpi, h.vci),
+                        String::new(),
+                    )..,
+                ) {
+                    if k.0 != *node || k.1 != port || k.2 != side || (k.3, k.4) != (h.vpi, h.vci) {
+                        break;
+                    }
+                    losses.push(LossRow {
+                        at: format!("{node}:{port} {side}"),
+                        reason: reason.clone(),
+                        count: *n,
+                    });
+                }
+            }
+            in_flight = in_flight.saturating_add(get(flying, &h.from, h.from_port, "out", h));
+            let out = get(crossed, &h.from, h.from_port, "out", h);
+            let came = get(crossed, &h.to, h.to_port, "in", h);
+            let left = get(unread, &h.to, h.to_port, "in", h);
+            if out == 0 && came == 0 && left == 0 {
+                continue;
+            }
+            in_flight = in_flight.saturating_add(left);
+            let discarded = dropped
+                .get(&(
+                    (h.to.clone(), h.to_port, "in".to_string(), h.vpi, h.vci),
+                    aurora_engine::io::HEC_UNCORRECTABLE.to_string(),
+                ))
+                .copied()
+                .unwrap_or(0);
+            // What left and did not arrive (more arriving than left would
+            // show as unaccounted).
+            let gap = out.saturating_sub(came.saturating_add(left).saturating_add(discarded));
+            // Drawn from the cells counted lost at the receiving port, then
+            // from those the sending port's network refused: a count two
+            // directions share is used once.
+            let mut p = 0;
+            for budget in [
+                at_in.entry((h.to.clone(), h.to_port)).or_insert_with(|| {
+                    transit
+                        .get(&(h.to.clone(), h.to_port))
+                        .copied()
+                        .unwrap_or(0)
+                }),
+                refused.entry((h.from.clone(), h.from_port)).or_default(),
+            ] {
+                let take = (gap - p).min(*budget);
+                *budget -= take;
+                p += take;
+            }
+            if p > 0 {
+                losses.push(LossRow {
+                    at: format!("{}:{} in", h.to, h.to_port),
+                    reason: BETWEEN.into(),
+                    count: p,
+                });
+                placed += p;
+            }
+        }
+        let lost: u64 = losses.iter().map(|l| l.count).sum();
+        let unaccounted = *sent as i64 - rx.delivered as i64 - lost as i64 - in_flight as i64;
+        if placed > 0 {
+            j.placed.push((d.name.clone(), placed));
+        }
+        j.rows.push(IpPvcRow {
+            name: d.name.clone(),
+            sent: *sent,
+            delivered: rx.delivered,
+            losses,
+            lost,
+            in_flight,
+            unaccounted,
+        });
+    }
+    j
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(node: &str, port: u16, side: &str) -> At {
+        At {
+            node: node.into(),
+            port,
+            side: side.into(),
+        }
+    }
+
+    fn ends(node: &str, port: u16, side: &str, vci: u16, n: u64) -> Ends {
+        Ends {
+            at: at(node, port, side),
+            vpi: 0,
+            vci,
+            ends: n,
+        }
+    }
+
+    /// h1 -> sw -> h2, each its own process, VC 0.40 then 0.41: h1 sends
+    /// 100 PDUs; 90 cross to sw, of which sw drops 5 and holds 1, passes
+    /// 84 to h2's link, of which h2 reads 80 (2 failing there) and leaves
+    /// 3 unread; so 10 PDUs left h1 and never reached sw, and 1 left sw and
+    /// never reached h2.
+    fn three(lost_at_sw: u64, lost_at_h2: u64) -> (Vec<(String, IpBooks)>, TransitCells) {
+        let dir = Direction {
+            name: "p h1 -> h2".into(),
+            hops: vec![
+                Hop {
+                    from: "h1".into(),
+                    from_port: 0,
+                    to: "sw".into(),
+                    to_port: 0,
+                    vpi: 0,
+                    vci: 40,
+                },
+                Hop {
+                    from: "sw".into(),
+                    from_port: 1,
+                    to: "h2".into(),
+                    to_port: 0,
+                    vpi: 0,
+                    vci: 41,
+                },
+            ],
+        };
+        let common = || IpBooks {
+            directions: vec![dir.clone()],
+            ..IpBooks::default()
+        };
+        let mut h1 = common();
+        h1.sent = vec![("p h1 -> h2".into(), 100)];
+        h1.crossed = vec![ends("h1", 0, "out", 40, 100)];
+        let mut sw = common();
+        sw.crossed = vec![ends("sw", 0, "in", 40, 90), ends("sw", 1, "out", 41, 84)];
+        sw.dropped = vec![Dropped {
+            at: at("sw", 1, "out"),
+            reason: "tail_drop".into(),
+            vpi: 0,
+            vci: 41,
+            ends: 5,
+        }];
+        sw.in_flight = vec![ends("sw", 1, "out", 41, 1)];
+        let mut h2 = common();
+        h2.crossed = vec![ends("h2", 0, "in", 41, 80)];
+        h2.unread = vec![ends("h2", 0, "in", 41, 3)];
+        h2.received = vec![Received {
+            name: "p h1 -> h2".into(),
+            delivered: 78,
+            failed: 2,
+        }];
+        let mut transit = TransitCells::new();
+        transit.insert(("sw".into(), 0), lost_at_sw);
+        transit.insert(("h2".into(), 0), lost_at_h2);
+        (
+            vec![("h1".into(), h1), ("sw".into(), sw), ("h2".into(), h2)],
+            transit,
+        )
+    }
+
+    fn joined(parts: &[(String, IpBooks)], transit: &TransitCells) -> Joined {
+        let p: Vec<(&str, &IpBooks)> = parts.iter().map(|(n, b)| (n.as_str(), b)).collect();
+        join(&p, &|n| parts.iter().any(|(m, _)| m == n), transit)
+    }
+
+    #[test]
+    fn a_direction_balances_hop_by_hop_across_processes() {
+        let (parts, transit) = three(25, 1);
+        let j = joined(&parts, &transit);
+        assert!(j.unbalanced.is_empty(), "{:?}", j.unbalanced);
+        let r = &j.rows[0];
+        assert_eq!((r.sent, r.delivered, r.in_flight), (100, 78, 4));
+        let loss = |at: &str, why: &str| {
+            r.losses
+                .iter()
+                .find(|l| l.at == at && l.reason == why)
+                .map(|l| l.count)
+        };
+        assert_eq!(loss("h2:0 in", crate::ip_books::FAILED), Some(2));
+        assert_eq!(loss("sw:1 out", "tail_drop"), Some(5));
+        assert_eq!(loss("sw:0 in", BETWEEN), Some(10));
+        assert_eq!(loss("h2:0 in", BETWEEN), Some(1));
+        assert_eq!((r.lost, r.unaccounted), (18, 0));
+        assert_eq!(j.placed, vec![("p h1 -> h2".to_string(), 11)]);
+    }
+
+    #[test]
+    fn a_gap_larger_than_the_cells_counted_lost_is_unaccounted() {
+        // sw counted only 4 cells lost on its way in: 6 PDUs unexplained.
+        let (parts, transit) = three(4, 1);
+        let r = &joined(&parts, &transit).rows[0];
+        assert_eq!(r.unaccounted, 6);
+        // Cells its peer's network refused count too.
+        let (mut parts, transit) = three(4, 1);
+        parts[0].1.refused = vec![Refused {
+            node: "h1".into(),
+            port: 0,
+            cells: 6,
+        }];
+        assert_eq!(joined(&parts, &transit).rows[0].unaccounted, 0);
+    }
+
+    #[test]
+    fn a_count_two_directions_share_is_used_once() {
+        let (mut parts, transit) = three(10, 1);
+        // A second direction over the same ports, with a gap of its own.
+        for (_, b) in &mut parts {
+            let mut d = b.directions[0].clone();
+            d.name = "q h1 -> h2".into();
+            for h in &mut d.hops {
+                h.vci += 100;
+            }
+            b.directions.push(d);
+        }
+        parts[0].1.sent.push(("q h1 -> h2".into(), 3));
+        parts[0].1.crossed.push(ends("h1", 0, "out", 140, 3));
+        parts[2].1.received.push(Received {
+            name: "q h1 -> h2".into(),
+            delivered: 0,
+            failed: 0,
+        });
+        let j = joined(&parts, &transit);
+        assert_eq!(j.rows[0].unaccounted, 0);
+        // The first took all 10 cells; the second's 3 are unexplained.
+        assert_eq!(j.rows[1].unaccounted, 3, "{:?}", j.rows[1]);
+    }
+
+    #[test]
+    fn a_missing_report_or_count_is_named() {
+        let (parts, transit) = three(25, 1);
+        let j = joined(&parts[..2], &transit);
+        assert!(j.rows.is_empty());
+        assert_eq!(j.unbalanced, vec!["IP PVC p h1 -> h2: no report ran h2"]);
+        let (mut parts, transit) = three(25, 1);
+        parts[0].1.sent.clear();
+        let j = joined(&parts, &transit);
+        assert_eq!(
+            j.unbalanced,
+            vec!["IP PVC p h1 -> h2: no report counted what its sender sent"]
+        );
+    }
+
+    #[test]
+    fn end_cells_are_told_from_the_rest() {
+        use aurora_wire::cell::{Header, VcId};
+        let mut c = [0u8; 53];
+        Header::data(VcId::new(1, 77)).emit(&mut c).unwrap();
+        assert_eq!(end_of_pdu(&c), None);
+        c[3] |= 0x02;
+        // The HEC no longer matches: repaired as the ledger repairs it,
+        // or not an end cell at all; never a panic.
+        let _ = end_of_pdu(&c);
+        let mut e = [0u8; 53];
+        let mut h = Header::data(VcId::new(1, 77));
+        h.pti = aurora_wire::cell::Pti::DATA_END;
+        h.emit(&mut e).unwrap();
+        assert_eq!(end_of_pdu(&e), Some(VcId::new(1, 77)));
+        let mut counts = EndCounts::new();
+        let place = Place {
+            node: 3,
+            port: 1,
+            side: Side::Out,
+        };
+        count_ends(&mut counts, place, &[c, e, e]);
+        assert_eq!(counts.get(&(place, VcId::new(1, 77))), Some(&2));
+    }
+}
