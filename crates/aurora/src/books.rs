@@ -1081,6 +1081,51 @@ mod tests {
             restarts: 3,
         }];
         b.pvcs.truncate(0);
+        // A report without IP books (an earlier build's) reads as one
+        // with none.
+        let old = serde_json::to_string(&b).unwrap();
+        let old = old.replace(r#","ip":{"directions":[],"sent":[],"received":[],"dropped":[],"in_flight":[],"crossed":[],"unread":[],"refused":[]}"#, "");
+        let back: ProcessBooks = serde_json::from_str(&old).unwrap();
+        assert!(back.ip.directions.is_empty() && back.ip.crossed.is_empty());
+        use crate::books_ip::{Direction, Dropped, Ends, Hop, Received as IpReceived, Refused};
+        b.ip.directions = vec![Direction {
+            name: "p h1 -> h2".into(),
+            hops: vec![Hop {
+                from: "sw".into(),
+                from_port: 1,
+                to: "h2".into(),
+                to_port: 0,
+                vpi: 0,
+                vci: 41,
+            }],
+        }];
+        b.ip.sent = vec![("p h1 -> h2".into(), 9)];
+        b.ip.received = vec![IpReceived {
+            name: "p h1 -> h2".into(),
+            delivered: 7,
+            failed: 1,
+        }];
+        b.ip.dropped = vec![Dropped {
+            at: at("sw", 1, "out"),
+            reason: "tail_drop".into(),
+            vpi: 0,
+            vci: 41,
+            ends: 1,
+        }];
+        let e = |side: &str, n| Ends {
+            at: at("sw", 1, side),
+            vpi: 0,
+            vci: 41,
+            ends: n,
+        };
+        b.ip.in_flight = vec![e("out", 2)];
+        b.ip.crossed = vec![e("out", 3)];
+        b.ip.unread = vec![e("in", 4)];
+        b.ip.refused = vec![Refused {
+            node: "sw".into(),
+            port: 1,
+            cells: 5,
+        }];
         let want = concat!(
             r#"{"topology":"0000abcd","epoch_unix_ns":500,"nodes":["sw"],"pvcs":[],"sent":[],"#,
             r#""received":[],"charged":[{"flow":0,"first":2,"count":1,"at_ns":40,"#,
@@ -1088,7 +1133,15 @@ mod tests {
             r#""untagged":[{"at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop","#,
             r#""vpi":0,"vci":40,"cells":2,"flow":0}],"#,
             r#""cells":[{"at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop","cells":1}],"#,
-            r#""transit":[{"node":"sw","port":0,"cells":1,"before":2,"restarts":3}],"overflow":0}"#
+            r#""transit":[{"node":"sw","port":0,"cells":1,"before":2,"restarts":3}],"overflow":0,"#,
+            r#""ip":{"directions":[{"name":"p h1 -> h2","hops":[{"from":"sw","from_port":1,"#,
+            r#""to":"h2","to_port":0,"vpi":0,"vci":41}]}],"sent":[["p h1 -> h2",9]],"#,
+            r#""received":[{"name":"p h1 -> h2","delivered":7,"failed":1}],"#,
+            r#""dropped":[{"at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop","vpi":0,"vci":41,"ends":1}],"#,
+            r#""in_flight":[{"at":{"node":"sw","port":1,"side":"out"},"vpi":0,"vci":41,"ends":2}],"#,
+            r#""crossed":[{"at":{"node":"sw","port":1,"side":"out"},"vpi":0,"vci":41,"ends":3}],"#,
+            r#""unread":[{"at":{"node":"sw","port":1,"side":"in"},"vpi":0,"vci":41,"ends":4}],"#,
+            r#""refused":[{"node":"sw","port":1,"cells":5}]}}"#
         );
         assert_eq!(serde_json::to_string(&b).unwrap(), want);
         let back: ProcessBooks = serde_json::from_str(want).unwrap();

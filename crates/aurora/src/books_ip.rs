@@ -485,11 +485,16 @@ pub(crate) fn join(
                     reason: BETWEEN.into(),
                     count: p,
                 });
-                placed += p;
+                placed = placed.saturating_add(p);
             }
         }
-        let lost: u64 = losses.iter().map(|l| l.count).sum();
-        let unaccounted = *sent as i64 - rx.delivered as i64 - lost as i64 - in_flight as i64;
+        // Reports are untrusted: sums that cannot overflow.
+        let lost = losses.iter().fold(0u64, |a, l| a.saturating_add(l.count));
+        let unaccounted = (i128::from(*sent)
+            - i128::from(rx.delivered)
+            - i128::from(lost)
+            - i128::from(in_flight))
+        .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
         if placed > 0 {
             j.placed.push((d.name.clone(), placed));
         }
@@ -668,6 +673,29 @@ mod tests {
             j.unbalanced,
             vec!["IP PVC p h1 -> h2: no report counted what its sender sent"]
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever numbers the reports hold, the join answers without a
+        /// panic.
+        #[test]
+        fn any_numbers_are_answered(v in proptest::collection::vec(proptest::prelude::any::<u64>(), 12)) {
+            let (mut parts, mut transit) = three(v[0], v[1]);
+            parts[0].1.sent[0].1 = v[2];
+            parts[0].1.crossed[0].ends = v[3];
+            parts[1].1.crossed[0].ends = v[4];
+            parts[1].1.crossed[1].ends = v[5];
+            parts[1].1.dropped[0].ends = v[6];
+            parts[1].1.in_flight[0].ends = v[7];
+            parts[2].1.crossed[0].ends = v[8];
+            parts[2].1.unread[0].ends = v[9];
+            parts[2].1.received[0].delivered = v[10];
+            parts[2].1.received[0].failed = v[11];
+            parts[0].1.refused = vec![Refused { node: "h1".into(), port: 0, cells: v[0] }];
+            transit.insert(("h2".into(), 0), u64::MAX);
+            let j = joined(&parts, &transit);
+            let _ = crate::ip_books::text(&j.rows);
+        }
     }
 
     #[test]
