@@ -1084,10 +1084,10 @@ mod tests {
         // A report without IP books (an earlier build's) reads as one
         // with none.
         let old = serde_json::to_string(&b).unwrap();
-        let old = old.replace(r#","ip":{"directions":[],"sent":[],"received":[],"dropped":[],"in_flight":[],"crossed":[],"unread":[],"refused":[]}"#, "");
+        let old = old.replace(r#","ip":{"directions":[],"sent":[],"received":[],"dropped":[],"in_flight":[],"crossed":[],"unread":[],"ports":[]}"#, "");
         let back: ProcessBooks = serde_json::from_str(&old).unwrap();
         assert!(back.ip.directions.is_empty() && back.ip.crossed.is_empty());
-        use crate::books_ip::{Direction, Dropped, Ends, Hop, Received as IpReceived, Refused};
+        use crate::books_ip::{Direction, Dropped, Ends, Hop, PortCells, Received as IpReceived};
         b.ip.directions = vec![Direction {
             name: "p h1 -> h2".into(),
             hops: vec![Hop {
@@ -1121,10 +1121,14 @@ mod tests {
         b.ip.in_flight = vec![e("out", 2)];
         b.ip.crossed = vec![e("out", 3)];
         b.ip.unread = vec![e("in", 4)];
-        b.ip.refused = vec![Refused {
+        b.ip.ports = vec![PortCells {
             node: "sw".into(),
             port: 1,
-            cells: 5,
+            sent: 5,
+            arrived: 6,
+            lost: 7,
+            before: 8,
+            hec: 9,
         }];
         let want = concat!(
             r#"{"topology":"0000abcd","epoch_unix_ns":500,"nodes":["sw"],"pvcs":[],"sent":[],"#,
@@ -1141,7 +1145,7 @@ mod tests {
             r#""in_flight":[{"at":{"node":"sw","port":1,"side":"out"},"vpi":0,"vci":41,"ends":2}],"#,
             r#""crossed":[{"at":{"node":"sw","port":1,"side":"out"},"vpi":0,"vci":41,"ends":3}],"#,
             r#""unread":[{"at":{"node":"sw","port":1,"side":"in"},"vpi":0,"vci":41,"ends":4}],"#,
-            r#""refused":[{"node":"sw","port":1,"cells":5}]}}"#
+            r#""ports":[{"node":"sw","port":1,"sent":5,"arrived":6,"lost":7,"before":8,"hec":9}]}}"#
         );
         assert_eq!(serde_json::to_string(&b).unwrap(), want);
         let back: ProcessBooks = serde_json::from_str(want).unwrap();

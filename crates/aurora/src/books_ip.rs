@@ -16,16 +16,18 @@
 //! where in flight counts end cells in ports and lines and those left
 //! unread in a ring or socket, and a hop between two processes loses
 //! `taken out − read in − left unread − discarded for their header on
-//! arrival` end cells. That difference is checked against what the links
-//! counted lost between the two processes (cells the receiving end knows
-//! never arrived or came before it listened, cells the sending end's
-//! network refused): it can be no larger, and the books say how many PDUs
-//! were placed this way (an upper bound, as for traffic PVCs: a loss no
-//! process recorded could hide in it). What does not fit is `unaccounted`.
+//! arrival` end cells. That difference is checked against the cells the
+//! links counted lost between the two processes: those the receiving end
+//! knows never arrived, came before it listened, or were discarded for
+//! their header, and those sent after it stopped reading (the sending
+//! end's count of cells sent, less all the receiving end heard of). It can
+//! be no larger, and the books say how many PDUs were placed this way (an
+//! upper bound, as for traffic PVCs: a loss no process recorded could hide
+//! in it). What does not fit is `unaccounted`.
 //!
-//! A process that stops before the one sending to it over UDP loses the
-//! datagrams sent meanwhile without any count if the sender's network
-//! does not refuse them (the first after the stop): stop senders first.
+//! IP PVCs carry traffic both ways (TCP's acknowledgements, ping's
+//! answers), so some process always stops while a peer still sends to it:
+//! those cells are the ones sent after it stopped reading.
 
 use std::collections::BTreeMap;
 
@@ -110,16 +112,26 @@ pub struct Received {
     pub failed: u64,
 }
 
-/// Cells a port's link to another process took and lost: the far end's
-/// network refused them (`peer_unreachable` at the sender).
+/// A port's link to another process, as cells: what its sending half
+/// sent, and what its receiving half heard of.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Refused {
-    /// The sending node.
+pub struct PortCells {
+    /// The node.
     pub node: String,
     /// Its port.
     pub port: u16,
-    /// Cells.
-    pub cells: u64,
+    /// Cells the link sent to the far end.
+    pub sent: u64,
+    /// Cells that arrived from the far end (read, or discarded for their
+    /// header).
+    pub arrived: u64,
+    /// Cells the far end sent that never arrived (`lost_in_transit`).
+    pub lost: u64,
+    /// Cells the far end sent before this end listened
+    /// (`peer_unreachable`).
+    pub before: u64,
+    /// Cells that arrived and were discarded for their header.
+    pub hec: u64,
 }
 
 /// One process's part of the books of IP PVCs.
@@ -141,8 +153,8 @@ pub struct IpBooks {
     pub crossed: Vec<Ends>,
     /// End cells left unread at its inputs when it stopped.
     pub unread: Vec<Ends>,
-    /// Cells its links to other processes took and lost.
-    pub refused: Vec<Refused>,
+    /// Its ports linked to other processes.
+    pub ports: Vec<PortCells>,
 }
 
 /// The VC of `cell` if it is the end cell of a user-data PDU (as the ledger
@@ -153,10 +165,13 @@ pub(crate) fn end_of_pdu(cell: &CellBytes) -> Option<VcId> {
         .then(|| aurora_net::accounting::vc_of(&c))
 }
 
-/// End cells per place and VC, as the boundary tap and a drain count them.
+/// End cells per place and VC, as the boundary tap and a drain count them:
+/// at the places and VCs where IP PVCs cross the process's edge, and
+/// nowhere else (so a peer's garbage cannot grow it).
 pub(crate) type EndCounts = BTreeMap<(Place, VcId), u64>;
 
-/// Counts the end cells of `frames` at `place`.
+/// Counts the end cells of `frames` at `place` whose place and VC are in
+/// `counts` already.
 pub(crate) fn count_ends<F: Carries<CellBytes>>(
     counts: &mut EndCounts,
     place: Place,
@@ -164,9 +179,45 @@ pub(crate) fn count_ends<F: Carries<CellBytes>>(
 ) {
     for f in frames {
         if let Some(vc) = f.peek().and_then(end_of_pdu) {
-            *counts.entry((place, vc)).or_default() += 1;
+            if let Some(n) = counts.get_mut(&(place, vc)) {
+                *n += 1;
+            }
         }
     }
+}
+
+/// The places (process-local node ids) and VCs where the IP PVCs of
+/// `info` cross the edge of process `p`, each at 0: leaving a node of the
+/// process for one outside (side `Out`), or arriving from outside (`In`).
+pub(crate) fn crossings<F: aurora_net::Frame>(
+    p: &aurora_topo::NodeProcess<F>,
+    info: &aurora_topo::BlueprintInfo,
+) -> EndCounts {
+    let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
+    let is_ip = |id: NodeId| info.ip_nodes.iter().any(|(_, i)| *i == id);
+    let mut c = EndCounts::new();
+    for pvc in info.pvcs.iter().filter(|x| is_ip(x.from) && is_ip(x.to)) {
+        for h in &pvc.hops {
+            // Both directions cross where the hop does.
+            for (a, b) in [(h.from, h.to), (h.to, h.from)] {
+                let place = match (local(a.0), local(b.0)) {
+                    (Some(l), None) => Place {
+                        node: l.0,
+                        port: a.1,
+                        side: Side::Out,
+                    },
+                    (None, Some(l)) => Place {
+                        node: l.0,
+                        port: b.1,
+                        side: Side::In,
+                    },
+                    _ => continue,
+                };
+                c.insert((place, h.vc), 0);
+            }
+        }
+    }
+    c
 }
 
 fn side_name(s: Side) -> String {
@@ -292,7 +343,7 @@ pub(crate) fn export<F: Carries<CellBytes>>(
         });
     }
     for (list, counts) in [(&mut b.crossed, crossed), (&mut b.unread, unread)] {
-        for ((place, vc), n) in counts {
+        for ((place, vc), n) in counts.iter().filter(|(_, n)| **n > 0) {
             list.push(Ends {
                 at: at(*place),
                 vpi: vc.vpi,
@@ -302,19 +353,21 @@ pub(crate) fn export<F: Carries<CellBytes>>(
         }
     }
     for port in &p.ports {
-        let tx = p
-            .engine
+        let e = &p.engine;
+        let tx = e
             .external_output(port.node, port.port)
             .unwrap_or_default()
             .link;
-        let cells = tx.drops.get(LinkDrop::PeerUnreachable);
-        if cells > 0 {
-            b.refused.push(Refused {
-                node: name(port.node.0),
-                port: port.port,
-                cells,
-            });
-        }
+        let rx = e.external_input(port.node, port.port).unwrap_or_default();
+        b.ports.push(PortCells {
+            node: name(port.node.0),
+            port: port.port,
+            sent: tx.cells_out,
+            arrived: rx.cells_in,
+            lost: rx.drops.get(LinkDrop::LostInTransit),
+            before: rx.drops.get(LinkDrop::PeerUnreachable),
+            hec: rx.drops.get(LinkDrop::HecDiscarded),
+        });
     }
     b
 }
@@ -334,8 +387,9 @@ pub(crate) struct Joined {
 }
 
 /// Joins the IP books of named reports; `ran` says which nodes some report
-/// ran, `transit` the cells each receiving port counted lost between
-/// processes (lost in transit and sent before it listened).
+/// ran, `transit` what the traffic PVCs left of each receiving port's count
+/// of cells lost between processes (lost in transit and sent before it
+/// listened).
 pub(crate) fn join(
     parts: &[(&str, &IpBooks)],
     ran: &dyn Fn(&str) -> bool,
@@ -346,14 +400,17 @@ pub(crate) fn join(
         unbalanced: Vec::new(),
         placed: Vec::new(),
     };
-    let Some((_, first)) = parts.first() else {
-        return j;
-    };
-    // Sums over every report, by place (and reason) and VC.
+    // Sums over every report, by place (and reason) and VC; each
+    // direction, sender's and receiver's counts by name (the first report
+    // that has one); every direction any report knows, in order.
     type Key = (String, u16, String, u16, u16);
     let mut sums: [BTreeMap<Key, u64>; 3] = Default::default();
     let mut dropped: BTreeMap<(Key, String), u64> = BTreeMap::new();
-    let mut refused: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    let mut ports: BTreeMap<(String, u16), PortCells> = BTreeMap::new();
+    let mut sent: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut received: BTreeMap<&str, &Received> = BTreeMap::new();
+    let mut directions: Vec<&Direction> = Vec::new();
+    let mut known: std::collections::BTreeSet<&str> = Default::default();
     let key = |e: &At, vpi, vci| (e.node.clone(), e.port, e.side.clone(), vpi, vci);
     for (_, b) in parts {
         for (i, list) in [&b.in_flight, &b.crossed, &b.unread]
@@ -371,27 +428,35 @@ pub(crate) fn join(
                 .or_default();
             *s = s.saturating_add(d.ends);
         }
-        for r in &b.refused {
-            let s = refused.entry((r.node.clone(), r.port)).or_default();
-            *s = s.saturating_add(r.cells);
+        for c in &b.ports {
+            ports
+                .entry((c.node.clone(), c.port))
+                .or_insert_with(|| c.clone());
+        }
+        for (n, k) in &b.sent {
+            sent.entry(n).or_insert(*k);
+        }
+        for r in &b.received {
+            received.entry(&r.name).or_insert(r);
+        }
+        for d in &b.directions {
+            if known.insert(&d.name) {
+                directions.push(d);
+            }
         }
     }
     let [flying, crossed, unread] = &sums;
-    // What is left of each receiving port's count of cells lost between
-    // processes.
-    let mut at_in: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    // What is left, per receiving port, of the cells its link counted lost
+    // between the processes (drawn by one direction after another, so a
+    // count two directions share is used once).
+    let mut budget: BTreeMap<(String, u16), u64> = BTreeMap::new();
     let get = |m: &BTreeMap<Key, u64>, node: &str, port: u16, side: &str, h: &Hop| {
         m.get(&(node.to_string(), port, side.to_string(), h.vpi, h.vci))
             .copied()
             .unwrap_or(0)
     };
-    for d in &first.directions {
-        let sent = parts
-            .iter()
-            .find_map(|(_, b)| b.sent.iter().find(|(n, _)| *n == d.name));
-        let rx = parts
-            .iter()
-            .find_map(|(_, b)| b.received.iter().find(|r| r.name == d.name));
+    let esc = aurora_topo::escape;
+    for d in directions {
         let mut missing: Vec<&str> = d
             .hops
             .iter()
@@ -399,21 +464,28 @@ pub(crate) fn join(
             .filter(|n| !ran(n))
             .collect();
         missing.dedup();
-        let (Some((_, sent)), Some(rx), true) = (sent, rx, missing.is_empty()) else {
+        let why = if !missing.is_empty() {
+            Some(format!("no report ran {}", esc(&missing.join(", "))))
+        } else if d.hops.is_empty() {
+            Some("its path has no hops".to_string())
+        } else if !sent.contains_key(d.name.as_str()) {
+            Some("no report counted what its sender sent".to_string())
+        } else if !received.contains_key(d.name.as_str()) {
+            Some("no report counted what its receiver received".to_string())
+        } else {
+            None
+        };
+        let (None, Some(&sent), Some(rx), Some(last_hop)) = (
+            why.as_ref(),
+            sent.get(d.name.as_str()),
+            received.get(d.name.as_str()),
+            d.hops.last(),
+        ) else {
             j.unbalanced.push(format!(
                 "IP PVC {}: {}",
-                d.name,
-                if !missing.is_empty() {
-                    format!("no report ran {}", missing.join(", "))
-                } else if sent.is_none() {
-                    "no report counted what its sender sent".to_string()
-                } else {
-                    "no report counted what its receiver received".to_string()
-                }
+                esc(&d.name),
+                why.unwrap_or_default()
             ));
-            continue;
-        };
-        let Some(last_hop) = d.hops.last() else {
             continue;
         };
         let mut losses = Vec::new();
@@ -459,26 +531,30 @@ pub(crate) fn join(
                 ))
                 .copied()
                 .unwrap_or(0);
-            // What left and did not arrive (more arriving than left would
-            // show as unaccounted).
+            // What left and did not arrive (more arriving than left shows
+            // as unaccounted).
             let gap = out.saturating_sub(came.saturating_add(left).saturating_add(discarded));
-            // Drawn from the cells counted lost at the receiving port, then
-            // from those the sending port's network refused: a count two
-            // directions share is used once.
-            let mut p = 0;
-            for budget in [
-                at_in.entry((h.to.clone(), h.to_port)).or_insert_with(|| {
-                    transit
-                        .get(&(h.to.clone(), h.to_port))
-                        .copied()
-                        .unwrap_or(0)
-                }),
-                refused.entry((h.from.clone(), h.from_port)).or_default(),
-            ] {
-                let take = (gap - p).min(*budget);
-                *budget -= take;
-                p += take;
-            }
+            let left_of = budget.entry((h.to.clone(), h.to_port)).or_insert_with(|| {
+                let lost = transit
+                    .get(&(h.to.clone(), h.to_port))
+                    .copied()
+                    .unwrap_or(0);
+                let (rx, tx) = (
+                    ports.get(&(h.to.clone(), h.to_port)),
+                    ports.get(&(h.from.clone(), h.from_port)),
+                );
+                let hec = rx.map_or(0, |r| r.hec);
+                // Sent after the receiving end last heard from the link.
+                let after = match (rx, tx) {
+                    (Some(r), Some(t)) => t
+                        .sent
+                        .saturating_sub(r.arrived.saturating_add(r.lost).saturating_add(r.before)),
+                    _ => 0,
+                };
+                lost.saturating_add(hec).saturating_add(after)
+            });
+            let p = gap.min(*left_of);
+            *left_of -= p;
             if p > 0 {
                 losses.push(LossRow {
                     at: format!("{}:{} in", h.to, h.to_port),
@@ -490,7 +566,7 @@ pub(crate) fn join(
         }
         // Reports are untrusted: sums that cannot overflow.
         let lost = losses.iter().fold(0u64, |a, l| a.saturating_add(l.count));
-        let unaccounted = (i128::from(*sent)
+        let unaccounted = (i128::from(sent)
             - i128::from(rx.delivered)
             - i128::from(lost)
             - i128::from(in_flight))
@@ -500,7 +576,7 @@ pub(crate) fn join(
         }
         j.rows.push(IpPvcRow {
             name: d.name.clone(),
-            sent: *sent,
+            sent,
             delivered: rx.delivered,
             losses,
             lost,
@@ -625,14 +701,23 @@ mod tests {
         let (parts, transit) = three(4, 1);
         let r = &joined(&parts, &transit).rows[0];
         assert_eq!(r.unaccounted, 6);
-        // Cells its peer's network refused count too.
+        // Cells h1 sent after sw last heard from the link count too: h1
+        // sent 100 cells, sw heard of 94 (read, or counted lost).
         let (mut parts, transit) = three(4, 1);
-        parts[0].1.refused = vec![Refused {
-            node: "h1".into(),
+        let port = |node: &str, sent, arrived, lost| PortCells {
+            node: node.into(),
             port: 0,
-            cells: 6,
-        }];
+            sent,
+            arrived,
+            lost,
+            before: 0,
+            hec: 0,
+        };
+        parts[0].1.ports = vec![port("h1", 100, 0, 0)];
+        parts[1].1.ports = vec![port("sw", 0, 90, 4)];
         assert_eq!(joined(&parts, &transit).rows[0].unaccounted, 0);
+        parts[1].1.ports = vec![port("sw", 0, 92, 4)];
+        assert_eq!(joined(&parts, &transit).rows[0].unaccounted, 2);
     }
 
     #[test]
@@ -691,7 +776,8 @@ mod tests {
             parts[2].1.unread[0].ends = v[9];
             parts[2].1.received[0].delivered = v[10];
             parts[2].1.received[0].failed = v[11];
-            parts[0].1.refused = vec![Refused { node: "h1".into(), port: 0, cells: v[0] }];
+            parts[0].1.ports = vec![PortCells { node: "h1".into(), port: 0, sent: v[0], arrived: v[1], lost: v[2], before: v[3], hec: v[4] }];
+            parts[1].1.ports = vec![PortCells { node: "sw".into(), port: 0, sent: v[5], arrived: v[6], lost: v[7], before: v[8], hec: v[9] }];
             transit.insert(("h2".into(), 0), u64::MAX);
             let j = joined(&parts, &transit);
             let _ = crate::ip_books::text(&j.rows);
@@ -713,13 +799,18 @@ mod tests {
         h.pti = aurora_wire::cell::Pti::DATA_END;
         h.emit(&mut e).unwrap();
         assert_eq!(end_of_pdu(&e), Some(VcId::new(1, 77)));
-        let mut counts = EndCounts::new();
         let place = Place {
             node: 3,
             port: 1,
             side: Side::Out,
         };
+        // Counted only where an IP PVC crosses, on its VC.
+        let mut counts = EndCounts::new();
+        count_ends(&mut counts, place, &[c, e, e]);
+        assert!(counts.is_empty());
+        counts.insert((place, VcId::new(1, 77)), 0);
         count_ends(&mut counts, place, &[c, e, e]);
         assert_eq!(counts.get(&(place, VcId::new(1, 77))), Some(&2));
+        assert_eq!(counts.len(), 1);
     }
 }

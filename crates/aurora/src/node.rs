@@ -558,14 +558,18 @@ fn run_process<F: Carries<CellBytes>>(
             b.dropped(t, at, why, cell)
         }
     }));
-    // End cells crossing to and from other processes (IP PVCs' books).
-    let crossed = Arc::new(std::sync::Mutex::new(crate::books_ip::EndCounts::new()));
-    let seen = crossed.clone();
-    p.engine.set_boundary_tap(Box::new(move |at, frames: &[F]| {
-        if let Ok(mut c) = seen.lock() {
-            crate::books_ip::count_ends(&mut c, at, frames);
-        }
-    }));
+    // End cells of IP PVCs crossing to and from other processes, where
+    // any cross (IP PVCs' books).
+    let crossings = crate::books_ip::crossings(&p, info);
+    let crossed = Arc::new(std::sync::Mutex::new(crossings.clone()));
+    if !crossings.is_empty() {
+        let seen = crossed.clone();
+        p.engine.set_boundary_tap(Box::new(move |at, frames: &[F]| {
+            if let Ok(mut c) = seen.lock() {
+                crate::books_ip::count_ends(&mut c, at, frames);
+            }
+        }));
+    }
     announce(&p);
     let epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -574,11 +578,13 @@ fn run_process<F: Carries<CellBytes>>(
     p.engine.clear_boundary_tap();
     // What this process leaves unread (cells its links discard meanwhile
     // still go to the drop tap).
-    let mut unread = crate::books_ip::EndCounts::new();
-    p.engine
-        .drain_external_inputs(UNREAD_AT_STOP, &mut |at, frames: &[F]| {
-            crate::books_ip::count_ends(&mut unread, at, frames)
-        });
+    let mut unread = crossings;
+    if !unread.is_empty() {
+        p.engine
+            .drain_external_inputs(UNREAD_AT_STOP, &mut |at, frames: &[F]| {
+                crate::books_ip::count_ends(&mut unread, at, frames)
+            });
+    }
     p.engine.clear_tap();
     p.engine.clear_drop_tap();
     let ports = port_rows(&p);

@@ -270,6 +270,9 @@ impl CellSink for UdpTx {
                         .add(LinkDrop::PeerUnreachable, chunk.len() as u64);
                     done += chunk.len();
                 }
+                // What went before was sent: say so; the error comes again
+                // with the next call.
+                Err(_) if done > 0 => break,
                 Err(e) => return Err(io(&format!("UDP send to {} failed", self.peer), e)),
             }
         }
@@ -314,6 +317,14 @@ impl CellSource for UdpRx {
 
     fn waited(&self) -> Option<Duration> {
         self.waited
+    }
+
+    fn track_discarded(&mut self, on: bool) {
+        self.filter.track_discarded(on)
+    }
+
+    fn take_discarded(&mut self, f: &mut dyn FnMut(&CellBytes)) {
+        self.filter.take_discarded(f)
     }
 
     fn wait_ready(&mut self, timeout: Duration) {
