@@ -576,6 +576,8 @@ fn run_process<F: Carries<CellBytes>>(
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
     let (secs, mut lateness) = run_wall(&mut p, duration);
     p.engine.clear_boundary_tap();
+    // The ports as the run left them (before the read-out below).
+    let ports = port_rows(&p);
     // What this process leaves unread (cells its links discard meanwhile
     // still go to the drop tap).
     let mut unread = crossings;
@@ -587,7 +589,6 @@ fn run_process<F: Carries<CellBytes>>(
     }
     p.engine.clear_tap();
     p.engine.clear_drop_tap();
-    let ports = port_rows(&p);
     let unit = if atomic.is_some() {
         "cells or frames"
     } else {
@@ -808,7 +809,7 @@ pub fn text(r: &NodeReport) -> String {
             );
         }
     }
-    if !r.sent.is_empty() || !r.received.is_empty() {
+    if !r.sent.is_empty() || !r.received.is_empty() || !r.ip.is_empty() {
         s += "(where the PDUs went: give every process's --json report to aurora books)\n";
     }
     s += &crate::run::ping_text(&r.pings);

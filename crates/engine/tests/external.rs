@@ -147,10 +147,10 @@ fn cells_left_waiting_in_a_link_make_a_wall_clock_run_unfaithful() {
     assert!(n.late_inputs >= 1);
     let v = l.verdict(&|i| format!("n{i}"), "advice");
     assert!(!v.faithful, "{}", v.sentence);
+    let p = n.problem().unwrap();
     assert!(
-        v.sentence.contains("node n0 read") && v.sentence.contains("from other processes"),
-        "{}",
-        v.sentence
+        p.contains("read ") && p.contains("from other processes"),
+        "{p}"
     );
 }
 
@@ -450,7 +450,12 @@ fn cells_handed_to_another_process_late_count_in_the_senders_lateness() {
     // was handed over after h1's slow one.
     assert_eq!(e.external_output(h2, 0).unwrap().link.cells_out, 1);
     assert!(n2.events.max() >= 30_000_000, "{}", n2.events.max());
-    assert!(n1.events.max() < 30_000_000, "{}", n1.events.max());
+    assert!(
+        n1.events.max() + 25_000_000 < n2.events.max(),
+        "{} {}",
+        n1.events.max(),
+        n2.events.max()
+    );
     assert!(n2.problem().is_some());
 }
 

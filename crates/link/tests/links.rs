@@ -402,11 +402,16 @@ fn links_say_how_long_cells_waited_before_they_were_read() {
         assert_eq!(rx.recv(&mut out).unwrap(), 0);
         assert_eq!(rx.waited(), None, "{what}");
         // The kernel turns receive stamps on for the whole machine a moment
-        // after the first socket asks (from a work queue): a first datagram
-        // sent at once may carry none, and reads as not having waited.
-        assert_eq!(tx.send(&[cell(9)]).unwrap(), 1);
-        std::thread::sleep(Duration::from_millis(5));
-        while rx.recv(&mut out).unwrap() == 0 {}
+        // after the first socket asks (from a work queue): a datagram sent
+        // before then reads as not having waited. Until one has.
+        for _ in 0..50 {
+            assert_eq!(tx.send(&[cell(9)]).unwrap(), 1);
+            std::thread::sleep(Duration::from_millis(20));
+            while rx.recv(&mut out).unwrap() == 0 {}
+            if rx.waited() >= Some(Duration::from_millis(10)) {
+                break;
+            }
+        }
         // Left waiting, then a second batch sent just before the read: the
         // first batch's wait is the one reported.
         assert_eq!(tx.send(&[cell(0), cell(1)]).unwrap(), 2);
@@ -455,9 +460,14 @@ fn links_say_how_long_cells_waited_before_they_were_read() {
     let mut out = Vec::new();
     assert_eq!(rx.recv(&mut out, 8).unwrap(), 0);
     assert_eq!(rx.waited(), None);
-    assert_eq!(tx.send(&[vec![0u8; 40]]), 1);
-    std::thread::sleep(Duration::from_millis(5));
-    while rx.recv(&mut out, 8).unwrap() == 0 {}
+    for _ in 0..50 {
+        assert_eq!(tx.send(&[vec![0u8; 40]]), 1);
+        std::thread::sleep(Duration::from_millis(20));
+        while rx.recv(&mut out, 8).unwrap() == 0 {}
+        if rx.waited() >= Some(Duration::from_millis(10)) {
+            break;
+        }
+    }
     out.clear();
     assert_eq!(tx.send(&[vec![1u8; 40], vec![2u8; 40]]), 2);
     std::thread::sleep(LEFT);
