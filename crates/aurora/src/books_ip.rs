@@ -160,9 +160,18 @@ pub struct IpBooks {
 /// The VC of `cell` if it is the end cell of a user-data PDU (as the ledger
 /// reads it: a header's single-bit error repaired first).
 pub(crate) fn end_of_pdu(cell: &CellBytes) -> Option<VcId> {
-    let c = aurora_net::accounting::repaired(cell);
-    (aurora_net::accounting::is_user(&c) && c[3] & 0x02 != 0)
-        .then(|| aurora_net::accounting::vc_of(&c))
+    // Nearly every header is whole: read it in place, and copy the cell to
+    // repair it only when its HEC says so.
+    let h = [cell[0], cell[1], cell[2], cell[3], cell[4]];
+    let fixed;
+    let c = if aurora_wire::crc::hec_syndrome(&h) == 0 {
+        cell
+    } else {
+        fixed = aurora_net::accounting::repaired(cell);
+        &fixed
+    };
+    (aurora_net::accounting::is_user(c) && c[3] & 0x02 != 0)
+        .then(|| aurora_net::accounting::vc_of(c))
 }
 
 /// End cells per place and VC, as the boundary tap and a drain count them:
@@ -171,17 +180,26 @@ pub(crate) fn end_of_pdu(cell: &CellBytes) -> Option<VcId> {
 pub(crate) type EndCounts = BTreeMap<(Place, VcId), u64>;
 
 /// Counts the end cells of `frames` at `place` whose place and VC are in
-/// `counts` already.
+/// `counts` already. Headers are read as they stand unless `noisy` (cells
+/// leaving by a line with bit errors; cells read from another process
+/// have had their headers checked by their link), and then as the ledger
+/// reads them, a single-bit error repaired.
 pub(crate) fn count_ends<F: Carries<CellBytes>>(
     counts: &mut EndCounts,
     place: Place,
     frames: &[F],
+    noisy: bool,
 ) {
     for f in frames {
-        if let Some(vc) = f.peek().and_then(end_of_pdu) {
-            if let Some(n) = counts.get_mut(&(place, vc)) {
-                *n += 1;
-            }
+        let Some(c) = f.peek() else { continue };
+        let vc = if noisy {
+            end_of_pdu(c)
+        } else {
+            // User data (PTI 0x0) ending a PDU (its low bit set).
+            (c[3] & 0x0A == 0x02).then(|| aurora_net::accounting::vc_of(c))
+        };
+        if let Some(n) = vc.and_then(|vc| counts.get_mut(&(place, vc))) {
+            *n += 1;
         }
     }
 }
@@ -790,15 +808,19 @@ mod tests {
         let mut c = [0u8; 53];
         Header::data(VcId::new(1, 77)).emit(&mut c).unwrap();
         assert_eq!(end_of_pdu(&c), None);
+        // One bit flipped in the header: repaired as the ledger repairs
+        // it, so still not an end cell.
         c[3] |= 0x02;
-        // The HEC no longer matches: repaired as the ledger repairs it,
-        // or not an end cell at all; never a panic.
-        let _ = end_of_pdu(&c);
+        assert_eq!(end_of_pdu(&c), None);
         let mut e = [0u8; 53];
         let mut h = Header::data(VcId::new(1, 77));
         h.pti = aurora_wire::cell::Pti::DATA_END;
         h.emit(&mut e).unwrap();
         assert_eq!(end_of_pdu(&e), Some(VcId::new(1, 77)));
+        // And an end cell whose end bit was flipped off is one still.
+        let mut off = e;
+        off[3] &= !0x02;
+        assert_eq!(end_of_pdu(&off), Some(VcId::new(1, 77)));
         let place = Place {
             node: 3,
             port: 1,
@@ -806,11 +828,14 @@ mod tests {
         };
         // Counted only where an IP PVC crosses, on its VC.
         let mut counts = EndCounts::new();
-        count_ends(&mut counts, place, &[c, e, e]);
+        count_ends(&mut counts, place, &[c, e, e], true);
         assert!(counts.is_empty());
         counts.insert((place, VcId::new(1, 77)), 0);
-        count_ends(&mut counts, place, &[c, e, e]);
-        assert_eq!(counts.get(&(place, VcId::new(1, 77))), Some(&2));
+        count_ends(&mut counts, place, &[c, e, e, off], true);
+        assert_eq!(counts.get(&(place, VcId::new(1, 77))), Some(&3));
         assert_eq!(counts.len(), 1);
+        // Headers known whole are read as they stand.
+        count_ends(&mut counts, place, &[e, off], false);
+        assert_eq!(counts.get(&(place, VcId::new(1, 77))), Some(&4));
     }
 }

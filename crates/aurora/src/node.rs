@@ -564,9 +564,22 @@ fn run_process<F: Carries<CellBytes>>(
     let crossed = Arc::new(std::sync::Mutex::new(crossings.clone()));
     if !crossings.is_empty() {
         let seen = crossed.clone();
+        // Lines that flip bits deliver cells whose headers need checking.
+        let noisy: std::collections::BTreeSet<(u32, u16)> = crossings
+            .keys()
+            .filter(|(at, _)| at.side == aurora_net::accounting::Side::Out)
+            .filter(|(at, _)| {
+                p.engine
+                    .link_spec(NodeId(at.node), at.port)
+                    .is_some_and(|s| s.bit_error > 0.0)
+            })
+            .map(|(at, _)| (at.node, at.port))
+            .collect();
         p.engine.set_boundary_tap(Box::new(move |at, frames: &[F]| {
+            let check =
+                at.side == aurora_net::accounting::Side::Out && noisy.contains(&(at.node, at.port));
             if let Ok(mut c) = seen.lock() {
-                crate::books_ip::count_ends(&mut c, at, frames);
+                crate::books_ip::count_ends(&mut c, at, frames, check);
             }
         }));
     }
@@ -584,7 +597,7 @@ fn run_process<F: Carries<CellBytes>>(
     if !unread.is_empty() {
         p.engine
             .drain_external_inputs(UNREAD_AT_STOP, &mut |at, frames: &[F]| {
-                crate::books_ip::count_ends(&mut unread, at, frames)
+                crate::books_ip::count_ends(&mut unread, at, frames, false)
             });
     }
     p.engine.clear_tap();

@@ -964,6 +964,11 @@ impl<F: Frame> Engine<F> {
         Some(c)
     }
 
+    /// The model of the link direction leaving `port` of `node`.
+    pub fn link_spec(&self, node: NodeId, port: PortId) -> Option<LinkSpec> {
+        Some(self.specs[self.dir_of(node, port)?].spec)
+    }
+
     /// Every link direction's counters, by its sending node and port.
     pub fn links(&self) -> Vec<((NodeId, PortId), DirCounters)> {
         self.specs
