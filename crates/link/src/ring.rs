@@ -181,7 +181,7 @@ fn stamp_count(capacity: usize) -> usize {
 /// The most cells a ring may hold (so that its size is a number).
 const MAX_CAPACITY: u64 = 1 << 32;
 
-/// Bytes a region needs for `capacity` cells (at most [`MAX_CAPACITY`]).
+/// Bytes a region needs for `capacity` cells (at most 2^32).
 pub fn region_len(capacity: usize) -> usize {
     stamps_at(capacity) + stamp_count(capacity) * 8
 }

@@ -103,15 +103,16 @@ fn shared_memory_ring_through_two_mappings() {
     assert_all_in_order(&got, 100_000);
 }
 
+/// A loopback address with a port free a moment ago.
+fn free_addr() -> std::net::SocketAddr {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
 fn udp_pair() -> ((udp::UdpTx, udp::UdpRx), (udp::UdpTx, udp::UdpRx)) {
-    let a = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let b = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let (a, b) = (free_addr(), free_addr());
     (
         udp::open(a, b, udp::DEFAULT_CELLS_PER_DATAGRAM).unwrap(),
         udp::open(b, a, udp::DEFAULT_CELLS_PER_DATAGRAM).unwrap(),
@@ -447,14 +448,7 @@ fn links_say_how_long_cells_waited_before_they_were_read() {
     check("UDP", a_tx, b_rx);
 
     // Frames over UDP, the same way.
-    let a = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    let b = UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let (a, b) = (free_addr(), free_addr());
     let (mut tx, _) = aurora_link::frame_udp::open(a, b).unwrap();
     let (_, mut rx) = aurora_link::frame_udp::open(b, a).unwrap();
     let mut out = Vec::new();
