@@ -6,8 +6,9 @@
 //!   rate, delay, loss and bit errors are the engine's as for any link, and
 //!   a frame that would be delivered is handed to the sink instead (staged,
 //!   then sent in a batch; a wall-clock run counts how late the batch's
-//!   oldest frame was handed over in its node's lateness). What the sink refuses (it is full) is a drop
-//!   named [`PEER_FULL`], shown to the drop tap; the engine never blocks.
+//!   oldest frame was handed over in its node's lateness). What the sink
+//!   refuses (it is full) is a drop named [`PEER_FULL`], shown to the
+//!   drop tap; the engine never blocks.
 //! * An *external input* ([`crate::Engine::add_external_input`]) is polled
 //!   (without blocking) at least every [`POLL_SLICE`] of wall time; its
 //!   frames reach the node at the engine's current time, through the tap.

@@ -6,10 +6,10 @@
 //! (a TUN device, another process, a person watching), and nothing else in
 //! the report says so. So under the wall clock ([`crate::clock`]) every
 //! event (a frame delivered, a timer, a line pulling its next frame, a
-//! batch of frames handed to another process) is measured: lateness = wall time when it ran − its time, kept per node in
-//! a fixed-size log-scale [`Histogram`] (4 buckets per power of two of
-//! nanoseconds, quantiles within 25 %), so memory stays bounded however
-//! long the run.
+//! batch of frames handed to another process) is measured: lateness =
+//! wall time when it ran − its time, kept per node in a fixed-size
+//! log-scale [`Histogram`] (4 buckets per power of two of nanoseconds,
+//! quantiles within 25 %), so memory stays bounded however long the run.
 //!
 //! # The verdict
 //!
