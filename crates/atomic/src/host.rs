@@ -25,7 +25,8 @@ use aurora_wire::ipv4;
 use rustc_hash::FxHashMap;
 
 use crate::ac::{Ac, AcConfig};
-use crate::wire::{Msg, Route};
+use crate::flow::{self, FlowId};
+use crate::wire::{Kind, Msg, Route};
 
 /// Whether a host runs an Address Consultant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,16 +127,13 @@ pub struct HostCounters {
     pub announcements: u64,
 }
 
-/// What arrived from one source of flow packets.
+/// What arrived of one flow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowRx {
     /// Packets delivered intact.
     pub delivered: u64,
     /// Packets that arrived damaged (must stay 0).
     pub corrupted: u64,
-    /// Gaps in the sequence.
-    pub missing: u64,
-    next: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -163,6 +161,12 @@ struct TxFlow {
     next: Instant,
 }
 
+/// Why a host dropped a packet whose route did not come (the AC had
+/// none, or did not answer in time).
+pub const NO_ROUTE: &str = "no_route";
+/// Why a host dropped a packet: too many were waiting for routes.
+pub const PENDING_FULL: &str = "pending_full";
+
 /// Packets waiting for routes, at most.
 pub const MAX_PENDING: usize = 256;
 /// Packets waiting for the local stack or a raw reader, at most.
@@ -183,52 +187,10 @@ pub struct AtomicHost {
     raw_in: VecDeque<(u16, Vec<u8>)>,
     raw_out: VecDeque<(Route, u16, Vec<u8>)>,
     flows: Vec<TxFlow>,
-    rx: FxHashMap<Ipv4Addr, FlowRx>,
+    rx: FxHashMap<FlowId, FlowRx>,
     seq: u32,
     takeover_at: Option<Instant>,
     counters: HostCounters,
-}
-
-/// The UDP port flow packets go from and to: the discard port.
-pub const FLOW_PORT: u16 = 9;
-
-/// Shortest flow packet: IPv4 and UDP headers and the sequence number.
-pub const MIN_FLOW_PACKET: usize = 36;
-
-/// Flow packet `seq` of `size` bytes (at least [`MIN_FLOW_PACKET`]) from
-/// `src` to `dst`: an IPv4 packet holding a UDP datagram from and to
-/// [`FLOW_PORT`] with its checksum, whose data are the sequence number
-/// (8 bytes) and a pattern of it.
-fn flow_packet(src: Ipv4Addr, dst: Ipv4Addr, seq: u64, size: usize) -> Vec<u8> {
-    let size = size.clamp(MIN_FLOW_PACKET, 65535);
-    let mut p = vec![0u8; size];
-    p[0] = 0x45;
-    p[2..4].copy_from_slice(&(size as u16).to_be_bytes());
-    p[ipv4::TTL] = 64;
-    p[ipv4::PROTOCOL] = 17;
-    p[ipv4::SRC..ipv4::SRC + 4].copy_from_slice(&src.octets());
-    p[ipv4::DST..ipv4::DST + 4].copy_from_slice(&dst.octets());
-    let c = ipv4::checksum(&p[..20]);
-    p[ipv4::CHECKSUM..ipv4::CHECKSUM + 2].copy_from_slice(&c.to_be_bytes());
-    let udp_len = (size - 20) as u16;
-    p[20..22].copy_from_slice(&FLOW_PORT.to_be_bytes());
-    p[22..24].copy_from_slice(&FLOW_PORT.to_be_bytes());
-    p[24..26].copy_from_slice(&udp_len.to_be_bytes());
-    p[28..36].copy_from_slice(&seq.to_be_bytes());
-    for (k, b) in p[36..].iter_mut().enumerate() {
-        *b = (seq as usize).wrapping_mul(31).wrapping_add(k * 7) as u8;
-    }
-    // The UDP checksum, over the pseudo-header too; 0 is sent as all ones.
-    let [l0, l1] = udp_len.to_be_bytes();
-    let pseudo = [&src.octets()[..], &dst.octets()[..], &[0, 17, l0, l1][..]].concat();
-    let sum = u32::from(ipv4::ones_sum(&pseudo)) + u32::from(ipv4::ones_sum(&p[20..]));
-    let folded = ((sum & 0xFFFF) + (sum >> 16)) as u16;
-    let c = match !folded {
-        0 => 0xFFFF,
-        c => c,
-    };
-    p[26..28].copy_from_slice(&c.to_be_bytes());
-    p
 }
 
 impl AtomicHost {
@@ -297,9 +259,16 @@ impl AtomicHost {
         self.routes.get(&dst).map(|(r, _)| r)
     }
 
-    /// What arrived from flows sent by `src`.
-    pub fn received_from(&self, src: Ipv4Addr) -> FlowRx {
-        self.rx.get(&src).copied().unwrap_or_default()
+    /// What arrived of flow `id` (flow packets for this host only).
+    pub fn received(&self, id: FlowId) -> FlowRx {
+        self.rx.get(&id).copied().unwrap_or_default()
+    }
+
+    /// Shows `f` every IPv4 packet waiting for a route.
+    pub fn for_each_pending(&self, f: &mut dyn FnMut(&[u8])) {
+        for p in &self.pending {
+            f(&p.pkt);
+        }
     }
 
     /// Packets sent on flow `i`.
@@ -307,8 +276,17 @@ impl AtomicHost {
         self.flows.get(i).map_or(0, |f| f.sent)
     }
 
-    /// Adds a flow to send.
+    /// Adds a flow to send: its number (0 for the first) is what this
+    /// returns.
+    ///
+    /// # Panics
+    /// If the host has [`flow::MAX_FLOWS_PER_HOST`] flows already.
     pub fn add_flow(&mut self, f: IpFlow) -> usize {
+        assert!(
+            self.flows.len() < flow::MAX_FLOWS_PER_HOST,
+            "at most {} flows a host",
+            flow::MAX_FLOWS_PER_HOST
+        );
         self.flows.push(TxFlow {
             spec: f,
             sent: 0,
@@ -387,7 +365,7 @@ impl AtomicHost {
                 if status == 0 {
                     self.learn(now, dst, route, epoch, out);
                 } else {
-                    self.fail(dst);
+                    self.fail(dst, out);
                 }
                 return;
             }
@@ -426,11 +404,26 @@ impl AtomicHost {
         }
     }
 
-    fn fail(&mut self, dst: Ipv4Addr) {
+    fn fail(&mut self, dst: Ipv4Addr, out: &mut Outbox<Vec<u8>>) {
         self.asked.remove(&dst);
-        let before = self.pending.len();
-        self.pending.retain(|p| p.dst != dst);
-        self.counters.no_route += (before - self.pending.len()) as u64;
+        let (gone, stay): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|p| p.dst == dst);
+        self.pending = stay.into();
+        for p in gone {
+            self.counters.no_route += 1;
+            Self::dropped(out, &p.pkt, NO_ROUTE);
+        }
+    }
+
+    /// Tells the driver, if it asks ([`Outbox::tracking_drops`]), of an
+    /// IPv4 packet dropped here before it left: as a frame with an empty
+    /// route, as the host's node would have taken it.
+    fn dropped(out: &mut Outbox<Vec<u8>>, pkt: &[u8], reason: &'static str) {
+        if out.tracking_drops() {
+            let mut frame = Vec::with_capacity(pkt.len() + 3);
+            frame.extend_from_slice(&[0, 0, Kind::Ip as u8]);
+            frame.extend_from_slice(pkt);
+            out.dropped(0, &frame, reason);
+        }
     }
 
     fn deliver_local(&mut self, pkt: Vec<u8>) {
@@ -484,6 +477,7 @@ impl AtomicHost {
         }
         if self.pending.len() >= MAX_PENDING {
             self.counters.pending_full += 1;
+            Self::dropped(out, &pkt, PENDING_FULL);
             return;
         }
         self.pending.push_back(Pending {
@@ -513,18 +507,15 @@ impl AtomicHost {
             self.counters.bad_packets += 1;
             return;
         };
-        // Flow packets are checked against what their sender wrote.
-        if pkt[ipv4::PROTOCOL] == 17 && h.total_len >= MIN_FLOW_PACKET {
-            let src = ipv4::src(&pkt).unwrap_or(Ipv4Addr::UNSPECIFIED);
-            let seq = u64::from_be_bytes(pkt[28..36].try_into().expect("8 bytes"));
-            let want = flow_packet(src, h.dst, seq, h.total_len);
-            let f = self.rx.entry(src).or_default();
-            if want[..] != pkt[..h.total_len] {
-                f.corrupted += 1;
+        // Flow packets for this host are checked against what their sender
+        // wrote.
+        if let Some(f) = flow::read(&pkt[..h.total_len]).filter(|f| f.dst == self.cfg.addr) {
+            let want = flow::packet(f.id, f.dst, f.seq, h.total_len);
+            let rx = self.rx.entry(f.id).or_default();
+            if want[..] == pkt[..h.total_len] {
+                rx.delivered += 1;
             } else {
-                f.missing += seq.saturating_sub(f.next);
-                f.next = f.next.max(seq + 1);
-                f.delivered += 1;
+                rx.corrupted += 1;
             }
         }
         self.deliver_local(pkt);
@@ -601,7 +592,7 @@ impl AtomicHost {
                 if status == 0 {
                     self.learn(now, dst, route, epoch, out);
                 } else {
-                    self.fail(dst);
+                    self.fail(dst, out);
                 }
             }
             m @ (Msg::Probe { .. }
@@ -680,7 +671,9 @@ impl Node<Vec<u8>> for AtomicHost {
             if now < p.since + self.give_up() {
                 break;
             }
-            self.pending.pop_front();
+            if let Some(p) = self.pending.pop_front() {
+                Self::dropped(out, &p.pkt, NO_ROUTE);
+            }
             self.counters.no_route += 1;
         }
         self.ask_waiting(now, out);
@@ -692,7 +685,11 @@ impl Node<Vec<u8>> for AtomicHost {
                     break;
                 }
                 budget -= 1;
-                let pkt = flow_packet(self.cfg.addr, f.spec.dst, f.sent, f.spec.size);
+                let id = FlowId {
+                    src: self.cfg.addr,
+                    flow: i as u16,
+                };
+                let pkt = flow::packet(id, f.spec.dst, f.sent, f.spec.size);
                 let kbps = f.spec.kbps;
                 f.sent += 1;
                 f.next += f.spec.interval;
@@ -753,43 +750,5 @@ impl PacketPort<Vec<u8>> for AtomicHost {
 
     fn to_host_len(&self) -> usize {
         self.to_host.len()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_flow_packet_is_a_udp_datagram_byte_for_byte() {
-        let p = flow_packet(
-            Ipv4Addr::new(10, 5, 0, 1),
-            Ipv4Addr::new(10, 5, 0, 4),
-            1,
-            40,
-        );
-        // Checksums worked out apart from this code.
-        let want = [
-            0x45, 0x00, 0x00, 0x28, 0x00, 0x00, 0x00, 0x00, 0x40, 0x11, 0x66, 0xb7, 0x0a, 0x05,
-            0x00, 0x01, 0x0a, 0x05, 0x00, 0x04, // IPv4
-            0x00, 0x09, 0x00, 0x09, 0x00, 0x14, 0x9f, 0x4a, // UDP: ports, length, checksum
-            0, 0, 0, 0, 0, 0, 0, 1, // sequence number
-            0x1f, 0x26, 0x2d, 0x34, // pattern
-        ];
-        assert_eq!(p, want);
-    }
-
-    #[test]
-    fn every_flow_packet_checksums_check() {
-        for (size, seq) in [(36, 0), (37, 5), (1500, 77), (65535, u64::MAX)] {
-            let (src, dst) = (Ipv4Addr::new(10, 5, 0, 3), Ipv4Addr::new(10, 5, 0, 9));
-            let p = flow_packet(src, dst, seq, size);
-            assert_eq!(p.len(), size);
-            assert!(ipv4::check(&p).is_ok());
-            let len = ((size - 20) as u16).to_be_bytes();
-            let pseudo = [&src.octets()[..], &dst.octets(), &[0, 17], &len].concat();
-            let sum = u32::from(ipv4::ones_sum(&pseudo)) + u32::from(ipv4::ones_sum(&p[20..]));
-            assert_eq!((sum & 0xFFFF) + (sum >> 16), 0xFFFF, "size {size}");
-        }
     }
 }

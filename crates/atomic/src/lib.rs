@@ -7,6 +7,7 @@
 //! | [`wire`] | routes of (ΔX, ΔY) pairs, and the hosts', nodes' and ACs' messages |
 //! | [`ac`] | the Address Consultant: loop and flood mapping, host discovery, routes, bandwidth |
 //! | [`built`] | a layout running in the virtual-time driver |
+//! | [`flow`] | flow packets: their bytes, and which flow and packet a frame carries |
 //! | [`gateway`] | an IP router with ATM ports and interfaces on ATOMIC LANs |
 //! | [`host`] | a host: link-level access, IP over ATOMIC with cached routes, an AC when it runs one |
 //! | [`layout`] | meshes, host nodes and cables as built; random layouts and their ground truth |
@@ -18,6 +19,7 @@
 
 pub mod ac;
 pub mod built;
+pub mod flow;
 pub mod gateway;
 pub mod host;
 pub mod layout;

@@ -64,18 +64,19 @@ impl Drop {
         Drop::FloodTableFull,
     ];
 
-    /// The counter's name.
+    /// The reason's name, in counters and in the books of flows (snake
+    /// case, as the engine's own reasons).
     pub const fn name(self) -> &'static str {
         match self {
             Drop::Truncated => "truncated",
-            Drop::BadByte => "bad-route-byte",
-            Drop::NoChannel => "no-channel",
-            Drop::NoHost => "no-host",
-            Drop::Down => "node-down",
-            Drop::BadMessage => "bad-message",
-            Drop::FloodDuplicate => "flood-duplicate",
-            Drop::TooManyHops => "too-many-hops",
-            Drop::FloodTableFull => "flood-table-full",
+            Drop::BadByte => "bad_route_byte",
+            Drop::NoChannel => "no_channel",
+            Drop::NoHost => "no_host",
+            Drop::Down => "node_down",
+            Drop::BadMessage => "bad_message",
+            Drop::FloodDuplicate => "flood_duplicate",
+            Drop::TooManyHops => "too_many_hops",
+            Drop::FloodTableFull => "flood_table_full",
         }
     }
 }
@@ -190,9 +191,33 @@ impl MosaicNode {
         self.counters.drops[d as usize] += 1;
     }
 
-    fn send(&mut self, d: Dir, pkt: Vec<u8>, out: &mut Outbox<Vec<u8>>) {
+    /// Counts packet `pkt`, which arrived on `port`, dropped for `d`, and
+    /// shows it to the driver if it asks ([`Outbox::tracking_drops`]).
+    /// `pkt` is given as a whole packet (`aurora_atomic::flow::Layout::Whole`):
+    /// what is left of its route (just the terminator if nothing is), then
+    /// its payload.
+    fn lose(&mut self, d: Drop, port: PortId, pkt: &[u8], out: &mut Outbox<Vec<u8>>) {
+        self.drop(d);
+        out.dropped(port, &pkt.to_vec(), d.name());
+    }
+
+    /// Packet `pkt` on its way between nodes as a whole packet: without
+    /// its leading pair if that is spent ((0, 0), for the next node to
+    /// strip).
+    fn whole(pkt: &[u8]) -> &[u8] {
+        match pkt.first_chunk::<2>() {
+            Some([0, 0]) => &pkt[2..],
+            _ => pkt,
+        }
+    }
+
+    /// Sends `pkt` (which arrived on `from`) out in direction `d`, or drops
+    /// it if no channel leaves that way.
+    fn send(&mut self, from: PortId, d: Dir, pkt: Vec<u8>, out: &mut Outbox<Vec<u8>>) {
         if self.channels[d as usize] {
             out.push(d as PortId, pkt);
+        } else if out.tracking_drops() {
+            self.lose(Drop::NoChannel, from, Self::whole(&pkt), out);
         } else {
             self.drop(Drop::NoChannel);
         }
@@ -232,11 +257,11 @@ impl MosaicNode {
         }
         loop {
             let Some(&[a, b]) = pkt.first_chunk::<2>() else {
-                self.drop(Drop::Truncated);
+                self.lose(Drop::Truncated, in_port, &pkt, out);
                 return;
             };
             if a == 0x80 || b == 0x80 {
-                self.drop(Drop::BadByte);
+                self.lose(Drop::BadByte, in_port, &pkt, out);
                 return;
             }
             let (dx, dy) = (a as i8, b as i8);
@@ -244,14 +269,14 @@ impl MosaicNode {
                 pkt[0] = (dx - dx.signum()) as u8;
                 self.counters.forwarded += 1;
                 let d = if dx > 0 { Dir::East } else { Dir::West };
-                self.send(d, pkt, out);
+                self.send(in_port, d, pkt, out);
                 return;
             }
             if dy != 0 {
                 pkt[1] = (dy - dy.signum()) as u8;
                 self.counters.forwarded += 1;
                 let d = if dy > 0 { Dir::North } else { Dir::South };
-                self.send(d, pkt, out);
+                self.send(in_port, d, pkt, out);
                 return;
             }
             // A pair ends here.
@@ -259,11 +284,11 @@ impl MosaicNode {
             match wire::payload_start(&pkt) {
                 Ok(at) => self.record(&mut pkt, at, in_port),
                 Err(wire::RouteError::BadByte) => {
-                    self.drop(Drop::BadByte);
+                    self.lose(Drop::BadByte, in_port, &pkt, out);
                     return;
                 }
                 Err(_) => {
-                    self.drop(Drop::Truncated);
+                    self.lose(Drop::Truncated, in_port, &pkt, out);
                     return;
                 }
             }
@@ -290,6 +315,10 @@ impl MosaicNode {
         if self.has_host {
             self.counters.to_host += 1;
             out.push(HOST_PORT, pkt);
+        } else if out.tracking_drops() {
+            // Given back its terminator: a whole packet, as `lose` takes.
+            let whole = [&[0, 0][..], &pkt].concat();
+            self.lose(Drop::NoHost, in_port, &whole, out);
         } else {
             self.drop(Drop::NoHost);
         }
@@ -355,7 +384,7 @@ impl MosaicNode {
                 port: d as u8,
             });
             self.counters.flood_out += 1;
-            self.send(d, one_hop(&msg(h)), out);
+            self.send(d as PortId, d, one_hop(&msg(h)), out);
         }
     }
 
@@ -450,7 +479,10 @@ impl Node<Vec<u8>> for MosaicNode {
         for f in frames {
             self.counters.received += 1;
             if !self.up {
-                self.drop(Drop::Down);
+                // From a channel, its leading pair may be spent; from the
+                // host, a packet is whole.
+                let whole = if port == HOST_PORT { f } else { Self::whole(f) };
+                self.lose(Drop::Down, port, whole, out);
                 continue;
             }
             self.route(now, port, f.clone(), out);

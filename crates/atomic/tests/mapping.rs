@@ -10,6 +10,11 @@ use aurora_atomic::host::{AcRole, HostConfig, IpFlow};
 use aurora_atomic::layout::{Layout, RandomSpec};
 use aurora_time::{Duration, Instant};
 
+/// The first flow `src` sends (the only one, in these tests).
+fn first_flow(src: std::net::Ipv4Addr) -> aurora_atomic::flow::FlowId {
+    aurora_atomic::flow::FlowId { src, flow: 0 }
+}
+
 fn ip(s: &str) -> Ipv4Addr {
     s.parse().unwrap()
 }
@@ -149,7 +154,7 @@ fn every_route_the_ac_gives_delivers() {
             if !c.contains(&node_of(a)) || !c.contains(&node_of(dst)) {
                 continue; // outside what the AC can reach: not mapped
             }
-            let rx = b.host(dst).unwrap().received_from(a);
+            let rx = b.host(dst).unwrap().received(first_flow(a));
             assert_eq!(
                 (rx.delivered, rx.corrupted),
                 (50, 0),
@@ -186,7 +191,7 @@ fn after_a_link_is_cut_the_ac_remaps_and_traffic_takes_a_new_route() {
         },
     );
     b.sim.run_until(Instant::from_millis(300));
-    let before = b.host(h2).unwrap().received_from(h1).delivered;
+    let before = b.host(h2).unwrap().received(first_flow(h1)).delivered;
     assert!(before > 500, "{before}");
     let route = b.host(h1).unwrap().route_to(h2).unwrap().clone();
     // Cut the first channel of the route h1 uses.
@@ -197,7 +202,7 @@ fn after_a_link_is_cut_the_ac_remaps_and_traffic_takes_a_new_route() {
     let new_route = h.route_to(h2).expect("a route again").clone();
     assert_ne!(new_route.steps()[0], first, "the new route avoids the cut");
     assert!(h.counters().routes_dropped >= 1);
-    let rx = b.host(h2).unwrap().received_from(h1);
+    let rx = b.host(h2).unwrap().received(first_flow(h1));
     let after = rx.delivered;
     assert!(
         after > before + 2000,
@@ -238,7 +243,13 @@ fn two_acs_at_once_give_routes_that_agree() {
     let other = addrs[2];
     b.add_flow(other, flow(&addrs[3].to_string(), 30, 200, 0));
     b.sim.run_until(Instant::from_millis(300));
-    assert_eq!(b.host(addrs[3]).unwrap().received_from(other).delivered, 30);
+    assert_eq!(
+        b.host(addrs[3])
+            .unwrap()
+            .received(first_flow(other))
+            .delivered,
+        30
+    );
 }
 
 #[test]
@@ -280,7 +291,7 @@ fn when_the_ac_dies_another_host_takes_over() {
     assert_eq!(
         b.host(ip("10.0.0.4"))
             .unwrap()
-            .received_from(ip("10.0.0.2"))
+            .received(first_flow(ip("10.0.0.2")))
             .delivered,
         20
     );
@@ -361,11 +372,11 @@ fn after_a_node_fails_traffic_goes_around_it() {
         .to
         .0;
     b.node_mut(first).unwrap().set_up(false);
-    let before = b.host(h2).unwrap().received_from(h1).delivered;
+    let before = b.host(h2).unwrap().received(first_flow(h1)).delivered;
     b.sim.run_until(Instant::from_millis(1500));
     let new_route = b.host(h1).unwrap().route_to(h2).unwrap().steps();
     assert_ne!(new_route[0], route[0], "the new route avoids the dead node");
-    let after = b.host(h2).unwrap().received_from(h1).delivered;
+    let after = b.host(h2).unwrap().received(first_flow(h1)).delivered;
     assert!(after > before + 2000, "{before} -> {after}");
     let map = b.host(ip("10.0.0.3")).unwrap().ac().unwrap().map();
     assert_eq!(map.nodes.len(), 8, "the dead node is gone from the map");
@@ -402,7 +413,7 @@ fn packets_sent_before_the_first_map_wait_for_it_without_spinning() {
     assert_eq!(
         b.host(ip("10.0.0.2"))
             .unwrap()
-            .received_from(ip("10.0.0.1"))
+            .received(first_flow(ip("10.0.0.1")))
             .delivered,
         5
     );
@@ -411,7 +422,7 @@ fn packets_sent_before_the_first_map_wait_for_it_without_spinning() {
     assert_eq!(
         b.host(ip("10.0.0.1"))
             .unwrap()
-            .received_from(ip("10.0.0.2"))
+            .received(first_flow(ip("10.0.0.2")))
             .delivered,
         5
     );

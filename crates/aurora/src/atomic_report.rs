@@ -1,6 +1,7 @@
 //! The ATOMIC section of a report (`aurora run`, `aurora node`): every
-//! AC's mappings (with probes per node), every flow, every host's route
-//! traffic, and the Mosaic nodes' drops by reason.
+//! AC's mappings (with probes per node), every flow's books
+//! (`crate::atomic_books`), every host's route traffic, and the Mosaic
+//! nodes' drops by reason.
 
 use std::net::Ipv4Addr;
 
@@ -8,6 +9,11 @@ use aurora_atomic::host::AtomicHost;
 use aurora_atomic::mosaic::{Drop, MosaicNode};
 use aurora_time::Duration;
 use serde::Serialize;
+
+use aurora_atomic::flow::FlowId;
+
+use crate::atomic_books::{FlowBooks, FrameLedger};
+use crate::run::LossRow;
 
 /// One mapping by one AC.
 #[derive(Debug, Serialize)]
@@ -36,21 +42,33 @@ pub struct MapRow {
     pub late_answers: u64,
 }
 
-/// One flow.
+/// One flow's books, in packets.
 #[derive(Debug, Serialize)]
 pub struct FlowRow {
     /// Sender.
     pub from: String,
     /// Receiver.
     pub to: String,
-    /// Packets sent.
+    /// The sender's number for the flow (its first is 0; its UDP source
+    /// port less 49152).
+    pub flow: u16,
+    /// Packets sent (0 in a process without the sender).
     pub sent: u64,
-    /// Packets delivered intact.
+    /// Packets delivered intact (0 in a process without the receiver).
     pub delivered: u64,
-    /// Gaps.
-    pub missing: u64,
-    /// Damaged (must stay 0).
+    /// Delivered damaged (must stay 0).
     pub corrupted: u64,
+    /// Dropped, by place and reason.
+    pub losses: Vec<LossRow>,
+    /// Their sum.
+    pub lost: u64,
+    /// On their way when the run ended: in a port, on a line, or at the
+    /// sender waiting for a route.
+    pub in_flight: u64,
+    /// `sent − delivered − corrupted − lost − in_flight`: 0 when the books
+    /// balance. Absent (null) in the report of an `aurora node` process,
+    /// which sees only its part of a flow.
+    pub unaccounted: Option<i64>,
 }
 
 /// One host's routing figures.
@@ -91,12 +109,15 @@ pub struct AtomicReport {
 }
 
 /// The ATOMIC part of a network after a run on `e`: every AC's mappings,
-/// every flow, every host (those inside routers too) and the Mosaic
-/// nodes' drops.
+/// every flow's books (with `ledger` the drops the engine's tap showed; a
+/// verdict on each only if the engine held the whole network, `whole`),
+/// every host (those inside routers too) and the Mosaic nodes' drops.
 pub(crate) fn report_on<F: aurora_net::Frame>(
     a: &aurora_topo::AtomicPart,
     e: &aurora_engine::Engine<F>,
     duration: Duration,
+    ledger: &FrameLedger,
+    whole: bool,
 ) -> AtomicReport {
     let hosts: Vec<(Ipv4Addr, &AtomicHost)> = a
         .hosts
@@ -111,7 +132,8 @@ pub(crate) fn report_on<F: aurora_net::Frame>(
         }))
         .collect();
     let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|(_, id)| e.node(*id)).collect();
-    let mut r = report(&a.net, &hosts, &mosaics, duration);
+    let books = crate::atomic_books::books(a, e, ledger);
+    let mut r = report(&a.net, &hosts, &mosaics, duration, (books, whole));
     r.events = e.events();
     // Frames dropped at full links: those leaving an ATOMIC node, or a
     // router's port on the LAN.
@@ -135,6 +157,7 @@ fn report(
     hosts_in: &[(Ipv4Addr, &AtomicHost)],
     mosaics: &[&MosaicNode],
     duration: Duration,
+    (books, whole): (Vec<(FlowId, Ipv4Addr, FlowBooks)>, bool),
 ) -> AtomicReport {
     let name_of = |addr: Ipv4Addr| {
         net.hosts
@@ -143,7 +166,6 @@ fn report(
             .map(|h| h.0.clone())
             .unwrap_or_else(|| addr.to_string())
     };
-    let host = |a: Ipv4Addr| hosts_in.iter().find(|h| h.0 == a).map(|h| h.1);
     let id_name = |id: u64| {
         hosts_in
             .iter()
@@ -184,28 +206,21 @@ fn report(
             took_over: c.ac_takeovers,
         });
     }
-    let mut flows = Vec::new();
-    // A host's flows were added in file order: its i-th is flow i.
-    let mut index: std::collections::BTreeMap<&str, usize> = Default::default();
-    for (from, f) in &net.flows {
-        let Some(src) = net.hosts.iter().find(|h| &h.0 == from).map(|h| h.1.addr) else {
-            continue;
-        };
-        let i = index.entry(from.as_str()).or_default();
-        let sent = host(src).map_or(0, |h| h.sent(*i));
-        *i += 1;
-        let rx = host(f.dst)
-            .map(|h| h.received_from(src))
-            .unwrap_or_default();
-        flows.push(FlowRow {
-            from: from.clone(),
-            to: name_of(f.dst),
-            sent,
-            delivered: rx.delivered,
-            missing: rx.missing,
-            corrupted: rx.corrupted,
-        });
-    }
+    let flows = books
+        .into_iter()
+        .map(|(id, dst, b)| FlowRow {
+            from: name_of(id.src),
+            to: name_of(dst),
+            flow: id.flow,
+            sent: b.sent,
+            delivered: b.delivered,
+            corrupted: b.corrupted,
+            unaccounted: whole.then(|| b.unaccounted()),
+            lost: b.lost,
+            in_flight: b.in_flight,
+            losses: b.losses,
+        })
+        .collect();
     let mut drops = [0u64; Drop::ALL.len()];
     for m in mosaics {
         for (k, d) in Drop::ALL.iter().enumerate() {
@@ -306,14 +321,31 @@ pub fn text(r: &AtomicReport) -> String {
     }
     if !r.flows.is_empty() {
         s += &format!(
-            "\n{:<10} {:<10} {:>8} {:>10} {:>8} {:>10}\n",
-            "flow from", "to", "sent", "delivered", "missing", "corrupted"
+            "\n{:<10} {:<10} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}\n",
+            "flow from", "to", "sent", "delivered", "corrupted", "lost", "in flight", "unaccounted"
         );
         for f in &r.flows {
+            let from = match f.flow {
+                0 => f.from.clone(),
+                n => format!("{} #{n}", f.from),
+            };
             s += &format!(
-                "{:<10} {:<10} {:>8} {:>10} {:>8} {:>10}\n",
-                f.from, f.to, f.sent, f.delivered, f.missing, f.corrupted
+                "{:<10} {:<10} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}\n",
+                from,
+                f.to,
+                f.sent,
+                f.delivered,
+                f.corrupted,
+                f.lost,
+                f.in_flight,
+                f.unaccounted.map_or("-".into(), |u| u.to_string())
             );
+            for l in &f.losses {
+                s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
+            }
+        }
+        if r.flows.iter().any(|f| f.unaccounted.is_none()) {
+            s += "(this process sees only its part of each flow: `aurora books` is the place to balance them)\n";
         }
     }
     s += &format!(
@@ -333,10 +365,29 @@ pub fn text(r: &AtomicReport) -> String {
         );
     }
     if !r.node_drops.is_empty() {
-        s += "\nMosaic node drops (mapping probes into empty channels show as no-channel):\n";
+        s += "\nMosaic node drops (mapping probes into empty channels show as no_channel):\n";
         for (why, n) in &r.node_drops {
             s += &format!("  {why:<20} {n}\n");
         }
     }
     s
+}
+
+/// The flows whose books do not balance, in one sentence.
+pub fn imbalance(r: &AtomicReport) -> Option<String> {
+    let bad: Vec<String> = r
+        .flows
+        .iter()
+        .filter_map(|f| match f.unaccounted {
+            Some(u) if u != 0 => Some(format!("{} -> {} #{} ({u} packets)", f.from, f.to, f.flow)),
+            _ => None,
+        })
+        .collect();
+    (!bad.is_empty()).then(|| {
+        format!(
+            "the report does not balance: packets with no outcome on ATOMIC flow {}; this is a \
+             fault of the testbed",
+            bad.join(", ")
+        )
+    })
 }

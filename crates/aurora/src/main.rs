@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod atomic_books;
 mod atomic_report;
 mod bench_atomic;
 mod bench_compile;

@@ -16,7 +16,6 @@ use std::sync::Arc;
 use aurora_engine::carry::Carries;
 use aurora_engine::NodeId;
 use aurora_link::LinkDrop;
-use aurora_net::accounting::Recorder;
 use aurora_net::traffic::TrafficHost;
 use aurora_net::Frame;
 use aurora_topo::NodeProcess;
@@ -480,11 +479,14 @@ fn atomic_section<F: Frame>(
     a: &aurora_topo::AtomicPart,
     p: &NodeProcess<F>,
     secs: f64,
+    frames: &crate::atomic_books::FrameLedger,
 ) -> crate::atomic_report::AtomicReport {
     let mut r = crate::atomic_report::report_on(
         a,
         &p.engine,
         aurora_time::Duration::from_nanos((secs * 1e9) as i64),
+        frames,
+        false,
     );
     r.mode = "real time, one process".into();
     // Flows this process neither sends nor receives are not its business.
@@ -549,15 +551,9 @@ fn run_process<F: Carries<CellBytes>>(
         }
         None => None,
     };
-    // Every cell dropped, charged to its PDU (see `crate::books`).
-    let ledger = Arc::new(std::sync::Mutex::new(Recorder::new()));
-    let book = ledger.clone();
-    p.engine.set_drop_tap(Box::new(move |t, at, why, f: &F| {
-        // Poisoned only if a tap panicked, which ends the run anyway.
-        if let (Some(cell), Ok(mut b)) = (f.peek(), book.lock()) {
-            b.dropped(t, at, why, cell)
-        }
-    }));
+    // Every cell dropped, charged to its PDU (see `crate::books`); every
+    // ATOMIC frame, to its flow.
+    let (ledger, frames) = crate::run::tap_drops(&mut p.engine, atomic);
     // End cells of IP PVCs crossing to and from other processes, where
     // any cross (IP PVCs' books).
     let crossings = crate::books_ip::crossings(&p, info);
@@ -618,7 +614,10 @@ fn run_process<F: Carries<CellBytes>>(
         .into_inner()
         .map_err(|_| "the boundary counts were left half-written".to_string())?;
     let books = crate::books::export(&p, info, &ledger, (&crossed, &unread), topology, epoch);
-    let atomic = atomic.map(|a| atomic_section(a, &p, secs));
+    let frames = frames
+        .lock()
+        .map_err(|_| "the ATOMIC ledger was left half-written".to_string())?;
+    let atomic = atomic.map(|a| atomic_section(a, &p, secs, &frames));
     let captures = crate::captures::finish(captures)?;
 
     let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);

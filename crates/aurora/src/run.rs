@@ -340,6 +340,9 @@ impl Report {
         let all: Vec<String> = [
             self.pvc_imbalance(),
             crate::ip_books::imbalance(&self.ip_pvcs),
+            self.atomic
+                .as_ref()
+                .and_then(crate::atomic_report::imbalance),
             self.tcp.as_ref().and_then(crate::tcp_report::imbalance),
             self.video.as_ref().and_then(crate::video_report::imbalance),
             self.stripe
@@ -519,14 +522,7 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         }
     }
     crate::video_report::stop_at(&mut net, end);
-    let ledger = Arc::new(Mutex::new(accounting::Recorder::new()));
-    let book = ledger.clone();
-    net.sim.set_drop_tap(Box::new(move |t, at, why, f: &F| {
-        // Poisoned only if a tap panicked, which ends the run anyway.
-        if let (Some(cell), Ok(mut b)) = (f.peek(), book.lock()) {
-            b.dropped(t, at, why, cell)
-        }
-    }));
+    let (ledger, frames) = tap_drops(&mut net.sim, net.atomic.as_ref());
     let captures = match capture {
         Some(cap) => {
             let names = crate::lateness::names_in(&net, net.sim.node_count());
@@ -614,7 +610,12 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     r.ports = crate::port_report::report(&net.ports, &net.sim);
     r.contracts = crate::port_report::contracts(&net);
     if let Some(a) = &net.atomic {
-        r.atomic = Some(crate::atomic_report::report_on(a, &net.sim, duration));
+        let frames = frames
+            .lock()
+            .map_err(|_| "the ATOMIC ledger was left half-written")?;
+        r.atomic = Some(crate::atomic_report::report_on(
+            a, &net.sim, duration, &frames, true,
+        ));
     }
     r.tcp = crate::tcp_report::report(&net, end + drain);
     let place_names = node_names(&names);
@@ -647,6 +648,39 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
     }
     rates(&mut r);
     Ok(r)
+}
+
+/// The two ledgers a run's drop tap feeds, shared with the tap.
+pub(crate) type Ledgers = (
+    Arc<Mutex<accounting::Recorder>>,
+    Arc<Mutex<crate::atomic_books::FrameLedger>>,
+);
+
+/// Shows every frame engine `e` drops to the ledger it belongs in: an
+/// ATOMIC frame (at a node of ATOMIC part `atomic`) to the books of flows,
+/// a cell to the cell ledger, which charges it to its PDU.
+pub(crate) fn tap_drops<F: Carries<CellBytes>>(
+    e: &mut Engine<F>,
+    atomic: Option<&aurora_topo::AtomicPart>,
+) -> Ledgers {
+    let nodes = crate::captures::frame_ports(atomic, e);
+    let flows = atomic.map_or_else(Vec::new, crate::atomic_books::flows);
+    let frames = crate::atomic_books::FrameLedger::new(nodes, flows.into_iter().map(|f| f.0));
+    let ledgers: Ledgers = (
+        Arc::new(Mutex::new(accounting::Recorder::new())),
+        Arc::new(Mutex::new(frames)),
+    );
+    let (cells, frames) = ledgers.clone();
+    e.set_drop_tap(Box::new(move |t, at, why, f: &F| {
+        // Poisoned only if a tap panicked, which ends the run anyway.
+        let Ok(mut l) = frames.lock() else { return };
+        if l.takes(at) {
+            l.dropped(at, why, f.bytes());
+        } else if let (Some(cell), Ok(mut b)) = (f.peek(), cells.lock()) {
+            b.dropped(t, at, why, cell)
+        }
+    }));
+    ledgers
 }
 
 /// Figures a real-time run publishes as it goes, for a live display.

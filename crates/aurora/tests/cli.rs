@@ -214,7 +214,7 @@ fn an_atomic_file_runs_in_either_driver_and_reports_probes_per_node() {
     assert_eq!(m["nodes"], 22);
     assert_eq!(m["hosts"], 4);
     assert!(m["per_node"].as_f64().unwrap() <= 10.0, "{m}");
-    for f in r["atomic"]["flows"].as_array().unwrap() {
+    for f in atomic_flows_balance(&r) {
         assert_eq!(f["delivered"], f["sent"], "{f}");
         assert_eq!(f["corrupted"], 0);
     }
@@ -231,9 +231,68 @@ fn an_atomic_file_runs_in_either_driver_and_reports_probes_per_node() {
     let r: serde_json::Value = serde_json::from_slice(&rt.stdout).unwrap();
     assert_eq!(r["mode"], "real time");
     assert_eq!(r["atomic"]["mappings"][0]["nodes"], 22);
-    for f in r["atomic"]["flows"].as_array().unwrap() {
+    for f in atomic_flows_balance(&r) {
         assert!(f["delivered"].as_u64().unwrap() > 0, "{f}");
         assert_eq!(f["corrupted"], 0);
+    }
+}
+
+/// The flows of an `aurora run --json` report each balance: every packet
+/// sent is delivered, lost at a place for a reason, or on its way.
+fn atomic_flows_balance(r: &serde_json::Value) -> &Vec<serde_json::Value> {
+    let flows = r["atomic"]["flows"].as_array().unwrap();
+    for f in flows {
+        let n = |k: &str| f[k].as_u64().unwrap();
+        let losses: u64 = f["losses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(losses, n("lost"), "{f}");
+        assert_eq!(f["unaccounted"], 0, "{f}");
+        assert_eq!(
+            n("sent"),
+            n("delivered") + n("corrupted") + n("lost") + n("in_flight"),
+            "{f}"
+        );
+    }
+    flows
+}
+
+#[test]
+fn an_overloaded_atomic_lan_accounts_for_every_packet_in_both_clocks() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/atomic-overload.toml"
+    );
+    for clock in [&["--virtual"][..], &[]] {
+        let out = aurora()
+            .args(["run", file, "--duration", "300ms", "--json"])
+            .args(clock)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let flows = atomic_flows_balance(&r);
+        assert_eq!(flows.len(), 4);
+        // a's second flow is told apart from its first.
+        assert_eq!(
+            (&flows[3]["from"], &flows[3]["flow"]),
+            (&"a".into(), &1.into())
+        );
+        // a's first flow starts before the AC has a map: packets wait for a
+        // route, and past 256 are dropped at a; d's cable is slower than
+        // what is sent, so at the end most of it is still on its way.
+        let a = &flows[0];
+        assert_eq!(a["losses"][0]["at"], "a", "{a}");
+        assert_eq!(a["losses"][0]["reason"], "pending_full", "{a}");
+        assert!(a["delivered"].as_u64().unwrap() > 0, "{a}");
+        assert!(a["in_flight"].as_u64().unwrap() > 1000, "{a}");
     }
 }
 

@@ -6,6 +6,11 @@ use aurora_time::Instant;
 
 const GOOD: &str = include_str!("../../../examples/dan.toml");
 
+/// The first flow `src` sends (the only one, in these tests).
+fn first_flow(src: std::net::Ipv4Addr) -> aurora_atomic::flow::FlowId {
+    aurora_atomic::flow::FlowId { src, flow: 0 }
+}
+
 #[test]
 fn the_example_compiles_and_runs_clean() {
     let mut net = aurora_topo::load(GOOD, 1).unwrap();
@@ -272,7 +277,7 @@ fn the_atomic_example_compiles_maps_and_carries_its_flows() {
     assert_eq!(ac.map().edges(), edges);
     assert_eq!(ac.map().hosts(), hosts);
     let d: std::net::Ipv4Addr = "10.5.0.4".parse().unwrap();
-    assert_eq!(b.host(d).unwrap().received_from(a).delivered, 2000);
+    assert_eq!(b.host(d).unwrap().received(first_flow(a)).delivered, 2000);
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::net::Ipv4Addr;
 use std::ops::Range;
 
 use aurora_atomic::ac::{AcConfig, Method};
-use aurora_atomic::host::{AcRole, HostConfig, IpFlow, MIN_FLOW_PACKET};
+use aurora_atomic::flow::{MAX_FLOWS_PER_HOST, MIN_FLOW_PACKET};
+use aurora_atomic::host::{AcRole, HostConfig, IpFlow};
 use aurora_atomic::layout::{Layout, LayoutNode, Wire};
 use aurora_atomic::wire::Dir;
 use aurora_time::Instant;
@@ -450,8 +451,13 @@ impl Reader<'_> {
     fn atomic_flows(&mut self, a: &mut Atomic) {
         let file = self.file;
         let c = &mut self.c;
+        // Flows per sending host so far: each is named by a source port.
+        let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
         for g in &file.atomic_flow {
             let d = g.get_ref();
+            let nth = per_host.entry(d.from.as_str()).or_default();
+            *nth += 1;
+            let room = *nth <= MAX_FLOWS_PER_HOST;
             let from_ok = a.hosts.iter().any(|h| h.0 == d.from);
             let to = a.hosts.iter().find(|h| h.0 == d.to).map(|h| h.1.addr);
             if !from_ok {
@@ -464,6 +470,24 @@ impl Reader<'_> {
                 c.at(
                     g.span(),
                     format!("flow to \"{}\", which is not an ATOMIC host", d.to),
+                );
+            }
+            if d.from == d.to {
+                c.at(
+                    g.span(),
+                    format!(
+                        "flow from \"{}\" to itself: a flow goes to another host",
+                        d.from
+                    ),
+                );
+            }
+            if !room {
+                c.at(
+                    g.span(),
+                    format!(
+                        "host \"{}\" sends more than {MAX_FLOWS_PER_HOST} flows (a flow is named by its UDP source port)",
+                        d.from
+                    ),
                 );
             }
             if !(MIN_FLOW_PACKET..=65535).contains(&d.size) {
@@ -480,9 +504,14 @@ impl Reader<'_> {
                 );
             }
             let (interval, start) = schedule(c, g.span(), "flow", &d.interval, &d.start);
-            if let (true, true, Some(dst), Some(interval), Some(start)) =
-                (count_ok, from_ok, to, interval, start)
-            {
+            if let (true, true, true, Some(dst), Some(interval), Some(start)) = (
+                count_ok,
+                from_ok,
+                room && d.from != d.to,
+                to,
+                interval,
+                start,
+            ) {
                 a.flows.push((
                     d.from.clone(),
                     IpFlow {
