@@ -37,7 +37,8 @@ impl Built {
         self.sim.node_mut(*id)
     }
 
-    /// Gives the host at `a` a flow to send (from the flow's start time).
+    /// Gives the host at `a` a flow to send (from the flow's start time),
+    /// and tells its destination to expect it.
     pub fn add_flow(&mut self, a: Ipv4Addr, f: crate::host::IpFlow) -> Option<usize> {
         let (_, id, _) = *self.hosts.iter().find(|h| h.0 == a)?;
         let i = self
@@ -45,6 +46,14 @@ impl Built {
             .node_mut::<crate::host::AtomicHost>(id)?
             .add_flow(f);
         self.sim.touch(id);
+        if let Some(&(_, dst, _)) = self.hosts.iter().find(|h| h.0 == f.dst) {
+            if let Some(h) = self.sim.node_mut::<crate::host::AtomicHost>(dst) {
+                h.expect_flow(crate::flow::FlowId {
+                    src: a,
+                    flow: u16::try_from(i).ok()?,
+                });
+            }
+        }
         Some(i)
     }
 

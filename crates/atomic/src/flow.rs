@@ -142,6 +142,16 @@ impl Layout {
             (false, _) => Layout::Whole,
         }
     }
+
+    /// How frames are laid out arriving at `port` of a Mosaic node
+    /// (`mosaic`) or of a host: as they left the far end.
+    pub fn arriving(mosaic: bool, port: PortId) -> Layout {
+        match (mosaic, port == HOST_PORT) {
+            (true, true) => Layout::Whole,
+            (true, false) => Layout::Transit,
+            (false, _) => Layout::Payload,
+        }
+    }
 }
 
 /// The flow packet an ATOMIC frame carries, if it carries one.

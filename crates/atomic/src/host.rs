@@ -85,8 +85,8 @@ impl HostConfig {
 pub struct IpFlow {
     /// Destination address.
     pub dst: Ipv4Addr,
-    /// Packet length in bytes ([`MIN_FLOW_PACKET`] to 65535): an IPv4 packet
-    /// holding a UDP datagram to the discard port ([`FLOW_PORT`]).
+    /// Packet length in bytes ([`crate::flow::MIN_FLOW_PACKET`] to 65535): an IPv4 packet
+    /// holding a UDP datagram to the discard port ([`crate::flow::FLOW_PORT`]).
     pub size: usize,
     /// Packets to send.
     pub count: u64,
@@ -259,9 +259,18 @@ impl AtomicHost {
         self.routes.get(&dst).map(|(r, _)| r)
     }
 
-    /// What arrived of flow `id` (flow packets for this host only).
+    /// What arrived of flow `id`, if this host expects it
+    /// ([`AtomicHost::expect_flow`]).
     pub fn received(&self, id: FlowId) -> FlowRx {
         self.rx.get(&id).copied().unwrap_or_default()
+    }
+
+    /// Counts what arrives of flow `id` from now on. A host counts only the
+    /// flows it expects, so what it keeps is as large as the file's flows
+    /// to it, whatever arrives (another program's datagrams to the discard
+    /// port from one of the flows' ports included).
+    pub fn expect_flow(&mut self, id: FlowId) {
+        self.rx.entry(id).or_default();
     }
 
     /// Shows `f` every IPv4 packet waiting for a route.
@@ -509,9 +518,11 @@ impl AtomicHost {
         };
         // Flow packets for this host are checked against what their sender
         // wrote.
-        if let Some(f) = flow::read(&pkt[..h.total_len]).filter(|f| f.dst == self.cfg.addr) {
+        let expected = flow::read(&pkt[..h.total_len])
+            .filter(|f| f.dst == self.cfg.addr)
+            .and_then(|f| Some((f, self.rx.get_mut(&f.id)?)));
+        if let Some((f, rx)) = expected {
             let want = flow::packet(f.id, f.dst, f.seq, h.total_len);
-            let rx = self.rx.entry(f.id).or_default();
             if want[..] == pkt[..h.total_len] {
                 rx.delivered += 1;
             } else {

@@ -198,7 +198,9 @@ impl MosaicNode {
     /// its payload.
     fn lose(&mut self, d: Drop, port: PortId, pkt: &[u8], out: &mut Outbox<Vec<u8>>) {
         self.drop(d);
-        out.dropped(port, &pkt.to_vec(), d.name());
+        if out.tracking_drops() {
+            out.dropped(port, &pkt.to_vec(), d.name());
+        }
     }
 
     /// Packet `pkt` on its way between nodes as a whole packet: without

@@ -65,10 +65,16 @@ fn a_flow_balances_when_a_channel_is_cut_under_it() {
         }));
     b.sim.run_until(Instant::from_millis(300));
     let before = b.host(h2).unwrap().received(id).delivered;
-    // Cut the first channel of the route h1 uses, both ways.
-    let first = b.host(h1).unwrap().route_to(h2).unwrap().steps()[0];
-    b.node_mut(0).unwrap().set_channel(first, false);
-    if let Some(w) = l.wires.iter().find(|w| w.from == (0, first)) {
+    // Cut the last channel of the route h1 uses, both ways: there a pair
+    // ends, so the frames it drops have a spent leading pair.
+    let steps = b.host(h1).unwrap().route_to(h2).unwrap().steps();
+    let (last, on_the_way) = steps.split_last().unwrap();
+    let mut n = 0;
+    for d in on_the_way {
+        n = l.wires.iter().find(|w| w.from == (n, *d)).unwrap().to.0;
+    }
+    b.node_mut(n).unwrap().set_channel(*last, false);
+    if let Some(w) = l.wires.iter().find(|w| w.from == (n, *last)) {
         let (m, back) = w.to;
         b.node_mut(m).unwrap().set_channel(back, false);
     }

@@ -21,8 +21,9 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use aurora_atomic::flow::{self, FlowId, Layout};
+use aurora_atomic::gateway::Gateway;
 use aurora_atomic::host::AtomicHost;
-use aurora_engine::Engine;
+use aurora_engine::{Engine, NodeId};
 use aurora_net::accounting::{Place, Side};
 use aurora_net::Frame;
 use aurora_topo::AtomicPart;
@@ -30,12 +31,23 @@ use aurora_topo::AtomicPart;
 use crate::captures::{FrameNode, FramePorts};
 use crate::run::LossRow;
 
-/// How a frame dropped or waiting at `place` is laid out, if the place
-/// handles ATOMIC frames. Nodes show the drop tap whole packets; a frame
-/// in a port is as on its line: between Mosaic nodes its leading pair may
-/// be spent, a node's line to its host carries payloads alone, and a
-/// host's line to its node whole packets.
-fn layout_at(nodes: &FramePorts, place: Place) -> Option<Layout> {
+/// Where an ATOMIC frame was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    /// Shown the drop tap: by a node on arriving (side `in`), as a whole
+    /// packet, or by the engine in a port (side `out`).
+    Dropped,
+    /// Crossing to or from another process, or waiting in a port or on a
+    /// line: as on its line.
+    OnLine,
+}
+
+/// How a frame seen (`how`) at `place` is laid out, if the place handles
+/// ATOMIC frames. Nodes show the drop tap whole packets; on a line,
+/// between Mosaic nodes a frame's leading pair may be spent, a node's line
+/// to its host carries payloads alone, and a host's line to its node whole
+/// packets.
+fn layout_at(nodes: &FramePorts, place: Place, how: Seen) -> Option<Layout> {
     let node = *nodes.get(&place.node)?;
     if let FrameNode::Router { first } = node {
         if place.port < first {
@@ -43,11 +55,21 @@ fn layout_at(nodes: &FramePorts, place: Place) -> Option<Layout> {
         }
     }
     let mosaic = matches!(node, FrameNode::Mosaic);
-    Some(match place.side {
-        Side::Out => Layout::leaving(mosaic, place.port),
-        Side::In => Layout::Whole,
+    Some(match (place.side, how) {
+        (Side::Out, _) => Layout::leaving(mosaic, place.port),
+        (Side::In, Seen::Dropped) => Layout::Whole,
+        (Side::In, Seen::OnLine) => Layout::arriving(mosaic, place.port),
     })
 }
+
+/// Whether `place` handles ATOMIC frames (a frame dropped anywhere else is
+/// a cell, for the cell ledger).
+pub(crate) fn frame_place(nodes: &FramePorts, place: Place) -> bool {
+    layout_at(nodes, place, Seen::Dropped).is_some()
+}
+
+/// Flow packets per flow and place.
+pub(crate) type AtPlaces = BTreeMap<(FlowId, Place), u64>;
 
 /// The flows of ATOMIC part `a`, in file order: each one's name for the
 /// books, its sender's host name and its destination.
@@ -73,6 +95,11 @@ pub(crate) fn flows(a: &AtomicPart) -> Vec<(FlowId, String, Ipv4Addr)> {
 pub(crate) struct FrameLedger {
     nodes: FramePorts,
     lost: BTreeMap<FlowId, BTreeMap<(Place, &'static str), u64>>,
+    /// Those that crossed the process's edge: taken by a link to another
+    /// process (side `out`), or read from one (`in`).
+    pub(crate) crossed: AtPlaces,
+    /// Those left unread at its inputs when it stopped.
+    pub(crate) unread: AtPlaces,
 }
 
 impl FrameLedger {
@@ -81,18 +108,40 @@ impl FrameLedger {
         FrameLedger {
             nodes,
             lost: flows.into_iter().map(|f| (f, BTreeMap::new())).collect(),
+            crossed: AtPlaces::new(),
+            unread: AtPlaces::new(),
+        }
+    }
+
+    /// Counts the flow packets among `frames`, which crossed the process's
+    /// edge at `place` (`unread`: left unread there at the stop).
+    pub(crate) fn crossing<F: Frame>(&mut self, place: Place, frames: &[F], unread: bool) {
+        let Some(layout) = layout_at(&self.nodes, place, Seen::OnLine) else {
+            return;
+        };
+        let counts = if unread {
+            &mut self.unread
+        } else {
+            &mut self.crossed
+        };
+        for f in frames {
+            if let Some(p) = flow::in_frame(f.bytes(), layout) {
+                if self.lost.contains_key(&p.id) {
+                    *counts.entry((p.id, place)).or_default() += 1;
+                }
+            }
         }
     }
 
     /// Whether `node` handles ATOMIC frames at `port` (else what is dropped
     /// there is a cell, for the cell ledger).
     pub(crate) fn takes(&self, place: Place) -> bool {
-        layout_at(&self.nodes, place).is_some()
+        frame_place(&self.nodes, place)
     }
 
     /// `frame` was dropped at `place` for `reason`.
     pub(crate) fn dropped(&mut self, place: Place, reason: &'static str, frame: &[u8]) {
-        let Some(layout) = layout_at(&self.nodes, place) else {
+        let Some(layout) = layout_at(&self.nodes, place, Seen::Dropped) else {
             return;
         };
         let Some(p) = flow::in_frame(frame, layout) else {
@@ -105,7 +154,11 @@ impl FrameLedger {
 
     /// Flow packets on their way in engine `e` when it stopped: in its
     /// ports and on its lines, and waiting at their senders for a route.
-    fn in_flight<F: Frame>(&self, a: &AtomicPart, e: &Engine<F>) -> BTreeMap<FlowId, u64> {
+    pub(crate) fn in_flight<F: Frame>(
+        &self,
+        a: &AtomicPart,
+        e: &Engine<F>,
+    ) -> BTreeMap<FlowId, u64> {
         let mut m: BTreeMap<FlowId, u64> = BTreeMap::new();
         e.for_each_in_flight(&mut |node, port, f| {
             let side = Side::Out;
@@ -114,23 +167,49 @@ impl FrameLedger {
                 port,
                 side,
             };
-            if let Some(p) =
-                layout_at(&self.nodes, place).and_then(|layout| flow::in_frame(f.bytes(), layout))
+            if let Some(p) = layout_at(&self.nodes, place, Seen::OnLine)
+                .and_then(|layout| flow::in_frame(f.bytes(), layout))
             {
                 *m.entry(p.id).or_default() += 1;
             }
         });
-        for (_, _, id) in &a.hosts {
-            if let Some(h) = e.node::<AtomicHost>(*id) {
-                h.for_each_pending(&mut |ip| {
-                    if let Some(p) = flow::read(ip) {
-                        *m.entry(p.id).or_default() += 1;
-                    }
-                });
-            }
+        for (_, _, h) in hosts(a, e) {
+            h.for_each_pending(&mut |ip| {
+                if let Some(p) = flow::read(ip) {
+                    *m.entry(p.id).or_default() += 1;
+                }
+            });
         }
         m
     }
+}
+
+/// The ATOMIC hosts of part `a` in engine `e`: by address, with their
+/// node (a router's, for a host inside one).
+pub(crate) fn hosts<'e, F: Frame>(
+    a: &AtomicPart,
+    e: &'e Engine<F>,
+) -> Vec<(Ipv4Addr, NodeId, &'e AtomicHost)> {
+    let own = a
+        .hosts
+        .iter()
+        .filter_map(|(_, addr, id)| Some((*addr, *id, e.node::<AtomicHost>(*id)?)));
+    let in_routers = a.gateways.iter().filter_map(|(_, addr, id)| {
+        let g = e.node::<Gateway>(*id)?;
+        let h = g.lans().iter().find(|h| h.addr() == *addr)?;
+        Some((*addr, *id, h))
+    });
+    own.chain(in_routers).collect()
+}
+
+/// The names of the ATOMIC nodes of part `a`, by id: as `AtomicPart::node_names`
+/// gives them, and a router by its host on the LAN.
+pub(crate) fn node_names(a: &AtomicPart) -> BTreeMap<u32, String> {
+    a.node_names()
+        .into_iter()
+        .map(|(name, id)| (id.0, name))
+        .chain(a.gateways.iter().map(|(name, _, id)| (id.0, name.clone())))
+        .collect()
 }
 
 /// One flow's books, as far as one engine sees it.
@@ -163,21 +242,15 @@ pub(crate) fn books<F: Frame>(
     a: &AtomicPart,
     e: &Engine<F>,
     ledger: &FrameLedger,
+    names: &dyn Fn(u32) -> String,
 ) -> Vec<(FlowId, Ipv4Addr, FlowBooks)> {
-    let host = |addr: Ipv4Addr| {
-        let (_, _, id) = a.hosts.iter().find(|h| h.1 == addr)?;
-        e.node::<AtomicHost>(*id)
-    };
-    let names: BTreeMap<u32, String> = a
-        .node_names()
-        .into_iter()
-        .map(|(name, id)| (id.0, name))
-        .collect();
+    let all = hosts(a, e);
+    let host = |addr: Ipv4Addr| all.iter().find(|h| h.0 == addr).map(|h| h.2);
     // A host's own drops are of packets it never sent: named by the host
     // alone.
-    let is_host = |n: u32| a.hosts.iter().any(|h| h.2 .0 == n);
+    let is_host = |n: u32| all.iter().any(|h| h.1 .0 == n);
     let name = |p: Place| {
-        let node = names.get(&p.node).map_or("?", String::as_str);
+        let node = names(p.node);
         match p.side {
             Side::In if is_host(p.node) => node.to_string(),
             Side::In => format!("{node}:{} in", p.port),

@@ -109,30 +109,23 @@ pub struct AtomicReport {
 }
 
 /// The ATOMIC part of a network after a run on `e`: every AC's mappings,
-/// every flow's books (with `ledger` the drops the engine's tap showed; a
-/// verdict on each only if the engine held the whole network, `whole`),
-/// every host (those inside routers too) and the Mosaic nodes' drops.
+/// every flow's books (with `ledger` the drops the engine's tap showed,
+/// places named by `names`; a verdict on each only if the engine held the
+/// whole network, `whole`), every host (those inside routers too) and the
+/// Mosaic nodes' drops.
 pub(crate) fn report_on<F: aurora_net::Frame>(
     a: &aurora_topo::AtomicPart,
     e: &aurora_engine::Engine<F>,
     duration: Duration,
-    ledger: &FrameLedger,
+    (ledger, names): (&FrameLedger, &dyn Fn(u32) -> String),
     whole: bool,
 ) -> AtomicReport {
-    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = a
-        .hosts
-        .iter()
-        .filter_map(|(_, addr, id)| e.node::<AtomicHost>(*id).map(|h| (*addr, h)))
-        .chain(a.gateways.iter().filter_map(|(_, addr, id)| {
-            let g = e.node::<aurora_atomic::gateway::Gateway>(*id)?;
-            g.lans()
-                .iter()
-                .find(|h| h.addr() == *addr)
-                .map(|h| (*addr, h))
-        }))
+    let hosts: Vec<(Ipv4Addr, &AtomicHost)> = crate::atomic_books::hosts(a, e)
+        .into_iter()
+        .map(|(addr, _, h)| (addr, h))
         .collect();
     let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|(_, id)| e.node(*id)).collect();
-    let books = crate::atomic_books::books(a, e, ledger);
+    let books = crate::atomic_books::books(a, e, ledger, names);
     let mut r = report(&a.net, &hosts, &mosaics, duration, (books, whole));
     r.events = e.events();
     // Frames dropped at full links: those leaving an ATOMIC node, or a
@@ -320,32 +313,9 @@ pub fn text(r: &AtomicReport) -> String {
         );
     }
     if !r.flows.is_empty() {
-        s += &format!(
-            "\n{:<10} {:<10} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}\n",
-            "flow from", "to", "sent", "delivered", "corrupted", "lost", "in flight", "unaccounted"
-        );
-        for f in &r.flows {
-            let from = match f.flow {
-                0 => f.from.clone(),
-                n => format!("{} #{n}", f.from),
-            };
-            s += &format!(
-                "{:<10} {:<10} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}\n",
-                from,
-                f.to,
-                f.sent,
-                f.delivered,
-                f.corrupted,
-                f.lost,
-                f.in_flight,
-                f.unaccounted.map_or("-".into(), |u| u.to_string())
-            );
-            for l in &f.losses {
-                s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
-            }
-        }
+        s += &flows_text(&r.flows);
         if r.flows.iter().any(|f| f.unaccounted.is_none()) {
-            s += "(this process sees only its part of each flow: `aurora books` is the place to balance them)\n";
+            s += "(this process sees only its part of each flow: `aurora books` joins the parts of a run's processes)\n";
         }
     }
     s += &format!(
@@ -375,8 +345,42 @@ pub fn text(r: &AtomicReport) -> String {
 
 /// The flows whose books do not balance, in one sentence.
 pub fn imbalance(r: &AtomicReport) -> Option<String> {
-    let bad: Vec<String> = r
-        .flows
+    flows_imbalance(&r.flows)
+}
+
+/// Flow rows as a table, each flow's losses below it.
+pub fn flows_text(flows: &[FlowRow]) -> String {
+    let mut s = String::new();
+    s += &format!(
+        "\n{:<10} {:<10} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}\n",
+        "flow from", "to", "sent", "delivered", "corrupted", "lost", "in flight", "unaccounted"
+    );
+    for f in flows {
+        let from = match f.flow {
+            0 => f.from.clone(),
+            n => format!("{} #{n}", f.from),
+        };
+        s += &format!(
+            "{:<10} {:<10} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}\n",
+            from,
+            f.to,
+            f.sent,
+            f.delivered,
+            f.corrupted,
+            f.lost,
+            f.in_flight,
+            f.unaccounted.map_or("-".into(), |u| u.to_string())
+        );
+        for l in &f.losses {
+            s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
+        }
+    }
+    s
+}
+
+/// The flows whose books do not balance, in one sentence.
+pub fn flows_imbalance(flows: &[FlowRow]) -> Option<String> {
+    let bad: Vec<String> = flows
         .iter()
         .filter_map(|f| match f.unaccounted {
             Some(u) if u != 0 => Some(format!("{} -> {} #{} ({u} packets)", f.from, f.to, f.flow)),

@@ -184,6 +184,9 @@ pub struct ProcessBooks {
     /// Its part of the books of PVCs between IP nodes.
     #[serde(default)]
     pub ip: crate::books_ip::IpBooks,
+    /// Its part of the books of ATOMIC flows.
+    #[serde(default)]
+    pub atomic: crate::books_atomic::AtomicBooks,
 }
 
 fn side_name(s: Side) -> &'static str {
@@ -376,6 +379,9 @@ pub struct BooksReport {
     /// Per direction of each PVC between IP nodes whose ends both
     /// reported, balanced by end cells (see `crate::books_ip`).
     pub ip_pvcs: Vec<crate::ip_books::IpPvcRow>,
+    /// Per ATOMIC flow whose sender and receiver reported, balanced by
+    /// packet (see `crate::books_atomic`).
+    pub atomic_flows: Vec<crate::atomic_report::FlowRow>,
     /// Sum over PVCs (and IP PVC directions) of the size of their
     /// `unaccounted`.
     pub unaccounted: u64,
@@ -427,6 +433,7 @@ impl BooksReport {
             ));
         }
         all.extend(crate::ip_books::imbalance(&self.ip_pvcs));
+        all.extend(crate::atomic_report::flows_imbalance(&self.atomic_flows));
         all.extend(self.unbalanced.iter().cloned());
         (!all.is_empty()).then(|| all.join("; "))
     }
@@ -785,10 +792,16 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
     for (d, n) in ip.placed {
         placed_by_transit.push((format!("IP PVC {d}"), n));
     }
+    let atomic_parts: Vec<(&str, &crate::books_atomic::AtomicBooks)> =
+        parts.iter().map(|(n, b)| (n.as_str(), &b.atomic)).collect();
+    let atomic = crate::books_atomic::join(&atomic_parts);
+    unbalanced.extend(atomic.unbalanced);
+    placed_by_transit.extend(atomic.placed);
     let unaccounted = pvcs
         .iter()
         .map(|p| p.unaccounted)
         .chain(ip.rows.iter().map(|r| r.unaccounted))
+        .chain(atomic.rows.iter().filter_map(|r| r.unaccounted))
         .fold(0u64, |a, u| a.saturating_add(u.unsigned_abs()));
     Ok(BooksReport {
         reports: parts.iter().map(|(n, _)| n.clone()).collect(),
@@ -800,6 +813,7 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         placed_by_transit,
         notes,
         ip_pvcs: ip.rows,
+        atomic_flows: atomic.rows,
         unaccounted,
     })
 }
@@ -850,8 +864,8 @@ pub fn text(r: &BooksReport) -> String {
         if r.reports.len() == 1 { "" } else { "s" },
         r.nodes.join(", ")
     );
-    if r.pvcs.is_empty() && r.ip_pvcs.is_empty() {
-        s += "no PVC balanced\n";
+    if r.pvcs.is_empty() && r.ip_pvcs.is_empty() && r.atomic_flows.is_empty() {
+        s += "no PVC or flow balanced\n";
     }
     if !r.pvcs.is_empty() {
         s += &crate::run::pvcs_text(&r.pvcs, false);
@@ -866,11 +880,21 @@ pub fn text(r: &BooksReport) -> String {
         };
         s += "(IP PVCs by AAL5 end cells; in flight: in ports, on lines, or unread in a ring or socket when the processes stopped)\n";
     }
-    for (pvc, n) in &r.placed_by_transit {
-        s += &format!(
-            "({n} PDUs of {pvc} placed by cells lost between processes, one cell at least each: \
-             an upper bound, which a loss no process recorded could hide behind)\n"
-        );
+    if !r.atomic_flows.is_empty() {
+        s += &crate::atomic_report::flows_text(&r.atomic_flows);
+        s += "(ATOMIC flows by packet; in flight: in ports, on lines, waiting for a route, or unread in a socket when the processes stopped)\n";
+    }
+    for (what, n) in &r.placed_by_transit {
+        s += &match what.strip_prefix("ATOMIC flow ") {
+            Some(flow) => format!(
+                "({n} packets of ATOMIC flow {flow} placed by frames lost between processes: an \
+                 upper bound, which a loss no process recorded could hide behind)\n"
+            ),
+            None => format!(
+                "({n} PDUs of {what} placed by cells lost between processes, one cell at least \
+                 each: an upper bound, which a loss no process recorded could hide behind)\n"
+            ),
+        };
     }
     s += &crate::run::cell_losses_text(&r.cell_losses);
     for n in &r.notes {

@@ -17,6 +17,7 @@ mod bench_sched;
 mod bench_soak;
 mod bench_tcp;
 mod books;
+mod books_atomic;
 mod books_ip;
 mod callgrind;
 mod captures;

@@ -481,23 +481,29 @@ fn atomic_section<F: Frame>(
     secs: f64,
     frames: &crate::atomic_books::FrameLedger,
 ) -> crate::atomic_report::AtomicReport {
+    let name = |id: u32| member_name(p, NodeId(id));
     let mut r = crate::atomic_report::report_on(
         a,
         &p.engine,
         aurora_time::Duration::from_nanos((secs * 1e9) as i64),
-        frames,
+        (frames, &name),
         false,
     );
     r.mode = "real time, one process".into();
-    // Flows this process neither sends nor receives are not its business.
+    // Flows this process neither sends, receives, drops nor holds are not
+    // its business.
     let mine: Vec<&str> = a
         .hosts
         .iter()
         .chain(&a.gateways)
         .map(|h| h.0.as_str())
         .collect();
-    r.flows
-        .retain(|f| mine.contains(&f.from.as_str()) || mine.contains(&f.to.as_str()));
+    r.flows.retain(|f| {
+        mine.contains(&f.from.as_str())
+            || mine.contains(&f.to.as_str())
+            || f.lost > 0
+            || f.in_flight > 0
+    });
     r
 }
 
@@ -558,8 +564,12 @@ fn run_process<F: Carries<CellBytes>>(
     // any cross (IP PVCs' books).
     let crossings = crate::books_ip::crossings(&p, info);
     let crossed = Arc::new(std::sync::Mutex::new(crossings.clone()));
-    if !crossings.is_empty() {
+    // And ATOMIC flow packets crossing at the process's edge (their books:
+    // `crate::books_atomic`).
+    let flows_cross = atomic.is_some() && !p.ports.is_empty();
+    if !crossings.is_empty() || flows_cross {
         let seen = crossed.clone();
+        let flows = frames.clone();
         // Lines that flip bits deliver cells whose headers need checking.
         let noisy: std::collections::BTreeSet<(u32, u16)> = crossings
             .keys()
@@ -572,6 +582,12 @@ fn run_process<F: Carries<CellBytes>>(
             .map(|(at, _)| (at.node, at.port))
             .collect();
         p.engine.set_boundary_tap(Box::new(move |at, frames: &[F]| {
+            if let Ok(mut l) = flows.lock() {
+                if l.takes(at) {
+                    l.crossing(at, frames, false);
+                    return;
+                }
+            }
             let check =
                 at.side == aurora_net::accounting::Side::Out && noisy.contains(&(at.node, at.port));
             if let Ok(mut c) = seen.lock() {
@@ -590,10 +606,18 @@ fn run_process<F: Carries<CellBytes>>(
     // What this process leaves unread (cells its links discard meanwhile
     // still go to the drop tap).
     let mut unread = crossings;
-    if !unread.is_empty() {
+    if !unread.is_empty() || flows_cross {
+        // The ledger is locked batch by batch: the links' discards on the
+        // way go to the drop tap, which takes it too.
         p.engine
-            .drain_external_inputs(UNREAD_AT_STOP, &mut |at, frames: &[F]| {
-                crate::books_ip::count_ends(&mut unread, at, frames, false)
+            .drain_external_inputs(UNREAD_AT_STOP, &mut |at, batch: &[F]| {
+                if let Ok(mut flows) = frames.lock() {
+                    if flows.takes(at) {
+                        flows.crossing(at, batch, true);
+                        return;
+                    }
+                }
+                crate::books_ip::count_ends(&mut unread, at, batch, false)
             });
     }
     p.engine.clear_tap();
@@ -613,10 +637,14 @@ fn run_process<F: Carries<CellBytes>>(
         .map_err(|_| "the boundary counts are still in use".to_string())?
         .into_inner()
         .map_err(|_| "the boundary counts were left half-written".to_string())?;
-    let books = crate::books::export(&p, info, &ledger, (&crossed, &unread), topology, epoch);
     let frames = frames
         .lock()
         .map_err(|_| "the ATOMIC ledger was left half-written".to_string())?;
+    let mut books = crate::books::export(&p, info, &ledger, (&crossed, &unread), topology, epoch);
+    if let Some(a) = atomic {
+        let name = |id: u32| member_name(&p, NodeId(id));
+        books.atomic = crate::books_atomic::export(a, &p, &frames, &name);
+    }
     let atomic = atomic.map(|a| atomic_section(a, &p, secs, &frames));
     let captures = crate::captures::finish(captures)?;
 

@@ -613,8 +613,14 @@ pub(crate) fn run_network<F: Carries<CellBytes>>(
         let frames = frames
             .lock()
             .map_err(|_| "the ATOMIC ledger was left half-written")?;
+        let names = crate::atomic_books::node_names(a);
+        let name = |n: u32| names.get(&n).cloned().unwrap_or_else(|| "?".into());
         r.atomic = Some(crate::atomic_report::report_on(
-            a, &net.sim, duration, &frames, true,
+            a,
+            &net.sim,
+            duration,
+            (&frames, &name),
+            true,
         ));
     }
     r.tcp = crate::tcp_report::report(&net, end + drain);
@@ -665,7 +671,8 @@ pub(crate) fn tap_drops<F: Carries<CellBytes>>(
 ) -> Ledgers {
     let nodes = crate::captures::frame_ports(atomic, e);
     let flows = atomic.map_or_else(Vec::new, crate::atomic_books::flows);
-    let frames = crate::atomic_books::FrameLedger::new(nodes, flows.into_iter().map(|f| f.0));
+    let frames =
+        crate::atomic_books::FrameLedger::new(nodes.clone(), flows.into_iter().map(|f| f.0));
     let ledgers: Ledgers = (
         Arc::new(Mutex::new(accounting::Recorder::new())),
         Arc::new(Mutex::new(frames)),
@@ -673,9 +680,10 @@ pub(crate) fn tap_drops<F: Carries<CellBytes>>(
     let (cells, frames) = ledgers.clone();
     e.set_drop_tap(Box::new(move |t, at, why, f: &F| {
         // Poisoned only if a tap panicked, which ends the run anyway.
-        let Ok(mut l) = frames.lock() else { return };
-        if l.takes(at) {
-            l.dropped(at, why, f.bytes());
+        if crate::atomic_books::frame_place(&nodes, at) {
+            if let Ok(mut l) = frames.lock() {
+                l.dropped(at, why, f.bytes());
+            }
         } else if let (Some(cell), Ok(mut b)) = (f.peek(), cells.lock()) {
             b.dropped(t, at, why, cell)
         }

@@ -645,6 +645,55 @@ fn judged(trial: impl Fn() -> Vec<Value>, always: impl Fn(&[Value])) -> Option<V
     None
 }
 
+/// `aurora books` over the named reports of an ATOMIC LAN's processes:
+/// it succeeds, and its one flow balances; the flow's row.
+fn atomic_books(tag: &str, reports: &[(&str, &Value)]) -> Value {
+    let files = save(tag, reports);
+    let paths: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
+    let (ok, r, err) = books(&paths);
+    for f in &files {
+        std::fs::remove_file(f).ok();
+    }
+    assert!(ok, "{err}\n{r}");
+    let flows = r["atomic_flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 1, "{r}");
+    let f = &flows[0];
+    let n = |k: &str| f[k].as_u64().unwrap();
+    assert_eq!(f["unaccounted"], 0, "{r}");
+    assert_eq!(
+        n("sent"),
+        n("delivered") + n("corrupted") + n("lost") + n("in_flight"),
+        "{r}"
+    );
+    f.clone()
+}
+
+#[test]
+fn an_atomic_flow_balances_across_processes_when_its_receiver_stops_first() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let topo = atomic_lan("early");
+    // b stops about 0.2 s into a's flow, which goes on for a second.
+    let m = start(&topo, "m", "4s");
+    let b = start(&topo, "b", "2s");
+    let a = start(&topo, "a", "4s");
+    let (ra, rb, rm) = (finish(a), finish(b), finish(m));
+    std::fs::remove_file(&topo).ok();
+    let f = atomic_books("early", &[("a", &ra), ("b", &rb), ("m", &rm)]);
+    assert_eq!(f["sent"], 2000, "{f}");
+    assert!(f["delivered"].as_u64().unwrap() < 2000, "{f}");
+    // What the mesh sent b after b stopped reading is lost between the
+    // processes, placed at b's end of the cable (or, once the AC no longer
+    // finds b, a's packets have no route).
+    let losses = f["losses"].as_array().unwrap();
+    assert!(
+        losses
+            .iter()
+            .any(|l| l["reason"] == "lost_between_processes"
+                && l["at"].as_str().unwrap().starts_with("b:")),
+        "{f}"
+    );
+}
+
 #[test]
 fn an_atomic_lan_runs_as_three_processes_over_udp() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -664,6 +713,9 @@ fn an_atomic_lan_runs_as_three_processes_over_udp() {
         for x in r {
             balanced(x);
         }
+        // The flow's books, joined, balance whatever the run was like.
+        let f = atomic_books("three", &[("a", ra), ("b", rb), ("m", rm)]);
+        assert_eq!(f["sent"], 2000, "{f}");
         assert_eq!(rb["atomic"]["flows"][0]["corrupted"], 0, "{rb}");
         assert_eq!(rm["ports"].as_array().unwrap().len(), 2, "{rm}");
         // Each process reports its own nodes' lateness, on one engine.
@@ -684,6 +736,11 @@ fn an_atomic_lan_runs_as_three_processes_over_udp() {
     // b got a's flow, with a route from the AC.
     let f = &rb["atomic"]["flows"][0];
     assert_eq!(f["delivered"], 2000, "{rb}");
+    let joined = atomic_books("three-kept-up", &[("a", ra), ("b", rb), ("m", rm)]);
+    assert_eq!(
+        (&joined["delivered"], &joined["lost"]),
+        (&2000.into(), &0.into())
+    );
     assert_eq!(rb["atomic"]["hosts"][0]["ac"], "a");
     // The mesh's cables carried it all, nothing lost.
     for c in rm["ports"].as_array().unwrap() {

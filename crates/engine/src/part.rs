@@ -10,7 +10,7 @@ use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 
 use crate::io::{Io, DEVICE_BATCH, HEC_UNCORRECTABLE, INPUT_BATCH, PEER_FULL, POLL_SLICE};
-use crate::port::{AnyPort, Fifo, Port, TAIL_DROP};
+use crate::port::{AnyPort, Fifo, Port, TAIL_DROP, UNCONNECTED};
 use crate::queue::EventQueue;
 use crate::{frame_time, DirCounters, DirSpec, DropTap, EngineNode, LinkSpec, NodeId, Tap};
 
@@ -844,7 +844,16 @@ impl<F: Frame> Part<F> {
             }
             let Some(Some(k)) = self.out[node as usize].get(usize::from(port)).copied() else {
                 self.unconnected += left as u64;
-                cells.nth(left - 1);
+                let side = Side::Out;
+                for f in cells.by_ref().take(left) {
+                    tap_drop(
+                        &mut self.drop_tap,
+                        now,
+                        Place { node, port, side },
+                        UNCONNECTED,
+                        &f,
+                    );
+                }
                 left = 0;
                 continue;
             };

@@ -28,6 +28,9 @@ use aurora_time::Instant;
 /// Why a port refused a frame.
 pub const TAIL_DROP: &str = "tail_drop";
 
+/// Why a frame a node sent out of a port with no link was dropped.
+pub const UNCONNECTED: &str = "unconnected";
+
 /// A sending port's queue under a discipline: frames go in with
 /// [`Port::enqueue`] when the node sends them and come out with
 /// [`Port::dequeue`] when the line is free.

@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use aurora_atomic::built::Plan;
+use aurora_atomic::flow::FlowId;
 use aurora_atomic::host::{HostConfig, IpFlow};
 use aurora_atomic::layout::Layout;
 use aurora_atomic::wire::Dir;
@@ -177,9 +178,16 @@ impl AtomicNet {
                 .unwrap_or(HostConfig::new(addr, id))
         });
         for (from, f) in &self.flows {
-            let addr = self.hosts.iter().find(|h| &h.0 == from).map(|h| h.1.addr);
-            if let Some(h) = plan.hosts.iter_mut().find(|h| Some(h.0) == addr) {
-                h.1.add_flow(*f);
+            let Some(src) = self.hosts.iter().find(|h| &h.0 == from).map(|h| h.1.addr) else {
+                continue;
+            };
+            let Some(h) = plan.hosts.iter_mut().find(|h| h.0 == src) else {
+                continue;
+            };
+            // Its receiver counts it (and only the flows it expects).
+            let id = u16::try_from(h.1.add_flow(*f)).map(|flow| FlowId { src, flow });
+            if let (Ok(id), Some(rx)) = (id, plan.hosts.iter_mut().find(|h| h.0 == f.dst)) {
+                rx.1.expect_flow(id);
             }
         }
         plan

@@ -351,6 +351,45 @@ fn atomic_flow_numbers_have_ranges() {
 }
 
 #[test]
+fn an_atomic_flow_goes_to_another_host_and_a_host_names_each_of_its_flows() {
+    let text = include_str!("../../../examples/atomic.toml");
+    let flow = |from: &str, to: &str| {
+        format!("\n[[atomic_flow]]\nfrom = \"{from}\"\nto = \"{to}\"\nsize = 100\ncount = 1\ninterval = \"1ms\"\n")
+    };
+    let t = aurora_topo::compile(&format!("{text}{}", flow("a", "a")))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        t.contains("flow from \"a\" to itself: a flow goes to another host"),
+        "{t}"
+    );
+    // A flow stays on its LAN: not through its sender's gateway.
+    let iw = include_str!("../../../examples/interwork.toml");
+    let far = "\n[[atomic_host]]\nname = \"z\"\nip = \"10.6.0.9/24\"\n";
+    let t = aurora_topo::compile(&format!("{iw}{far}{}", flow("ac", "z")))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        t.contains(
+            "flow from \"ac\" to \"z\" leaves 10.5.0.1/24 through its gateway: a flow stays on one LAN"
+        ),
+        "{t}"
+    );
+    assert!(aurora_topo::compile(&format!("{iw}{}", flow("ac", "r-lan"))).is_ok());
+    // A flow is named by its UDP source port, from 49152: 16,384 a host.
+    // (atomic.toml has one flow from a already.)
+    let most = flow("a", "b").repeat(16_383);
+    assert!(aurora_topo::compile(&format!("{text}{most}")).is_ok());
+    let t = aurora_topo::compile(&format!("{text}{most}{}", flow("a", "c")))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(t.contains("host \"a\" sends more than 16384 flows"), "{t}");
+}
+
+#[test]
 fn problems_far_into_a_big_file_have_the_right_line() {
     let mut more = String::new();
     for i in 0..3000 {

@@ -472,6 +472,22 @@ impl Reader<'_> {
                     format!("flow to \"{}\", which is not an ATOMIC host", d.to),
                 );
             }
+            let sender = a.hosts.iter().find(|h| h.0 == d.from).map(|h| h.1);
+            let off_lan = match (sender, to) {
+                (Some(cfg), Some(dst)) if cfg.gateway.is_some() => {
+                    (!same_subnet(cfg.addr, dst, cfg.prefix)).then_some(cfg)
+                }
+                _ => None,
+            };
+            if let Some(cfg) = off_lan {
+                c.at(
+                    g.span(),
+                    format!(
+                        "flow from \"{}\" to \"{}\" leaves {}/{} through its gateway: a flow stays on one LAN",
+                        d.from, d.to, cfg.addr, cfg.prefix
+                    ),
+                );
+            }
             if d.from == d.to {
                 c.at(
                     g.span(),
@@ -507,7 +523,7 @@ impl Reader<'_> {
             if let (true, true, true, Some(dst), Some(interval), Some(start)) = (
                 count_ok,
                 from_ok,
-                room && d.from != d.to,
+                room && d.from != d.to && off_lan.is_none(),
                 to,
                 interval,
                 start,
