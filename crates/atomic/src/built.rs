@@ -48,10 +48,9 @@ impl Built {
         self.sim.touch(id);
         if let Some(&(_, dst, _)) = self.hosts.iter().find(|h| h.0 == f.dst) {
             if let Some(h) = self.sim.node_mut::<crate::host::AtomicHost>(dst) {
-                h.expect_flow(crate::flow::FlowId {
-                    src: a,
-                    flow: u16::try_from(i).ok()?,
-                });
+                // Below `MAX_FLOWS_PER_HOST`: `add_flow` took it.
+                let flow = u16::try_from(i).unwrap_or(u16::MAX);
+                h.expect_flow(crate::flow::FlowId { src: a, flow });
             }
         }
         Some(i)

@@ -19,6 +19,16 @@ fn ip(s: &str) -> Ipv4Addr {
 
 #[test]
 fn a_flow_balances_when_a_channel_is_cut_under_it() {
+    // At the route's first channel, frames dropped there come from the
+    // host, whole; at its last, from a channel, with a spent pair.
+    for last in [false, true] {
+        cut_under_a_flow(last);
+    }
+}
+
+/// A flow from one corner of a grid to another, and its route's first
+/// (or `last`) channel cut while it runs.
+fn cut_under_a_flow(last: bool) {
     // A 4 x 4 grid, hosts at three corners, the AC on the third.
     let l = Mesh::grid(4, 4, &[(0, 0), (3, 0), (0, 3)], 5);
     let (h1, h2, ac) = (ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.3"));
@@ -65,16 +75,16 @@ fn a_flow_balances_when_a_channel_is_cut_under_it() {
         }));
     b.sim.run_until(Instant::from_millis(300));
     let before = b.host(h2).unwrap().received(id).delivered;
-    // Cut the last channel of the route h1 uses, both ways: there a pair
-    // ends, so the frames it drops have a spent leading pair.
+    // Cut that channel of the route h1 uses, both ways.
     let steps = b.host(h1).unwrap().route_to(h2).unwrap().steps();
-    let (last, on_the_way) = steps.split_last().unwrap();
+    let at = if last { steps.len() - 1 } else { 0 };
     let mut n = 0;
-    for d in on_the_way {
+    for d in &steps[..at] {
         n = l.wires.iter().find(|w| w.from == (n, *d)).unwrap().to.0;
     }
-    b.node_mut(n).unwrap().set_channel(*last, false);
-    if let Some(w) = l.wires.iter().find(|w| w.from == (n, *last)) {
+    let cut = steps[at];
+    b.node_mut(n).unwrap().set_channel(cut, false);
+    if let Some(w) = l.wires.iter().find(|w| w.from == (n, cut)) {
         let (m, back) = w.to;
         b.node_mut(m).unwrap().set_channel(back, false);
     }
@@ -93,7 +103,7 @@ fn a_flow_balances_when_a_channel_is_cut_under_it() {
     let rx = b.host(h2).unwrap().received(id);
     let lost = lost.lock().unwrap().clone();
     let dropped: u64 = lost.values().sum();
-    eprintln!("sent {sent}, delivered {rx:?}, lost {lost:?}, in flight {in_flight}");
+    eprintln!("cut the last channel {last}: sent {sent}, delivered {rx:?}, lost {lost:?}, in flight {in_flight}");
     assert_eq!(rx.corrupted, 0);
     assert!(
         lost.get("no_channel").is_some_and(|&n| n > 0),

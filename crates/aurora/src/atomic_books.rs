@@ -6,7 +6,8 @@
 //! - its receiver delivers it, intact or damaged (the host's counts);
 //! - it is dropped: by the sending host (no route came, too many waited
 //!   for one), by a Mosaic node (`no_channel`, `node_down`, ...), or by the
-//!   engine (a full port, a link to a stopped process). Nodes and engine
+//!   engine (a full port, a link to a stopped process, a port with no
+//!   link). Nodes and engine
 //!   show the drop tap each frame they drop; [`FrameLedger`] reads the
 //!   flow out of it and counts it by place and reason;
 //! - or it is still on its way when the run ends: in a port or on a line
@@ -89,8 +90,10 @@ pub(crate) fn flows(a: &AtomicPart) -> Vec<(FlowId, String, Ipv4Addr)> {
 }
 
 /// Flow packets dropped, by flow, place and reason, from the frames a
-/// drop tap shows it. Only the flows it was made for are kept, so the
-/// books stay as small as the file whatever arrives.
+/// drop tap shows it; and those that crossed the process's edge or were
+/// left unread there, from its boundary tap and stop-time drain. Only the
+/// flows it was made for are kept, so the books stay as small as the file
+/// whatever arrives.
 #[derive(Debug)]
 pub(crate) struct FrameLedger {
     nodes: FramePorts,
@@ -133,8 +136,7 @@ impl FrameLedger {
         }
     }
 
-    /// Whether `node` handles ATOMIC frames at `port` (else what is dropped
-    /// there is a cell, for the cell ledger).
+    /// Whether `place` handles ATOMIC frames (see [`frame_place`]).
     pub(crate) fn takes(&self, place: Place) -> bool {
         frame_place(&self.nodes, place)
     }

@@ -367,6 +367,9 @@ pub struct BooksReport {
     /// Per PVC, PDUs placed by cells lost between processes (an upper
     /// bound: see the module's notes): `[pvc, PDUs]`.
     pub placed_by_transit: Vec<(String, u64)>,
+    /// Per ATOMIC flow, packets placed by frames lost between processes
+    /// (an upper bound, likewise): `[flow, packets]`.
+    pub atomic_placed_by_transit: Vec<(String, u64)>,
     /// What a reader should know to trust the figures: a process on a
     /// PVC's path restarted, or a count of cells lost between processes
     /// that two PVCs share went to another first.
@@ -382,8 +385,8 @@ pub struct BooksReport {
     /// Per ATOMIC flow whose sender and receiver reported, balanced by
     /// packet (see `crate::books_atomic`).
     pub atomic_flows: Vec<crate::atomic_report::FlowRow>,
-    /// Sum over PVCs (and IP PVC directions) of the size of their
-    /// `unaccounted`.
+    /// Sum over PVCs, IP PVC directions and ATOMIC flows of the size of
+    /// their `unaccounted`.
     pub unaccounted: u64,
 }
 
@@ -796,7 +799,6 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         parts.iter().map(|(n, b)| (n.as_str(), &b.atomic)).collect();
     let atomic = crate::books_atomic::join(&atomic_parts);
     unbalanced.extend(atomic.unbalanced);
-    placed_by_transit.extend(atomic.placed);
     let unaccounted = pvcs
         .iter()
         .map(|p| p.unaccounted)
@@ -811,6 +813,7 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         pvcs,
         unbalanced,
         placed_by_transit,
+        atomic_placed_by_transit: atomic.placed,
         notes,
         ip_pvcs: ip.rows,
         atomic_flows: atomic.rows,
@@ -884,17 +887,17 @@ pub fn text(r: &BooksReport) -> String {
         s += &crate::atomic_report::flows_text(&r.atomic_flows);
         s += "(ATOMIC flows by packet; in flight: in ports, on lines, waiting for a route, or unread in a socket when the processes stopped)\n";
     }
-    for (what, n) in &r.placed_by_transit {
-        s += &match what.strip_prefix("ATOMIC flow ") {
-            Some(flow) => format!(
-                "({n} packets of ATOMIC flow {flow} placed by frames lost between processes: an \
-                 upper bound, which a loss no process recorded could hide behind)\n"
-            ),
-            None => format!(
-                "({n} PDUs of {what} placed by cells lost between processes, one cell at least \
-                 each: an upper bound, which a loss no process recorded could hide behind)\n"
-            ),
-        };
+    for (pvc, n) in &r.placed_by_transit {
+        s += &format!(
+            "({n} PDUs of {pvc} placed by cells lost between processes, one cell at least each: \
+             an upper bound, which a loss no process recorded could hide behind)\n"
+        );
+    }
+    for (flow, n) in &r.atomic_placed_by_transit {
+        s += &format!(
+            "({n} packets of ATOMIC flow {flow} placed by frames lost between processes: an upper \
+             bound, which a loss no process recorded could hide behind)\n"
+        );
     }
     s += &crate::run::cell_losses_text(&r.cell_losses);
     for n in &r.notes {
@@ -1109,8 +1112,12 @@ mod tests {
         // with none.
         let old = serde_json::to_string(&b).unwrap();
         let old = old.replace(r#","ip":{"directions":[],"sent":[],"received":[],"dropped":[],"in_flight":[],"crossed":[],"unread":[],"ports":[]}"#, "");
+        // Nor ATOMIC books.
+        let old = old.replace(r#","atomic":{"flows":[],"sent":[],"received":[],"dropped":[],"in_flight":[],"crossed":[],"unread":[],"links":[]}"#, "");
+        assert!(!old.contains("atomic") && !old.contains("\"ip\""), "{old}");
         let back: ProcessBooks = serde_json::from_str(&old).unwrap();
         assert!(back.ip.directions.is_empty() && back.ip.crossed.is_empty());
+        assert_eq!(back.atomic, crate::books_atomic::AtomicBooks::default());
         use crate::books_ip::{Direction, Dropped, Ends, Hop, PortCells, Received as IpReceived};
         b.ip.directions = vec![Direction {
             name: "p h1 -> h2".into(),
@@ -1154,6 +1161,55 @@ mod tests {
             before: 8,
             hec: 9,
         }];
+        use crate::books_atomic::{
+            FlowAt, FlowCount, FlowDropped, FlowName, FlowReceived, FrameLink,
+        };
+        let (from, flow) = ("a".to_string(), 1);
+        let count = |n| FlowCount {
+            from: from.clone(),
+            flow,
+            n,
+        };
+        let flow_at = |side: &str, n| FlowAt {
+            from: from.clone(),
+            flow,
+            at: at("sw", 2, side),
+            n,
+        };
+        b.atomic.flows = vec![FlowName {
+            from: from.clone(),
+            flow,
+            to: "b".into(),
+        }];
+        b.atomic.sent = vec![count(10)];
+        b.atomic.received = vec![FlowReceived {
+            from: from.clone(),
+            flow,
+            delivered: 6,
+            corrupted: 0,
+        }];
+        b.atomic.dropped = vec![FlowDropped {
+            from: from.clone(),
+            flow,
+            at: "m.0.0:1 in".into(),
+            reason: "no_channel".into(),
+            n: 1,
+        }];
+        b.atomic.in_flight = vec![count(2)];
+        b.atomic.crossed = vec![flow_at("out", 3)];
+        b.atomic.unread = vec![flow_at("in", 1)];
+        b.atomic.links = vec![FrameLink {
+            node: "sw".into(),
+            port: 2,
+            here: "sw:2".into(),
+            peer: "m.0.0:West".into(),
+            sent: 3,
+            unreachable: 4,
+            too_long: 5,
+            arrived: 6,
+            lost: 7,
+            before: 8,
+        }];
         let want = concat!(
             r#"{"topology":"0000abcd","epoch_unix_ns":500,"nodes":["sw"],"pvcs":[],"sent":[],"#,
             r#""received":[],"charged":[{"flow":0,"first":2,"count":1,"at_ns":40,"#,
@@ -1169,7 +1225,15 @@ mod tests {
             r#""in_flight":[{"at":{"node":"sw","port":1,"side":"out"},"vpi":0,"vci":41,"ends":2}],"#,
             r#""crossed":[{"at":{"node":"sw","port":1,"side":"out"},"vpi":0,"vci":41,"ends":3}],"#,
             r#""unread":[{"at":{"node":"sw","port":1,"side":"in"},"vpi":0,"vci":41,"ends":4}],"#,
-            r#""ports":[{"node":"sw","port":1,"sent":5,"arrived":6,"lost":7,"before":8,"hec":9}]}}"#
+            r#""ports":[{"node":"sw","port":1,"sent":5,"arrived":6,"lost":7,"before":8,"hec":9}]},"#,
+            r#""atomic":{"flows":[{"from":"a","flow":1,"to":"b"}],"sent":[{"from":"a","flow":1,"n":10}],"#,
+            r#""received":[{"from":"a","flow":1,"delivered":6,"corrupted":0}],"#,
+            r#""dropped":[{"from":"a","flow":1,"at":"m.0.0:1 in","reason":"no_channel","n":1}],"#,
+            r#""in_flight":[{"from":"a","flow":1,"n":2}],"#,
+            r#""crossed":[{"from":"a","flow":1,"at":{"node":"sw","port":2,"side":"out"},"n":3}],"#,
+            r#""unread":[{"from":"a","flow":1,"at":{"node":"sw","port":2,"side":"in"},"n":1}],"#,
+            r#""links":[{"node":"sw","port":2,"here":"sw:2","peer":"m.0.0:West","sent":3,"#,
+            r#""unreachable":4,"too_long":5,"arrived":6,"lost":7,"before":8}]}}"#
         );
         assert_eq!(serde_json::to_string(&b).unwrap(), want);
         let back: ProcessBooks = serde_json::from_str(want).unwrap();

@@ -16,13 +16,15 @@
 //!
 //! where a cable between two processes loses `taken − read − left unread`
 //! of a flow's packets. That is checked against what the cable's ends
-//! counted lost between them: frames the receiving end knows never arrived
-//! or came before it listened, frames too long for a datagram, and frames
-//! sent after it stopped reading (what the sending end sent, less all the
-//! receiving end heard of). The losses are placed at the receiving end up
-//! to that count, used once across flows (an upper bound, as for traffic
-//! PVCs: the books say how many packets were placed this way); what does
-//! not fit is `unaccounted`.
+//! counted lost between them: frames the sending end dropped on the way
+//! out (too long for a datagram, or nothing listening), and frames it sent
+//! that the receiving end never read (lost in transit, or sent after it
+//! stopped reading), or, if more, those the receiving end counted lost.
+//! The losses are placed at the receiving end up to that count, used once
+//! across flows (an upper bound, as for traffic PVCs: the books say how
+//! many packets were placed this way); what does not fit is
+//! `unaccounted`. Work is per flow in the flow's own entries, so a large
+//! report costs no more than its size.
 
 use std::collections::BTreeMap;
 
@@ -114,13 +116,18 @@ pub struct FrameLink {
     pub peer: String,
     /// Frames sent to the far end.
     pub sent: u64,
+    /// Frames the far end could not be sent (nothing listened there).
+    #[serde(default)]
+    pub unreachable: u64,
     /// Frames too long for a datagram, dropped on the way out.
     pub too_long: u64,
     /// Frames that arrived from the far end.
     pub arrived: u64,
     /// Frames the far end sent that never arrived.
     pub lost: u64,
-    /// Frames the far end sent before this end listened.
+    /// Frames the far end sent before this end listened (0 for a UDP
+    /// cable, whose receiving end cannot tell: such frames count among
+    /// those the sending end sent that this end never heard of).
     pub before: u64,
 }
 
@@ -171,6 +178,8 @@ pub(crate) fn export<F: Frame>(
         },
     };
     let mut b = AtomicBooks::default();
+    let hosts = crate::atomic_books::hosts(a, &p.engine);
+    let local = |addr| hosts.iter().any(|h| h.0 == addr);
     for (id, dst, books) in crate::atomic_books::books(a, &p.engine, ledger, name) {
         let from = host_name(id.src);
         b.flows.push(FlowName {
@@ -178,7 +187,6 @@ pub(crate) fn export<F: Frame>(
             flow: id.flow,
             to: host_name(dst),
         });
-        let local = |addr| a.hosts.iter().any(|h| h.1 == addr);
         if local(id.src) {
             b.sent.push(FlowCount {
                 from: from.clone(),
@@ -245,6 +253,7 @@ pub(crate) fn export<F: Frame>(
             here: port.here.clone(),
             peer: port.peer.clone(),
             sent: tx.cells_out,
+            unreachable: tx.drops.get(LinkDrop::PeerUnreachable),
             too_long: tx.drops.get(LinkDrop::BadFrame),
             arrived: rx.cells_in,
             lost: rx.drops.get(LinkDrop::LostInTransit),
@@ -314,10 +323,20 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
             links.entry(l.here.as_str()).or_insert(l);
         }
     }
-    let get = |m: &BTreeMap<(Key, Spot), u64>, k: &Key, node: &str, port: u16, side: &str| {
-        m.get(&(k.clone(), (node.to_string(), port, side.to_string())))
-            .copied()
-            .unwrap_or(0)
+    // Each cable end by its node and port.
+    let ends: BTreeMap<(&str, u16), &FrameLink> = links
+        .values()
+        .map(|l| ((l.node.as_str(), l.port), *l))
+        .collect();
+    // A flow's packets at each place, by side ("in", "out").
+    let at_places = |m: &BTreeMap<(Key, Spot), u64>, k: &Key| {
+        let from = (k.clone(), (String::new(), 0, String::new()));
+        let mut by: BTreeMap<(String, u16, String), u64> = BTreeMap::new();
+        for ((key, spot), n) in m.range(from..).take_while(|((key, _), _)| key == k) {
+            debug_assert_eq!(key, k);
+            by.insert(spot.clone(), *n);
+        }
+        by
     };
     // What is left, per receiving end, of what its cable counted lost
     // between the processes (drawn flow by flow, so it is used once).
@@ -326,15 +345,25 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
     for f in flows {
         let k = (f.from.clone(), f.flow);
         let name = format!("{} -> {} #{}", f.from, f.to, f.flow);
-        // A cable end that took this flow's packets towards a process that
-        // sent no report.
-        let unheard = links.values().find(|e| {
-            get(&crossed, &k, &e.node, e.port, "out") > 0 && !links.contains_key(e.peer.as_str())
-        });
-        let why = if let Some(e) = unheard {
+        let crossed_at = at_places(&crossed, &k);
+        let unread_at = at_places(&unread, &k);
+        // The cables this flow's packets were taken onto: sending end,
+        // receiving end (if some report ran it), packets taken.
+        let mut cables = Vec::new();
+        let mut unheard = None;
+        for ((node, port, side), n) in &crossed_at {
+            let Some(e) = ends.get(&(node.as_str(), *port)).filter(|_| side == "out") else {
+                continue;
+            };
+            match links.get(e.peer.as_str()) {
+                Some(p) => cables.push((*e, *p, *n)),
+                None => unheard = Some(e.peer.as_str()),
+            }
+        }
+        let why = if let Some(peer) = unheard {
             Some(format!(
                 "its packets left for {}, which no report ran",
-                esc(&e.peer)
+                esc(peer)
             ))
         } else if !sent.contains_key(&k) {
             Some("no report counted what its sender sent".to_string())
@@ -360,28 +389,35 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
                 count: *n,
             })
             .collect();
-        let mut in_flight = flying.get(&k).copied().unwrap_or(0);
+        // Packets left unread are on their way still.
+        let in_flight = unread_at
+            .values()
+            .fold(flying.get(&k).copied().unwrap_or(0), |a, n| {
+                a.saturating_add(*n)
+            });
         let mut placed = 0u64;
-        for p in links.values() {
-            let Some(e) = links.get(p.peer.as_str()) else {
-                continue;
+        for (e, p, out) in cables {
+            let here = |m: &BTreeMap<(String, u16, String), u64>| {
+                m.get(&(p.node.clone(), p.port, "in".to_string()))
+                    .copied()
+                    .unwrap_or(0)
             };
-            let out = get(&crossed, &k, &e.node, e.port, "out");
-            let came = get(&crossed, &k, &p.node, p.port, "in");
-            let left = get(&unread, &k, &p.node, p.port, "in");
-            in_flight = in_flight.saturating_add(left);
             // What left and did not arrive (more arriving than left shows
             // as unaccounted).
-            let gap = out.saturating_sub(came.saturating_add(left));
+            let gap = out.saturating_sub(here(&crossed_at).saturating_add(here(&unread_at)));
             if gap == 0 {
                 continue;
             }
             let left_of = budget.entry(p.here.as_str()).or_insert_with(|| {
-                let heard = p.arrived.saturating_add(p.lost).saturating_add(p.before);
-                p.lost
-                    .saturating_add(p.before)
-                    .saturating_add(e.too_long)
-                    .saturating_add(e.sent.saturating_sub(heard))
+                // Frames that left and were not heard of (sent after the
+                // receiving end stopped reading, say), or those it counted
+                // lost; and those the sending end dropped on the way out.
+                let unheard = e
+                    .sent
+                    .saturating_add(e.unreachable)
+                    .saturating_sub(p.arrived);
+                e.too_long
+                    .saturating_add(unheard.max(p.lost.saturating_add(p.before)))
             });
             let n = gap.min(*left_of);
             *left_of -= n;
@@ -402,7 +438,7 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
             - i128::from(in_flight))
         .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
         if placed > 0 {
-            j.placed.push((format!("ATOMIC flow {name}"), placed));
+            j.placed.push((name, placed));
         }
         j.rows.push(FlowRow {
             from: f.from.clone(),
@@ -449,6 +485,7 @@ mod tests {
             here: here.into(),
             peer: peer.into(),
             sent,
+            unreachable: 0,
             too_long,
             arrived,
             lost,
@@ -554,7 +591,24 @@ mod tests {
             .collect();
         between.sort();
         assert_eq!(between, [("b-if:1 in", 1), ("m.0.0:0 in", 10)]);
-        assert_eq!(j.placed, [("ATOMIC flow a -> b #0".to_string(), 11)]);
+        assert_eq!(j.placed, [("a -> b #0".to_string(), 11)]);
+    }
+
+    #[test]
+    fn only_the_gap_is_placed_when_the_cable_counted_more() {
+        let mut parts = three(1);
+        // b's end counted 3 lost, of which this flow's gap is 1 (80 read
+        // and 2 left unread of the 83 taken).
+        parts[2].1.links[0].lost = 3;
+        let j = joined(&parts);
+        let r = &j.rows[0];
+        let at_b: u64 = r
+            .losses
+            .iter()
+            .filter(|l| l.at == "b-if:1 in")
+            .map(|l| l.count)
+            .sum();
+        assert_eq!((at_b, r.unaccounted), (1, Some(0)));
     }
 
     #[test]

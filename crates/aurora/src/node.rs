@@ -481,7 +481,13 @@ fn atomic_section<F: Frame>(
     secs: f64,
     frames: &crate::atomic_books::FrameLedger,
 ) -> crate::atomic_report::AtomicReport {
-    let name = |id: u32| member_name(p, NodeId(id));
+    let names = crate::atomic_books::node_names(a);
+    let name = |id: u32| {
+        names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| member_name(p, NodeId(id)))
+    };
     let mut r = crate::atomic_report::report_on(
         a,
         &p.engine,
@@ -570,6 +576,7 @@ fn run_process<F: Carries<CellBytes>>(
     if !crossings.is_empty() || flows_cross {
         let seen = crossed.clone();
         let flows = frames.clone();
+        let frame_ports = crate::captures::frame_ports(atomic, &p.engine);
         // Lines that flip bits deliver cells whose headers need checking.
         let noisy: std::collections::BTreeSet<(u32, u16)> = crossings
             .keys()
@@ -582,11 +589,11 @@ fn run_process<F: Carries<CellBytes>>(
             .map(|(at, _)| (at.node, at.port))
             .collect();
         p.engine.set_boundary_tap(Box::new(move |at, frames: &[F]| {
-            if let Ok(mut l) = flows.lock() {
-                if l.takes(at) {
+            if crate::atomic_books::frame_place(&frame_ports, at) {
+                if let Ok(mut l) = flows.lock() {
                     l.crossing(at, frames, false);
-                    return;
                 }
+                return;
             }
             let check =
                 at.side == aurora_net::accounting::Side::Out && noisy.contains(&(at.node, at.port));
@@ -609,13 +616,14 @@ fn run_process<F: Carries<CellBytes>>(
     if !unread.is_empty() || flows_cross {
         // The ledger is locked batch by batch: the links' discards on the
         // way go to the drop tap, which takes it too.
+        let frame_ports = crate::captures::frame_ports(atomic, &p.engine);
         p.engine
             .drain_external_inputs(UNREAD_AT_STOP, &mut |at, batch: &[F]| {
-                if let Ok(mut flows) = frames.lock() {
-                    if flows.takes(at) {
+                if crate::atomic_books::frame_place(&frame_ports, at) {
+                    if let Ok(mut flows) = frames.lock() {
                         flows.crossing(at, batch, true);
-                        return;
                     }
+                    return;
                 }
                 crate::books_ip::count_ends(&mut unread, at, batch, false)
             });
@@ -642,7 +650,14 @@ fn run_process<F: Carries<CellBytes>>(
         .map_err(|_| "the ATOMIC ledger was left half-written".to_string())?;
     let mut books = crate::books::export(&p, info, &ledger, (&crossed, &unread), topology, epoch);
     if let Some(a) = atomic {
-        let name = |id: u32| member_name(&p, NodeId(id));
+        // The ATOMIC part's names, which every process gives its nodes.
+        let names = crate::atomic_books::node_names(a);
+        let name = |id: u32| {
+            names
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| member_name(&p, NodeId(id)))
+        };
         books.atomic = crate::books_atomic::export(a, &p, &frames, &name);
     }
     let atomic = atomic.map(|a| atomic_section(a, &p, secs, &frames));

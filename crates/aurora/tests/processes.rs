@@ -682,14 +682,14 @@ fn an_atomic_flow_balances_across_processes_when_its_receiver_stops_first() {
     assert_eq!(f["sent"], 2000, "{f}");
     assert!(f["delivered"].as_u64().unwrap() < 2000, "{f}");
     // What the mesh sent b after b stopped reading is lost between the
-    // processes, placed at b's end of the cable (or, once the AC no longer
-    // finds b, a's packets have no route).
+    // processes, placed at b's end of the cable (later, once the AC no
+    // longer finds b, a's packets also have no route).
     let losses = f["losses"].as_array().unwrap();
     assert!(
         losses
             .iter()
             .any(|l| l["reason"] == "lost_between_processes"
-                && l["at"].as_str().unwrap().starts_with("b:")),
+                && l["at"].as_str().unwrap().starts_with("b-if:")),
         "{f}"
     );
 }

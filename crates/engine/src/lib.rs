@@ -799,8 +799,9 @@ impl<F: Frame> Engine<F> {
     }
 
     /// Shows every dropped frame to `tap`: frames the output ports and links
-    /// drop (a full buffer, `tail_drop`; lost on the way, `link_loss`) and the
-    /// frames nodes drop on arrival (asked of them through their outbox).
+    /// drop (a full buffer, `tail_drop`; lost on the way, `link_loss`; sent
+    /// out of a port with no link, `unconnected`) and the frames nodes drop
+    /// (asked of them through their outbox).
     pub fn set_drop_tap(&mut self, tap: DropTap<F>) {
         self.drop_tap = Some(Arc::new(Mutex::new(tap)));
         self.install_taps();
@@ -948,7 +949,7 @@ impl<F: Frame> Engine<F> {
         self.home.len()
     }
 
-    /// Cells sent out of ports with no link.
+    /// Frames (cells) sent out of ports with no link.
     pub fn unconnected(&self) -> u64 {
         self.parts.iter().map(|p| p.unconnected).sum()
     }

@@ -96,9 +96,10 @@ pub struct NodePort {
     pub node: NodeId,
     /// The port.
     pub port: PortId,
-    /// This end, as `node:port`.
+    /// This end, as `node:port` (a Mosaic node's port by its direction,
+    /// `m.0.0:West`): the same name in every process.
     pub here: String,
-    /// The far end, as `node:port`.
+    /// The far end, likewise.
     pub peer: String,
     /// What this end reads from: its UDP address, or its ring's file.
     pub local: String,
