@@ -1,6 +1,7 @@
 //! A Mosaic node and a host (running an AC) fed arbitrary packets on every
 //! port: no panic, and every packet in is forwarded, delivered or a
-//! counted drop.
+//! counted drop; every drop is shown to the driver, as a whole packet
+//! whose flow packet, if any, can be read.
 #![no_main]
 use aurora_atomic::ac::AcConfig;
 use aurora_atomic::host::{AcRole, AtomicHost, HostConfig};
@@ -20,7 +21,9 @@ fuzz_target!(|data: &[u8]| {
         Instant::ZERO,
     );
     let mut out = Outbox::default();
+    out.track_drops(true);
     let mut now = Instant::ZERO;
+    let mut shown = 0u64;
     // Records: port byte, length byte, then that many bytes.
     let mut rest = data;
     while let [port, len, tail @ ..] = rest {
@@ -39,7 +42,15 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         out.drain().for_each(drop);
+        for (_, frame, why) in out.drain_drops() {
+            assert!(!why.is_empty());
+            shown += 1;
+            let _ = aurora_atomic::flow::in_frame(&frame, aurora_atomic::flow::Layout::Whole);
+        }
     }
     let c = node.counters();
     assert!(c.forwarded + c.stored + c.to_host + c.flood_in + c.dropped_total() >= c.received);
+    // Every drop a node makes with a packet in hand is shown (flood
+    // bookkeeping drops have none).
+    assert!(shown <= c.dropped_total() + host.counters().no_route + host.counters().pending_full);
 });

@@ -182,6 +182,9 @@ pub struct AtomicHost {
     server: Option<KnownAc>,
     routes: FxHashMap<Ipv4Addr, (Route, u32)>,
     asked: FxHashMap<Ipv4Addr, Instant>,
+    /// Destinations the AC said it has no route to, and when: believed for
+    /// a route timeout, or until a newer map.
+    refused: FxHashMap<Ipv4Addr, Instant>,
     pending: VecDeque<Pending>,
     to_host: VecDeque<Vec<u8>>,
     raw_in: VecDeque<(u16, Vec<u8>)>,
@@ -205,6 +208,7 @@ impl AtomicHost {
             server: None,
             routes: FxHashMap::default(),
             asked: FxHashMap::default(),
+            refused: FxHashMap::default(),
             pending: VecDeque::new(),
             to_host: VecDeque::new(),
             raw_in: VecDeque::new(),
@@ -374,7 +378,7 @@ impl AtomicHost {
                 if status == 0 {
                     self.learn(now, dst, route, epoch, out);
                 } else {
-                    self.fail(dst, out);
+                    self.fail(now, dst, out);
                 }
                 return;
             }
@@ -413,8 +417,15 @@ impl AtomicHost {
         }
     }
 
-    fn fail(&mut self, dst: Ipv4Addr, out: &mut Outbox<Vec<u8>>) {
+    /// The AC has no route to `dst`: the packets waiting for one are
+    /// dropped, and so are those that come for it within a route timeout
+    /// (rather than each asking again).
+    fn fail(&mut self, now: Instant, dst: Ipv4Addr, out: &mut Outbox<Vec<u8>>) {
         self.asked.remove(&dst);
+        if self.refused.len() >= MAX_PENDING {
+            self.refused.clear();
+        }
+        self.refused.insert(dst, now);
         let (gone, stay): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|p| p.dst == dst);
         self.pending = stay.into();
         for p in gone {
@@ -482,6 +493,15 @@ impl AtomicHost {
         if let Some((route, _)) = self.routes.get(&hop) {
             self.counters.ip_sent += 1;
             out.push(0, Msg::Ip(pkt).packet(route));
+            return;
+        }
+        if self
+            .refused
+            .get(&hop)
+            .is_some_and(|&t| now < t + self.cfg.route_timeout)
+        {
+            self.counters.no_route += 1;
+            Self::dropped(out, &pkt, NO_ROUTE);
             return;
         }
         if self.pending.len() >= MAX_PENDING {
@@ -553,6 +573,7 @@ impl AtomicHost {
             heard: now,
         });
         if newer_map {
+            self.refused.clear();
             let before = self.routes.len();
             self.routes.retain(|_, (_, e)| *e == epoch);
             self.counters.routes_dropped += (before - self.routes.len()) as u64;
@@ -603,7 +624,7 @@ impl AtomicHost {
                 if status == 0 {
                     self.learn(now, dst, route, epoch, out);
                 } else {
-                    self.fail(dst, out);
+                    self.fail(now, dst, out);
                 }
             }
             m @ (Msg::Probe { .. }
@@ -652,6 +673,7 @@ impl Node<Vec<u8>> for AtomicHost {
                 ac.poll(now, out);
                 if ac.epoch() != before {
                     let e = ac.epoch();
+                    self.refused.clear();
                     let n = self.routes.len();
                     self.routes.retain(|_, (_, ep)| *ep == e);
                     self.counters.routes_dropped += (n - self.routes.len()) as u64;

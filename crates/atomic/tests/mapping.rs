@@ -505,3 +505,22 @@ fn a_cut_is_believed_when_the_recheck_agrees() {
 fn ac_of(b: &Built, a: Ipv4Addr) -> &aurora_atomic::ac::Ac {
     b.host(a).unwrap().ac().unwrap()
 }
+
+#[test]
+fn a_destination_the_ac_has_no_route_to_is_asked_for_once_a_route_timeout() {
+    let l = Layout::grid(3, 3, &[(0, 0), (2, 2)], 4);
+    let (h1, ac) = (ip("10.0.0.1"), ip("10.0.0.2"));
+    let mut b = build(&l, &[ac], Method::Loops, 3);
+    // 2,000 packets over 400 ms, from 100 ms, to an address no host has.
+    let nowhere = IpFlow {
+        count: 2000,
+        ..flow("10.0.0.99", 0, 100, 0)
+    };
+    b.add_flow(h1, nowhere);
+    b.sim.run_until(Instant::from_millis(700));
+    let c = b.host(h1).unwrap().counters();
+    // The answer "no route" is believed for a route timeout (100 ms):
+    // each packet in that time is dropped at once, not asked for again.
+    assert_eq!(c.no_route + c.pending_full, 2000, "{c:?}");
+    assert!(c.route_requests <= 10, "{c:?}");
+}
