@@ -29,6 +29,7 @@ use aurora_net::accounting::{Place, Side};
 use aurora_net::Frame;
 use aurora_topo::AtomicPart;
 
+use crate::atomic_report::FlowRow;
 use crate::captures::{FrameNode, FramePorts};
 use crate::run::LossRow;
 
@@ -214,38 +215,16 @@ pub(crate) fn node_names(a: &AtomicPart) -> BTreeMap<u32, String> {
         .collect()
 }
 
-/// One flow's books, as far as one engine sees it.
-#[derive(Debug, Default)]
-pub(crate) struct FlowBooks {
-    /// Packets its sender sent (0 if the sender is elsewhere).
-    pub sent: u64,
-    /// Delivered intact by its receiver (0 if the receiver is elsewhere).
-    pub delivered: u64,
-    /// Delivered damaged.
-    pub corrupted: u64,
-    /// Dropped, by place and reason.
-    pub losses: Vec<LossRow>,
-    /// Their sum.
-    pub lost: u64,
-    /// On their way.
-    pub in_flight: u64,
-}
-
-impl FlowBooks {
-    /// `sent − delivered − corrupted − lost − in flight`.
-    pub(crate) fn unaccounted(&self) -> i64 {
-        self.sent as i64 - (self.delivered + self.corrupted + self.lost + self.in_flight) as i64
-    }
-}
-
-/// The books of every flow of `a` in engine `e` after a run, with its
-/// destination, and `ledger` the drops the engine's tap saw.
+/// The books of every flow of `a` in engine `e` after a run, as far as the
+/// engine sees them (`sent` 0 where the sender is elsewhere, `delivered`
+/// where the receiver is), with `ledger` the drops its taps saw and
+/// `names` naming its nodes; each with the flow's name and destination.
 pub(crate) fn books<F: Frame>(
     a: &AtomicPart,
     e: &Engine<F>,
     ledger: &FrameLedger,
     names: &dyn Fn(u32) -> String,
-) -> Vec<(FlowId, Ipv4Addr, FlowBooks)> {
+) -> Vec<(FlowId, Ipv4Addr, FlowRow)> {
     let all = hosts(a, e);
     let host = |addr: Ipv4Addr| all.iter().find(|h| h.0 == addr).map(|h| h.2);
     // A host's own drops are of packets it never sent: named by the host
@@ -260,9 +239,16 @@ pub(crate) fn books<F: Frame>(
         }
     };
     let flying = ledger.in_flight(a, e);
+    let host_name = |addr: Ipv4Addr| {
+        a.net
+            .hosts
+            .iter()
+            .find(|h| h.1.addr == addr)
+            .map_or_else(|| addr.to_string(), |h| h.0.clone())
+    };
     flows(a)
         .into_iter()
-        .map(|(id, _, dst)| {
+        .map(|(id, from, dst)| {
             let rx = host(dst).map(|h| h.received(id)).unwrap_or_default();
             let losses: Vec<LossRow> = ledger
                 .lost
@@ -275,15 +261,25 @@ pub(crate) fn books<F: Frame>(
                     count: *n,
                 })
                 .collect();
-            let b = FlowBooks {
-                sent: host(id.src).map_or(0, |h| h.sent(usize::from(id.flow))),
+            let sent = host(id.src).map_or(0, |h| h.sent(usize::from(id.flow)));
+            let lost = losses.iter().map(|l| l.count).sum();
+            let in_flight = flying.get(&id).copied().unwrap_or(0);
+            let row = FlowRow {
+                from,
+                to: host_name(dst),
+                flow: id.flow,
+                sent,
                 delivered: rx.delivered,
                 corrupted: rx.corrupted,
-                lost: losses.iter().map(|l| l.count).sum(),
                 losses,
-                in_flight: flying.get(&id).copied().unwrap_or(0),
+                lost,
+                in_flight,
+                unaccounted: Some(crate::books_ip::unaccounted(
+                    sent,
+                    &[rx.delivered, rx.corrupted, lost, in_flight],
+                )),
             };
-            (id, dst, b)
+            (id, dst, row)
         })
         .collect()
 }

@@ -10,9 +10,7 @@ use aurora_atomic::mosaic::{Drop, MosaicNode};
 use aurora_time::Duration;
 use serde::Serialize;
 
-use aurora_atomic::flow::FlowId;
-
-use crate::atomic_books::{FlowBooks, FrameLedger};
+use crate::atomic_books::FrameLedger;
 use crate::run::LossRow;
 
 /// One mapping by one AC.
@@ -126,7 +124,14 @@ pub(crate) fn report_on<F: aurora_net::Frame>(
         .collect();
     let mosaics: Vec<&MosaicNode> = a.mosaic.iter().filter_map(|(_, id)| e.node(*id)).collect();
     let books = crate::atomic_books::books(a, e, ledger, names);
-    let mut r = report(&a.net, &hosts, &mosaics, duration, (books, whole));
+    let flows = books
+        .into_iter()
+        .map(|(_, _, row)| FlowRow {
+            unaccounted: row.unaccounted.filter(|_| whole),
+            ..row
+        })
+        .collect();
+    let mut r = report(&a.net, &hosts, &mosaics, duration, flows);
     r.events = e.events();
     // Frames dropped at full links: those leaving an ATOMIC node, or a
     // router's port on the LAN.
@@ -150,7 +155,7 @@ fn report(
     hosts_in: &[(Ipv4Addr, &AtomicHost)],
     mosaics: &[&MosaicNode],
     duration: Duration,
-    (books, whole): (Vec<(FlowId, Ipv4Addr, FlowBooks)>, bool),
+    flows: Vec<FlowRow>,
 ) -> AtomicReport {
     let name_of = |addr: Ipv4Addr| {
         net.hosts
@@ -199,21 +204,6 @@ fn report(
             took_over: c.ac_takeovers,
         });
     }
-    let flows = books
-        .into_iter()
-        .map(|(id, dst, b)| FlowRow {
-            from: name_of(id.src),
-            to: name_of(dst),
-            flow: id.flow,
-            sent: b.sent,
-            delivered: b.delivered,
-            corrupted: b.corrupted,
-            unaccounted: whole.then(|| b.unaccounted()),
-            lost: b.lost,
-            in_flight: b.in_flight,
-            losses: b.losses,
-        })
-        .collect();
     let mut drops = [0u64; Drop::ALL.len()];
     for m in mosaics {
         for (k, d) in Drop::ALL.iter().enumerate() {

@@ -196,6 +196,27 @@ fn side_name(s: Side) -> &'static str {
     }
 }
 
+impl At {
+    /// `place`, its node named by `name`.
+    pub(crate) fn of(place: Place, name: &dyn Fn(u32) -> String) -> At {
+        At {
+            node: name(place.node),
+            port: place.port,
+            side: side_name(place.side).into(),
+        }
+    }
+}
+
+/// A place by hand, for the tests.
+#[cfg(test)]
+pub(crate) fn at(node: &str, port: u16, side: &str) -> At {
+    At {
+        node: node.into(),
+        port,
+        side: side.into(),
+    }
+}
+
 /// What a node process writes of its books: the ledger its drop tap kept
 /// (places by the process's node ids), its receivers' books, what its
 /// hosts sent and what its links lost in transit; and, for IP PVCs, the
@@ -210,11 +231,7 @@ pub(crate) fn export<F: Carries<CellBytes>>(
     epoch_unix_ns: u64,
 ) -> ProcessBooks {
     let local_name = |id: u32| crate::node::member_name(p, NodeId(id));
-    let at = |pl: Place| At {
-        node: local_name(pl.node),
-        port: pl.port,
-        side: side_name(pl.side).into(),
-    };
+    let at = |pl: Place| At::of(pl, &local_name);
     let global: BTreeMap<u32, &str> = info
         .hosts
         .iter()
@@ -912,14 +929,6 @@ pub fn text(r: &BooksReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(node: &str, port: u16, side: &str) -> At {
-        At {
-            node: node.into(),
-            port,
-            side: side.into(),
-        }
-    }
 
     /// h1 sends 10 PDUs through sw to h2; h2 delivers 0, 1 and 6 to 9;
     /// sw's port dropped a cell of PDU 2; PDUs 3 to 5 have no outcome

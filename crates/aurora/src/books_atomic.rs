@@ -36,7 +36,6 @@ use serde::{Deserialize, Serialize};
 use crate::atomic_books::FrameLedger;
 use crate::atomic_report::FlowRow;
 use crate::books::At;
-use crate::books_ip::BETWEEN;
 use crate::run::LossRow;
 
 /// A flow: its sender, the sender's number for it, and its receiver.
@@ -162,30 +161,19 @@ pub(crate) fn export<F: Frame>(
     ledger: &FrameLedger,
     name: &dyn Fn(u32) -> String,
 ) -> AtomicBooks {
-    let host_name = |src| {
-        a.net
-            .hosts
-            .iter()
-            .find(|h| h.1.addr == src)
-            .map_or_else(|| format!("{src}"), |h| h.0.clone())
-    };
-    let at = |pl: Place| At {
-        node: name(pl.node),
-        port: pl.port,
-        side: match pl.side {
-            Side::In => "in".into(),
-            Side::Out => "out".into(),
-        },
-    };
+    let at = |pl: Place| At::of(pl, name);
     let mut b = AtomicBooks::default();
     let hosts = crate::atomic_books::hosts(a, &p.engine);
     let local = |addr| hosts.iter().any(|h| h.0 == addr);
+    // The flows' names, by id, for the crossing counts below.
+    let mut from_of = BTreeMap::new();
     for (id, dst, books) in crate::atomic_books::books(a, &p.engine, ledger, name) {
-        let from = host_name(id.src);
+        let from = books.from.clone();
+        from_of.insert(id, from.clone());
         b.flows.push(FlowName {
             from: from.clone(),
             flow: id.flow,
-            to: host_name(dst),
+            to: books.to.clone(),
         });
         if local(id.src) {
             b.sent.push(FlowCount {
@@ -225,7 +213,10 @@ pub(crate) fn export<F: Frame>(
     ] {
         for ((id, place), n) in counts {
             list.push(FlowAt {
-                from: host_name(id.src),
+                from: from_of
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| id.src.to_string()),
                 flow: id.flow,
                 at: at(*place),
                 n: *n,
@@ -419,24 +410,15 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
                 e.too_long
                     .saturating_add(unheard.max(p.lost.saturating_add(p.before)))
             });
-            let n = gap.min(*left_of);
-            *left_of -= n;
-            if n > 0 {
-                losses.push(LossRow {
-                    at: format!("{}:{} in", p.node, p.port),
-                    reason: BETWEEN.into(),
-                    count: n,
-                });
-                placed = placed.saturating_add(n);
+            let at = format!("{}:{} in", p.node, p.port);
+            if let Some(row) = crate::books_ip::place_between(left_of, gap, at) {
+                placed = placed.saturating_add(row.count);
+                losses.push(row);
             }
         }
         let lost = losses.iter().fold(0u64, |a, l| a.saturating_add(l.count));
-        let unaccounted = (i128::from(sent)
-            - i128::from(rx.delivered)
-            - i128::from(rx.corrupted)
-            - i128::from(lost)
-            - i128::from(in_flight))
-        .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        let unaccounted =
+            crate::books_ip::unaccounted(sent, &[rx.delivered, rx.corrupted, lost, in_flight]);
         if placed > 0 {
             j.placed.push((name, placed));
         }
@@ -460,13 +442,8 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
 mod tests {
     use super::*;
 
-    fn at(node: &str, port: u16, side: &str) -> At {
-        At {
-            node: node.into(),
-            port,
-            side: side.into(),
-        }
-    }
+    use crate::books::at;
+    use crate::books_ip::BETWEEN;
 
     fn flow_at(node: &str, port: u16, side: &str, n: u64) -> FlowAt {
         FlowAt {

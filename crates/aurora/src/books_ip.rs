@@ -238,13 +238,6 @@ pub(crate) fn crossings<F: aurora_net::Frame>(
     c
 }
 
-fn side_name(s: Side) -> String {
-    match s {
-        Side::In => "in".into(),
-        Side::Out => "out".into(),
-    }
-}
-
 /// What a node process writes of the books of IP PVCs: `name` names its
 /// nodes by their ids in the process, `global` those of the file.
 pub(crate) fn export<F: Carries<CellBytes>>(
@@ -272,11 +265,7 @@ pub(crate) fn export<F: Carries<CellBytes>>(
     let is_ip = |id: NodeId| info.ip_nodes.iter().any(|(_, i)| *i == id);
     let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
     let ip = |id: NodeId| local(id).and_then(|l| p.engine.node::<IpNode>(l));
-    let at = |pl: Place| At {
-        node: name(pl.node),
-        port: pl.port,
-        side: side_name(pl.side),
-    };
+    let at = |pl: Place| At::of(pl, name);
     let mut b = IpBooks::default();
     for pvc in &info.pvcs {
         let (Some(first), Some(last)) = (pvc.hops.first(), pvc.hops.last()) else {
@@ -388,6 +377,27 @@ pub(crate) fn export<F: Carries<CellBytes>>(
         });
     }
     b
+}
+
+/// `sent` less its `outcomes`, in range whatever the (untrusted) counts.
+pub(crate) fn unaccounted(sent: u64, outcomes: &[u64]) -> i64 {
+    let rest = outcomes
+        .iter()
+        .fold(i128::from(sent), |a, n| a - i128::from(*n));
+    rest.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// Places up to `gap` losses between processes at receiving end `at`,
+/// drawn from what is `left` of the count its link kept of them: the row,
+/// if any.
+pub(crate) fn place_between(left: &mut u64, gap: u64, at: String) -> Option<LossRow> {
+    let n = gap.min(*left);
+    *left -= n;
+    (n > 0).then(|| LossRow {
+        at,
+        reason: BETWEEN.into(),
+        count: n,
+    })
 }
 
 /// Cells lost between processes at a receiving port, as the books' transit
@@ -571,24 +581,15 @@ pub(crate) fn join(
                 };
                 lost.saturating_add(hec).saturating_add(after)
             });
-            let p = gap.min(*left_of);
-            *left_of -= p;
-            if p > 0 {
-                losses.push(LossRow {
-                    at: format!("{}:{} in", h.to, h.to_port),
-                    reason: BETWEEN.into(),
-                    count: p,
-                });
-                placed = placed.saturating_add(p);
+            let at = format!("{}:{} in", h.to, h.to_port);
+            if let Some(row) = place_between(left_of, gap, at) {
+                placed = placed.saturating_add(row.count);
+                losses.push(row);
             }
         }
         // Reports are untrusted: sums that cannot overflow.
         let lost = losses.iter().fold(0u64, |a, l| a.saturating_add(l.count));
-        let unaccounted = (i128::from(sent)
-            - i128::from(rx.delivered)
-            - i128::from(lost)
-            - i128::from(in_flight))
-        .clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        let unaccounted = unaccounted(sent, &[rx.delivered, lost, in_flight]);
         if placed > 0 {
             j.placed.push((d.name.clone(), placed));
         }
@@ -609,13 +610,7 @@ pub(crate) fn join(
 mod tests {
     use super::*;
 
-    fn at(node: &str, port: u16, side: &str) -> At {
-        At {
-            node: node.into(),
-            port,
-            side: side.into(),
-        }
-    }
+    use crate::books::at;
 
     fn ends(node: &str, port: u16, side: &str, vci: u16, n: u64) -> Ends {
         Ends {
