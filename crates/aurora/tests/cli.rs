@@ -29,12 +29,7 @@ fn bench_sar_reports_every_figure_as_json() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json_of(&out);
     let rows = rows.as_array().unwrap();
     let has = |what: &str, size: u64| {
         rows.iter()
@@ -101,12 +96,7 @@ fn run_plays_a_topology_in_virtual_time() {
         .args(["run", file, "--virtual", "--duration", "100ms", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = json_of(&out);
     for p in r["pvcs"].as_array().unwrap() {
         assert_eq!(p["corrupted"], 0);
         assert_eq!(p["lost"], 0);
@@ -128,12 +118,7 @@ fn run_plays_a_topology_in_virtual_time() {
         .args(["run", file, "--duration", "200ms", "--json"])
         .output()
         .unwrap();
-    assert!(
-        real.status.success(),
-        "{}",
-        String::from_utf8_lossy(&real.stderr)
-    );
-    let rr: serde_json::Value = serde_json::from_slice(&real.stdout).unwrap();
+    let rr = json_of(&real);
     assert_eq!(rr["mode"], "real time");
     // Real time captures too.
     let dir = std::env::temp_dir().join(format!("aurora-cli-rt-cap-{}", std::process::id()));
@@ -142,12 +127,7 @@ fn run_plays_a_topology_in_virtual_time() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(
-        cap.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cap.stderr)
-    );
-    let rc: serde_json::Value = serde_json::from_slice(&cap.stdout).unwrap();
+    let rc = json_of(&cap);
     assert!(rc["captures"].as_array().unwrap().len() >= 6, "{rc}");
     let _ = std::fs::remove_dir_all(&dir);
     // The example's pings: every end-to-end request answered by the far
@@ -176,12 +156,7 @@ fn the_vunet_example_runs_in_real_time_with_its_ping_answered() {
         .args(["run", file, "--duration", "400ms", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = json_of(&out);
     for p in r["pvcs"].as_array().unwrap() {
         assert_eq!(p["corrupted"], 0, "{p}");
         assert!(p["delivered"].as_u64().unwrap() > 0, "{p}");
@@ -204,12 +179,7 @@ fn an_atomic_file_runs_in_either_driver_and_reports_probes_per_node() {
         .args(["run", file, "--virtual", "--duration", "1s", "--json"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = json_of(&out);
     let m = &r["atomic"]["mappings"][0];
     assert_eq!(m["nodes"], 22);
     assert_eq!(m["hosts"], 4);
@@ -223,12 +193,7 @@ fn an_atomic_file_runs_in_either_driver_and_reports_probes_per_node() {
         .args(["run", file, "--duration", "1500ms", "--json"])
         .output()
         .unwrap();
-    assert!(
-        rt.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rt.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&rt.stdout).unwrap();
+    let r = json_of(&rt);
     assert_eq!(r["mode"], "real time");
     assert_eq!(r["atomic"]["mappings"][0]["nodes"], 22);
     for f in atomic_flows_balance(&r) {
@@ -324,12 +289,7 @@ fn flows_to_and_from_a_routers_host_on_the_lan_keep_books() {
         .output()
         .unwrap();
     std::fs::remove_file(&file).ok();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = json_of(&out);
     for f in atomic_flows_balance(&r) {
         assert_eq!(
             (&f["sent"], &f["delivered"]),
@@ -466,12 +426,7 @@ fn a_lossy_link_shows_as_host_reassembly_drops() {
         .output()
         .unwrap();
     std::fs::remove_file(&file).ok();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = json_of(&out);
     let lost: u64 = r["links"]
         .as_array()
         .unwrap()
@@ -570,4 +525,15 @@ fn a_pinned_node_runs_on_its_worker_with_the_same_results() {
     assert_eq!(one["trace"], two["trace"]);
     assert_eq!(one["pvcs"], two["pvcs"]);
     let _ = std::fs::remove_file(&file);
+}
+
+/// The JSON report of a command that must have succeeded (its stderr if
+/// not).
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
