@@ -6,7 +6,10 @@
 //!   sent this way.
 //! - **IP over ATOMIC**: an IPv4 packet for another host goes out with the
 //!   source route cached for its destination; without one, it waits while
-//!   the host asks the AC, and the answer is cached. Routes carry the AC's
+//!   the host asks the AC, and the answer is cached (an answer that there
+//!   is no route is believed for a route timeout, or until a newer map:
+//!   packets for that destination meanwhile are dropped at once). Routes
+//!   carry the AC's
 //!   map epoch: when an AC announces a newer epoch, older routes are
 //!   dropped and asked for again. Packets come from and go to the local IP
 //!   stack through [`PacketPort`], or from a built-in flow generator (for
@@ -54,7 +57,9 @@ pub struct HostConfig {
     /// becoming an AC (plus up to as long again, drawn from its id, so
     /// hosts do not all take over at once).
     pub ac_wait: Duration,
-    /// How long a packet waits for a route.
+    /// How long a host waits for an answer before asking the AC again (a
+    /// packet gives up after four times this), and how long it believes
+    /// an answer that there is no route.
     pub route_timeout: Duration,
     /// The LAN's prefix length: destinations outside `addr/prefix` go to
     /// [`HostConfig::gateway`] (0, the default: every address is on the
@@ -378,7 +383,7 @@ impl AtomicHost {
                 if status == 0 {
                     self.learn(now, dst, route, epoch, out);
                 } else {
-                    self.fail(now, dst, out);
+                    self.fail(now, dst, true, out);
                 }
                 return;
             }
@@ -418,14 +423,17 @@ impl AtomicHost {
     }
 
     /// The AC has no route to `dst`: the packets waiting for one are
-    /// dropped, and so are those that come for it within a route timeout
-    /// (rather than each asking again).
-    fn fail(&mut self, now: Instant, dst: Ipv4Addr, out: &mut Outbox<Vec<u8>>) {
+    /// dropped; and, if the answer is from the map in use (`believe`), so
+    /// are those that come for it within a route timeout (rather than each
+    /// asking again).
+    fn fail(&mut self, now: Instant, dst: Ipv4Addr, believe: bool, out: &mut Outbox<Vec<u8>>) {
         self.asked.remove(&dst);
-        if self.refused.len() >= MAX_PENDING {
-            self.refused.clear();
+        if believe {
+            if self.refused.len() >= MAX_PENDING {
+                self.refused.clear();
+            }
+            self.refused.insert(dst, now);
         }
-        self.refused.insert(dst, now);
         let (gone, stay): (Vec<_>, Vec<_>) = self.pending.drain(..).partition(|p| p.dst == dst);
         self.pending = stay.into();
         for p in gone {
@@ -624,7 +632,9 @@ impl AtomicHost {
                 if status == 0 {
                     self.learn(now, dst, route, epoch, out);
                 } else {
-                    self.fail(now, dst, out);
+                    // Believed for a while only if from the map in use.
+                    let current = self.server.as_ref().is_some_and(|s| s.epoch == epoch);
+                    self.fail(now, dst, current, out);
                 }
             }
             m @ (Msg::Probe { .. }
@@ -632,10 +642,15 @@ impl AtomicHost {
             | Msg::RouteRequest { .. }
             | Msg::Report { .. }) => {
                 if let Some(ac) = self.ac.as_mut() {
+                    let before = ac.epoch();
                     ac.receive(now, m, out);
                     // The AC's own map changed its own routes' epoch.
                     let e = ac.epoch();
                     self.routes.retain(|_, (_, ep)| *ep == e || *ep == 0);
+                    if e != before {
+                        // A newer map may reach what the older did not.
+                        self.refused.clear();
+                    }
                 }
             }
             Msg::Explore { .. } => self.counters.bad_packets += 1,

@@ -524,3 +524,44 @@ fn a_destination_the_ac_has_no_route_to_is_asked_for_once_a_route_timeout() {
     assert_eq!(c.no_route + c.pending_full, 2000, "{c:?}");
     assert!(c.route_requests <= 10, "{c:?}");
 }
+
+#[test]
+fn a_newer_map_forgets_that_the_ac_had_no_route() {
+    let l = Layout::grid(3, 3, &[(0, 0), (2, 2)], 6);
+    let (h1, h2) = (ip("10.0.0.1"), ip("10.0.0.2"));
+    // h1 runs the AC, and believes a "no route" for 10 s unless a newer
+    // map comes.
+    let mut b = l
+        .build(5, &move |addr, id| HostConfig {
+            role: if addr == h1 {
+                AcRole::Always
+            } else {
+                AcRole::Never
+            },
+            route_timeout: Duration::from_secs(10),
+            ..HostConfig::new(addr, id)
+        })
+        .unwrap();
+    // h2's interface node is down for the first map.
+    let node = b.hosts.iter().find(|h| h.0 == h2).unwrap().2;
+    b.node_mut(node).unwrap().set_up(false);
+    b.add_flow(
+        h1,
+        IpFlow {
+            count: 10_000,
+            ..flow("10.0.0.2", 0, 100, 0)
+        },
+    );
+    b.sim.run_until(Instant::from_millis(300));
+    let refused = b.host(h1).unwrap().counters().no_route;
+    assert!(refused > 0, "no route to h2 at first");
+    b.node_mut(node).unwrap().set_up(true);
+    // The AC maps again every 500 ms: its next map finds h2.
+    b.sim.run_until(Instant::from_millis(1500));
+    let rx = b.host(h2).unwrap().received(first_flow(h1));
+    assert!(
+        rx.delivered > 1000,
+        "{rx:?}, {:?}",
+        b.host(h1).unwrap().counters()
+    );
+}

@@ -346,14 +346,16 @@ pub fn flows_text(flows: &[FlowRow]) -> String {
         "flow from", "to", "sent", "delivered", "corrupted", "lost", "in flight", "unaccounted"
     );
     for f in flows {
+        // Names from another process's report are escaped.
+        let esc = aurora_topo::escape;
         let from = match f.flow {
-            0 => f.from.clone(),
-            n => format!("{} #{n}", f.from),
+            0 => esc(&f.from),
+            n => format!("{} #{n}", esc(&f.from)),
         };
         s += &format!(
             "{:<10} {:<10} {:>8} {:>10} {:>10} {:>8} {:>9} {:>11}\n",
             from,
-            f.to,
+            esc(&f.to),
             f.sent,
             f.delivered,
             f.corrupted,
@@ -362,7 +364,13 @@ pub fn flows_text(flows: &[FlowRow]) -> String {
             f.unaccounted.map_or("-".into(), |u| u.to_string())
         );
         for l in &f.losses {
-            s += &format!("{:<4}lost {} at {} ({})\n", "", l.count, l.at, l.reason);
+            s += &format!(
+                "{:<4}lost {} at {} ({})\n",
+                "",
+                l.count,
+                esc(&l.at),
+                esc(&l.reason)
+            );
         }
     }
     s

@@ -911,6 +911,7 @@ pub fn text(r: &BooksReport) -> String {
         );
     }
     for (flow, n) in &r.atomic_placed_by_transit {
+        let flow = aurora_topo::escape(flow);
         s += &format!(
             "({n} packets of ATOMIC flow {flow} placed by frames lost between processes: an upper \
              bound, which a loss no process recorded could hide behind)\n"

@@ -16,10 +16,11 @@
 //!
 //! where a cable between two processes loses `taken − read − left unread`
 //! of a flow's packets. That is checked against what the cable's ends
-//! counted lost between them: frames the sending end dropped on the way
-//! out (too long for a datagram, or nothing listening), and frames it sent
-//! that the receiving end never read (lost in transit, or sent after it
-//! stopped reading), or, if more, those the receiving end counted lost.
+//! counted lost between them: frames the sending end found too long for a
+//! datagram, and frames it sent or failed to send (nothing listening; such
+//! a frame still takes a sequence number) that the receiving end never
+//! read (lost in transit, or sent after it stopped reading), or, if more,
+//! those the receiving end counted lost.
 //! The losses are placed at the receiving end up to that count, used once
 //! across flows (an upper bound, as for traffic PVCs: the books say how
 //! many packets were placed this way); what does not fit is
@@ -323,8 +324,7 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
     let at_places = |m: &BTreeMap<(Key, Spot), u64>, k: &Key| {
         let from = (k.clone(), (String::new(), 0, String::new()));
         let mut by: BTreeMap<(String, u16, String), u64> = BTreeMap::new();
-        for ((key, spot), n) in m.range(from..).take_while(|((key, _), _)| key == k) {
-            debug_assert_eq!(key, k);
+        for ((_, spot), n) in m.range(from..).take_while(|((key, _), _)| key == k) {
             by.insert(spot.clone(), *n);
         }
         by
@@ -400,9 +400,9 @@ pub(crate) fn join(parts: &[(&str, &AtomicBooks)]) -> Joined {
                 continue;
             }
             let left_of = budget.entry(p.here.as_str()).or_insert_with(|| {
-                // Frames that left and were not heard of (sent after the
-                // receiving end stopped reading, say), or those it counted
-                // lost; and those the sending end dropped on the way out.
+                // Frames sent or failed to send (each with its sequence
+                // number) that the receiving end never read, or those it
+                // counted lost; and those too long to be sent at all.
                 let unheard = e
                     .sent
                     .saturating_add(e.unreachable)
@@ -586,6 +586,26 @@ mod tests {
             .map(|l| l.count)
             .sum();
         assert_eq!((at_b, r.unaccounted), (1, Some(0)));
+    }
+
+    #[test]
+    fn frames_the_sending_end_could_not_send_are_placed() {
+        let mut parts = three(0);
+        // The mesh could not send 3 of the 83 (nothing listened at b for a
+        // moment): b read 80 of the 80 sent, left none unread.
+        parts[1].1.links[1].sent = 80;
+        parts[1].1.links[1].unreachable = 3;
+        parts[2].1.links[0].arrived = 80;
+        parts[2].1.unread.clear();
+        let j = joined(&parts);
+        let r = &j.rows[0];
+        let at_b: u64 = r
+            .losses
+            .iter()
+            .filter(|l| l.at == "b-if:1 in")
+            .map(|l| l.count)
+            .sum();
+        assert_eq!((at_b, r.unaccounted), (3, Some(0)));
     }
 
     #[test]
