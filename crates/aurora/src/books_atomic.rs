@@ -571,6 +571,15 @@ mod tests {
         assert_eq!(j.placed, [("a -> b #0".to_string(), 11)]);
     }
 
+    /// Packets of row `r` placed at b's end of its cable.
+    fn placed_at_b(r: &FlowRow) -> u64 {
+        r.losses
+            .iter()
+            .filter(|l| l.at == "b-if:1 in")
+            .map(|l| l.count)
+            .sum()
+    }
+
     #[test]
     fn only_the_gap_is_placed_when_the_cable_counted_more() {
         let mut parts = three(1);
@@ -579,12 +588,7 @@ mod tests {
         parts[2].1.links[0].lost = 3;
         let j = joined(&parts);
         let r = &j.rows[0];
-        let at_b: u64 = r
-            .losses
-            .iter()
-            .filter(|l| l.at == "b-if:1 in")
-            .map(|l| l.count)
-            .sum();
+        let at_b = placed_at_b(r);
         assert_eq!((at_b, r.unaccounted), (1, Some(0)));
     }
 
@@ -599,12 +603,7 @@ mod tests {
         parts[2].1.unread.clear();
         let j = joined(&parts);
         let r = &j.rows[0];
-        let at_b: u64 = r
-            .losses
-            .iter()
-            .filter(|l| l.at == "b-if:1 in")
-            .map(|l| l.count)
-            .sum();
+        let at_b = placed_at_b(r);
         assert_eq!((at_b, r.unaccounted), (3, Some(0)));
     }
 
