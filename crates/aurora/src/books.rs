@@ -18,8 +18,15 @@
 //! is an upper bound, not a proof: a loss no process recorded could hide
 //! behind it, so the report says how many PDUs were placed this way. What
 //! is still unexplained is `unaccounted`, and the command fails. PDUs after
-//! the last one the receiver saw are in flight: on their way when the
-//! processes stopped (or sent after a process on their path had stopped).
+//! the last one the receiver saw are in flight (on their way when the
+//! processes stopped, or held unread at a process's input), except those
+//! that left one process and never reached the next: each process notes,
+//! where a PVC crosses its edge, the last PDU whose end cell a link took
+//! out, read in, or left unread at its stop ([`Crossed`]), and a PDU a link
+//! took out after the last the next process read or held is
+//! `lost_between_processes` at that process's port (sent after it stopped
+//! reading, or lost on the way). That is exact: cells of a PVC stay in
+//! order.
 //!
 //! A process's charges are written as runs of consecutive PDUs doomed at
 //! one place for one reason, with the time of the run's earliest loss; a
@@ -39,6 +46,7 @@ use aurora_wire::cell::VcId;
 use aurora_wire::CellBytes;
 use serde::{Deserialize, Serialize};
 
+use crate::books_edge::Edge;
 use crate::run::{LossRow, PvcRow};
 
 /// A place in a report: a node by name, its port, and the side.
@@ -152,6 +160,22 @@ pub struct PvcPath {
     pub to: String,
     /// The ports its cells arrive by, in order: `[node, port]`.
     pub arrivals: Vec<(String, u16)>,
+    /// The ports they leave by, in the same order: `[node, port]`.
+    #[serde(default)]
+    pub departures: Vec<(String, u16)>,
+}
+
+/// The last PDU of a traffic PVC whose end cell crossed a process's edge at
+/// a place: side `out`, taken by a link to another process; `in`, read
+/// from one (or, in `unread`, left unread there when the process stopped).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Crossed {
+    /// Where.
+    pub at: At,
+    /// The PVC's number (its tags' flow).
+    pub flow: u16,
+    /// The PDU's number.
+    pub last: u64,
 }
 
 /// One process's part of the books of a run.
@@ -179,6 +203,12 @@ pub struct ProcessBooks {
     pub cells: Vec<Cells>,
     /// Cells lost between processes, per receiving port.
     pub transit: Vec<Transit>,
+    /// Traffic PVCs' last PDUs that crossed the process's edge.
+    #[serde(default)]
+    pub crossed: Vec<Crossed>,
+    /// And those left unread at its inputs when it stopped.
+    #[serde(default)]
+    pub unread: Vec<Crossed>,
     /// Records the process's books had no room for.
     pub overflow: u64,
     /// Its part of the books of PVCs between IP nodes.
@@ -219,14 +249,14 @@ pub(crate) fn at(node: &str, port: u16, side: &str) -> At {
 
 /// What a node process writes of its books: the ledger its drop tap kept
 /// (places by the process's node ids), its receivers' books, what its
-/// hosts sent and what its links lost in transit; and, for IP PVCs, the
-/// end cells its boundary tap saw cross (`crossed`) and those it left
-/// unread when it stopped (`unread`).
+/// hosts sent and what its links lost in transit; and what its boundary
+/// tap saw cross its edge (`crossed`) and what it left unread there when
+/// it stopped (`unread`).
 pub(crate) fn export<F: Carries<CellBytes>>(
     p: &aurora_topo::NodeProcess<F>,
     info: &aurora_topo::BlueprintInfo,
     ledger: &Ledger,
-    ends: (&crate::books_ip::EndCounts, &crate::books_ip::EndCounts),
+    (crossed, unread): (&Edge, &Edge),
     topology: u32,
     epoch_unix_ns: u64,
 ) -> ProcessBooks {
@@ -256,9 +286,20 @@ pub(crate) fn export<F: Carries<CellBytes>>(
         epoch_unix_ns,
         nodes: p.members.iter().map(|m| m.name.clone()).collect(),
         overflow: ledger.overflow(),
-        ip: crate::books_ip::export(p, info, ledger, ends.0, ends.1, &local_name),
+        ip: crate::books_ip::export(p, info, ledger, &crossed.ends, &unread.ends, &local_name),
         ..ProcessBooks::default()
     };
+    for (list, edge) in [(&mut b.crossed, crossed), (&mut b.unread, unread)] {
+        for ((place, flow), last) in &edge.last {
+            if let Some(last) = *last {
+                list.push(Crossed {
+                    at: at(*place),
+                    flow: *flow,
+                    last,
+                });
+            }
+        }
+    }
     for (i, pvc) in info.pvcs.iter().enumerate() {
         let Ok(flow) = u16::try_from(i) else { break };
         if pvc.flows.is_empty() {
@@ -270,6 +311,11 @@ pub(crate) fn export<F: Carries<CellBytes>>(
             from: gname(pvc.from),
             to: gname(pvc.to),
             arrivals: pvc.hops.iter().map(|h| (gname(h.to.0), h.to.1)).collect(),
+            departures: pvc
+                .hops
+                .iter()
+                .map(|h| (gname(h.from.0), h.from.1))
+                .collect(),
         });
         if let Some(h) = host(pvc.from) {
             b.sent
@@ -652,6 +698,26 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             *e = e.saturating_add(t.restarts);
         }
     }
+    // The last PDU of each traffic PVC that crossed a process's edge, per
+    // place: taken out by a link, read in, or left unread at the stop.
+    type Last = BTreeMap<(String, u16, u16), u64>;
+    let (mut taken, mut read, mut held): (Last, Last, Last) = Default::default();
+    for (_, b) in parts {
+        for (list, unread) in [(&b.crossed, false), (&b.unread, true)] {
+            for c in list {
+                let map = match (unread, c.at.side.as_str()) {
+                    (false, "out") => &mut taken,
+                    (false, "in") => &mut read,
+                    (true, "in") => &mut held,
+                    _ => continue,
+                };
+                let e = map
+                    .entry((c.at.node.clone(), c.at.port, c.flow))
+                    .or_insert(c.last);
+                *e = (*e).max(c.last);
+            }
+        }
+    }
     let mut placed_by_transit = Vec::new();
     let mut notes = Vec::new();
     // Which PVCs drew on each port's count, in order.
@@ -700,6 +766,27 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             port: 0,
             side: Side::In,
         };
+        // PDUs a link took out of one process after the last the next
+        // one read or held unread never reached it.
+        let vanished: Vec<accounting::Vanished> = path
+            .departures
+            .iter()
+            .zip(&path.arrivals)
+            .filter_map(|((from, from_port), (to, to_port))| {
+                let out = *taken.get(&(from.clone(), *from_port, path.flow))?;
+                let at = (to.clone(), *to_port, path.flow);
+                let reached = read.get(&at).max(held.get(&at));
+                Some(accounting::Vanished {
+                    place: Place {
+                        node: *index.get(to)?,
+                        port: *to_port,
+                        side: Side::In,
+                    },
+                    from: reached.map_or(0, |r| r.saturating_add(1)),
+                    to: out.saturating_add(1),
+                })
+            })
+            .collect();
         let mut a = accounting::reconcile(
             path.flow,
             *sent,
@@ -707,6 +794,7 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             &ledger,
             Some(&accounting::RxBook::from_snapshot(book)),
             receiver,
+            &vanished,
         );
         // PDUs with no outcome, explained by cells lost between processes
         // on the PVC's way, one cell at least each.
@@ -941,6 +1029,7 @@ mod tests {
             from: "h1".into(),
             to: "h2".into(),
             arrivals: vec![("sw".into(), 0), ("h2".into(), 0)],
+            departures: vec![("h1".into(), 0), ("sw".into(), 1)],
         }];
         let common = |nodes: &[&str], epoch| ProcessBooks {
             topology: "0000abcd".into(),
@@ -1043,6 +1132,54 @@ mod tests {
         );
     }
 
+    /// PDUs a link took out of a process after the last the next one read
+    /// or held unread are lost between them, at the next one's port; those
+    /// held unread stay in flight.
+    #[test]
+    fn pdus_sent_after_the_next_process_stopped_are_lost_between_them() {
+        let mut parts = run(7);
+        parts[0].1.sent = vec![("p".into(), 14)];
+        let c = |node: &str, port, side: &str, last| Crossed {
+            at: at(node, port, side),
+            flow: 0,
+            last,
+        };
+        // h1's link took out PDUs up to 13, sw read and sent on up to 11,
+        // h2 read up to 9 and held 10 unread when it stopped.
+        parts[0].1.crossed = vec![c("h1", 0, "out", 13)];
+        parts[1].1.crossed = vec![c("sw", 0, "in", 11), c("sw", 1, "out", 11)];
+        parts[2].1.crossed = vec![c("h2", 0, "in", 9)];
+        parts[2].1.unread = vec![c("h2", 0, "in", 10)];
+        let r = join(&parts).unwrap();
+        let p = &r.pvcs[0];
+        assert_eq!(
+            (p.sent, p.delivered, p.lost, p.in_flight, p.unaccounted),
+            (14, 6, 7, 1, 0),
+            "{p:?}"
+        );
+        let losses: Vec<(&str, &str, u64)> = p
+            .losses
+            .iter()
+            .map(|l| (l.at.as_str(), l.reason.as_str(), l.count))
+            .collect();
+        assert_eq!(
+            losses,
+            [
+                ("sw:0 in", "lost_between_processes", 2),
+                ("sw:1 out", "tail_drop", 1),
+                ("h2:0 in", "lost_between_processes", 1),
+                ("h2:0 in", "lost_in_transit", 3)
+            ]
+        );
+        assert_eq!(r.problem(), None);
+        // Reports without the crossings leave the same PDUs in flight.
+        for (_, b) in &mut parts {
+            (b.crossed, b.unread) = (vec![], vec![]);
+        }
+        let p = &join(&parts).unwrap().pvcs[0];
+        assert_eq!((p.lost, p.in_flight, p.unaccounted), (4, 4, 0), "{p:?}");
+    }
+
     #[test]
     fn a_gap_no_loss_explains_is_unaccounted() {
         // Two cells lost in transit explain two of the three PDUs at most.
@@ -1069,6 +1206,7 @@ mod tests {
             from: "h1".into(),
             to: "h2".into(),
             arrivals: vec![("sw".into(), 0), ("h2".into(), 0)],
+            departures: vec![("h1".into(), 0), ("sw".into(), 1)],
         };
         for (_, b) in &mut parts {
             b.pvcs.push(q.clone());
@@ -1117,16 +1255,31 @@ mod tests {
             before: 2,
             restarts: 3,
         }];
-        b.pvcs.truncate(0);
+        let c = |side: &str, last| Crossed {
+            at: at("sw", 1, side),
+            flow: 0,
+            last,
+        };
+        b.crossed = vec![c("out", 11)];
+        b.unread = vec![c("in", 12)];
         // A report without IP books (an earlier build's) reads as one
-        // with none.
-        let old = serde_json::to_string(&b).unwrap();
+        // with none; without traffic PVCs' crossings or departures, too.
+        let mut b0 = b.clone();
+        (b0.crossed, b0.unread) = (vec![], vec![]);
+        let old = serde_json::to_string(&b0).unwrap();
+        let old = old.replace(r#","crossed":[],"unread":[],"overflow""#, r#","overflow""#);
+        let old = old.replace(r#","departures":[["h1",0],["sw",1]]"#, "");
         let old = old.replace(r#","ip":{"directions":[],"sent":[],"received":[],"dropped":[],"in_flight":[],"crossed":[],"unread":[],"ports":[]}"#, "");
         // Nor ATOMIC books.
         let old = old.replace(r#","atomic":{"flows":[],"sent":[],"received":[],"dropped":[],"in_flight":[],"crossed":[],"unread":[],"links":[]}"#, "");
         assert!(!old.contains("atomic") && !old.contains("\"ip\""), "{old}");
+        assert!(
+            !old.contains("crossed") && !old.contains("departures"),
+            "{old}"
+        );
         let back: ProcessBooks = serde_json::from_str(&old).unwrap();
         assert!(back.ip.directions.is_empty() && back.ip.crossed.is_empty());
+        assert!(back.crossed.is_empty() && back.pvcs[0].departures.is_empty());
         assert_eq!(back.atomic, crate::books_atomic::AtomicBooks::default());
         use crate::books_ip::{Direction, Dropped, Ends, Hop, PortCells, Received as IpReceived};
         b.ip.directions = vec![Direction {
@@ -1221,13 +1374,17 @@ mod tests {
             before: 8,
         }];
         let want = concat!(
-            r#"{"topology":"0000abcd","epoch_unix_ns":500,"nodes":["sw"],"pvcs":[],"sent":[],"#,
+            r#"{"topology":"0000abcd","epoch_unix_ns":500,"nodes":["sw"],"#,
+            r#""pvcs":[{"name":"p","flow":0,"from":"h1","to":"h2","arrivals":[["sw",0],["h2",0]],"#,
+            r#""departures":[["h1",0],["sw",1]]}],"sent":[],"#,
             r#""received":[],"charged":[{"flow":0,"first":2,"count":1,"at_ns":40,"#,
             r#""at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop"}],"#,
             r#""untagged":[{"at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop","#,
             r#""vpi":0,"vci":40,"cells":2,"flow":0}],"#,
             r#""cells":[{"at":{"node":"sw","port":1,"side":"out"},"reason":"tail_drop","cells":1}],"#,
-            r#""transit":[{"node":"sw","port":0,"cells":1,"before":2,"restarts":3}],"overflow":0,"#,
+            r#""transit":[{"node":"sw","port":0,"cells":1,"before":2,"restarts":3}],"#,
+            r#""crossed":[{"at":{"node":"sw","port":1,"side":"out"},"flow":0,"last":11}],"#,
+            r#""unread":[{"at":{"node":"sw","port":1,"side":"in"},"flow":0,"last":12}],"overflow":0,"#,
             r#""ip":{"directions":[{"name":"p h1 -> h2","hops":[{"from":"sw","from_port":1,"#,
             r#""to":"h2","to_port":0,"vpi":0,"vci":41}]}],"sent":[["p h1 -> h2",9]],"#,
             r#""received":[{"name":"p h1 -> h2","delivered":7,"failed":1}],"#,
@@ -1334,12 +1491,16 @@ mod tests {
 
         proptest! {
             /// A run simulated PDU by PDU, its books split between three
-            /// processes that began at different times: the join finds
-            /// every PDU's outcome, each loss at its earliest place.
+            /// processes that began at different times and stopped one
+            /// after another: the join finds every PDU's outcome, each loss
+            /// at its earliest place.
             #[test]
             fn the_join_finds_what_happened(
                 fates in proptest::collection::vec(fate(), 1..200),
-                after in 0u64..50,
+                // After the last PDU h2 read, in order: PDUs h2 left
+                // unread, that sw sent after h2 stopped, that sw's port
+                // held, that h1 sent after sw stopped, that h1's port held.
+                stops in (0u64..10, 0u64..10, 0u64..10, 0u64..10, 0u64..10),
                 epochs in (0u64..1_000_000, 0u64..1_000_000, 0u64..1_000_000),
                 // Of h2's count of cells lost between processes, the share
                 // that were sent before it listened, and cells to spare.
@@ -1347,7 +1508,23 @@ mod tests {
             ) {
                 let mut parts = run(0);
                 let n = fates.len() as u64;
+                let (unread, to_h2, in_sw, to_sw, in_h1) = stops;
+                let after = unread + to_h2 + in_sw + to_sw + in_h1;
                 parts[0].1.sent = vec![("p".into(), n + after)];
+                let last = |k: u64, node: &str, port, side: &str| Crossed {
+                    at: at(node, port, side),
+                    flow: 0,
+                    last: n - 1 + k,
+                };
+                parts[0].1.crossed = vec![last(unread + to_h2 + in_sw + to_sw, "h1", 0, "out")];
+                parts[1].1.crossed = vec![
+                    last(unread + to_h2 + in_sw, "sw", 0, "in"),
+                    last(unread + to_h2, "sw", 1, "out"),
+                ];
+                parts[2].1.crossed = vec![last(0, "h2", 0, "in")];
+                if unread > 0 {
+                    parts[2].1.unread = vec![last(unread, "h2", 0, "in")];
+                }
                 parts[0].1.epoch_unix_ns = epochs.0;
                 parts[1].1.epoch_unix_ns = epochs.1;
                 parts[2].1.epoch_unix_ns = epochs.2;
@@ -1411,13 +1588,14 @@ mod tests {
                 let p = &r.pvcs[0];
                 prop_assert_eq!(p.unaccounted, 0);
                 prop_assert_eq!(p.delivered, delivered);
-                prop_assert_eq!(p.in_flight, after);
+                prop_assert_eq!(p.in_flight, unread + in_sw + in_h1);
                 let count = |place: &str| {
                     p.losses.iter().filter(|l| l.at == place).map(|l| l.count).sum::<u64>()
                 };
                 prop_assert_eq!(count("h1:0 out"), h1);
                 prop_assert_eq!(count("sw:1 out"), sw);
-                prop_assert_eq!(count("h2:0 in"), transit);
+                prop_assert_eq!(count("h2:0 in"), transit + to_h2);
+                prop_assert_eq!(count("sw:0 in"), to_sw);
                 // Cells lost on the way are drawn on first.
                 let why = |reason: &str| {
                     p.losses.iter().filter(|l| l.reason == reason).map(|l| l.count).sum::<u64>()
@@ -1443,8 +1621,17 @@ mod tests {
                 cells in any::<u64>(),
                 epoch in any::<u64>(),
                 port in any::<u16>(),
+                lasts in any::<(u64, u64, u64)>(),
             ) {
                 let mut parts = run(cells);
+                let last = |node: &str, side: &str, last| Crossed {
+                    at: at(node, 0, side),
+                    flow: 0,
+                    last,
+                };
+                parts[0].1.crossed = vec![last("h1", "out", lasts.0)];
+                parts[1].1.crossed = vec![last("sw", "in", lasts.1)];
+                parts[1].1.unread = vec![last("sw", "in", lasts.2)];
                 parts[0].1.sent = vec![("p".into(), sent)];
                 parts[0].1.epoch_unix_ns = epoch;
                 parts[1].1.charged[0].first = first;

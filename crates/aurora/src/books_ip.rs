@@ -45,7 +45,7 @@ use crate::ip_books::IpPvcRow;
 use crate::run::LossRow;
 
 /// Why a PDU whose end cell left one process never reached the next.
-pub const BETWEEN: &str = "lost_between_processes";
+pub const BETWEEN: &str = aurora_net::accounting::BETWEEN_PROCESSES;
 
 /// One hop of an IP PVC's direction, by node name.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

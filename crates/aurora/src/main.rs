@@ -18,6 +18,7 @@ mod bench_soak;
 mod bench_tcp;
 mod books;
 mod books_atomic;
+mod books_edge;
 mod books_ip;
 mod callgrind;
 mod captures;

@@ -566,28 +566,24 @@ fn run_process<F: Carries<CellBytes>>(
     // Every cell dropped, charged to its PDU (see `crate::books`); every
     // ATOMIC frame, to its flow.
     let (ledger, frames) = crate::run::tap_drops(&mut p.engine, atomic);
-    // End cells of IP PVCs crossing to and from other processes, where
-    // any cross (IP PVCs' books).
-    let crossings = crate::books_ip::crossings(&p, info);
-    let crossed = Arc::new(std::sync::Mutex::new(crossings.clone()));
+    // Cells of PVCs crossing to and from other processes, where any cross
+    // (`crate::books_edge`).
+    let edge = crate::books_edge::Edge::of(&p, info);
+    let crossed = Arc::new(std::sync::Mutex::new(edge.clone()));
     // And ATOMIC flow packets crossing at the process's edge (their books:
     // `crate::books_atomic`).
     let flows_cross = atomic.is_some() && !p.ports.is_empty();
-    if !crossings.is_empty() || flows_cross {
+    if !edge.is_empty() || flows_cross {
         let seen = crossed.clone();
         let flows = frames.clone();
         let frame_ports = crate::captures::frame_ports(atomic, &p.engine);
         // Lines that flip bits deliver cells whose headers need checking.
-        let noisy: std::collections::BTreeSet<(u32, u16)> = crossings
-            .keys()
-            .filter(|(at, _)| at.side == aurora_net::accounting::Side::Out)
-            .filter(|(at, _)| {
-                p.engine
-                    .link_spec(NodeId(at.node), at.port)
-                    .is_some_and(|s| s.bit_error > 0.0)
-            })
-            .map(|(at, _)| (at.node, at.port))
-            .collect();
+        let mut noisy = edge.exits();
+        noisy.retain(|&(node, port)| {
+            p.engine
+                .link_spec(NodeId(node), port)
+                .is_some_and(|s| s.bit_error > 0.0)
+        });
         p.engine.set_boundary_tap(Box::new(move |at, frames: &[F]| {
             if crate::atomic_books::frame_place(&frame_ports, at) {
                 if let Ok(mut l) = flows.lock() {
@@ -598,7 +594,7 @@ fn run_process<F: Carries<CellBytes>>(
             let check =
                 at.side == aurora_net::accounting::Side::Out && noisy.contains(&(at.node, at.port));
             if let Ok(mut c) = seen.lock() {
-                crate::books_ip::count_ends(&mut c, at, frames, check);
+                c.saw(at, frames, check);
             }
         }));
     }
@@ -612,7 +608,7 @@ fn run_process<F: Carries<CellBytes>>(
     let ports = port_rows(&p);
     // What this process leaves unread (cells its links discard meanwhile
     // still go to the drop tap).
-    let mut unread = crossings;
+    let mut unread = edge;
     if !unread.is_empty() || flows_cross {
         // The ledger is locked batch by batch: the links' discards on the
         // way go to the drop tap, which takes it too.
@@ -625,7 +621,7 @@ fn run_process<F: Carries<CellBytes>>(
                     }
                     return;
                 }
-                crate::books_ip::count_ends(&mut unread, at, batch, false)
+                unread.saw(at, batch, false)
             });
     }
     p.engine.clear_tap();

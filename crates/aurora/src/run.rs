@@ -806,6 +806,7 @@ fn build_report<F: Frame>(names: &Names, view: &Engine<F>, ledger: &Ledger) -> R
                 ledger,
                 dst.book(p.to_vc),
                 receiver,
+                &[],
             );
             Some(PvcRow {
                 name: p.name.clone(),

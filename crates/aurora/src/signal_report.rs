@@ -308,6 +308,7 @@ pub fn report<F: Frame>(
                 ledger,
                 rx.map(|(_, b)| b),
                 receiver,
+                &[],
             );
             let (refreshes, refresh_failures, rewritten) = a.refreshes();
             r.apps.push(AppRow {

@@ -18,7 +18,9 @@
 //! A PDU's fate is decided by the first of these to see it. Sequence
 //! numbers are per flow and a flow's cells stay in order along its path,
 //! so once the receiver has seen PDU `h` every earlier PDU has an outcome:
-//! a PDU before `h` with none is unaccounted; one after `h` is in flight.
+//! a PDU before `h` with none is unaccounted; one after `h` is in flight,
+//! unless a run of several processes saw it leave one and never reach the
+//! next ([`Vanished`]): then it was lost between them.
 
 use std::collections::BTreeMap;
 
@@ -650,10 +652,32 @@ impl Account {
     }
 }
 
+/// Why PDUs whose cells left one process never reached the next.
+pub const BETWEEN_PROCESSES: &str = "lost_between_processes";
+
+/// PDUs of a flow that left one process for another and never reached it
+/// (sent after it stopped reading, or lost on the way): those numbered
+/// `from .. to` were taken by a link out of the sending process, and the
+/// receiving one neither read them nor held them unread when it stopped.
+/// [`reconcile`] charges each that has no other outcome, and comes after
+/// the last PDU the receiver saw, to `place` (the receiving end) as
+/// [`BETWEEN_PROCESSES`], instead of counting it in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vanished {
+    /// Where they would have arrived.
+    pub place: Place,
+    /// The first.
+    pub from: u64,
+    /// One past the last.
+    pub to: u64,
+}
+
 /// Balances one flow: `sent` PDUs (sequence numbers `0..sent`),
 /// `delivered` of them delivered intact by a receiver whose book is `rx`
 /// (`None` when nothing reached a receiver), at `receiver` (its arrival
-/// place, where its own losses are charged).
+/// place, where its own losses are charged); `vanished`, PDUs a run of
+/// several processes saw leave one and never reach the next (each charged
+/// once, to the first range that holds it).
 pub fn reconcile(
     flow: u16,
     sent: u64,
@@ -661,6 +685,7 @@ pub fn reconcile(
     ledger: &Ledger,
     rx: Option<&RxBook>,
     receiver: Place,
+    vanished: &[Vanished],
 ) -> Account {
     // Each PDU's outcome, the first found: the network's, then the receiver's.
     let mut fate: BTreeMap<u64, Outcome> = ledger
@@ -731,9 +756,35 @@ pub fn reconcile(
         .map_or(0, |h| h.min(sent - 1) + 1);
     let after = sent.saturating_sub(seen);
     let outcomes_after = fate.len() as u64 - known_upto;
+    // Of those, the ones that left a process and never reached the next
+    // are lost between them: each range clipped to begin past the ranges
+    // before it, so no PDU is charged twice.
+    let mut ranges: Vec<&Vanished> = vanished.iter().collect();
+    ranges.sort_by_key(|v| (v.from, v.to));
+    let mut floor = seen;
+    let mut between = 0u64;
+    for v in ranges {
+        let (from, to) = (v.from.max(floor), v.to.min(sent));
+        if from >= to {
+            continue;
+        }
+        floor = to;
+        let n = (to - from) - fate.range(from..to).count() as u64;
+        if n > 0 {
+            between += n;
+            let e = a
+                .lost
+                .entry(Loss {
+                    place: v.place,
+                    reason: BETWEEN_PROCESSES,
+                })
+                .or_default();
+            *e = e.saturating_add(n);
+        }
+    }
     a.in_flight = a
         .in_flight
-        .saturating_add(after.saturating_sub(outcomes_after));
+        .saturating_add(after.saturating_sub(outcomes_after).saturating_sub(between));
     // PDUs before it with no outcome are explained, one each, by units the
     // receiver failed whose tags were all unreadable.
     let mut gaps = seen.saturating_sub(delivered.saturating_add(known_upto));
@@ -826,7 +877,7 @@ mod tests {
         l.dropped(Instant::from_nanos(1), at(1), "tail_drop", &p[0]);
         l.dropped(Instant::from_nanos(2), at(2), "link_loss", &p[1]);
         l.dropped(Instant::from_nanos(2), at(2), "link_loss", &p[2]);
-        let a = reconcile(FLOW, 5, 0, &l, None, RX);
+        let a = reconcile(FLOW, 5, 0, &l, None, RX, &[]);
         assert_eq!(a.lost_total(), 1);
         assert_eq!(
             a.lost.get(&Loss {
@@ -854,7 +905,7 @@ mod tests {
             rx.cell(c);
         }
         rx.unit_ended(Some(Tag { flow: FLOW, seq: 2 }), None);
-        let a = reconcile(FLOW, 3, 1, &l, Some(&rx), RX);
+        let a = reconcile(FLOW, 3, 1, &l, Some(&rx), RX, &[]);
         let here = Loss {
             place: at(3),
             reason: "tail_drop",
@@ -864,6 +915,49 @@ mod tests {
             (a.delivered, a.corrupted, a.in_flight, a.unaccounted),
             (1, 0, 0, 0)
         );
+    }
+
+    /// PDUs that left one process and never reached the next are lost
+    /// there, each once, and only those with no other outcome after the
+    /// last one the receiver saw; the rest stay in flight.
+    #[test]
+    fn pdus_that_vanished_between_processes_are_lost_there_once() {
+        let mut l = Ledger::new();
+        let mut rx = RxBook::default();
+        // PDUs 0 to 3 delivered; PDU 6 lost a cell; 10 sent.
+        for s in 0..4 {
+            for c in &pdu(s) {
+                rx.cell(c);
+            }
+            rx.unit_ended(Some(Tag { flow: FLOW, seq: s }), None);
+        }
+        l.dropped(Instant::from_nanos(5), at(1), "tail_drop", &pdu(6)[1]);
+        let v = |node, from, to| Vanished {
+            place: at(node),
+            from,
+            to,
+        };
+        let between = |a: &Account, node| {
+            a.lost
+                .get(&Loss {
+                    place: at(node),
+                    reason: BETWEEN_PROCESSES,
+                })
+                .copied()
+        };
+        // Unsorted, overlapping, reaching below PDU 4 and past the last.
+        let ranges = [v(20, 5, 8), v(30, 2, 6), v(40, 7, 20)];
+        let a = reconcile(FLOW, 10, 4, &l, Some(&rx), RX, &ranges);
+        assert_eq!(between(&a, 30), Some(2), "{a:?}"); // PDUs 4, 5
+        assert_eq!(between(&a, 20), Some(1), "{a:?}"); // PDU 7 (6 had a loss)
+        assert_eq!(between(&a, 40), Some(2), "{a:?}"); // PDUs 8, 9
+        assert_eq!((a.lost_total(), a.in_flight, a.unaccounted), (6, 0, 0));
+        // Without them, the same PDUs are in flight.
+        let b = reconcile(FLOW, 10, 4, &l, Some(&rx), RX, &[]);
+        assert_eq!((b.lost_total(), b.in_flight, b.unaccounted), (1, 5, 0));
+        // A range below what the receiver saw, or empty, changes nothing.
+        let c = reconcile(FLOW, 10, 4, &l, Some(&rx), RX, &[v(20, 0, 4), v(20, 9, 9)]);
+        assert_eq!(c, b);
     }
 
     /// A ledger and a book carried to another process (charges, untagged
@@ -893,7 +987,7 @@ mod tests {
         }
         rx.unit_ended(Some(Tag { flow: FLOW, seq: 4 }), None);
         rx.cell(&p5[0]);
-        let want = reconcile(FLOW, 7, 1, &l, Some(&rx), RX);
+        let want = reconcile(FLOW, 7, 1, &l, Some(&rx), RX, &[]);
         assert_eq!(want.unaccounted, 0, "{want:?}");
 
         let mut l2 = Ledger::new();
@@ -904,7 +998,7 @@ mod tests {
             l2.add_untagged(loss, vc, n, flow);
         }
         let rx2 = RxBook::from_snapshot(rx.snapshot());
-        assert_eq!(reconcile(FLOW, 7, 1, &l2, Some(&rx2), RX), want);
+        assert_eq!(reconcile(FLOW, 7, 1, &l2, Some(&rx2), RX, &[]), want);
         assert_eq!(rx2.snapshot(), rx.snapshot());
     }
 
@@ -968,7 +1062,7 @@ mod tests {
             rx.cell(c);
         }
         rx.unit_ended(Some(Tag { flow: FLOW, seq: 2 }), None);
-        let a = reconcile(FLOW, 4, 1, &l, Some(&rx), RX);
+        let a = reconcile(FLOW, 4, 1, &l, Some(&rx), RX, &[]);
         assert_eq!(a.corrupted, 1);
         assert_eq!(a.in_flight, 1, "PDU 3, after the last one seen");
         assert_eq!(a.unaccounted, 1, "PDU 1 has no outcome: {a:?}");
@@ -991,7 +1085,7 @@ mod tests {
             rx.cell(c);
         }
         rx.unit_ended(None, Some("length"));
-        let a = reconcile(FLOW, 3, 1, &l, Some(&rx), RX);
+        let a = reconcile(FLOW, 3, 1, &l, Some(&rx), RX, &[]);
         assert_eq!((a.lost_total(), a.unaccounted), (2, 0), "{a:?}");
     }
 

@@ -140,6 +140,7 @@ impl Net {
             &self.ledger,
             self.rx.book(RX_VC),
             RX,
+            &[],
         )
     }
 

@@ -1,0 +1,178 @@
+//! What crossed a node process's edge, for the books of a run of several
+//! processes: the boundary tap counts cells a link takes to another
+//! process (side `out`) and cells read from one (side `in`), and the
+//! stop-time drain what was left unread at the process's inputs.
+//!
+//! Two books read it. IP PVCs count AAL5 end cells per place and VC
+//! (`crate::books_ip`). Traffic PVCs, whose cells carry tags, keep per
+//! place the last PDU whose end cell crossed: a PDU that left one process
+//! after the last the next read or held unread never reached it
+//! (`crate::books`). Only the places and VCs or flows where the file's
+//! PVCs cross are counted, so a peer's cells cannot grow either.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aurora_engine::carry::Carries;
+use aurora_engine::NodeId;
+use aurora_net::accounting::{Place, Side};
+use aurora_net::tag::Tag;
+use aurora_wire::CellBytes;
+
+use crate::books_ip::EndCounts;
+
+/// Per place and traffic PVC (its flow number), the last PDU whose end
+/// cell crossed there, if any did.
+pub(crate) type LastPdus = BTreeMap<(Place, u16), Option<u64>>;
+
+/// What crossed a process's edge (or was left unread at it).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Edge {
+    /// IP PVCs' end cells.
+    pub ends: EndCounts,
+    /// Traffic PVCs' last PDUs.
+    pub last: LastPdus,
+}
+
+impl Edge {
+    /// The places where the PVCs of `info` cross the edge of process `p`,
+    /// each with nothing counted yet: leaving a node of the process for
+    /// one outside (side `Out`), or arriving from outside (`In`).
+    pub(crate) fn of<F: aurora_net::Frame>(
+        p: &aurora_topo::NodeProcess<F>,
+        info: &aurora_topo::BlueprintInfo,
+    ) -> Edge {
+        let local = |id: NodeId| p.members.iter().find(|m| m.id == id).map(|m| m.local);
+        let mut last = LastPdus::new();
+        for (i, pvc) in info.pvcs.iter().enumerate() {
+            // A traffic PVC's flow number is its place in the file.
+            let Ok(flow) = u16::try_from(i) else { break };
+            if pvc.flows.is_empty() {
+                continue;
+            }
+            for h in &pvc.hops {
+                let place = match (local(h.from.0), local(h.to.0)) {
+                    (Some(l), None) => Place {
+                        node: l.0,
+                        port: h.from.1,
+                        side: Side::Out,
+                    },
+                    (None, Some(l)) => Place {
+                        node: l.0,
+                        port: h.to.1,
+                        side: Side::In,
+                    },
+                    _ => continue,
+                };
+                last.insert((place, flow), None);
+            }
+        }
+        Edge {
+            ends: crate::books_ip::crossings(p, info),
+            last,
+        }
+    }
+
+    /// No PVC crosses here.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty() && self.last.is_empty()
+    }
+
+    /// The ports (process-local node, port) where cells leave the process
+    /// and are counted.
+    pub(crate) fn exits(&self) -> BTreeSet<(u32, u16)> {
+        self.ends
+            .keys()
+            .map(|(at, _)| at)
+            .chain(self.last.keys().map(|(at, _)| at))
+            .filter(|at| at.side == Side::Out)
+            .map(|at| (at.node, at.port))
+            .collect()
+    }
+
+    /// Counts `frames` seen at `place`; `noisy` as for
+    /// [`crate::books_ip::count_ends`] (headers read as the ledger reads
+    /// them, a single-bit error repaired).
+    pub(crate) fn saw<F: Carries<CellBytes>>(&mut self, place: Place, frames: &[F], noisy: bool) {
+        if !self.ends.is_empty() {
+            crate::books_ip::count_ends(&mut self.ends, place, frames, noisy);
+        }
+        if self.last.is_empty() {
+            return;
+        }
+        for f in frames {
+            let Some(c) = f.peek() else { continue };
+            let fixed;
+            let c = if noisy {
+                fixed = aurora_net::accounting::repaired(c);
+                &fixed
+            } else {
+                c
+            };
+            // User data (PTI 0x0) ending a PDU (its low bit set).
+            if c[3] & 0x0A != 0x02 {
+                continue;
+            }
+            let Some(t) = Tag::of_cell(c) else { continue };
+            if let Some(l) = self.last.get_mut(&(place, t.flow)) {
+                *l = Some(l.map_or(t.seq, |x| x.max(t.seq)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aurora_net::tag;
+    use aurora_sar::{Aal5Tx, PduOptions};
+    use aurora_wire::cell::{Format, VcId};
+
+    /// The cells of PDU `seq` of flow `flow`, 100 bytes (three cells).
+    fn pdu(flow: u16, seq: u64) -> Vec<CellBytes> {
+        let mut tx = Aal5Tx::new(VcId::new(0, 40), Format::Uni).unwrap();
+        let t = Tag { flow, seq };
+        let mut sdu = vec![0u8; 100];
+        let k = tag::write_sdu(t, &mut sdu);
+        let mut cells = vec![[0u8; 53]; 3];
+        let n = tx
+            .segment_into(&sdu, PduOptions::default(), &mut cells)
+            .unwrap();
+        tag::patch_last_cell(t, k, &mut cells[n - 1]);
+        cells
+    }
+
+    const AT: Place = Place {
+        node: 1,
+        port: 2,
+        side: Side::Out,
+    };
+
+    #[test]
+    fn the_last_pdu_of_each_expected_flow_is_kept() {
+        let mut e = Edge::default();
+        e.last.insert((AT, 3), None);
+        // PDU 5's cells but its end, then PDUs 4 and 6 whole (out of
+        // order, as no link makes them, to show the highest is kept);
+        // flow 7 is not expected here.
+        e.saw(AT, &pdu(3, 5)[..2], false);
+        assert_eq!(e.last[&(AT, 3)], None);
+        let cells: Vec<CellBytes> = [pdu(3, 6), pdu(3, 4), pdu(7, 9)].concat();
+        e.saw(AT, &cells, false);
+        assert_eq!(e.last[&(AT, 3)], Some(6));
+        assert_eq!(e.last.len(), 1);
+        // Elsewhere, nothing is counted.
+        let other = Place { port: 3, ..AT };
+        e.saw(other, &pdu(3, 8), false);
+        assert_eq!(e.last[&(AT, 3)], Some(6));
+        // A header bit flipped on a noisy line is repaired; a damaged tag
+        // is not believed.
+        let mut p = pdu(3, 8);
+        p[2][1] ^= 0x10;
+        e.saw(AT, &p, true);
+        assert_eq!(e.last[&(AT, 3)], Some(8));
+        let mut p = pdu(3, 9);
+        p[2][40] ^= 0xFF;
+        e.saw(AT, &p, false);
+        assert_eq!(e.last[&(AT, 3)], Some(8));
+    }
+}
