@@ -25,8 +25,12 @@
 //! out, read in, or left unread at its stop ([`Crossed`]), and a PDU a link
 //! took out after the last the next process read or held is
 //! `lost_between_processes` at that process's port (sent after it stopped
-//! reading, or lost on the way). That is exact: cells of a PVC stay in
-//! order.
+//! reading, or lost on the way); so is one the receiver held part-way whose
+//! end cell went that way. Cells of a PVC stay in order, so each such PDU
+//! did leave the one process and never reach the next, unless it was lost
+//! earlier with no readable tag (a datagram lost between two processes
+//! before, a cell dropped with a damaged tag): the books then note how many
+//! of those placed could be such.
 //!
 //! A process's charges are written as runs of consecutive PDUs doomed at
 //! one place for one reason, with the time of the run's earliest loss; a
@@ -290,7 +294,7 @@ pub(crate) fn export<F: Carries<CellBytes>>(
         ..ProcessBooks::default()
     };
     for (list, edge) in [(&mut b.crossed, crossed), (&mut b.unread, unread)] {
-        for ((place, flow), last) in &edge.last {
+        for ((place, _), (flow, last)) in &edge.last {
             if let Some(last) = *last {
                 list.push(Crossed {
                     at: at(*place),
@@ -589,7 +593,8 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
     for (name, b) in parts {
         if b.topology != first.topology || b.pvcs != first.pvcs {
             return Err(format!(
-                "{} and {} come from different topology files (or different versions of one)",
+                "{} and {} come from different topology files (or different versions of one, \
+                 or of aurora)",
                 aurora_topo::escape(first_name),
                 aurora_topo::escape(name)
             ));
@@ -698,6 +703,13 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             *e = e.saturating_add(t.restarts);
         }
     }
+    // The same, both reasons together, as they stood before any PVC drew
+    // on them.
+    let mut untagged_between: BTreeMap<(String, u16), u64> = BTreeMap::new();
+    for ((node, port, _), n) in &transit {
+        let e = untagged_between.entry((node.clone(), *port)).or_default();
+        *e = e.saturating_add(*n);
+    }
     // The last PDU of each traffic PVC that crossed a process's edge, per
     // place: taken out by a link, read in, or left unread at the stop.
     type Last = BTreeMap<(String, u16, u16), u64>;
@@ -796,6 +808,38 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             receiver,
             &vanished,
         );
+        // A PDU lost with no readable tag before a process's edge (a cell
+        // lost between two processes before, or dropped with a damaged
+        // tag) cannot be told from one lost past that edge: say how many
+        // of those placed there could be such.
+        let mut untagged = ledger
+            .untagged_of(path.flow)
+            .fold(0u64, |a, (_, n)| a.saturating_add(n));
+        for (node, port) in &path.arrivals {
+            let Some(&at) = index.get(node) else { continue };
+            let here = Loss {
+                place: Place {
+                    node: at,
+                    port: *port,
+                    side: Side::In,
+                },
+                reason: accounting::BETWEEN_PROCESSES,
+            };
+            if let (Some(&n), true) = (a.lost.get(&here), untagged > 0) {
+                notes.push(format!(
+                    "on PVC {}, of the {n} PDUs placed as lost between processes at {node}:{port}, \
+                     up to {} may have been lost earlier on its way, where {untagged} cells were \
+                     lost with no readable tag",
+                    aurora_topo::escape(&path.name),
+                    untagged.min(n),
+                ));
+            }
+            let k = untagged_between
+                .get(&(node.clone(), *port))
+                .copied()
+                .unwrap_or(0);
+            untagged = untagged.saturating_add(k);
+        }
         // PDUs with no outcome, explained by cells lost between processes
         // on the PVC's way, one cell at least each.
         let mut placed = 0u64;
@@ -1172,6 +1216,26 @@ mod tests {
             ]
         );
         assert_eq!(r.problem(), None);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+        // Had cells been lost between h1 and sw, a PDU among those placed
+        // at h2 could have been lost there: the books say so.
+        let mut lossy = parts.clone();
+        lossy[1].1.transit = vec![Transit {
+            node: "sw".into(),
+            port: 0,
+            cells: 5,
+            before: 0,
+            restarts: 0,
+        }];
+        let r = join(&lossy).unwrap();
+        assert_eq!(r.pvcs[0].unaccounted, 0);
+        assert_eq!(
+            r.notes,
+            [
+                "on PVC p, of the 1 PDUs placed as lost between processes at h2:0, up to 1 may \
+              have been lost earlier on its way, where 5 cells were lost with no readable tag"
+            ]
+        );
         // Reports without the crossings leave the same PDUs in flight.
         for (_, b) in &mut parts {
             (b.crossed, b.unread) = (vec![], vec![]);

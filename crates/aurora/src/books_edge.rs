@@ -7,22 +7,24 @@
 //! (`crate::books_ip`). Traffic PVCs, whose cells carry tags, keep per
 //! place the last PDU whose end cell crossed: a PDU that left one process
 //! after the last the next read or held unread never reached it
-//! (`crate::books`). Only the places and VCs or flows where the file's
-//! PVCs cross are counted, so a peer's cells cannot grow either.
+//! (`crate::books`). Only the places and VCs where the file's PVCs cross
+//! are counted, so a peer's cells cannot grow either; a traffic PVC's
+//! count takes only end cells on its VC whose tag names its flow.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use aurora_engine::carry::Carries;
 use aurora_engine::NodeId;
-use aurora_net::accounting::{Place, Side};
+use aurora_net::accounting::{self, Place, Side};
 use aurora_net::tag::Tag;
+use aurora_wire::cell::VcId;
 use aurora_wire::CellBytes;
 
 use crate::books_ip::EndCounts;
 
-/// Per place and traffic PVC (its flow number), the last PDU whose end
-/// cell crossed there, if any did.
-pub(crate) type LastPdus = BTreeMap<(Place, u16), Option<u64>>;
+/// Per place and the VC a traffic PVC has there: the PVC's flow number,
+/// and the last PDU whose end cell crossed there, if any did.
+pub(crate) type LastPdus = BTreeMap<(Place, VcId), (u16, Option<u64>)>;
 
 /// What crossed a process's edge (or was left unread at it).
 #[derive(Clone, Debug, Default)]
@@ -63,7 +65,7 @@ impl Edge {
                     },
                     _ => continue,
                 };
-                last.insert((place, flow), None);
+                last.insert((place, h.vc), (flow, None));
             }
         }
         Edge {
@@ -101,20 +103,26 @@ impl Edge {
         }
         for f in frames {
             let Some(c) = f.peek() else { continue };
+            // Nearly every header is whole: a cell is copied to repair it
+            // only when its HEC says so.
             let fixed;
-            let c = if noisy {
-                fixed = aurora_net::accounting::repaired(c);
+            let c = if noisy && aurora_wire::crc::hec_syndrome(&[c[0], c[1], c[2], c[3], c[4]]) != 0
+            {
+                fixed = accounting::repaired(c);
                 &fixed
             } else {
                 c
             };
-            // User data (PTI 0x0) ending a PDU (its low bit set).
+            // User data ending a PDU (PTI 0b0x1: congestion bit either way).
             if c[3] & 0x0A != 0x02 {
                 continue;
             }
-            let Some(t) = Tag::of_cell(c) else { continue };
-            if let Some(l) = self.last.get_mut(&(place, t.flow)) {
-                *l = Some(l.map_or(t.seq, |x| x.max(t.seq)));
+            let Some((flow, last)) = self.last.get_mut(&(place, accounting::vc_of(c))) else {
+                continue;
+            };
+            match Tag::of_cell(c) {
+                Some(t) if t.flow == *flow => *last = Some(last.map_or(t.seq, |x| x.max(t.seq))),
+                _ => {}
             }
         }
     }
@@ -125,7 +133,7 @@ mod tests {
     use super::*;
     use aurora_net::tag;
     use aurora_sar::{Aal5Tx, PduOptions};
-    use aurora_wire::cell::{Format, VcId};
+    use aurora_wire::cell::Format;
 
     /// The cells of PDU `seq` of flow `flow`, 100 bytes (three cells).
     fn pdu(flow: u16, seq: u64) -> Vec<CellBytes> {
@@ -141,6 +149,8 @@ mod tests {
         cells
     }
 
+    const VC: VcId = VcId { vpi: 0, vci: 40 };
+
     const AT: Place = Place {
         node: 1,
         port: 2,
@@ -150,29 +160,36 @@ mod tests {
     #[test]
     fn the_last_pdu_of_each_expected_flow_is_kept() {
         let mut e = Edge::default();
-        e.last.insert((AT, 3), None);
+        e.last.insert((AT, VC), (3, None));
+        let last = |e: &Edge| e.last[&(AT, VC)].1;
         // PDU 5's cells but its end, then PDUs 4 and 6 whole (out of
-        // order, as no link makes them, to show the highest is kept);
-        // flow 7 is not expected here.
+        // order, as no link makes them, to show the highest is kept); on
+        // the VC, a PDU of flow 7, which is not this VC's.
         e.saw(AT, &pdu(3, 5)[..2], false);
-        assert_eq!(e.last[&(AT, 3)], None);
+        assert_eq!(last(&e), None);
         let cells: Vec<CellBytes> = [pdu(3, 6), pdu(3, 4), pdu(7, 9)].concat();
         e.saw(AT, &cells, false);
-        assert_eq!(e.last[&(AT, 3)], Some(6));
+        assert_eq!(last(&e), Some(6));
         assert_eq!(e.last.len(), 1);
-        // Elsewhere, nothing is counted.
+        // Elsewhere, or on another VC, nothing is counted.
         let other = Place { port: 3, ..AT };
         e.saw(other, &pdu(3, 8), false);
-        assert_eq!(e.last[&(AT, 3)], Some(6));
-        // A header bit flipped on a noisy line is repaired; a damaged tag
-        // is not believed.
         let mut p = pdu(3, 8);
-        p[2][1] ^= 0x10;
+        p[2][3] ^= 0x10; // VCI 40 -> 41, the HEC made good
+        p[2][4] = aurora_wire::crc::hec(&[p[2][0], p[2][1], p[2][2], p[2][3]]);
+        e.saw(AT, &p, false);
+        assert_eq!(last(&e), Some(6));
+        // The end bit flipped on a noisy line is repaired (and, unrepaired,
+        // the cell does not end a PDU); a damaged tag is not believed.
+        let mut p = pdu(3, 8);
+        p[2][3] ^= 0x02;
+        e.saw(AT, &p, false);
+        assert_eq!(last(&e), Some(6));
         e.saw(AT, &p, true);
-        assert_eq!(e.last[&(AT, 3)], Some(8));
+        assert_eq!(last(&e), Some(8));
         let mut p = pdu(3, 9);
         p[2][40] ^= 0xFF;
         e.saw(AT, &p, false);
-        assert_eq!(e.last[&(AT, 3)], Some(8));
+        assert_eq!(last(&e), Some(8));
     }
 }

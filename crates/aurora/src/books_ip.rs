@@ -195,7 +195,7 @@ pub(crate) fn count_ends<F: Carries<CellBytes>>(
         let vc = if noisy {
             end_of_pdu(c)
         } else {
-            // User data (PTI 0x0) ending a PDU (its low bit set).
+            // User data ending a PDU (PTI 0b0x1: congestion bit either way).
             (c[3] & 0x0A == 0x02).then(|| aurora_net::accounting::vc_of(c))
         };
         if let Some(n) = vc.and_then(|vc| counts.get_mut(&(place, vc))) {

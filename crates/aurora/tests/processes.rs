@@ -289,9 +289,9 @@ fn books_of_three_processes_balance() {
     assert_eq!(all, n("lost"), "{p}");
     // Half a second at 5,000 PDUs a second, less what sw's link lost; in
     // flight, only what ports and unread inputs held at the stops (a few
-    // PDUs each).
+    // PDUs each on a quiet machine, a socket's worth at most).
     assert!(after_stop > 1000, "{p}");
-    assert!(n("in_flight") < 100, "{p}");
+    assert!(n("in_flight") * 5 < after_stop, "{p}");
 
     let (ok, _, err) = books(&paths[..2]);
     assert!(!ok);

@@ -280,7 +280,7 @@ impl Ledger {
 
     /// Dropped cells with no readable tag that, by their place and VC,
     /// belong to `flow`: each may be the first loss of a PDU of it.
-    fn untagged_of(&self, flow: u16) -> impl Iterator<Item = (Loss, u64)> + '_ {
+    pub fn untagged_of(&self, flow: u16) -> impl Iterator<Item = (Loss, u64)> + '_ {
         self.untagged_vc
             .iter()
             .filter(move |((l, vc), _)| self.vc_flow.get(&(l.place, *vc)) == Some(&flow))
@@ -656,12 +656,14 @@ impl Account {
 pub const BETWEEN_PROCESSES: &str = "lost_between_processes";
 
 /// PDUs of a flow that left one process for another and never reached it
-/// (sent after it stopped reading, or lost on the way): those numbered
-/// `from .. to` were taken by a link out of the sending process, and the
+/// (sent after it stopped reading, or lost on the way): the end cells of
+/// those numbered `from .. to` were taken by a link out of the sending
+/// process (unless lost before it with no readable tag), and the
 /// receiving one neither read them nor held them unread when it stopped.
-/// [`reconcile`] charges each that has no other outcome, and comes after
-/// the last PDU the receiver saw, to `place` (the receiving end) as
-/// [`BETWEEN_PROCESSES`], instead of counting it in flight.
+/// [`reconcile`] charges to `place` (the receiving end), as
+/// [`BETWEEN_PROCESSES`] instead of in flight, each of them that has no
+/// other outcome and comes after the last PDU the receiver saw, and each
+/// the receiver held part-way when the books closed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Vanished {
     /// Where they would have arrived.
@@ -677,7 +679,8 @@ pub struct Vanished {
 /// (`None` when nothing reached a receiver), at `receiver` (its arrival
 /// place, where its own losses are charged); `vanished`, PDUs a run of
 /// several processes saw leave one and never reach the next (each charged
-/// once, to the first range that holds it).
+/// once: ranges are taken by their start, each clipped to begin past the
+/// ones before).
 pub fn reconcile(
     flow: u16,
     sent: u64,
@@ -757,21 +760,32 @@ pub fn reconcile(
     let after = sent.saturating_sub(seen);
     let outcomes_after = fate.len() as u64 - known_upto;
     // Of those, the ones that left a process and never reached the next
-    // are lost between them: each range clipped to begin past the ranges
-    // before it, so no PDU is charged twice.
+    // are lost between them, and so are PDUs the receiver held part-way
+    // whose rest never reached it: each range clipped to begin past the
+    // ranges before it, so no PDU is charged twice.
     let mut ranges: Vec<&Vanished> = vanished.iter().collect();
     ranges.sort_by_key(|v| (v.from, v.to));
-    let mut floor = seen;
-    let mut between = 0u64;
+    let mut floor = 0u64;
+    let (mut none_between, mut held_between) = (0u64, 0u64);
     for v in ranges {
         let (from, to) = (v.from.max(floor), v.to.min(sent));
         if from >= to {
             continue;
         }
         floor = to;
-        let n = (to - from) - fate.range(from..to).count() as u64;
-        if n > 0 {
-            between += n;
+        let held = fate
+            .range(from..to)
+            .filter(|(_, o)| matches!(o, Outcome::InFlight))
+            .count() as u64;
+        let after_seen = from.max(seen);
+        let none = if after_seen < to {
+            (to - after_seen) - fate.range(after_seen..to).count() as u64
+        } else {
+            0
+        };
+        if held + none > 0 {
+            held_between += held;
+            none_between += none;
             let e = a
                 .lost
                 .entry(Loss {
@@ -779,12 +793,14 @@ pub fn reconcile(
                     reason: BETWEEN_PROCESSES,
                 })
                 .or_default();
-            *e = e.saturating_add(n);
+            *e = e.saturating_add(held + none);
         }
     }
-    a.in_flight = a
-        .in_flight
-        .saturating_add(after.saturating_sub(outcomes_after).saturating_sub(between));
+    a.in_flight = a.in_flight.saturating_sub(held_between).saturating_add(
+        after
+            .saturating_sub(outcomes_after)
+            .saturating_sub(none_between),
+    );
     // PDUs before it with no outcome are explained, one each, by units the
     // receiver failed whose tags were all unreadable.
     let mut gaps = seen.saturating_sub(delivered.saturating_add(known_upto));
@@ -958,6 +974,37 @@ mod tests {
         // A range below what the receiver saw, or empty, changes nothing.
         let c = reconcile(FLOW, 10, 4, &l, Some(&rx), RX, &[v(20, 0, 4), v(20, 9, 9)]);
         assert_eq!(c, b);
+    }
+
+    /// A PDU the receiver held part-way whose end never reached its
+    /// process is lost between processes too; without the range, it and
+    /// the PDU after it are in flight.
+    #[test]
+    fn a_pdu_held_part_way_whose_end_vanished_is_lost_between() {
+        let mut rx = RxBook::default();
+        for c in &pdu(0) {
+            rx.cell(c);
+        }
+        rx.unit_ended(Some(Tag { flow: FLOW, seq: 0 }), None);
+        rx.cell(&pdu(1)[0]);
+        let l = Ledger::new();
+        let v = Vanished {
+            place: at(5),
+            from: 1,
+            to: 3,
+        };
+        let a = reconcile(FLOW, 3, 1, &l, Some(&rx), RX, &[v]);
+        let here = Loss {
+            place: at(5),
+            reason: BETWEEN_PROCESSES,
+        };
+        assert_eq!(a.lost.get(&here), Some(&2), "{a:?}");
+        assert_eq!((a.in_flight, a.unaccounted), (0, 0));
+        let b = reconcile(FLOW, 3, 1, &l, Some(&rx), RX, &[]);
+        assert_eq!((b.lost_total(), b.in_flight, b.unaccounted), (0, 2, 0));
+        // A range that begins past it leaves it in flight.
+        let c = reconcile(FLOW, 3, 1, &l, Some(&rx), RX, &[Vanished { from: 2, ..v }]);
+        assert_eq!((c.lost_total(), c.in_flight, c.unaccounted), (1, 1, 0));
     }
 
     /// A ledger and a book carried to another process (charges, untagged
