@@ -662,6 +662,14 @@ fn judged(trial: impl Fn() -> Vec<Value>, always: impl Fn(&[Value])) -> Option<V
 /// `aurora books` over the named reports of an ATOMIC LAN's processes:
 /// it succeeds, and its one flow balances; the flow's row.
 fn atomic_books(tag: &str, reports: &[(&str, &Value)]) -> Value {
+    let flows = atomic_flows_joined(tag, reports);
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    flows[0].clone()
+}
+
+/// Every ATOMIC flow of `aurora books` over `reports`, each checked to
+/// balance.
+fn atomic_flows_joined(tag: &str, reports: &[(&str, &Value)]) -> Vec<Value> {
     let files = save(tag, reports);
     let paths: Vec<&std::path::Path> = files.iter().map(|f| f.as_path()).collect();
     let (ok, r, err) = books(&paths);
@@ -669,20 +677,120 @@ fn atomic_books(tag: &str, reports: &[(&str, &Value)]) -> Value {
         std::fs::remove_file(f).ok();
     }
     assert!(ok, "{err}\n{r}");
-    let flows = r["atomic_flows"].as_array().unwrap();
-    assert_eq!(flows.len(), 1, "{r}");
-    let f = &flows[0];
-    let n = |k: &str| f[k].as_u64().unwrap();
-    assert_eq!(f["unaccounted"], 0, "{r}");
-    assert_eq!(
-        n("sent"),
-        n("delivered") + n("corrupted") + n("lost") + n("in_flight"),
-        "{r}"
-    );
-    f.clone()
+    let flows = r["atomic_flows"].as_array().unwrap().clone();
+    for f in &flows {
+        let n = |k: &str| f[k].as_u64().unwrap();
+        assert_eq!(f["unaccounted"], 0, "{r}");
+        assert_eq!(
+            n("sent"),
+            n("delivered") + n("corrupted") + n("lost") + n("in_flight"),
+            "{r}"
+        );
+    }
+    flows
 }
 
+/// A router's host on an ATOMIC LAN sends to a host and hears from it,
+/// the router, the mesh and the host each an `aurora node` (cables over
+/// UDP). The router stops first, while the host still sends to it: both
+/// flows balance across the processes, and what reached the router's
+/// cable end after it stopped is lost between the processes there.
 #[test]
+fn atomic_flows_of_a_routers_lan_host_balance_across_processes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let udp = || {
+        format!(
+            "udp_a = \"127.0.0.1:{}\"\nudp_b = \"127.0.0.1:{}\"",
+            free_port(),
+            free_port()
+        )
+    };
+    let flow = |from: &str, to: &str| {
+        format!(
+            "[[atomic_flow]]\nfrom = \"{from}\"\nto = \"{to}\"\nsize = 1000\ncount = 2000\n\
+             interval = \"1ms\"\nstart = \"1500ms\"\n"
+        )
+    };
+    let text = format!(
+        r#"
+[[router]]
+name = "r"
+ports = 1
+ip = ["10.1.0.254/24"]
+[[mesh]]
+name = "m"
+size = 2
+[[atomic_host]]
+name = "ac"
+ip = "10.5.0.1/24"
+ac = "always"
+[[atomic_host]]
+name = "b"
+ip = "10.5.0.2/24"
+[[atomic_host]]
+name = "r-lan"
+ip = "10.5.0.254/24"
+router = "r"
+[[cable]]
+a = "ac:east"
+b = "m.0.0:west"
+feet = 3
+[[cable]]
+a = "r-lan:east"
+b = "m.0.1:west"
+feet = 3
+{}
+[[cable]]
+a = "b:west"
+b = "m.1.1:east"
+feet = 3
+{}
+{}
+{}"#,
+        udp(),
+        udp(),
+        flow("r-lan", "b"),
+        flow("b", "r-lan")
+    );
+    let topo = std::env::temp_dir().join(format!("aurora-gw-{}.toml", std::process::id()));
+    std::fs::write(&topo, text).unwrap();
+    // r stops about a second into the flows, which go on for two.
+    let m = start(&topo, "m,ac", "5s");
+    let r = start(&topo, "r", "2500ms");
+    let b = start(&topo, "b", "5s");
+    let (rm, rr, rb) = (finish(m), finish(r), finish(b));
+    std::fs::remove_file(&topo).ok();
+    let flows = atomic_flows_joined("gw", &[("m", &rm), ("r", &rr), ("b", &rb)]);
+    assert_eq!(flows.len(), 2, "{flows:?}");
+    let named = |from: &str| {
+        flows
+            .iter()
+            .find(|f| f["from"].as_str().is_some_and(|n| n.starts_with(from)))
+            .unwrap_or_else(|| panic!("no flow from {from}: {flows:?}"))
+    };
+    let (out, back) = (named("r-lan"), named("b"));
+    let n = |f: &Value, k: &str| f[k].as_u64().unwrap();
+    // The router's host sent until it stopped, and what it sent arrived.
+    assert!(n(out, "sent") > 0 && n(out, "sent") < 2000, "{out}");
+    assert!(n(out, "delivered") > 0, "{out}");
+    // b's flow went on after the router stopped: lost where it would have
+    // arrived.
+    assert_eq!(n(back, "sent"), 2000, "{back}");
+    assert!(
+        n(back, "delivered") > 0 && n(back, "delivered") < 2000,
+        "{back}"
+    );
+    assert!(
+        back["losses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["reason"] == "lost_between_processes"
+                && l["at"].as_str().unwrap().starts_with("r-lan")),
+        "{back}"
+    );
+}
+
 fn an_atomic_flow_balances_across_processes_when_its_receiver_stops_first() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let topo = atomic_lan("early");
