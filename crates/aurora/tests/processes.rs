@@ -791,6 +791,7 @@ feet = 3
     );
 }
 
+#[test]
 fn an_atomic_flow_balances_across_processes_when_its_receiver_stops_first() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let topo = atomic_lan("early");
