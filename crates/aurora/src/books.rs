@@ -703,12 +703,19 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
             *e = e.saturating_add(t.restarts);
         }
     }
-    // The same, both reasons together, as they stood before any PVC drew
-    // on them.
+    // Of those, the cells that could hide a later PDU: lost on the way,
+    // and, from a process that started again, sent before this end
+    // listened (what a process sent before the first listened is older
+    // than anything read after).
     let mut untagged_between: BTreeMap<(String, u16), u64> = BTreeMap::new();
-    for ((node, port, _), n) in &transit {
-        let e = untagged_between.entry((node.clone(), *port)).or_default();
-        *e = e.saturating_add(*n);
+    for (_, b) in parts {
+        for t in &b.transit {
+            let before = if t.restarts > 0 { t.before } else { 0 };
+            let e = untagged_between
+                .entry((t.node.clone(), t.port))
+                .or_default();
+            *e = e.saturating_add(t.cells).saturating_add(before);
+        }
     }
     // The last PDU of each traffic PVC that crossed a process's edge, per
     // place: taken out by a link, read in, or left unread at the stop.
@@ -812,10 +819,18 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
         // lost between two processes before, or dropped with a damaged
         // tag) cannot be told from one lost past that edge: say how many
         // of those placed there could be such.
-        let mut untagged = ledger
-            .untagged_of(path.flow)
-            .fold(0u64, |a, (_, n)| a.saturating_add(n));
-        for (node, port) in &path.arrivals {
+        let mut damaged: BTreeMap<u32, u64> = BTreeMap::new();
+        for (loss, n) in ledger.untagged_of(path.flow) {
+            let e = damaged.entry(loss.place.node).or_default();
+            *e = e.saturating_add(n);
+        }
+        let mut untagged = 0u64;
+        for (k, (node, port)) in path.arrivals.iter().enumerate() {
+            // Dropped with a damaged tag at the node this hop leaves.
+            let from = path.departures.get(k).and_then(|(n, _)| index.get(n));
+            if let Some(n) = from.and_then(|i| damaged.get(i)) {
+                untagged = untagged.saturating_add(*n);
+            }
             let Some(&at) = index.get(node) else { continue };
             let here = Loss {
                 place: Place {
@@ -829,7 +844,7 @@ pub fn join(parts: &[(String, ProcessBooks)]) -> Result<BooksReport, String> {
                 notes.push(format!(
                     "on PVC {}, of the {n} PDUs placed as lost between processes at {node}:{port}, \
                      up to {} may have been lost earlier on its way, where {untagged} cells were \
-                     lost with no readable tag",
+                     lost with no tag read (between processes, or with a damaged tag)",
                     aurora_topo::escape(&path.name),
                     untagged.min(n),
                 ));
@@ -1233,9 +1248,18 @@ mod tests {
             r.notes,
             [
                 "on PVC p, of the 1 PDUs placed as lost between processes at h2:0, up to 1 may \
-              have been lost earlier on its way, where 5 cells were lost with no readable tag"
+              have been lost earlier on its way, where 5 cells were lost with no tag read \
+              (between processes, or with a damaged tag)"
             ]
         );
+        // Cells a link counted sent before the far end listened are older
+        // than anything read after, unless the process before it started
+        // again.
+        lossy[1].1.transit[0].cells = 0;
+        lossy[1].1.transit[0].before = 5;
+        assert!(join(&lossy).unwrap().notes.is_empty());
+        lossy[1].1.transit[0].restarts = 1;
+        assert_eq!(join(&lossy).unwrap().notes.len(), 2);
         // Reports without the crossings leave the same PDUs in flight.
         for (_, b) in &mut parts {
             (b.crossed, b.unread) = (vec![], vec![]);

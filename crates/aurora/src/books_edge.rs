@@ -157,6 +157,65 @@ mod tests {
         side: Side::Out,
     };
 
+    /// A process's crossings of a traffic PVC are keyed by the VC its cells
+    /// carry on each link: here 0.100 into the switch and 0.200 out.
+    #[test]
+    fn a_crossing_is_keyed_by_the_vc_on_its_link() {
+        let port = || {
+            std::net::UdpSocket::bind("127.0.0.1:0")
+                .and_then(|s| s.local_addr())
+                .unwrap()
+                .port()
+        };
+        let link = |a: &str, b: &str| {
+            format!(
+                "[[link]]\na = \"{a}\"\nb = \"{b}\"\nudp_a = \"127.0.0.1:{}\"\n\
+                 udp_b = \"127.0.0.1:{}\"\n",
+                port(),
+                port()
+            )
+        };
+        let text = format!(
+            "[[switch]]\nname = \"sw\"\nports = 2\n[[host]]\nname = \"h1\"\n\
+             [[host]]\nname = \"h2\"\n{}{}\
+             [[pvc]]\nname = \"p\"\npath = [\"h1\", \"sw\", \"h2\"]\n\
+             from_vc = \"0.100\"\nto_vc = \"0.200\"\n\
+             [[flow]]\npvc = \"p\"\nsdu = 100\ncount = 1\ninterval = \"1ms\"\n",
+            link("h1", "sw:0"),
+            link("sw:1", "h2")
+        );
+        let keys = |names: &[&str]| {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            let bp = aurora_topo::compile(&text).unwrap();
+            let (p, info) = bp.node_process(&names, 1).unwrap();
+            let e = Edge::of(&p, &info);
+            let name = |id: u32| crate::node::member_name(&p, NodeId(id));
+            e.last
+                .iter()
+                .map(|((at, vc), (flow, last))| {
+                    (name(at.node), at.port, at.side, *vc, *flow, *last)
+                })
+                .collect::<Vec<_>>()
+        };
+        let vc = |vci| VcId { vpi: 0, vci };
+        assert_eq!(
+            keys(&["sw"]),
+            [
+                ("sw".to_string(), 0, Side::In, vc(100), 0, None),
+                ("sw".to_string(), 1, Side::Out, vc(200), 0, None)
+            ]
+        );
+        assert_eq!(
+            keys(&["h1"]),
+            [("h1".to_string(), 0, Side::Out, vc(100), 0, None)]
+        );
+        // Two nodes in one process: only the links leaving it count.
+        assert_eq!(
+            keys(&["sw", "h2"]),
+            [("sw".to_string(), 0, Side::In, vc(100), 0, None)]
+        );
+    }
+
     #[test]
     fn the_last_pdu_of_each_expected_flow_is_kept() {
         let mut e = Edge::default();

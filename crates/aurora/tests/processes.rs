@@ -58,7 +58,8 @@ fn report(c: Child) -> Value {
 }
 
 /// Host h1, switch sw, host h2, and a flow h1 -> h2 of `sdu`-byte PDUs
-/// every `interval`; `l1` and `l2` say how each link's processes meet.
+/// every `interval`, on VC 0.100 into the switch and 0.200 out of it; `l1`
+/// and `l2` say how each link's processes meet.
 fn topology(l1: &str, l2: &str, sdu: u32, interval: &str) -> String {
     format!(
         r#"
@@ -82,6 +83,8 @@ rate = "oc3"
 [[pvc]]
 name = "h1-to-h2"
 path = ["h1", "sw", "h2"]
+from_vc = "0.100"
+to_vc = "0.200"
 [[flow]]
 pvc = "h1-to-h2"
 sdu = {sdu}
@@ -289,9 +292,10 @@ fn books_of_three_processes_balance() {
     assert_eq!(all, n("lost"), "{p}");
     // Half a second at 5,000 PDUs a second, less what sw's link lost; in
     // flight, only what ports and unread inputs held at the stops (a few
-    // PDUs each on a quiet machine, a socket's worth at most).
+    // PDUs each on a quiet machine; a socket's default buffer holds about
+    // 4,000 cells, 125 of these PDUs).
     assert!(after_stop > 1000, "{p}");
-    assert!(n("in_flight") * 5 < after_stop, "{p}");
+    assert!(n("in_flight") < 200, "{p}");
 
     let (ok, _, err) = books(&paths[..2]);
     assert!(!ok);
@@ -754,9 +758,10 @@ feet = 3
     );
     let topo = std::env::temp_dir().join(format!("aurora-gw-{}.toml", std::process::id()));
     std::fs::write(&topo, text).unwrap();
-    // r stops about a second into the flows, which go on for two.
+    // r stops about one and a half seconds into the flows, which go on
+    // for two.
     let m = start(&topo, "m,ac", "5s");
-    let r = start(&topo, "r", "2500ms");
+    let r = start(&topo, "r", "3s");
     let b = start(&topo, "b", "5s");
     let (rm, rr, rb) = (finish(m), finish(r), finish(b));
     std::fs::remove_file(&topo).ok();
