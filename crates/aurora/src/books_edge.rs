@@ -132,21 +132,10 @@ impl Edge {
 mod tests {
     use super::*;
     use aurora_net::tag;
-    use aurora_sar::{Aal5Tx, PduOptions};
-    use aurora_wire::cell::Format;
 
     /// The cells of PDU `seq` of flow `flow`, 100 bytes (three cells).
     fn pdu(flow: u16, seq: u64) -> Vec<CellBytes> {
-        let mut tx = Aal5Tx::new(VcId::new(0, 40), Format::Uni).unwrap();
-        let t = Tag { flow, seq };
-        let mut sdu = vec![0u8; 100];
-        let k = tag::write_sdu(t, &mut sdu);
-        let mut cells = vec![[0u8; 53]; 3];
-        let n = tx
-            .segment_into(&sdu, PduOptions::default(), &mut cells)
-            .unwrap();
-        tag::patch_last_cell(t, k, &mut cells[n - 1]);
-        cells
+        tag::pdu_cells(Tag { flow, seq }, 100, VC).unwrap()
     }
 
     const VC: VcId = VcId { vpi: 0, vci: 40 };

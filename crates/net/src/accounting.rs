@@ -852,24 +852,12 @@ enum Outcome {
 mod tests {
     use super::*;
     use crate::tag;
-    use aurora_sar::{Aal5Tx, PduOptions};
-    use aurora_time::Instant;
-    use aurora_wire::cell::{Format, VcId};
 
     const FLOW: u16 = 9;
 
     /// The cells of PDU `seq` of a 100-byte flow (three cells).
     fn pdu(seq: u64) -> Vec<CellBytes> {
-        let mut tx = Aal5Tx::new(VcId::new(0, 40), Format::Uni).unwrap();
-        let t = Tag { flow: FLOW, seq };
-        let mut sdu = vec![0u8; 100];
-        let k = tag::write_sdu(t, &mut sdu);
-        let mut cells = vec![[0u8; 53]; 3];
-        let n = tx
-            .segment_into(&sdu, PduOptions::default(), &mut cells)
-            .unwrap();
-        tag::patch_last_cell(t, k, &mut cells[n - 1]);
-        cells
+        tag::pdu_cells(Tag { flow: FLOW, seq }, 100, VcId::new(0, 40)).unwrap()
     }
 
     fn at(node: u32) -> Place {

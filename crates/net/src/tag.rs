@@ -137,6 +137,22 @@ pub fn patch_last_cell(tag: Tag, k: usize, last: &mut CellBytes) {
     last[crc_at..crc_at + 4].copy_from_slice(&(old ^ fix).to_be_bytes());
 }
 
+/// The cells of one tagged PDU of `len` bytes (zeros under its tags) on
+/// `vc`, as a traffic host sends it, for tests and tools that want test
+/// traffic without one; `None` for a VC a UNI header cannot hold.
+pub fn pdu_cells(tag: Tag, len: u16, vc: aurora_wire::cell::VcId) -> Option<Vec<CellBytes>> {
+    let mut tx = aurora_sar::Aal5Tx::new(vc, aurora_wire::cell::Format::Uni).ok()?;
+    let mut sdu = vec![0u8; usize::from(len)];
+    let k = write_sdu(tag, &mut sdu);
+    let mut cells = vec![[0u8; 53]; aurora_wire::aal5::cells_for(sdu.len())];
+    let n = tx
+        .segment_into(&sdu, aurora_sar::PduOptions::default(), &mut cells)
+        .ok()?;
+    cells.truncate(n);
+    patch_last_cell(tag, k, cells.last_mut()?);
+    Some(cells)
+}
+
 /// CRC-32 (polynomial 0x04C11DB7, MSB first) with a zero start and no final
 /// inversion.
 fn crc0(b: &[u8]) -> u32 {

@@ -755,7 +755,7 @@ mod tests {
         .chain((0..300).map(|i| (i * 0x9E37_79B9 + i, (i as usize * 37) % 2000 + 8)))
         {
             let mut want: Vec<u8> = (0..len)
-                .map(|k| (seq.wrapping_mul(31) as usize + k * 7) as u8)
+                .map(|k| (seq.wrapping_mul(31) as usize).wrapping_add(k * 7) as u8)
                 .collect();
             let k = tag::write_sdu(Tag { flow: 3, seq }, &mut want);
             assert_eq!(super::pattern(3, seq, len, &mut got), k);
