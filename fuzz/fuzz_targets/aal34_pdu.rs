@@ -5,7 +5,14 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(v) = SarPdu::new_checked(data) {
-        let _ = (v.segment_type(), v.sn(), v.mid(), v.payload(), v.li(), v.crc());
+        let _ = (
+            v.segment_type(),
+            v.sn(),
+            v.mid(),
+            v.payload(),
+            v.li(),
+            v.crc(),
+        );
         if let Ok(r) = SarRepr::parse(data) {
             let mut again = [0u8; 48];
             r.emit(v.payload(), &mut again).unwrap();

@@ -34,7 +34,9 @@ fuzz_target!(|data: &[u8]| {
                 let Some(bytes) = rest.get(..48) else { break };
                 rest = &rest[48..];
                 let mut cell = [0u8; 53];
-                Header::data(VCS[usize::from(ctl) % 2]).emit(&mut cell).unwrap();
+                Header::data(VCS[usize::from(ctl) % 2])
+                    .emit(&mut cell)
+                    .unwrap();
                 let mut p: [u8; 48] = bytes.try_into().unwrap();
                 // Small MIDs, so PDUs actually collide and complete.
                 p[0] &= 0xFC;
@@ -46,9 +48,17 @@ fuzz_target!(|data: &[u8]| {
                 rx.push(now, &[cell], &mut |d| assert!(d.len() <= 65535));
             }
         }
-        assert!(rx.memory_in_use() <= BUDGET, "{} > {}", rx.memory_in_use(), BUDGET);
+        assert!(
+            rx.memory_in_use() <= BUDGET,
+            "{} > {}",
+            rx.memory_in_use(),
+            BUDGET
+        );
         assert!(rx.reassemblies() <= 8);
-        assert_eq!(rx.stats().cells_balance(), i128::from(rx.cells_in_progress()));
+        assert_eq!(
+            rx.stats().cells_balance(),
+            i128::from(rx.cells_in_progress())
+        );
     }
     rx.handle_timeout(Instant::MAX);
     assert_eq!(rx.stats().cells_balance(), 0);

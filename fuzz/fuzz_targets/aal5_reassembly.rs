@@ -10,7 +10,9 @@ const VCS: [VcId; 3] = [VcId::new(0, 32), VcId::new(1, 33), VcId::new(0, 34)];
 const BUDGET: usize = 8 * 1024;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&opts, mut rest)) = data.split_first() else { return };
+    let Some((&opts, mut rest)) = data.split_first() else {
+        return;
+    };
     let mut rx = Aal5Rx::new(RxConfig {
         memory_budget: BUDGET,
         initial_buffer: 256,
@@ -65,7 +67,10 @@ fuzz_target!(|data: &[u8]| {
         });
         batch.clear();
         assert!(rx.memory_in_use() <= BUDGET);
-        assert_eq!(rx.stats().cells_balance(), i128::from(rx.cells_in_progress()));
+        assert_eq!(
+            rx.stats().cells_balance(),
+            i128::from(rx.cells_in_progress())
+        );
     }
     rx.push(now, &batch, &mut |_| {});
     rx.handle_timeout(Instant::MAX);

@@ -63,5 +63,8 @@ fuzz_target!(|data: &[u8]| {
     .map(|d| c.dropped(*d))
     .sum();
     let h = host.counters();
-    assert_eq!(shown, c.dropped_total() - unshown + h.no_route + h.pending_full);
+    assert_eq!(
+        shown,
+        c.dropped_total() - unshown + h.no_route + h.pending_full
+    );
 });

@@ -35,7 +35,9 @@ fuzz_target!(|data: &[u8]| {
                 cells += 1;
             }
             1 => {
-                let Some((&n, tail)) = rest.split_first() else { break };
+                let Some((&n, tail)) = rest.split_first() else {
+                    break;
+                };
                 let n = usize::from(n).min(tail.len());
                 cap.frame(now, &tail[..n]).unwrap();
                 rest = &tail[n..];

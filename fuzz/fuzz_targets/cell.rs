@@ -31,5 +31,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let c = rx.counters();
-    assert_eq!(c.valid + c.corrected + c.discarded, (data.len() / 53) as u64);
+    assert_eq!(
+        c.valid + c.corrected + c.discarded,
+        (data.len() / 53) as u64
+    );
 });

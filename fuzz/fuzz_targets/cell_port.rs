@@ -5,7 +5,10 @@
 #![no_main]
 use aurora_engine::cell_port::{vc_key, CellPort};
 use aurora_engine::port::Port;
-use aurora_sched::{ClassSpec, ClassTree, Discipline, Drr, Fifo, FlatApprox, FlatConfig, Hwfq, Limits, Priority, Share, Wf2qPlus, Wfq};
+use aurora_sched::{
+    ClassSpec, ClassTree, Discipline, Drr, Fifo, FlatApprox, FlatConfig, Hwfq, Limits, Priority,
+    Share, Wf2qPlus, Wfq,
+};
 use aurora_time::{Duration, Instant};
 use aurora_tm::discard::BufferLimits;
 use aurora_wire::CellBytes;
@@ -29,14 +32,24 @@ fn discipline(which: u8, limits: Limits) -> Box<dyn Discipline<(Instant, CellByt
         3 => Box::new(Wfq::new(&[1, 2, 3], 353_207, limits)),
         4 => Box::new(Wf2qPlus::new(&[1, 2, 3], limits)),
         5 => Box::new(Hwfq::new(&tree(), limits)),
-        _ => Box::new(FlatApprox::new(&tree(), limits, FlatConfig::new(Duration::from_micros(30)))),
+        _ => Box::new(FlatApprox::new(
+            &tree(),
+            limits,
+            FlatConfig::new(Duration::from_micros(30)),
+        )),
     }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&how, data)) = data.split_first() else { return };
+    let Some((&how, data)) = data.split_first() else {
+        return;
+    };
     let limits = Limits { port: 12, queue: 6 };
-    let discard = (how & 8 != 0).then_some(BufferLimits { size: 12, epd: 8, clp1: 10 });
+    let discard = (how & 8 != 0).then_some(BufferLimits {
+        size: 12,
+        epd: 8,
+        clp1: 10,
+    });
     // VCIs 32 and 33 have queues 0 and 1 (and PDU state); any other VC goes
     // to queue 2 (the tree's leaf b) with no PDU state.
     let mut vcs = rustc_hash::FxHashMap::default();
@@ -44,16 +57,30 @@ fuzz_target!(|data: &[u8]| {
         let h = aurora_wire::cell::Header::data(aurora_wire::cell::VcId::new(0, vci));
         vcs.insert(vc_key(&h.to_bytes4().unwrap()), (i as u32, i));
     }
-    let mut p = CellPort::new(discipline(how, limits), 3, 6, vcs, Some(2), discard, Duration::from_micros(50));
+    let mut p = CellPort::new(
+        discipline(how, limits),
+        3,
+        6,
+        vcs,
+        Some(2),
+        discard,
+        Duration::from_micros(50),
+    );
     let (mut offered, mut refused, mut served) = (0u64, 0u64, 0u64);
     let mut now = Instant::ZERO;
     for chunk in data.chunks(6) {
-        let Some((&op, rest)) = chunk.split_first() else { break };
+        let Some((&op, rest)) = chunk.split_first() else {
+            break;
+        };
         now += Duration::from_nanos(i64::from(op >> 2) * 700);
         if op & 1 == 0 {
             let mut cell = [0u8; 53];
             // Header bytes from the input, but mostly on the two VCs.
-            let vci: u16 = if rest.first().is_some_and(|b| b & 1 == 0) { 32 } else { 33 };
+            let vci: u16 = if rest.first().is_some_and(|b| b & 1 == 0) {
+                32
+            } else {
+                33
+            };
             let h = aurora_wire::cell::Header::data(aurora_wire::cell::VcId::new(0, vci));
             cell[..4].copy_from_slice(&h.to_bytes4().unwrap());
             // The payload type and CLP from the input: user cells that

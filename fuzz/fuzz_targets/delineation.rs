@@ -5,7 +5,9 @@ use aurora_wire::delineate::Delineator;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&split, stream)) = data.split_first() else { return };
+    let Some((&split, stream)) = data.split_first() else {
+        return;
+    };
     let piece = usize::from(split) + 1;
     let mut d = Delineator::new();
     let mut out = 0u64;

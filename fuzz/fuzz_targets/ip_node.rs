@@ -53,8 +53,12 @@ fuzz_target!(|data: &[u8]| {
                 rest = &tail[53..];
             }
             _ => {
-                let Some((&len, tail)) = tail.split_first() else { break };
-                let Some(p) = tail.get(..usize::from(len)) else { break };
+                let Some((&len, tail)) = tail.split_first() else {
+                    break;
+                };
+                let Some(p) = tail.get(..usize::from(len)) else {
+                    break;
+                };
                 h.host_sent(now, p, &mut out);
                 rest = &tail[usize::from(len)..];
             }

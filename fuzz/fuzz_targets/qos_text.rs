@@ -4,7 +4,9 @@ use aurora_hostif::{PvcAddr, Qos};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(q) = text.parse::<Qos>() {
         assert_eq!(q.to_string().parse::<Qos>(), Ok(q));
     }

@@ -32,7 +32,13 @@ fuzz_target!(|data: &[u8]| {
     );
     let path = Path {
         first_bits: 1,
-        hops: vec![Hop { relay: 0, link: Link(0), side: 0, bits_on: 2, bits_back: 0 }],
+        hops: vec![Hop {
+            relay: 0,
+            link: Link(0),
+            side: 0,
+            bits_on: 2,
+            bits_back: 0,
+        }],
         last_link: Link(1),
     };
     host.set_directory(Directory {
@@ -53,7 +59,10 @@ fuzz_target!(|data: &[u8]| {
         };
         now += Duration::from_micros(150);
         host.poll(now, &mut out);
-        assert!(answer.try_recv().is_ok(), "a request taken is answered at the next poll");
+        assert!(
+            answer.try_recv().is_ok(),
+            "a request taken is answered at the next poll"
+        );
         for (_, c) in out.drain() {
             assert_eq!(aurora_wire::crc::hec(&[c[0], c[1], c[2], c[3]]), c[4]);
         }

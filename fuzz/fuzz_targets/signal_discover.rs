@@ -13,7 +13,9 @@ const KEY: &[u8] = b"daemon key";
 
 fuzz_target!(|data: &[u8]| {
     let cfg = Config {
-        home_port: data.first().and_then(|b| (b & 0x10 != 0).then_some(b & 0x0F)),
+        home_port: data
+            .first()
+            .and_then(|b| (b & 0x10 != 0).then_some(b & 0x0F)),
         period: Duration::from_millis(5),
         timeout: Duration::from_micros(300),
         max_switches: 8,

@@ -42,7 +42,13 @@ fuzz_target!(|data: &[u8]| {
         flow: 3,
         path: Path {
             first_bits: 0,
-            hops: vec![Hop { relay: 0, link: Link(0), side: 0, bits_on: 0, bits_back: 0 }],
+            hops: vec![Hop {
+                relay: 0,
+                link: Link(0),
+                side: 0,
+                bits_on: 0,
+                bits_back: 0,
+            }],
             last_link: Link(1),
         },
         open_at: Instant::from_micros(1),
@@ -59,7 +65,9 @@ fuzz_target!(|data: &[u8]| {
     let mut now = Instant::ZERO;
     let check = |c: &CellBytes| assert_eq!(aurora_wire::crc::hec(&[c[0], c[1], c[2], c[3]]), c[4]);
     for chunk in data.chunks(54) {
-        let Some((&sel, rest)) = chunk.split_first() else { break };
+        let Some((&sel, rest)) = chunk.split_first() else {
+            break;
+        };
         let mut cell = [0u8; 53];
         cell[..rest.len()].copy_from_slice(rest);
         now += Duration::from_micros(i64::from(sel >> 3) * 7);
@@ -89,7 +97,11 @@ fuzz_target!(|data: &[u8]| {
                 relay.receive(now, 0, &[*c], &mut o);
                 for (p, r) in o.drain() {
                     check(&r);
-                    if p == 0 { to_src.push(r) } else { to_dst.push(r) }
+                    if p == 0 {
+                        to_src.push(r)
+                    } else {
+                        to_dst.push(r)
+                    }
                 }
             }
             src.receive(now, 0, &to_src, &mut out);

@@ -18,7 +18,9 @@
 use std::collections::VecDeque;
 
 use aurora_stripe::format::{Marker, MARKER_ID};
-use aurora_stripe::{CellFlags, Config, Delivery, Destriper, StripeState, Striper, SyncMode, UnitKind};
+use aurora_stripe::{
+    CellFlags, Config, Delivery, Destriper, StripeState, Striper, SyncMode, UnitKind,
+};
 use aurora_time::{Duration, Instant};
 use aurora_wire::cell::{Header, Pti, VcId};
 use aurora_wire::CellBytes;
@@ -31,7 +33,11 @@ fn config(how: u8, k: u8) -> Config {
     let unit = [UnitKind::Cell, UnitKind::Pdu, UnitKind::IpPacket][usize::from(how % 3)];
     let sync = [SyncMode::None, SyncMode::Sequence, SyncMode::Marker][usize::from(how / 3 % 3)];
     let n = usize::from(how >> 5 & 3) + 1;
-    let mut c = Config::new(unit, sync, (0..n).map(|i| VcId::new(0, 40 + i as u16)).collect());
+    let mut c = Config::new(
+        unit,
+        sync,
+        (0..n).map(|i| VcId::new(0, 40 + i as u16)).collect(),
+    );
     c.marker_interval = u32::from(k % 8) + 1;
     c.quantum = 48 * (u32::from(k >> 3) + 1);
     c.max_sdu = 300;
@@ -73,7 +79,9 @@ fn index_of(kind: UnitKind, d: &Delivery) -> u64 {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&[how, k, mode], rest)) = data.split_first_chunk::<3>() else { return };
+    let Some((&[how, k, mode], rest)) = data.split_first_chunk::<3>() else {
+        return;
+    };
     let cfg = config(how, k);
     if mode & 1 == 0 {
         hostile(cfg, rest);
@@ -96,7 +104,9 @@ fn hostile(cfg: Config, mut rest: &[u8]) {
             0 => rx.handle_timeout(now, &mut out),
             1..=3 => {
                 // A marker with fuzzer-chosen state.
-                let Some((b, tail)) = rest.split_first_chunk::<12>() else { break };
+                let Some((b, tail)) = rest.split_first_chunk::<12>() else {
+                    break;
+                };
                 rest = tail;
                 let s = usize::from(b[0]) % n;
                 let m = Marker {
@@ -110,20 +120,30 @@ fn hostile(cfg: Config, mut rest: &[u8]) {
                         round: u64::from(u16::from_be_bytes([b[4], b[5]])),
                         credit: i64::from(i32::from_be_bytes([b[6], b[7], b[8], b[9]])) % 70_000,
                     },
-                    quantum: if b[1] & 0x40 != 0 { u32::from(b[10]) } else { rx_quantum(&cfg) },
+                    quantum: if b[1] & 0x40 != 0 {
+                        u32::from(b[10])
+                    } else {
+                        rx_quantum(&cfg)
+                    },
                 };
                 let cell = m.to_cell(cfg.stripes[s], cfg.format).unwrap();
                 rx.push(now, s, &cell, &mut out);
             }
             _ => {
                 // A raw cell, usually on the stripe's VC.
-                let Some((b, tail)) = rest.split_first_chunk::<50>() else { break };
+                let Some((b, tail)) = rest.split_first_chunk::<50>() else {
+                    break;
+                };
                 rest = tail;
                 let s = usize::from(b[0]) % (n + 1); // n is no stripe
                 let mut cell: CellBytes = [0; 53];
                 let vc = cfg.stripes[s % n];
                 let pti = Pti::from_bits(b[1]);
-                let h = Header { pti, clp: b[1] & 8 != 0, ..Header::data(vc) };
+                let h = Header {
+                    pti,
+                    clp: b[1] & 8 != 0,
+                    ..Header::data(vc)
+                };
                 cell[..5].copy_from_slice(&h.to_bytes().unwrap());
                 if b[1] & 0x80 != 0 {
                     cell[2] ^= b[2]; // some other VC, or a bad HEC
@@ -179,7 +199,9 @@ impl Lossy {
         let data = unit_data(kind, i, len);
         let mut cells = Vec::new();
         match kind {
-            UnitKind::Cell => self.tx.push_cell(self.now, &data, CellFlags::default(), &mut cells),
+            UnitKind::Cell => self
+                .tx
+                .push_cell(self.now, &data, CellFlags::default(), &mut cells),
             UnitKind::Pdu => self.tx.push_pdu(self.now, &data, &mut cells),
             UnitKind::IpPacket => self.tx.push_ip(self.now, &data, &mut cells),
         }
@@ -199,7 +221,11 @@ impl Lossy {
         for d in self.out.drain(..) {
             let i = index_of(kind, &d);
             let len = self.lens[i as usize];
-            assert_eq!(d.payload.data(), &unit_data(kind, i, len)[..], "damaged unit delivered");
+            assert_eq!(
+                d.payload.data(),
+                &unit_data(kind, i, len)[..],
+                "damaged unit delivered"
+            );
             self.delivered.push(i);
         }
         check(&self.rx);
@@ -280,8 +306,15 @@ fn lossy(cfg: Config, mut rest: &[u8]) {
     let sent = l.tx.stats().units;
     assert_eq!(l.rx.held(), 0);
     if l.cfg.sync != SyncMode::None {
-        assert!(l.delivered.windows(2).all(|w| w[0] < w[1]), "misordered or duplicated");
-        assert_eq!(l.delivered.last(), Some(&(sent - 1)), "the last unit did not come through");
+        assert!(
+            l.delivered.windows(2).all(|w| w[0] < w[1]),
+            "misordered or duplicated"
+        );
+        assert_eq!(
+            l.delivered.last(),
+            Some(&(sent - 1)),
+            "the last unit did not come through"
+        );
         assert_eq!(sent, st.delivered + st.discarded.total() + st.gaps.total());
     } else {
         let mut seen = l.delivered.clone();

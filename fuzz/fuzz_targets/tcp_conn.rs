@@ -75,7 +75,8 @@ fuzz_target!(|data: &[u8]| {
             3 => b.close(),
             _ => {
                 // A segment from `a`'s side, near `b`'s state.
-                let seq = b.rcv_nxt() + u32::from(u16::from_le_bytes([op[1], op[2]])).wrapping_sub(0x8000);
+                let seq = b.rcv_nxt()
+                    + u32::from(u16::from_le_bytes([op[1], op[2]])).wrapping_sub(0x8000);
                 let ack = Seq(u32::from_le_bytes([op[3], op[4], op[5], op[6]]) & 0x3FFF).0;
                 let bits = op[7];
                 let mut sack = SackBlocks::new();
@@ -105,7 +106,14 @@ fuzz_target!(|data: &[u8]| {
                     ..SegRepr::default()
                 };
                 let len = usize::from(op[11]) * 8;
-                emit(A.addr, B.addr, 1, &repr, &payload[..len.min(payload.len())], &mut pkt);
+                emit(
+                    A.addr,
+                    B.addr,
+                    1,
+                    &repr,
+                    &payload[..len.min(payload.len())],
+                    &mut pkt,
+                );
                 if let Ok(s) = parse(&pkt) {
                     b.process(now, &s);
                 }

@@ -12,7 +12,9 @@ fn located(p: &aurora_topo::Problems) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let end = aurora_time::Instant::from_micros(200);
     match aurora_topo::compile(text) {
         // Keep runs small: big meshes are fine, but slow to fuzz.

@@ -29,7 +29,9 @@ fuzz_target!(|data: &[u8]| {
     let mut now = Instant::ZERO;
     let mut cells = 0u64;
     for chunk in data.chunks(49) {
-        let Some((&sel, rest)) = chunk.split_first() else { break };
+        let Some((&sel, rest)) = chunk.split_first() else {
+            break;
+        };
         let mut p = [0u8; 48];
         p[..rest.len()].copy_from_slice(rest);
         if sel & 1 != 0 {
@@ -42,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(c.emit(), p);
         }
         let mut cell = [0u8; 53];
-        let h = Header { pti: Pti::DATA_END, ..Header::data(CH.command) };
+        let h = Header {
+            pti: Pti::DATA_END,
+            ..Header::data(CH.command)
+        };
         h.emit(&mut cell).unwrap();
         cell[5..].copy_from_slice(&p);
         now += Duration::from_micros(i64::from(sel >> 1) * 50);

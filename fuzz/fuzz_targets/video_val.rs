@@ -11,12 +11,19 @@ use aurora_wire::cell::{Format, Header, VcId};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&opts, mut rest)) = data.split_first() else { return };
+    let Some((&opts, mut rest)) = data.split_first() else {
+        return;
+    };
     let size = PictureSize::ALL[usize::from(opts % 3)];
     let format = PixelFormat::ALL[usize::from(opts >> 2 & 1)];
     let lt = 1 + u16::from(opts >> 3) % size.height() as u16;
     let layout = Layout::new(size, format, lt).unwrap();
-    let mut r = Reassembler::new(layout, RxConfig { timeout: Duration::from_micros(500) });
+    let mut r = Reassembler::new(
+        layout,
+        RxConfig {
+            timeout: Duration::from_micros(500),
+        },
+    );
     let vc = VcId::new(0, 100);
     let mut good = Vec::new();
     let mut pic = Picture::new(size, format);
@@ -33,7 +40,9 @@ fuzz_target!(|data: &[u8]| {
             1 => r.close_frame(now, &mut |_, _| frames += 1),
             2 | 3 => {
                 // A run of the good frame's cells, from a chosen place.
-                let Some((&at, t)) = rest.split_first() else { break };
+                let Some((&at, t)) = rest.split_first() else {
+                    break;
+                };
                 rest = t;
                 let from = usize::from(at) * good.len() / 256;
                 for c in good.iter().skip(from).take(usize::from(ctl >> 4) * 16 + 1) {

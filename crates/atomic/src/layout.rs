@@ -361,6 +361,22 @@ impl Layout {
     }
 }
 
+/// Bytes of frames a host's port to its interface (and the interface's
+/// to the host) holds waiting, at most, besides its 65,536 frames: the
+/// host's memory. 1 MiB, 32 times what each interface of the prototype
+/// host interface board had (four 32 KB memory chips for four
+/// interfaces): an AC's round of probes in the largest layouts `aurora
+/// bench atomic-map` maps fits, and an overloaded host holds about 115
+/// 9,000-byte packets (21 ms of its interface) rather than hundreds of
+/// megabytes.
+pub const HOST_BYTES: usize = 1 << 20;
+
+/// Bytes of frames a Mosaic node's output holds waiting, at most. A
+/// channel pushes back rather than drops, and the model keeps what would
+/// wait upstream at the port of the channel that holds it up; this only
+/// bounds that port's memory (64 MiB: no example nor bench comes near).
+pub const CHANNEL_BYTES: usize = 64 << 20;
+
 /// The link from a node's output over `feet` of cable.
 pub fn channel_spec(feet: f64) -> LinkSpec {
     LinkSpec {
@@ -372,6 +388,7 @@ pub fn channel_spec(feet: f64) -> LinkSpec {
         // A Mosaic channel pushes back rather than drops; the node's
         // memory holds what waits (flood mapping sends bursts).
         buffer: 65_536,
+        buffer_bytes: Some(CHANNEL_BYTES),
         loss: 0.0,
         bit_error: 0.0,
     }
@@ -387,6 +404,7 @@ pub fn interface_spec() -> LinkSpec {
         delay: Duration::ZERO,
         // The host's memory: an AC sends a whole round of probes at once.
         buffer: 65_536,
+        buffer_bytes: Some(HOST_BYTES),
         loss: 0.0,
         bit_error: 0.0,
     }

@@ -67,6 +67,9 @@ pub struct LinkSpec {
     pub delay: Duration,
     /// Frames the sending port's buffer holds (the one being sent included).
     pub buffer: usize,
+    /// Bytes the frames waiting there may take, if bounded (ports of
+    /// variable-length frames: see [`port::ByteFifo`]).
+    pub buffer_bytes: Option<usize>,
     /// Probability a cell is lost.
     pub loss: f64,
     /// Probability a cell gets one flipped bit.
@@ -82,6 +85,7 @@ impl LinkSpec {
             handshake_per_byte: Duration::ZERO,
             delay,
             buffer,
+            buffer_bytes: None,
             loss: 0.0,
             bit_error: 0.0,
         }

@@ -10,7 +10,7 @@ use aurora_net::{Frame, Node, Outbox, PortId};
 use aurora_time::{Duration, Instant};
 
 use crate::io::{Io, DEVICE_BATCH, HEC_UNCORRECTABLE, INPUT_BATCH, PEER_FULL, POLL_SLICE};
-use crate::port::{AnyPort, Fifo, Port, TAIL_DROP, UNCONNECTED};
+use crate::port::{AnyPort, ByteFifo, Fifo, Port, TAIL_DROP, UNCONNECTED};
 use crate::queue::EventQueue;
 use crate::{frame_time, DirCounters, DirSpec, DropTap, EngineNode, LinkSpec, NodeId, Tap};
 
@@ -103,8 +103,8 @@ impl<F: Frame> Dir<F> {
             ),
             clean: spec.loss <= 0.0 && spec.bit_error <= 0.0,
             fixed,
-            closed: fixed && !d.held,
-            port: AnyPort::Fifo(Fifo::new(spec.buffer)),
+            closed: fixed && !d.held && spec.buffer_bytes.is_none(),
+            port: Self::first_port(&spec),
             busy_until: Instant::ZERO,
             pulling: false,
             held: d.held,
@@ -123,6 +123,15 @@ impl<F: Frame> Dir<F> {
     pub(crate) fn reseed(&mut self, k: u32, seed: u64) {
         let mix = seed ^ (u64::from(k) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.rng = mix | 1;
+    }
+
+    /// The sending port a direction of `spec` starts with: a FIFO, bounded
+    /// in bytes too if the spec says so.
+    fn first_port(spec: &LinkSpec) -> AnyPort<F> {
+        match spec.buffer_bytes {
+            None => AnyPort::Fifo(Fifo::new(spec.buffer)),
+            Some(bytes) => AnyPort::Other(Box::new(ByteFifo::new(spec.buffer, bytes))),
+        }
     }
 
     /// Puts the sending port under `port`'s discipline: the line pulls

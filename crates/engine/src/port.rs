@@ -6,7 +6,9 @@
 //!
 //! The discipline here is FIFO with a bounded buffer. The buffer counts the
 //! frame on the line too, as a switch's output FIFO does: a port of buffer
-//! B holds B − 1 waiting frames while one is being sent.
+//! B holds B − 1 waiting frames while one is being sent. Ports of
+//! variable-length frames may bound the bytes waiting as well
+//! ([`ByteFifo`]).
 //!
 //! A receiving node may hold an input port
 //! ([`aurora_net::Outbox::hold_input`], for a node whose
@@ -23,6 +25,7 @@
 
 use std::collections::VecDeque;
 
+use aurora_net::Frame;
 use aurora_time::Instant;
 
 /// Why a port refused a frame.
@@ -112,6 +115,60 @@ impl<F: Send + 'static> Port<F> for Fifo<F> {
     }
 }
 
+/// A [`Fifo`] that also bounds the bytes of the frames waiting (not the
+/// one on the line): memory for frames of any length, as a host's or a
+/// node's buffer has. A frame that would pass either bound is a tail drop.
+#[derive(Debug)]
+pub struct ByteFifo<F> {
+    fifo: Fifo<F>,
+    bytes: usize,
+    held: usize,
+}
+
+impl<F> ByteFifo<F> {
+    /// A FIFO of at most `buffer` frames (the one on the line included)
+    /// and `bytes` bytes waiting.
+    pub fn new(buffer: usize, bytes: usize) -> Self {
+        ByteFifo {
+            fifo: Fifo::new(buffer),
+            bytes,
+            held: 0,
+        }
+    }
+}
+
+impl<F: Frame> Port<F> for ByteFifo<F> {
+    fn enqueue(&mut self, frame: F, now: Instant, on_line: usize) -> Result<(), (F, &'static str)> {
+        let len = frame.bytes().len();
+        if len > self.bytes - self.held {
+            return Err((frame, TAIL_DROP));
+        }
+        self.fifo.enqueue(frame, now, on_line)?;
+        self.held += len;
+        Ok(())
+    }
+
+    fn pass(&mut self, frame: F, _now: Instant) -> Result<Option<F>, (F, &'static str)> {
+        // An idle line and nothing waiting: the frame goes straight on.
+        debug_assert!(self.fifo.is_empty());
+        Ok(Some(frame))
+    }
+
+    fn dequeue(&mut self, now: Instant) -> Option<F> {
+        let f = self.fifo.dequeue(now)?;
+        self.held -= f.bytes().len();
+        Some(f)
+    }
+
+    fn len(&self) -> usize {
+        self.fifo.len()
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(&F)) {
+        self.fifo.for_each(f);
+    }
+}
+
 /// A port's discipline as a link direction holds it: FIFO (the common
 /// case, called without a virtual call so the compiler can inline it), or
 /// any other.
@@ -182,5 +239,33 @@ mod tests {
         let mut one = Fifo::new(0);
         assert!(one.enqueue(9, t, 0).is_ok());
         assert_eq!(one.enqueue(8, t, 1), Err((8, TAIL_DROP)));
+    }
+
+    #[test]
+    fn a_byte_fifo_bounds_frames_and_the_bytes_waiting() {
+        let t = Instant::ZERO;
+        let f = |n: usize, b: u8| vec![b; n];
+        let mut p = ByteFifo::new(4, 100);
+        // Bytes first: 60 + 40 fit, one more byte does not.
+        assert!(p.enqueue(f(60, 1), t, 1).is_ok());
+        assert!(p.enqueue(f(40, 2), t, 1).is_ok());
+        assert_eq!(p.enqueue(f(1, 3), t, 1), Err((f(1, 3), TAIL_DROP)));
+        // Taking one out makes room for its bytes, in order.
+        assert_eq!(p.dequeue(t), Some(f(60, 1)));
+        assert!(p.enqueue(f(30, 4), t, 1).is_ok());
+        assert!(p.enqueue(f(30, 5), t, 1).is_ok());
+        assert_eq!(p.len(), 3);
+        // Then frames: with one on the line, 4 frames fill the buffer.
+        assert_eq!(p.enqueue(f(0, 6), t, 1), Err((f(0, 6), TAIL_DROP)));
+        assert_eq!(p.dequeue(t), Some(f(40, 2)));
+        assert_eq!(p.dequeue(t), Some(f(30, 4)));
+        assert_eq!(p.dequeue(t), Some(f(30, 5)));
+        assert_eq!(p.dequeue(t), None);
+        // Empty again: every byte is free, and a frame longer than the
+        // bound cannot wait, though an idle line takes it at once.
+        assert!(p.enqueue(f(100, 7), t, 1).is_ok());
+        assert_eq!(p.dequeue(t), Some(f(100, 7)));
+        assert_eq!(p.enqueue(f(101, 8), t, 1), Err((f(101, 8), TAIL_DROP)));
+        assert_eq!(p.pass(f(101, 8), t), Ok(Some(f(101, 8))));
     }
 }

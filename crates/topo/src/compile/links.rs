@@ -178,6 +178,7 @@ impl Reader<'_> {
                         handshake_per_byte: Duration::ZERO,
                         delay,
                         buffer: d.buffer.max(1),
+                        buffer_bytes: None,
                         loss: d.loss.clamp(0.0, 1.0),
                         bit_error: d.bit_error.clamp(0.0, 1.0),
                     },
