@@ -366,15 +366,19 @@ impl Layout {
 /// host's memory. 1 MiB, 32 times what each interface of the prototype
 /// host interface board had (four 32 KB memory chips for four
 /// interfaces): an AC's round of probes in the largest layouts `aurora
-/// bench atomic-map` maps fits, and an overloaded host holds about 115
-/// 9,000-byte packets (21 ms of its interface) rather than hundreds of
-/// megabytes.
+/// bench atomic-map` maps fits in an idle port, and an overloaded host
+/// holds about 115 9,000-byte packets (21 ms of its interface) rather
+/// than hundreds of megabytes. A host with a TUN interface stops reading
+/// it while its port is half full (the engine's host adapter), so its
+/// stack waits rather than loses.
 pub const HOST_BYTES: usize = 1 << 20;
 
 /// Bytes of frames a Mosaic node's output holds waiting, at most. A
 /// channel pushes back rather than drops, and the model keeps what would
 /// wait upstream at the port of the channel that holds it up; this only
-/// bounds that port's memory (64 MiB: no example nor bench comes near).
+/// bounds that port's memory (64 MiB, about 7,400 9,000-byte packets; in
+/// `examples/atomic-overload.toml` run for 2 s, every packet still on its
+/// way, about 7,300 in all, waits for d's 30-foot cable).
 pub const CHANNEL_BYTES: usize = 64 << 20;
 
 /// The link from a node's output over `feet` of cable.

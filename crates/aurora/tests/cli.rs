@@ -251,8 +251,9 @@ fn an_overloaded_atomic_lan_accounts_for_every_packet_in_both_clocks() {
             (&flows[3]["from"], &flows[3]["flow"]),
             (&"a".into(), &1.into())
         );
-        // a's first flow starts before the AC has a map: packets wait for a
-        // route, and past 256 are dropped at a. Each host sends faster than
+        // a's first flow starts before the AC has a map, and the AC's
+        // answers then wait behind a's packets: at each host packets wait
+        // for a route, and past 256 are dropped. Each host sends faster than
         // its interface carries: its port drops what passes its 1 MiB of
         // memory.
         for (f, host) in flows.iter().zip(["a", "b", "c"]) {

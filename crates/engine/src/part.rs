@@ -237,15 +237,15 @@ impl<F: Frame> Dir<F> {
         }
     }
 
-    /// Whether the sending port is at least half full at `now` (a host
-    /// adapter then takes nothing more from its host).
+    /// Whether the sending port is at least half full at `now`, in frames
+    /// or in bytes (a host adapter then takes nothing more from its host).
     pub(crate) fn half_full(&self, now: Instant) -> bool {
         let held = if self.closed {
             self.occupancy(now)
         } else {
             self.port.len() as u64 + u64::from(self.busy_until > now)
         };
-        held * 2 >= self.spec.buffer.max(1) as u64
+        held * 2 >= self.spec.buffer.max(1) as u64 || self.port.bytes_half_full()
     }
 
     /// Frames sent into the direction and not yet delivered: waiting in

@@ -55,6 +55,12 @@ pub trait Port<F>: std::any::Any + Send {
     /// Shows `f` every frame waiting, in no particular order (for the
     /// books at the end of a run, not the data path).
     fn for_each(&self, f: &mut dyn FnMut(&F));
+    /// Whether the bytes waiting take half of a byte bound, for a
+    /// discipline with one (a host adapter then takes nothing more from
+    /// its host, as it does when half its frames are taken).
+    fn bytes_half_full(&self) -> bool {
+        false
+    }
     /// No frame waits.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -167,6 +173,10 @@ impl<F: Frame> Port<F> for ByteFifo<F> {
     fn for_each(&self, f: &mut dyn FnMut(&F)) {
         self.fifo.for_each(f);
     }
+
+    fn bytes_half_full(&self) -> bool {
+        self.held.saturating_mul(2) >= self.bytes
+    }
 }
 
 /// A port's discipline as a link direction holds it: FIFO (the common
@@ -217,6 +227,13 @@ impl<F: Send + 'static> Port<F> for AnyPort<F> {
             AnyPort::Other(p) => p.for_each(f),
         }
     }
+
+    fn bytes_half_full(&self) -> bool {
+        match self {
+            AnyPort::Fifo(_) => false,
+            AnyPort::Other(p) => p.bytes_half_full(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -247,7 +264,11 @@ mod tests {
         let f = |n: usize, b: u8| vec![b; n];
         let mut p = ByteFifo::new(4, 100);
         // Bytes first: 60 + 40 fit, one more byte does not.
+        assert!(p.enqueue(f(49, 1), t, 1).is_ok());
+        assert!(!p.bytes_half_full());
+        p.dequeue(t);
         assert!(p.enqueue(f(60, 1), t, 1).is_ok());
+        assert!(p.bytes_half_full());
         assert!(p.enqueue(f(40, 2), t, 1).is_ok());
         assert_eq!(p.enqueue(f(1, 3), t, 1), Err((f(1, 3), TAIL_DROP)));
         // Taking one out makes room for its bytes, in order.
