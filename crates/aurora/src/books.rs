@@ -1139,17 +1139,21 @@ mod tests {
         ]
     }
 
+    /// A row's losses as (place, reason, count).
+    fn losses_of(p: &PvcRow) -> Vec<(&str, &str, u64)> {
+        p.losses
+            .iter()
+            .map(|l| (l.at.as_str(), l.reason.as_str(), l.count))
+            .collect()
+    }
+
     #[test]
     fn losses_in_each_process_and_between_them_balance() {
         let r = join(&run(7)).unwrap();
         let p = &r.pvcs[0];
         assert_eq!((p.sent, p.delivered, p.lost, p.in_flight), (10, 6, 4, 0));
         assert_eq!(p.unaccounted, 0);
-        let losses: Vec<(&str, &str, u64)> = p
-            .losses
-            .iter()
-            .map(|l| (l.at.as_str(), l.reason.as_str(), l.count))
-            .collect();
+        let losses = losses_of(p);
         assert_eq!(
             losses,
             [
@@ -1216,11 +1220,7 @@ mod tests {
             (14, 6, 7, 1, 0),
             "{p:?}"
         );
-        let losses: Vec<(&str, &str, u64)> = p
-            .losses
-            .iter()
-            .map(|l| (l.at.as_str(), l.reason.as_str(), l.count))
-            .collect();
+        let losses = losses_of(p);
         assert_eq!(
             losses,
             [
