@@ -111,8 +111,8 @@ impl Layout {
             let Some(addr) = n.host else { continue };
             let cfg = host(addr, rng.draw());
             let k = mosaic.len() + hosts.len();
-            links.push(((k, 0), (i, HOST_PORT), interface_spec()));
-            links.push(((i, HOST_PORT), (k, 0), interface_spec()));
+            links.push(((k, 0), (i, HOST_PORT), interface_spec(cfg.memory)));
+            links.push(((i, HOST_PORT), (k, 0), interface_spec(cfg.memory)));
             hosts.push((addr, AtomicHost::new(cfg, Instant::ZERO), i));
         }
         Plan {

@@ -67,6 +67,9 @@ pub struct HostConfig {
     pub prefix: u8,
     /// The IP router for destinations off the LAN, if there is one.
     pub gateway: Option<Ipv4Addr>,
+    /// Bytes of packets its port to its interface, and the interface's
+    /// port to it, hold waiting ([`crate::layout::HOST_BYTES`] unless set).
+    pub memory: usize,
 }
 
 impl HostConfig {
@@ -81,6 +84,7 @@ impl HostConfig {
             route_timeout: Duration::from_millis(100),
             prefix: 0,
             gateway: None,
+            memory: crate::layout::HOST_BYTES,
         }
     }
 }

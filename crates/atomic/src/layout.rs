@@ -362,8 +362,9 @@ impl Layout {
 }
 
 /// Bytes of frames a host's port to its interface (and the interface's
-/// to the host) holds waiting, at most, besides its 65,536 frames: the
-/// host's memory. 1 MiB, 32 times what each interface of the prototype
+/// to the host) holds waiting, at most, besides its 65,536 frames, unless
+/// the host says otherwise (`HostConfig::memory`): the host's memory.
+/// 1 MiB, 32 times what each interface of the prototype
 /// host interface board had (four 32 KB memory chips for four
 /// interfaces): an AC's round of probes in the largest layouts `aurora
 /// bench atomic-map` maps fits in an idle port, and an overloaded host
@@ -399,8 +400,8 @@ pub fn channel_spec(feet: f64) -> LinkSpec {
 }
 
 /// The link between a host and its host-interface node: T(L) = 1.44 µs +
-/// 20 ns per byte.
-pub fn interface_spec() -> LinkSpec {
+/// 20 ns per byte; the sending port holds `memory` bytes of packets.
+pub fn interface_spec(memory: usize) -> LinkSpec {
     LinkSpec {
         rate: 1e6 / 1.44,
         per_byte: Duration::from_nanos(20),
@@ -408,7 +409,7 @@ pub fn interface_spec() -> LinkSpec {
         delay: Duration::ZERO,
         // The host's memory: an AC sends a whole round of probes at once.
         buffer: 65_536,
-        buffer_bytes: Some(HOST_BYTES),
+        buffer_bytes: Some(memory),
         loss: 0.0,
         bit_error: 0.0,
     }

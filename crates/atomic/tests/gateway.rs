@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use aurora_atomic::built::{interface_spec, HOST_PORT};
 use aurora_atomic::gateway::Gateway;
 use aurora_atomic::host::{AcRole, AtomicHost, HostConfig};
-use aurora_atomic::layout::Layout;
+use aurora_atomic::layout::{Layout, HOST_BYTES};
 use aurora_engine::carry::{Carries, Unit};
 use aurora_engine::io::PacketDevice;
 use aurora_engine::{Engine, LinkSpec, NodeId};
@@ -133,10 +133,18 @@ fn build_with(seed: u64, devices: bool) -> Net {
         LinkSpec::clean(353_207.0, Duration::from_micros(20), 256),
     )
     .unwrap();
-    e.connect_oneway((gw, 1), (mosaic[lan_node], HOST_PORT), interface_spec())
-        .unwrap();
-    e.connect_oneway((mosaic[lan_node], HOST_PORT), (gw, 1), interface_spec())
-        .unwrap();
+    e.connect_oneway(
+        (gw, 1),
+        (mosaic[lan_node], HOST_PORT),
+        interface_spec(HOST_BYTES),
+    )
+    .unwrap();
+    e.connect_oneway(
+        (mosaic[lan_node], HOST_PORT),
+        (gw, 1),
+        interface_spec(HOST_BYTES),
+    )
+    .unwrap();
     let pinged = hosts.iter().find(|h| h.0 == ip("10.0.0.3")).unwrap().1;
     let atm_stack = Stack::default();
     let lan_stack = Stack::default();

@@ -12,6 +12,7 @@
 //! ip = "10.5.0.1"
 //! ac = "always"        # always | auto (becomes one if it hears none) | never (default)
 //! method = "loops"     # loops (symmetric, consistent networks) | flood (any)
+//! memory = "1MiB"      # packets its port to its interface holds (and back); 1 MiB default
 //!
 //! [[cable]]
 //! a = "a:east"         # a node's output channel ...
@@ -83,6 +84,11 @@ pub struct AtomicHostDef {
     /// to the LAN.
     #[serde(default)]
     pub router: Option<String>,
+    /// Bytes of packets its port to its interface, and the interface's
+    /// port to it, hold waiting (default 1 MiB; the prototype board had
+    /// 32 KB an interface).
+    #[serde(default)]
+    pub memory: Option<crate::tcp::Size>,
 }
 
 /// A cable.

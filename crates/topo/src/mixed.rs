@@ -205,14 +205,15 @@ impl Blueprint {
                 }
             }
         }
-        // Each router's port on the LAN and its host's interface node.
-        let lan: Vec<(usize, u16, usize)> = atomic
+        // Each router's port on the LAN, its host's interface node, and the
+        // host's memory.
+        let lan: Vec<(usize, u16, usize, usize)> = atomic
             .routers
             .iter()
             .filter_map(|(host, router, _)| {
                 let (_, id, ports) = self.routers.iter().find(|r| &r.0 == router)?;
-                let layout = atomic.hosts.iter().find(|h| &h.0 == host)?.2;
-                Some((id.0 as usize, *ports, layout))
+                let (_, cfg, layout) = atomic.hosts.iter().find(|h| &h.0 == host)?;
+                Some((id.0 as usize, *ports, *layout, cfg.memory))
             })
             .collect();
         for (i, node) in plan.mosaic.into_iter().enumerate() {
@@ -249,7 +250,7 @@ impl Blueprint {
         for (i, r) in roles.iter().enumerate().take(n) {
             known.push((names[i].clone(), i));
             if let Role::Router { .. } = r {
-                if let Some(&(_, _, layout)) = lan.iter().find(|l| l.0 == i) {
+                if let Some(&(_, _, layout, _)) = lan.iter().find(|l| l.0 == i) {
                     known.push((names[i].clone(), n + layout));
                 }
             }
@@ -282,17 +283,17 @@ impl Blueprint {
             to: (n + d.to.0, d.to.1),
             spec: d.spec,
         }));
-        for &(router, ports, layout) in &lan {
+        for &(router, ports, layout, memory) in &lan {
             let (r, l) = ((router, ports), (n + layout, HOST_PORT));
             dirs.push(WholeDir {
                 from: r,
                 to: l,
-                spec: interface_spec(),
+                spec: interface_spec(memory),
             });
             dirs.push(WholeDir {
                 from: l,
                 to: r,
-                spec: interface_spec(),
+                spec: interface_spec(memory),
             });
         }
         Ok(Whole {

@@ -280,6 +280,52 @@ fn the_atomic_example_compiles_maps_and_carries_its_flows() {
     assert_eq!(b.host(d).unwrap().received(first_flow(a)).delivered, 2000);
 }
 
+/// A host's `memory` bounds the bytes its port to its interface, and the
+/// interface's port to it, hold; other hosts keep 1 MiB, channels 64 MiB.
+#[test]
+fn an_atomic_hosts_memory_bounds_its_interface_ports() {
+    let text = include_str!("../../../examples/atomic.toml").replacen(
+        "name = \"b\"\n",
+        "name = \"b\"\nmemory = \"32KiB\"\n",
+        1,
+    );
+    assert!(text.contains("memory = \"32KiB\""));
+    let net = aurora_topo::compile(&text).unwrap().atomic.unwrap();
+    let plan = net.plan(1);
+    let hosts = plan.mosaic.len();
+    let b: std::net::Ipv4Addr = "10.5.0.2".parse().unwrap();
+    let k = hosts + plan.hosts.iter().position(|h| h.0 == b).unwrap();
+    let mut seen = 0;
+    for (from, to, spec) in &plan.links {
+        let want = if from.0 == k || to.0 == k {
+            seen += 1;
+            32 * 1024
+        } else if from.0 >= hosts || to.0 >= hosts {
+            aurora_atomic::layout::HOST_BYTES
+        } else {
+            aurora_atomic::layout::CHANNEL_BYTES
+        };
+        assert_eq!(spec.buffer_bytes, Some(want), "{from:?} -> {to:?}");
+    }
+    assert_eq!(seen, 2);
+    for (bad, says) in [
+        ("0", "memory of 0 bytes is outside 1 byte to 1GiB"),
+        (
+            "\"2GiB\"",
+            "memory of 2147483648 bytes is outside 1 byte to 1GiB",
+        ),
+        ("\"lots\"", "memory: \"lots\" is not a size"),
+    ] {
+        let t = include_str!("../../../examples/atomic.toml").replacen(
+            "name = \"b\"\n",
+            &format!("name = \"b\"\nmemory = {bad}\n"),
+            1,
+        );
+        let e = aurora_topo::compile(&t).err().unwrap().to_string();
+        assert!(e.contains(says), "{e}");
+    }
+}
+
 #[test]
 fn atomic_mistakes_are_reported_with_their_lines() {
     let bad = r#"

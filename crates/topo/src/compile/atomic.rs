@@ -19,6 +19,9 @@ use super::{Ctx, Reader};
 use crate::atomic::{AtomicNet, Cable};
 use crate::{TunSpec, MAX_FLOW_COUNT, MAX_KBPS};
 
+/// The most memory an ATOMIC host may give its interface's ports, bytes.
+const MAX_MEMORY: u64 = 1 << 30;
+
 /// What the ATOMIC step has built so far.
 struct Atomic {
     layout: Layout,
@@ -350,6 +353,21 @@ impl Reader<'_> {
                     Method::Loops
                 }
             };
+            let memory = match d.memory.as_ref().map(crate::tcp::Size::bytes) {
+                None => aurora_atomic::layout::HOST_BYTES,
+                Some(Ok(n @ 1..=MAX_MEMORY)) => n as usize,
+                Some(Ok(n)) => {
+                    c.at(
+                        h.span(),
+                        format!("memory of {n} bytes is outside 1 byte to 1GiB"),
+                    );
+                    aurora_atomic::layout::HOST_BYTES
+                }
+                Some(Err(m)) => {
+                    c.at(h.span(), format!("memory: {m}"));
+                    aurora_atomic::layout::HOST_BYTES
+                }
+            };
             let addr = addr.unwrap_or(Ipv4Addr::UNSPECIFIED);
             let node = self.atomic_node(
                 a,
@@ -372,6 +390,7 @@ impl Reader<'_> {
                     0
                 },
                 gateway,
+                memory,
                 ..HostConfig::new(addr, 0)
             };
             a.hosts.push((d.name.clone(), cfg, node));
