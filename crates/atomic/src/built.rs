@@ -169,7 +169,8 @@ impl Plan {
     /// Takes the host at `addr` out of the plan, to run inside another node
     /// (a router's side on this LAN): the host and the layout node it hangs
     /// on, whose port [`HOST_PORT`] the taker links to with
-    /// [`interface_spec`] both ways. Later hosts move down one.
+    /// [`interface_spec`] both ways (of the host's `memory`). Later hosts
+    /// move down one.
     pub fn take_host(&mut self, addr: Ipv4Addr) -> Option<(AtomicHost, usize)> {
         let k = self.hosts.iter().position(|h| h.0 == addr)?;
         let (_, host, node) = self.hosts.remove(k);

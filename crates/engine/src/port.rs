@@ -123,7 +123,10 @@ impl<F: Send + 'static> Port<F> for Fifo<F> {
 
 /// A [`Fifo`] that also bounds the bytes of the frames waiting (not the
 /// one on the line): memory for frames of any length, as a host's or a
-/// node's buffer has. A frame that would pass either bound is a tail drop.
+/// node's buffer has. A frame that would pass either bound is a tail drop,
+/// except that an empty port takes one frame of any length (so a bound
+/// below the longest frame still lets a host adapter wait for room rather
+/// than lose every frame that finds the line busy).
 #[derive(Debug)]
 pub struct ByteFifo<F> {
     fifo: Fifo<F>,
@@ -146,7 +149,7 @@ impl<F> ByteFifo<F> {
 impl<F: Frame> Port<F> for ByteFifo<F> {
     fn enqueue(&mut self, frame: F, now: Instant, on_line: usize) -> Result<(), (F, &'static str)> {
         let len = frame.bytes().len();
-        if len > self.bytes - self.held {
+        if self.held > 0 && len > self.bytes.saturating_sub(self.held) {
             return Err((frame, TAIL_DROP));
         }
         self.fifo.enqueue(frame, now, on_line)?;
@@ -282,11 +285,16 @@ mod tests {
         assert_eq!(p.dequeue(t), Some(f(30, 4)));
         assert_eq!(p.dequeue(t), Some(f(30, 5)));
         assert_eq!(p.dequeue(t), None);
-        // Empty again: every byte is free, and a frame longer than the
-        // bound cannot wait, though an idle line takes it at once.
+        // Empty again: every byte is free. A frame longer than the bound
+        // may wait alone (the port is then full), and an idle line takes
+        // one at once.
         assert!(p.enqueue(f(100, 7), t, 1).is_ok());
         assert_eq!(p.dequeue(t), Some(f(100, 7)));
-        assert_eq!(p.enqueue(f(101, 8), t, 1), Err((f(101, 8), TAIL_DROP)));
+        assert!(p.enqueue(f(101, 8), t, 1).is_ok());
+        assert!(p.bytes_half_full());
+        assert_eq!(p.enqueue(f(1, 9), t, 1), Err((f(1, 9), TAIL_DROP)));
+        assert_eq!(p.dequeue(t), Some(f(101, 8)));
+        assert!(!p.bytes_half_full());
         assert_eq!(p.pass(f(101, 8), t), Ok(Some(f(101, 8))));
     }
 }

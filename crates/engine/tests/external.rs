@@ -392,6 +392,44 @@ fn a_host_adapter_stops_taking_packets_while_the_ring_to_its_peer_is_half_full()
     assert!((13..=30).contains(&read), "{read} packets read");
 }
 
+/// A host adapter takes packets from its host only while its port is
+/// under half full in bytes too, when the port bounds them: on a slow
+/// line it stops before the port drops anything, though the port's bound
+/// in frames is far off.
+#[test]
+fn a_host_adapter_stops_taking_packets_while_its_port_is_half_full_of_bytes() {
+    let run = |bytes: Option<usize>| {
+        let mut e = Engine::new(1);
+        let h = e.add_node(Adapter);
+        let sink = e.add_node(Adapter);
+        // 1,000 cells a second; 100,000 frames; 20 cells of bytes, or none.
+        let spec = LinkSpec {
+            buffer_bytes: bytes,
+            ..LinkSpec::clean(1e3, Duration::ZERO, 100_000)
+        };
+        e.connect_oneway((h, 0), (sink, 0), spec).unwrap();
+        e.set_packet_device(h, Box::new(Endless)).unwrap();
+        let mut t = Instant::ZERO;
+        for _ in 0..500 {
+            t += Duration::from_micros(10);
+            e.poll_external();
+            e.run_until(t);
+        }
+        (
+            e.device_counters(h).unwrap().from_device,
+            e.link(h, 0).unwrap().overflow,
+        )
+    };
+    // Two packets (19 cells waiting, one on the line), then one more for
+    // each ten cells the line sends: nothing dropped.
+    let (read, dropped) = run(Some(20 * 53));
+    assert_eq!(dropped, 0);
+    assert!((2..=4).contains(&read), "{read} packets read");
+    // Bounded in frames only, it reads on until half of 100,000 wait.
+    let (read, _) = run(None);
+    assert!(read > 100, "{read} packets read");
+}
+
 /// A sink that takes its time over its first batch (as a process that
 /// loses the CPU while handing cells over would).
 struct SlowOnce {

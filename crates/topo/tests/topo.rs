@@ -308,6 +308,20 @@ fn an_atomic_hosts_memory_bounds_its_interface_ports() {
         assert_eq!(spec.buffer_bytes, Some(want), "{from:?} -> {to:?}");
     }
     assert_eq!(seen, 2);
+    // A router's side on a LAN: its port to the interface takes its
+    // host's memory too.
+    let iw = include_str!("../../../examples/interwork.toml").replacen(
+        "name = \"r-lan\"\n",
+        "name = \"r-lan\"\nmemory = \"32KiB\"\n",
+        1,
+    );
+    let net = aurora_topo::compile(&iw).unwrap().into_mixed(1).unwrap();
+    let &(_, r, ports) = net.routers.iter().find(|r| r.0 == "r").unwrap();
+    let lan: Vec<Option<usize>> = (0..=ports)
+        .filter_map(|p| net.sim.link_spec(r, p))
+        .map(|s| s.buffer_bytes)
+        .collect();
+    assert!(lan.contains(&Some(32 * 1024)), "{lan:?}");
     for (bad, says) in [
         ("0", "memory of 0 bytes is outside 1 byte to 1GiB"),
         (
