@@ -3,9 +3,10 @@
 //! the link model; every link to a node outside an external link end
 //! reaching the process that runs that node; and a member's TUN interface,
 //! if it has one, the engine's packet device for it. One node is a
-//! partition of one. Cell networks ([`Blueprint::node_process`]) and ATOMIC
-//! networks ([`crate::AtomicNet::process`]) both build theirs with
-//! [`build`]; only how a link's far end is reached differs ([`Outside`]).
+//! partition of one. Cell networks ([`Blueprint::node_process`]) and
+//! networks with an ATOMIC part ([`Blueprint::mixed_process`]) both build
+//! theirs with [`build`]; only how a link's far end is reached differs
+//! ([`Outside`]).
 
 use std::collections::BTreeMap;
 
