@@ -363,6 +363,18 @@ impl aurora_engine::io::PacketDevice for Endless {
     }
 }
 
+/// Runs `e` for `steps` steps of 10 µs from time 0, its external I/O
+/// polled before and after each.
+fn drive(e: &mut Engine, steps: u32) {
+    let mut t = Instant::ZERO;
+    for _ in 0..steps {
+        t += Duration::from_micros(10);
+        e.poll_external();
+        e.run_until(t);
+        e.poll_external();
+    }
+}
+
 /// A host adapter whose link leads to another process takes packets from
 /// its host only while less than half of what that process can be sent
 /// waits for it: with the far end not reading, it stops before the ring
@@ -377,13 +389,7 @@ fn a_host_adapter_stops_taking_packets_while_the_ring_to_its_peer_is_half_full()
     let spec = LinkSpec::clean(1e12, Duration::ZERO, 100_000);
     e.connect_external((h, 0), spec, Box::new(tx)).unwrap();
     e.set_packet_device(h, Box::new(Endless)).unwrap();
-    let mut t = Instant::ZERO;
-    for _ in 0..200 {
-        t += Duration::from_micros(10);
-        e.poll_external();
-        e.run_until(t);
-        e.poll_external();
-    }
+    drive(&mut e, 200);
     let read = e.device_counters(h).unwrap().from_device;
     let out = e.external_output(h, 0).unwrap();
     assert_eq!(out.refused, 0, "the ring refused cells: {out:?}");
@@ -409,12 +415,7 @@ fn a_host_adapter_stops_taking_packets_while_its_port_is_half_full_of_bytes() {
         };
         e.connect_oneway((h, 0), (sink, 0), spec).unwrap();
         e.set_packet_device(h, Box::new(Endless)).unwrap();
-        let mut t = Instant::ZERO;
-        for _ in 0..500 {
-            t += Duration::from_micros(10);
-            e.poll_external();
-            e.run_until(t);
-        }
+        drive(&mut e, 500);
         (
             e.device_counters(h).unwrap().from_device,
             e.link(h, 0).unwrap().overflow,
