@@ -221,13 +221,22 @@ fn gather_rest(cells: &[CellBytes], rest: &mut [u8]) {
     }
 }
 
-/// The layout copies with one masked 64-byte load and one masked store a
-/// cell (AVX-512BW). On the Zen 4 machine they are a fifth to a half
-/// faster at 1500 and 9180 bytes than the portable loops above, which move
-/// each payload in two pieces. A ceiling the segmenter could beat would be
-/// no ceiling, so the run measures both and keeps the faster.
+/// The layout copies with 64-byte registers (AVX-512BW), in two ways: one
+/// masked load and one masked store a cell (on the Zen 4 machine a fifth to
+/// a half faster at 1500 and 9180 bytes than the portable loops above,
+/// which move each payload in two pieces), and plain 64-byte stores that
+/// run past a cell or payload into the next one's place, which that one
+/// then overwrites (masked only at the ends). The plain scatter loads a
+/// payload with a masked load that merges the header, as the AAL5
+/// segmenter does on Intel CPUs; the plain gather loads with plain loads,
+/// as the AAL5 receiver does. On the Intel Xeon the plain ways are the
+/// fastest. A ceiling the AAL5 kernels could beat would be no ceiling, so
+/// the run measures every way and keeps the fastest; and since the
+/// kernels prefetch on long runs, each way is also measured with the same
+/// prefetches (the lines of the group of four cells sixteen cells on,
+/// asked for every four cells).
 #[cfg(target_arch = "x86_64")]
-mod masked {
+mod wide {
     use super::{gather_rest, scatter_rest, CellBytes};
     use core::arch::x86_64::*;
 
@@ -238,50 +247,122 @@ mod masked {
     /// 48 bytes.
     const P48: u64 = (1 << 48) - 1;
 
+    /// How far ahead the prefetching copies ask for lines, in cells.
+    const AHEAD: usize = 16;
+
+    /// Prefetches the lines of four cells' worth of bytes `AHEAD` cells
+    /// after `read` and `write` (`read_stride` and `write_stride` bytes a
+    /// cell), as the AAL5 kernels do.
+    #[inline(always)]
+    fn prefetch(read: *const u8, read_stride: usize, write: *const u8, write_stride: usize) {
+        // SAFETY: prefetches only (hints, never accesses); the pointers are
+        // computed with wrapping arithmetic.
+        unsafe {
+            let r = read.wrapping_add(AHEAD * read_stride);
+            for line in (0..4 * read_stride).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(r.wrapping_add(line).cast());
+            }
+            let w = write.wrapping_add(AHEAD * write_stride);
+            for line in (0..4 * write_stride).step_by(64) {
+                _mm_prefetch::<_MM_HINT_ET0>(w.wrapping_add(line).cast());
+            }
+        }
+    }
+
     /// Whether this CPU runs them.
     pub(super) fn available() -> bool {
         is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
     }
 
-    /// As [`super::scatter`].
+    /// As [`super::scatter`]: masked loads and stores, or with `PLAIN` a
+    /// plain store where the bytes it runs over are a later cell's; with
+    /// `PREFETCH`, prefetching every four cells.
     ///
     /// # Safety
     /// The CPU has AVX-512F and AVX-512BW ([`available`]).
     #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn scatter(sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
+    pub(super) unsafe fn scatter<const PLAIN: bool, const PREFETCH: bool>(
+        sdu: &[u8],
+        header: &[u8; 5],
+        cells: &mut [CellBytes],
+    ) {
         let whole = (sdu.len() / 48).min(cells.len());
         let mut h = [0u8; 8];
         h[..5].copy_from_slice(header);
-        let h = _mm512_set1_epi64(i64::from_ne_bytes(h));
-        let (head, tail) = cells.split_at_mut(whole);
-        for (i, c) in head.iter_mut().enumerate() {
-            // SAFETY: the load touches only the bytes its mask selects,
-            // 5 to 52 from 5 bytes before payload i: sdu[48i..48i + 48],
-            // inside `sdu` since i < sdu.len() / 48; the store writes the
-            // 53 bytes of cell `c`.
+        let hv = _mm512_set1_epi64(i64::from_ne_bytes(h));
+        // Cells before `plain` may take a plain store: a later cell
+        // exists.
+        let plain = if PLAIN {
+            whole.min(cells.len().saturating_sub(1))
+        } else {
+            0
+        };
+        let out = cells.as_mut_ptr().cast::<u8>();
+        for i in 0..whole {
+            let c = out.wrapping_add(53 * i);
+            let s = sdu.as_ptr().wrapping_add(48 * i);
+            if PREFETCH && i % 4 == 0 {
+                prefetch(s, 48, c, 53);
+            }
+            // SAFETY: cell i is inside `cells` and payload i inside `sdu`
+            // (i < whole). The load touches only the bytes its mask
+            // selects: sdu[48i..48i + 48] (named from 5 bytes before). A
+            // masked store writes the cell's 53 bytes; below `plain`, a
+            // plain store writes them and the next cell's first 11, which
+            // exists, and whose own store (here or in `scatter_rest`)
+            // writes those bytes again.
             unsafe {
-                let p = sdu.as_ptr().add(48 * i).wrapping_sub(5);
-                let v = _mm512_mask_loadu_epi8(h, PAYLOAD, p.cast());
-                _mm512_mask_storeu_epi8(c.as_mut_ptr().cast(), CELL, v);
+                let v = _mm512_mask_loadu_epi8(hv, PAYLOAD, s.wrapping_sub(5).cast());
+                if i < plain {
+                    _mm512_storeu_si512(c.cast(), v);
+                } else {
+                    _mm512_mask_storeu_epi8(c.cast(), CELL, v);
+                }
             }
         }
-        scatter_rest(&sdu[48 * whole..], header, tail);
+        scatter_rest(&sdu[48 * whole..], header, &mut cells[whole..]);
     }
 
-    /// As [`super::gather`].
+    /// As [`super::gather`]; `PLAIN` and `PREFETCH` as in [`scatter`].
     ///
     /// # Safety
     /// As [`scatter`].
     #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn gather(cells: &[CellBytes], out: &mut [u8]) {
+    pub(super) unsafe fn gather<const PLAIN: bool, const PREFETCH: bool>(
+        cells: &[CellBytes],
+        out: &mut [u8],
+    ) {
         let whole = (out.len() / 48).min(cells.len());
+        // Cells before `plain` may take plain accesses: a later cell
+        // exists and out[48i..48i + 64] is inside `out`.
+        let plain = if PLAIN {
+            whole
+                .min(cells.len().saturating_sub(1))
+                .min(out.len().saturating_sub(16) / 48)
+        } else {
+            0
+        };
+        let o = out.as_mut_ptr();
         for (i, c) in cells[..whole].iter().enumerate() {
-            // SAFETY: both touch only the 48 bytes their masks select:
-            // bytes 5 to 52 of cell `c`, and out[48i..48i + 48], inside
-            // `out` since i < out.len() / 48.
+            let d = o.wrapping_add(48 * i);
+            if PREFETCH && i % 4 == 0 {
+                prefetch(c.as_ptr(), 53, d, 48);
+            }
+            // SAFETY: masked accesses touch only the 48 bytes their masks
+            // select: bytes 5 to 52 of cell `c`, and out[48i..48i + 48],
+            // inside `out` since i < out.len() / 48. Below `plain`, the
+            // load reads the next cell's first 16 bytes too (that cell
+            // exists) and the store writes out[48i..48i + 64], inside
+            // `out`, whose bytes past the payload the next cell's store or
+            // `gather_rest` writes again.
             unsafe {
-                let v = _mm512_maskz_loadu_epi8(P48, c.as_ptr().add(5).cast());
-                _mm512_mask_storeu_epi8(out.as_mut_ptr().add(48 * i).cast(), P48, v);
+                let s = c.as_ptr().add(5);
+                if i < plain {
+                    _mm512_storeu_si512(d.cast(), _mm512_loadu_si512(s.cast()));
+                } else {
+                    let v = _mm512_maskz_loadu_epi8(P48, s.cast());
+                    _mm512_mask_storeu_epi8(d.cast(), P48, v);
+                }
             }
         }
         gather_rest(&cells[whole..], &mut out[48 * whole..]);
@@ -292,15 +373,26 @@ mod masked {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Layout {
     Portable,
+    /// With 64-byte registers ([`wide`]): plain rather than masked
+    /// accesses, and prefetching.
     #[cfg(target_arch = "x86_64")]
-    Masked,
+    Wide {
+        plain: bool,
+        prefetch: bool,
+    },
 }
 
 /// The layout copies this CPU runs.
 fn layouts() -> Vec<Layout> {
     #[cfg(target_arch = "x86_64")]
-    if masked::available() {
-        return vec![Layout::Portable, Layout::Masked];
+    if wide::available() {
+        let mut all = vec![Layout::Portable];
+        for plain in [false, true] {
+            for prefetch in [false, true] {
+                all.push(Layout::Wide { plain, prefetch });
+            }
+        }
+        return all;
     }
     vec![Layout::Portable]
 }
@@ -312,14 +404,34 @@ fn fastest(mut rate: impl FnMut(Layout) -> f64) -> f64 {
 }
 
 impl Layout {
+    fn name(self) -> &'static str {
+        match self {
+            Layout::Portable => "portable",
+            #[cfg(target_arch = "x86_64")]
+            Layout::Wide { plain, prefetch } => match (plain, prefetch) {
+                (false, false) => "masked",
+                (false, true) => "masked prefetching",
+                (true, false) => "plain",
+                (true, true) => "plain prefetching",
+            },
+        }
+    }
+
     fn scatter(self, sdu: &[u8], header: &[u8; 5], cells: &mut [CellBytes]) {
         match self {
             Layout::Portable => scatter(sdu, header, cells),
             #[cfg(target_arch = "x86_64")]
-            Layout::Masked => {
-                debug_assert!(masked::available());
-                // SAFETY: `layouts` offers Masked only where the CPU runs it.
-                unsafe { masked::scatter(sdu, header, cells) }
+            Layout::Wide { plain, prefetch } => {
+                debug_assert!(wide::available());
+                // SAFETY: `layouts` offers Wide only where the CPU runs it.
+                unsafe {
+                    match (plain, prefetch) {
+                        (false, false) => wide::scatter::<false, false>(sdu, header, cells),
+                        (false, true) => wide::scatter::<false, true>(sdu, header, cells),
+                        (true, false) => wide::scatter::<true, false>(sdu, header, cells),
+                        (true, true) => wide::scatter::<true, true>(sdu, header, cells),
+                    }
+                }
             }
         }
     }
@@ -328,10 +440,17 @@ impl Layout {
         match self {
             Layout::Portable => gather(cells, out),
             #[cfg(target_arch = "x86_64")]
-            Layout::Masked => {
-                debug_assert!(masked::available());
+            Layout::Wide { plain, prefetch } => {
+                debug_assert!(wide::available());
                 // SAFETY: as in `scatter`.
-                unsafe { masked::gather(cells, out) }
+                unsafe {
+                    match (plain, prefetch) {
+                        (false, false) => wide::gather::<false, false>(cells, out),
+                        (false, true) => wide::gather::<false, true>(cells, out),
+                        (true, false) => wide::gather::<true, false>(cells, out),
+                        (true, true) => wide::gather::<true, true>(cells, out),
+                    }
+                }
             }
         }
     }
@@ -856,11 +975,11 @@ pub fn run(opts: &Opts, mut progress: impl FnMut(&str)) -> Vec<Row> {
 pub fn table(rows: &[Row], kernel: Kernel) -> String {
     let copies = layouts()
         .iter()
-        .map(|l| format!("{l:?}").to_lowercase())
+        .map(|l| l.name())
         .collect::<Vec<_>>()
-        .join(" and ");
+        .join(", ");
     let mut s = format!(
-        "aurora bench sar (one thread, CRC kernel {kernel:?}; each layout ceiling the faster of the {copies} copies; GB/s = 1e9 bytes of SDU per second)\n\
+        "aurora bench sar (one thread, CRC kernel {kernel:?}; each layout ceiling the fastest of the copies {copies}; GB/s = 1e9 bytes of SDU per second)\n\
          {:<24} {:>7} {:>9} {:>10} {:>10} {:>14}\n",
         "what", "bytes", "GB/s", "x memcpy", "x layout", "per second"
     );

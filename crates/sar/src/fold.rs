@@ -424,7 +424,16 @@ impl Crc32State {
                 // SAFETY: `best` gives Vpclmul only where the CPU has every
                 // feature the kernel needs; the cell count was asserted
                 // above.
-                unsafe { wide::build_pdu(header, header_end, sdu, trailer, cells) };
+                unsafe {
+                    wide::build_pdu(
+                        header,
+                        header_end,
+                        sdu,
+                        trailer,
+                        cells,
+                        wide::plain_stores(),
+                    )
+                };
                 return;
             }
             #[cfg(not(target_arch = "x86_64"))]
@@ -475,7 +484,7 @@ impl Crc32State {
                 // every feature the kernel needs (`new` enforces it); the
                 // lengths were asserted above.
                 unsafe {
-                    wide::build_cells(&mut self.lanes, header, src, cells)
+                    wide::build_cells(&mut self.lanes, header, src, cells, wide::plain_stores())
                 };
             }
         }
@@ -829,6 +838,63 @@ mod wide {
     /// Bytes in a group of four payloads.
     const GROUP: usize = 4 * PAYLOAD_LEN;
 
+    /// Runs of at least this many cells are built and drained with
+    /// software prefetches: their payloads and cells together (about 52 KB
+    /// at 512 cells) are more than a first-level data cache holds, so their
+    /// lines come from further out, and the fold's work leaves the
+    /// out-of-order window too short to ask for them early enough. On the
+    /// Intel Xeon a 65,535-byte PDU (1,366 cells, in the second-level
+    /// cache) is segmented about 10 % and reassembled 25 % faster with
+    /// them; runs that stay in the first-level cache are 5 to 15 % slower,
+    /// and the two cross between 256 and 512 cells (see BENCHMARKS.md).
+    const PREFETCH_CELLS: usize = 512;
+    /// How far ahead of a group its prefetches reach, in cells.
+    const PREFETCH_AHEAD: usize = 16;
+
+    /// Whether the segmenter stores a cell with a plain 64-byte store,
+    /// which runs 11 bytes into the next cell (whose own store then
+    /// overwrites them), rather than a masked 53-byte one: on Intel CPUs.
+    /// On the Intel Xeon a masked store that crosses a cache line (most of
+    /// them, at 53 bytes a cell) costs enough that plain stores segment a
+    /// 9,180-byte PDU about 25 % faster. On the Zen 4 machine the masked
+    /// store was the fastest of the ways measured in session 11 (see
+    /// BENCHMARKS.md), and this one was not among them, so other CPUs keep
+    /// it.
+    pub(super) fn plain_stores() -> bool {
+        static PLAIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *PLAIN.get_or_init(|| {
+            // Leaf 0: the vendor string, in EBX, EDX, ECX.
+            let id = __cpuid(0);
+            let vendor = [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes);
+            vendor.concat() == b"GenuineIntel"
+        })
+    }
+
+    /// Asks for the lines of the group [`PREFETCH_AHEAD`] cells after the
+    /// one at `read` (four cells' bytes, `read_stride` a cell), to be read,
+    /// and after the one at `write` (`write_stride` a cell), to be written.
+    /// A prefetch is a hint: it neither faults nor counts as an access, so
+    /// the addresses may lie past the data.
+    #[inline(always)]
+    unsafe fn prefetch_ahead(
+        read: *const u8,
+        read_stride: usize,
+        write: *const u8,
+        write_stride: usize,
+    ) {
+        // SAFETY: prefetches only; pointer arithmetic is wrapping.
+        unsafe {
+            let r = read.wrapping_add(PREFETCH_AHEAD * read_stride);
+            for line in (0..4 * read_stride).step_by(64) {
+                _mm_prefetch::<_MM_HINT_T0>(r.wrapping_add(line).cast());
+            }
+            let w = write.wrapping_add(PREFETCH_AHEAD * write_stride);
+            for line in (0..4 * write_stride).step_by(64) {
+                _mm_prefetch::<_MM_HINT_ET0>(w.wrapping_add(line).cast());
+            }
+        }
+    }
+
     /// `(x^(d+64) mod P, x^d mod P)` for a fold forward by `d` bits.
     const fn fold_consts(d: u32) -> (u64, u64) {
         (xpow(d + 64) as u64, xpow(d) as u64)
@@ -1090,7 +1156,7 @@ mod wide {
     /// a register and stored with a 32- and a 16-byte store behind the
     /// header word. The cells before them come straight from the SDU.
     /// Nothing goes through a stack copy that a wide load would have to
-    /// wait for.
+    /// wait for. `plain` is [`build_run`]'s.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn build_pdu(
         header: &[u8; HEADER_LEN],
@@ -1098,17 +1164,19 @@ mod wide {
         sdu: &[u8],
         trailer: &[u8; TRAILER_LEN],
         cells: &mut [CellBytes],
+        plain: bool,
     ) {
         let last = cells.len().min(4);
         let before = cells.len() - last;
-        let (head, frame) = cells.split_at_mut(before);
         // The frame's first payload byte, and the SDU bytes after `head`'s
         // payloads (at most 48·last − 8, as the caller asserted the cell
         // count: they end by frame byte 184, before the trailer's word).
         let lo = GROUP - PAYLOAD_LEN * last;
         let data = sdu.len() - PAYLOAD_LEN * before;
         // SAFETY: the features are this function's. `build_run` reads
-        // sdu[..48·before], inside the SDU. Frame byte f is SDU byte
+        // sdu[..48·before], inside the SDU, and writes cells[..before] (and
+        // the first 11 bytes of the cell after, which the frame's stores
+        // below write again). Frame byte f is SDU byte
         // 48·before - lo + f; the loads take only frame bytes lo..lo+data,
         // i.e. SDU bytes 48·before.., and masked-off bytes are not read (so
         // the addresses before the SDU that a short PDU's frame names are
@@ -1117,7 +1185,8 @@ mod wide {
         unsafe {
             let mut acc = Acc::fresh();
             let h = header_word(header);
-            build_run(&mut acc, h, sdu.as_ptr(), head);
+            build_run(&mut acc, h, sdu.as_ptr(), cells, before, plain);
+            let frame = &mut cells[before..];
             let base = sdu
                 .as_ptr()
                 .wrapping_add(PAYLOAD_LEN * before)
@@ -1164,30 +1233,51 @@ mod wide {
         below(to) & !below(from)
     }
 
-    /// Builds `cells` from the payloads at `s` (a shorter run of the first
-    /// `len % 4`, then whole groups), header `h` on each, folding them into
-    /// `acc`.
+    /// Builds the first `n` of `cells` from the payloads at `s` (a shorter
+    /// run of the first `n % 4`, then whole groups), header `h` on each,
+    /// folding them into `acc`. A run of [`PREFETCH_CELLS`] or more asks,
+    /// each group, for the lines of one further on ([`prefetch_ahead`]).
+    /// With `plain` ([`plain_stores`]), a group followed by another cell of
+    /// `cells` is stored with plain stores that write that cell's first 11
+    /// bytes too: the caller writes them again, with that cell.
     #[inline(always)]
-    unsafe fn build_run(acc: &mut Acc, h: u64, s: *const u8, cells: &mut [CellBytes]) {
-        // SAFETY: the caller guarantees s[..48·cells.len()] is readable and
-        // runs with this module's features. The lead's `contiguous` and
-        // `scatter` read its payloads and write its cells. In a group, cell
-        // i's load names the address 5 bytes before payload i but its mask
-        // (`CELL_PAYLOAD`) touches only that payload's 48 bytes, inside the
-        // SDU; its store (`WHOLE_CELL`) writes that cell's 53 bytes.
+    unsafe fn build_run(
+        acc: &mut Acc,
+        h: u64,
+        s: *const u8,
+        cells: &mut [CellBytes],
+        n: usize,
+        plain: bool,
+    ) {
+        debug_assert!(n <= cells.len());
+        let prefetch = n >= PREFETCH_CELLS;
+        // SAFETY: the caller guarantees s[..48n] is readable and n is at
+        // most cells.len(), and runs with this module's features. The
+        // lead's `contiguous` and `scatter` read its payloads and write its
+        // cells. In a group, cell i's load names the address 5 bytes before
+        // payload i but its mask (`CELL_PAYLOAD`) touches only that
+        // payload's 48 bytes, inside the SDU; a masked store (`WHOLE_CELL`)
+        // writes that cell's 53 bytes, a plain one its 53 and the next
+        // cell's first 11, and there is a next cell (first + 4 <
+        // cells.len()); the pointers come from the whole of `cells`.
         unsafe {
-            let (lead, rest) = cells.split_at_mut(cells.len() % 4);
-            if !lead.is_empty() {
-                acc.absorb(fold_by(lead.len()), contiguous(s, lead.len()));
-                scatter(h, s, lead);
+            let lead = n % 4;
+            if lead > 0 {
+                acc.absorb(fold_by(lead), contiguous(s, lead));
+                scatter(h, s, &mut cells[..lead]);
             }
-            let s = s.add(lead.len() * PAYLOAD_LEN);
+            let s = s.add(lead * PAYLOAD_LEN);
             let k4 = fold_by(4);
-            let (groups, _) = rest.as_chunks_mut::<4>();
             let hv = _mm512_set1_epi64(h as i64);
             let join = JOIN_CELLS.map(|ix| _mm512_loadu_si512(ix.as_ptr().cast()));
-            for (g, out) in groups.iter_mut().enumerate() {
+            let base = cells.as_mut_ptr();
+            for g in 0..n / 4 {
+                let first = lead + 4 * g;
+                let out = base.add(first).cast::<u8>();
                 let gs = s.add(g * GROUP);
+                if prefetch {
+                    prefetch_ahead(gs, PAYLOAD_LEN, out, CELL_LEN);
+                }
                 let l = [0, 1, 2, 3].map(|i| {
                     _mm512_mask_loadu_epi8(
                         hv,
@@ -1196,8 +1286,14 @@ mod wide {
                     )
                 });
                 acc.absorb_payloads(k4, &join, l);
-                for (c, v) in out.iter_mut().zip(l) {
-                    _mm512_mask_storeu_epi8(c.as_mut_ptr().cast(), WHOLE_CELL, v);
+                if plain && first + 4 < cells.len() {
+                    for (i, v) in l.into_iter().enumerate() {
+                        _mm512_storeu_si512(out.add(i * CELL_LEN).cast(), v);
+                    }
+                } else {
+                    for (i, v) in l.into_iter().enumerate() {
+                        _mm512_mask_storeu_epi8(out.add(i * CELL_LEN).cast(), WHOLE_CELL, v);
+                    }
                 }
             }
         }
@@ -1285,20 +1381,21 @@ mod wide {
         }
     }
 
-    /// See `Crc32State::build_cells`.
+    /// See `Crc32State::build_cells`; `plain` is [`build_run`]'s.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn build_cells(
         lanes: &mut [u128; 12],
         header: &[u8; HEADER_LEN],
         src: &[u8],
         cells: &mut [CellBytes],
+        plain: bool,
     ) {
         let n = cells.len();
         assert!(src.len() >= n * PAYLOAD_LEN);
         // SAFETY: `build_run` reads src[..48n] (checked above).
         unsafe {
             let mut acc = Acc::load(lanes);
-            build_run(&mut acc, header_word(header), src.as_ptr(), cells);
+            build_run(&mut acc, header_word(header), src.as_ptr(), cells, n, plain);
             acc.store(lanes);
         }
     }
@@ -1400,6 +1497,7 @@ mod wide {
         dst: &mut [u8],
     ) -> (usize, bool) {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
+        let prefetch = cells.len() >= PREFETCH_CELLS;
         let mut c = 0;
         let mut ended = false;
         // SAFETY: `payload` reads inside one cell of `cells` (and
@@ -1435,6 +1533,9 @@ mod wide {
                     payload(&g[3]),
                 ];
                 let q = p.add(c * PAYLOAD_LEN);
+                if prefetch {
+                    prefetch_ahead(g.as_ptr().cast(), CELL_LEN, q, PAYLOAD_LEN);
+                }
                 for (i, v) in l[..3].iter().enumerate() {
                     _mm512_storeu_si512(q.add(PAYLOAD_LEN * i).cast(), *v);
                 }
@@ -1542,6 +1643,53 @@ mod tests {
                 let mut all = Crc32State::new(kernel);
                 all.feed_payloads(&src);
                 assert_eq!(all.register(), s.register(), "{kernel:?} {cells}");
+            }
+        }
+    }
+
+    /// The wide segmenter's two ways of storing cells (masked, and plain
+    /// stores that run into the next cell; which one a CPU gets depends on
+    /// its maker) build the same cells as the portable kernel, for whole
+    /// PDUs and for runs of cells, short and long enough to prefetch; and
+    /// the wide receiver reads long runs back.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn the_wide_segmenter_builds_the_same_cells_either_way() {
+        if !Kernel::Vpclmul.supported() {
+            return;
+        }
+        let (header, end) = ([1, 2, 3, 4, 5], [1, 2, 3, 4, 7]);
+        for len in [0, 40, 41, 88, 89, 200, 1500, 9180, 24_500, 24_600, 65_535] {
+            let sdu = data(len, 9);
+            let n = (len + TRAILER_LEN).div_ceil(PAYLOAD_LEN);
+            let trailer = [0, 0, (len >> 8) as u8, len as u8, 0, 0, 0, 0];
+            let mut want = vec![[0u8; CELL_LEN]; n];
+            Crc32State::build_pdu(Kernel::Portable, &header, &end, &sdu, &trailer, &mut want);
+            for plain in [false, true] {
+                let mut got = vec![[0xA5u8; CELL_LEN]; n];
+                // SAFETY: the CPU runs the kernel (checked above), and there
+                // is a cell for each payload of the PDU.
+                unsafe { wide::build_pdu(&header, &end, &sdu, &trailer, &mut got, plain) };
+                assert_eq!(got, want, "{len} bytes, plain {plain}");
+            }
+        }
+        for cells in [1, 5, 8, 9, 511, 512, 600] {
+            let src = data(cells * PAYLOAD_LEN, 3);
+            let mut want = vec![[0u8; CELL_LEN]; cells];
+            let mut reference = Crc32State::new(Kernel::Portable);
+            reference.build_cells(&header, &src, &mut want);
+            for plain in [false, true] {
+                let mut got = vec![[0xA5u8; CELL_LEN]; cells];
+                let mut st = Crc32State::new(Kernel::Vpclmul);
+                // SAFETY: as above; `src` fills the cells.
+                unsafe { wide::build_cells(&mut st.lanes, &header, &src, &mut got, plain) };
+                assert_eq!(got, want, "{cells} cells, plain {plain}");
+                assert_eq!(st.register(), reference.register());
+                let mut back = vec![0u8; cells * PAYLOAD_LEN];
+                let mut rx = Crc32State::new(Kernel::Vpclmul);
+                rx.drain_cells(&got, &mut back);
+                assert_eq!(back, src);
+                assert_eq!(rx.register(), reference.register());
             }
         }
     }
