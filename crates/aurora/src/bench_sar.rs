@@ -247,12 +247,14 @@ mod wide {
     /// 48 bytes.
     const P48: u64 = (1 << 48) - 1;
 
-    /// How far ahead the prefetching copies ask for lines, in cells.
+    /// How far ahead the prefetching copies ask for lines, in cells: the
+    /// same as the AAL5 kernels (`PREFETCH_AHEAD` in `aurora-sar`'s
+    /// `fold.rs`), which must stay in step with this.
     const AHEAD: usize = 16;
 
     /// Prefetches the lines of four cells' worth of bytes `AHEAD` cells
     /// after `read` and `write` (`read_stride` and `write_stride` bytes a
-    /// cell), as the AAL5 kernels do.
+    /// cell), read prefetches for both, as the AAL5 kernels do.
     #[inline(always)]
     fn prefetch(read: *const u8, read_stride: usize, write: *const u8, write_stride: usize) {
         // SAFETY: prefetches only (hints, never accesses); the pointers are
@@ -264,7 +266,7 @@ mod wide {
             }
             let w = write.wrapping_add(AHEAD * write_stride);
             for line in (0..4 * write_stride).step_by(64) {
-                _mm_prefetch::<_MM_HINT_ET0>(w.wrapping_add(line).cast());
+                _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(line).cast());
             }
         }
     }
@@ -1011,7 +1013,7 @@ mod tests {
     #[test]
     fn the_layout_copies_make_and_read_the_segmenters_layout() {
         for l in layouts() {
-            for size in [0, 1, 40, 47, 48, 49, 95, 96, 1500, 9180] {
+            for size in [0, 1, 40, 47, 48, 49, 95, 96, 100, 143, 144, 1500, 9180] {
                 layout_round_trip(l, size);
             }
         }
@@ -1021,8 +1023,10 @@ mod tests {
         {
             let sdu = pattern(size, 9);
             let n = aal5::cells_for(size);
-            let mut cells = vec![[7u8; 53]; n];
-            l.scatter(&sdu, &[1, 2, 3, 4, 5], &mut cells);
+            // One cell more than the layout's, which must stay as it is.
+            let mut cells = vec![[7u8; 53]; n + 1];
+            l.scatter(&sdu, &[1, 2, 3, 4, 5], &mut cells[..n]);
+            assert_eq!(cells.pop(), Some([7u8; 53]), "{l:?} at {size}");
             let mut portable = vec![[9u8; 53]; n];
             scatter(&sdu, &[1, 2, 3, 4, 5], &mut portable);
             assert_eq!(cells, portable, "{l:?} at {size}");
@@ -1038,12 +1042,15 @@ mod tests {
                 let payload = (size.saturating_sub(i * 48)).min(48);
                 assert_eq!(a[5..5 + payload], b[5..5 + payload], "cell {i} of {size}");
             }
-            let mut out = vec![0u8; aal5::cpcs_len(size)];
-            l.gather(&cells, &mut out);
+            // 16 bytes more than asked for, which must stay as they are.
+            let mut out = vec![0u8; aal5::cpcs_len(size) + 16];
+            l.gather(&cells, &mut out[..aal5::cpcs_len(size)]);
             assert_eq!(&out[..size], &sdu[..], "{l:?} at {size}");
-            let mut exact = vec![0u8; size];
-            l.gather(&cells, &mut exact);
-            assert_eq!(exact, sdu, "{l:?} at {size}");
+            assert!(out[aal5::cpcs_len(size)..].iter().all(|&b| b == 0));
+            let mut exact = vec![0u8; size + 16];
+            l.gather(&cells, &mut exact[..size]);
+            assert_eq!(exact[..size], sdu, "{l:?} at {size}");
+            assert!(exact[size..].iter().all(|&b| b == 0), "{l:?} at {size}");
         }
     }
 }

@@ -431,7 +431,7 @@ impl Crc32State {
                         sdu,
                         trailer,
                         cells,
-                        wide::plain_stores(),
+                        wide::Tuning::here(),
                     )
                 };
                 return;
@@ -484,7 +484,7 @@ impl Crc32State {
                 // every feature the kernel needs (`new` enforces it); the
                 // lengths were asserted above.
                 unsafe {
-                    wide::build_cells(&mut self.lanes, header, src, cells, wide::plain_stores())
+                    wide::build_cells(&mut self.lanes, header, src, cells, wide::Tuning::here())
                 };
             }
         }
@@ -558,7 +558,7 @@ impl Crc32State {
                 // SAFETY: see `build_cells`; `cells` was cut to what `dst`
                 // holds.
                 unsafe {
-                    wide::drain_run(&mut self.lanes, cells, test, dst)
+                    wide::drain_run(&mut self.lanes, cells, test, dst, wide::Tuning::here())
                 }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Vpclmul kernel exists only on x86-64")
@@ -838,59 +838,76 @@ mod wide {
     /// Bytes in a group of four payloads.
     const GROUP: usize = 4 * PAYLOAD_LEN;
 
-    /// Runs of at least this many cells are built and drained with
-    /// software prefetches: their payloads and cells together (about 52 KB
-    /// at 512 cells) are more than a first-level data cache holds, so their
-    /// lines come from further out, and the fold's work leaves the
-    /// out-of-order window too short to ask for them early enough. On the
-    /// Intel Xeon a 65,535-byte PDU (1,366 cells, in the second-level
-    /// cache) is segmented about 10 % and reassembled 25 % faster with
-    /// them; runs that stay in the first-level cache are 5 to 15 % slower,
-    /// and the two cross between 256 and 512 cells (see BENCHMARKS.md).
+    /// Runs of at least this many cells (a PDU of 512 cells or more when
+    /// segmenting; a batch of cells handed to the receiver at once) are
+    /// built and drained with software prefetches where [`Tuning`] says
+    /// so: their payloads and cells together (about 52 KB at 512 cells) are
+    /// more than a first-level data cache holds, so their lines come from
+    /// further out, and the fold's work leaves the out-of-order window too
+    /// short to ask for them early enough. On the Intel Xeon a 65,535-byte
+    /// PDU (1,366 cells, in the second-level cache) is segmented about 7 %
+    /// and reassembled 25 % faster with them; runs that stay in the
+    /// first-level cache are 3 to 11 % slower, and the two are even near
+    /// 512 cells (see BENCHMARKS.md).
     const PREFETCH_CELLS: usize = 512;
     /// How far ahead of a group its prefetches reach, in cells.
     const PREFETCH_AHEAD: usize = 16;
 
-    /// Whether the segmenter stores a cell with a plain 64-byte store,
-    /// which runs 11 bytes into the next cell (whose own store then
-    /// overwrites them), rather than a masked 53-byte one: on Intel CPUs.
-    /// On the Intel Xeon a masked store that crosses a cache line (most of
-    /// them, at 53 bytes a cell) costs enough that plain stores segment a
-    /// 9,180-byte PDU about 25 % faster. On the Zen 4 machine the masked
-    /// store was the fastest of the ways measured in session 11 (see
-    /// BENCHMARKS.md), and this one was not among them, so other CPUs keep
-    /// it.
-    pub(super) fn plain_stores() -> bool {
-        static PLAIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *PLAIN.get_or_init(|| {
-            // Leaf 0: the vendor string, in EBX, EDX, ECX.
-            let id = __cpuid(0);
-            let vendor = [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes);
-            vendor.concat() == b"GenuineIntel"
-        })
+    /// How the wide kernels run on this CPU, beyond what its features
+    /// allow: choices measured on one maker's CPUs and not the other's.
+    #[derive(Clone, Copy, Debug)]
+    pub(super) struct Tuning {
+        /// The segmenter stores a cell with a plain 64-byte store, which
+        /// runs 11 bytes into the next cell (whose own store then
+        /// overwrites them), rather than a masked 53-byte one. On the Intel
+        /// Xeon a masked store that crosses a cache line (most of them, at
+        /// 53 bytes a cell) costs enough that plain stores segment a
+        /// 9,180-byte PDU about 25 % faster. On the Zen 4 machine the
+        /// masked store was faster than the plain ways session 11 measured
+        /// (a plain load blended with the header and plain stores; the
+        /// header and the payload stored apart), so other CPUs keep it.
+        pub(super) plain_stores: bool,
+        /// Long runs prefetch ([`PREFETCH_CELLS`]). Measured only on the
+        /// Intel Xeon, so only Intel CPUs do it.
+        pub(super) prefetch: bool,
+    }
+
+    impl Tuning {
+        /// This CPU's: both on Intel CPUs, both off elsewhere.
+        pub(super) fn here() -> Tuning {
+            static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            let intel = *INTEL.get_or_init(|| {
+                // Leaf 0: the vendor string, in EBX, EDX, ECX.
+                let id = __cpuid(0);
+                let vendor = [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes);
+                vendor.concat() == b"GenuineIntel"
+            });
+            Tuning {
+                plain_stores: intel,
+                prefetch: intel,
+            }
+        }
     }
 
     /// Asks for the lines of the group [`PREFETCH_AHEAD`] cells after the
-    /// one at `read` (four cells' bytes, `read_stride` a cell), to be read,
-    /// and after the one at `write` (`write_stride` a cell), to be written.
-    /// A prefetch is a hint: it neither faults nor counts as an access, so
-    /// the addresses may lie past the data.
+    /// one at `read` (four cells' bytes, `read_stride` a cell) and after
+    /// the one at `write` (`write_stride` a cell). Read prefetches
+    /// (`prefetcht0`) for both: the write hint is `prefetchw`, whose target
+    /// feature (`prfchw`) stable Rust does not enable. A prefetch is a
+    /// hint: it neither faults nor counts as an access, so the addresses
+    /// may lie past the data.
     #[inline(always)]
-    unsafe fn prefetch_ahead(
-        read: *const u8,
-        read_stride: usize,
-        write: *const u8,
-        write_stride: usize,
-    ) {
-        // SAFETY: prefetches only; pointer arithmetic is wrapping.
+    fn prefetch_ahead(read: *const u8, read_stride: usize, write: *const u8, write_stride: usize) {
+        let r = read.wrapping_add(PREFETCH_AHEAD * read_stride);
+        let w = write.wrapping_add(PREFETCH_AHEAD * write_stride);
+        // SAFETY: SSE, which `_mm_prefetch` needs, is part of x86-64; a
+        // prefetch reads nothing the program sees, so any address will do.
         unsafe {
-            let r = read.wrapping_add(PREFETCH_AHEAD * read_stride);
             for line in (0..4 * read_stride).step_by(64) {
                 _mm_prefetch::<_MM_HINT_T0>(r.wrapping_add(line).cast());
             }
-            let w = write.wrapping_add(PREFETCH_AHEAD * write_stride);
             for line in (0..4 * write_stride).step_by(64) {
-                _mm_prefetch::<_MM_HINT_ET0>(w.wrapping_add(line).cast());
+                _mm_prefetch::<_MM_HINT_T0>(w.wrapping_add(line).cast());
             }
         }
     }
@@ -1156,7 +1173,7 @@ mod wide {
     /// a register and stored with a 32- and a 16-byte store behind the
     /// header word. The cells before them come straight from the SDU.
     /// Nothing goes through a stack copy that a wide load would have to
-    /// wait for. `plain` is [`build_run`]'s.
+    /// wait for. `tuning` as in [`build_run`].
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn build_pdu(
         header: &[u8; HEADER_LEN],
@@ -1164,12 +1181,12 @@ mod wide {
         sdu: &[u8],
         trailer: &[u8; TRAILER_LEN],
         cells: &mut [CellBytes],
-        plain: bool,
+        tuning: Tuning,
     ) {
         let last = cells.len().min(4);
         let before = cells.len() - last;
-        // The frame's first payload byte, and the SDU bytes after `head`'s
-        // payloads (at most 48·last − 8, as the caller asserted the cell
+        // The frame's first payload byte, and the SDU bytes after the first
+        // `before` cells' payloads (at most 48·last − 8, as the caller asserted the cell
         // count: they end by frame byte 184, before the trailer's word).
         let lo = GROUP - PAYLOAD_LEN * last;
         let data = sdu.len() - PAYLOAD_LEN * before;
@@ -1185,7 +1202,7 @@ mod wide {
         unsafe {
             let mut acc = Acc::fresh();
             let h = header_word(header);
-            build_run(&mut acc, h, sdu.as_ptr(), cells, before, plain);
+            build_run(&mut acc, h, sdu.as_ptr(), cells, before, tuning);
             let frame = &mut cells[before..];
             let base = sdu
                 .as_ptr()
@@ -1235,11 +1252,12 @@ mod wide {
 
     /// Builds the first `n` of `cells` from the payloads at `s` (a shorter
     /// run of the first `n % 4`, then whole groups), header `h` on each,
-    /// folding them into `acc`. A run of [`PREFETCH_CELLS`] or more asks,
-    /// each group, for the lines of one further on ([`prefetch_ahead`]).
-    /// With `plain` ([`plain_stores`]), a group followed by another cell of
-    /// `cells` is stored with plain stores that write that cell's first 11
-    /// bytes too: the caller writes them again, with that cell.
+    /// folding them into `acc`. With `tuning.prefetch`, when `cells` (the
+    /// PDU, or the run) has [`PREFETCH_CELLS`] or more, each group asks for
+    /// the lines of one further on ([`prefetch_ahead`]). With
+    /// `tuning.plain_stores`, a group followed by another cell of `cells`
+    /// is stored with plain stores that write that cell's first 11 bytes
+    /// too: the caller writes them again, with that cell.
     #[inline(always)]
     unsafe fn build_run(
         acc: &mut Acc,
@@ -1247,10 +1265,11 @@ mod wide {
         s: *const u8,
         cells: &mut [CellBytes],
         n: usize,
-        plain: bool,
+        tuning: Tuning,
     ) {
-        debug_assert!(n <= cells.len());
-        let prefetch = n >= PREFETCH_CELLS;
+        let len = cells.len();
+        assert!(n <= len);
+        let prefetch = tuning.prefetch && len >= PREFETCH_CELLS;
         // SAFETY: the caller guarantees s[..48n] is readable and n is at
         // most cells.len(), and runs with this module's features. The
         // lead's `contiguous` and `scatter` read its payloads and write its
@@ -1258,8 +1277,8 @@ mod wide {
         // payload i but its mask (`CELL_PAYLOAD`) touches only that
         // payload's 48 bytes, inside the SDU; a masked store (`WHOLE_CELL`)
         // writes that cell's 53 bytes, a plain one its 53 and the next
-        // cell's first 11, and there is a next cell (first + 4 <
-        // cells.len()); the pointers come from the whole of `cells`.
+        // cell's first 11, and there is a next cell (first + 4 < len); the
+        // pointers come from the whole of `cells`.
         unsafe {
             let lead = n % 4;
             if lead > 0 {
@@ -1286,7 +1305,7 @@ mod wide {
                     )
                 });
                 acc.absorb_payloads(k4, &join, l);
-                if plain && first + 4 < cells.len() {
+                if tuning.plain_stores && first + 4 < len {
                     for (i, v) in l.into_iter().enumerate() {
                         _mm512_storeu_si512(out.add(i * CELL_LEN).cast(), v);
                     }
@@ -1381,21 +1400,28 @@ mod wide {
         }
     }
 
-    /// See `Crc32State::build_cells`; `plain` is [`build_run`]'s.
+    /// See `Crc32State::build_cells`; `tuning` as in [`build_run`].
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn build_cells(
         lanes: &mut [u128; 12],
         header: &[u8; HEADER_LEN],
         src: &[u8],
         cells: &mut [CellBytes],
-        plain: bool,
+        tuning: Tuning,
     ) {
         let n = cells.len();
         assert!(src.len() >= n * PAYLOAD_LEN);
         // SAFETY: `build_run` reads src[..48n] (checked above).
         unsafe {
             let mut acc = Acc::load(lanes);
-            build_run(&mut acc, header_word(header), src.as_ptr(), cells, n, plain);
+            build_run(
+                &mut acc,
+                header_word(header),
+                src.as_ptr(),
+                cells,
+                n,
+                tuning,
+            );
             acc.store(lanes);
         }
     }
@@ -1488,16 +1514,18 @@ mod wide {
         }
     }
 
-    /// See `Crc32State::drain_run`.
+    /// See `Crc32State::drain_run`; with `tuning.prefetch`, a run of
+    /// [`PREFETCH_CELLS`] or more cells prefetches as [`build_run`] does.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn drain_run(
         lanes: &mut [u128; 12],
         cells: &[CellBytes],
         test: HeaderTest,
         dst: &mut [u8],
+        tuning: Tuning,
     ) -> (usize, bool) {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
-        let prefetch = cells.len() >= PREFETCH_CELLS;
+        let prefetch = tuning.prefetch && cells.len() >= PREFETCH_CELLS;
         let mut c = 0;
         let mut ended = false;
         // SAFETY: `payload` reads inside one cell of `cells` (and
@@ -1647,30 +1675,41 @@ mod tests {
         }
     }
 
-    /// The wide segmenter's two ways of storing cells (masked, and plain
-    /// stores that run into the next cell; which one a CPU gets depends on
-    /// its maker) build the same cells as the portable kernel, for whole
-    /// PDUs and for runs of cells, short and long enough to prefetch; and
-    /// the wide receiver reads long runs back.
+    /// The wide kernels under every [`wide::Tuning`] (which one a CPU gets
+    /// depends on its maker): the segmenter's two ways of storing cells
+    /// (masked, and plain stores that run into the next cell) build the
+    /// same cells as the portable kernel, for whole PDUs and for runs of
+    /// cells, below and at the prefetch threshold, and write nothing past
+    /// the cells they are given; the receiver reads every run back, and
+    /// writes nothing past its buffer.
     #[test]
     #[cfg(target_arch = "x86_64")]
-    fn the_wide_segmenter_builds_the_same_cells_either_way() {
+    fn the_wide_kernels_build_and_read_the_same_cells_however_tuned() {
         if !Kernel::Vpclmul.supported() {
             return;
         }
+        let tunings = [false, true].map(|plain_stores| {
+            [false, true].map(|prefetch| wide::Tuning {
+                plain_stores,
+                prefetch,
+            })
+        });
         let (header, end) = ([1, 2, 3, 4, 5], [1, 2, 3, 4, 7]);
-        for len in [0, 40, 41, 88, 89, 200, 1500, 9180, 24_500, 24_600, 65_535] {
+        // 511 and 512 cells at 24,520 and 24,568 bytes.
+        for len in [0, 40, 41, 88, 89, 200, 1500, 9180, 24_520, 24_568, 65_535] {
             let sdu = data(len, 9);
             let n = (len + TRAILER_LEN).div_ceil(PAYLOAD_LEN);
             let trailer = [0, 0, (len >> 8) as u8, len as u8, 0, 0, 0, 0];
             let mut want = vec![[0u8; CELL_LEN]; n];
             Crc32State::build_pdu(Kernel::Portable, &header, &end, &sdu, &trailer, &mut want);
-            for plain in [false, true] {
-                let mut got = vec![[0xA5u8; CELL_LEN]; n];
+            for tuning in tunings.iter().flatten() {
+                // One cell more than the PDU's, which must stay as it is.
+                let mut got = vec![[0xA5u8; CELL_LEN]; n + 1];
                 // SAFETY: the CPU runs the kernel (checked above), and there
                 // is a cell for each payload of the PDU.
-                unsafe { wide::build_pdu(&header, &end, &sdu, &trailer, &mut got, plain) };
-                assert_eq!(got, want, "{len} bytes, plain {plain}");
+                unsafe { wide::build_pdu(&header, &end, &sdu, &trailer, &mut got[..n], *tuning) };
+                assert_eq!(got[..n], want, "{len} bytes, {tuning:?}");
+                assert_eq!(got[n], [0xA5; CELL_LEN], "{len} bytes, {tuning:?}");
             }
         }
         for cells in [1, 5, 8, 9, 511, 512, 600] {
@@ -1678,17 +1717,31 @@ mod tests {
             let mut want = vec![[0u8; CELL_LEN]; cells];
             let mut reference = Crc32State::new(Kernel::Portable);
             reference.build_cells(&header, &src, &mut want);
-            for plain in [false, true] {
-                let mut got = vec![[0xA5u8; CELL_LEN]; cells];
+            for tuning in tunings.iter().flatten() {
+                let mut got = vec![[0xA5u8; CELL_LEN]; cells + 1];
                 let mut st = Crc32State::new(Kernel::Vpclmul);
                 // SAFETY: as above; `src` fills the cells.
-                unsafe { wide::build_cells(&mut st.lanes, &header, &src, &mut got, plain) };
-                assert_eq!(got, want, "{cells} cells, plain {plain}");
+                unsafe {
+                    wide::build_cells(&mut st.lanes, &header, &src, &mut got[..cells], *tuning)
+                };
+                assert_eq!(got[..cells], want, "{cells} cells, {tuning:?}");
+                assert_eq!(got[cells], [0xA5; CELL_LEN], "{cells} cells, {tuning:?}");
                 assert_eq!(st.register(), reference.register());
-                let mut back = vec![0u8; cells * PAYLOAD_LEN];
+                let mut back = vec![0x5Au8; (cells + 1) * PAYLOAD_LEN];
                 let mut rx = Crc32State::new(Kernel::Vpclmul);
-                rx.drain_cells(&got, &mut back);
-                assert_eq!(back, src);
+                let whole = cells * PAYLOAD_LEN;
+                let test = HeaderTest::new(None, None);
+                // SAFETY: the CPU runs the kernel; the buffer holds the
+                // cells' payloads.
+                let (took, ended) = unsafe {
+                    wide::drain_run(&mut rx.lanes, &want, test, &mut back[..whole], *tuning)
+                };
+                assert_eq!((took, ended), (cells, false));
+                assert_eq!(back[..whole], src);
+                assert!(
+                    back[whole..].iter().all(|&b| b == 0x5A),
+                    "{cells} cells, {tuning:?}"
+                );
                 assert_eq!(rx.register(), reference.register());
             }
         }
