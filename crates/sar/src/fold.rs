@@ -870,10 +870,20 @@ mod wide {
         /// Long runs prefetch ([`PREFETCH_CELLS`]). Measured only on the
         /// Intel Xeon, so only Intel CPUs do it.
         pub(super) prefetch: bool,
+        /// The segmenter folds its CRC from a second load of the SDU,
+        /// byte-reversed with three in-lane shuffles a group, rather than
+        /// from the cells' own registers joined by three two-source
+        /// permutes. On the Intel Xeon the multiplies and every byte
+        /// shuffle share one port, where a two-source permute takes two
+        /// cycles and a shuffle one, and the second load costs less than
+        /// the three cycles it saves: 4-5 % faster at 1500 to 65,535 bytes.
+        /// On Zen 4 the permutes were faster at 65,535 bytes and level at
+        /// 1500 and 9180 (session 10, see BENCHMARKS.md).
+        pub(super) crc_from_sdu: bool,
     }
 
     impl Tuning {
-        /// This CPU's: both on Intel CPUs, both off elsewhere.
+        /// This CPU's: all on Intel CPUs, all off elsewhere.
         pub(super) fn here() -> Tuning {
             static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
             let intel = *INTEL.get_or_init(|| {
@@ -885,6 +895,7 @@ mod wide {
             Tuning {
                 plain_stores: intel,
                 prefetch: intel,
+                crc_from_sdu: intel,
             }
         }
     }
@@ -1257,7 +1268,9 @@ mod wide {
     /// the lines of one further on ([`prefetch_ahead`]). With
     /// `tuning.plain_stores`, a group followed by another cell of `cells`
     /// is stored with plain stores that write that cell's first 11 bytes
-    /// too: the caller writes them again, with that cell.
+    /// too: the caller writes them again, with that cell. With
+    /// `tuning.crc_from_sdu`, a group's CRC blocks are loaded from the SDU
+    /// again rather than joined from its cells' registers.
     #[inline(always)]
     unsafe fn build_run(
         acc: &mut Acc,
@@ -1275,7 +1288,8 @@ mod wide {
         // lead's `contiguous` and `scatter` read its payloads and write its
         // cells. In a group, cell i's load names the address 5 bytes before
         // payload i but its mask (`CELL_PAYLOAD`) touches only that
-        // payload's 48 bytes, inside the SDU; a masked store (`WHOLE_CELL`)
+        // payload's 48 bytes, inside the SDU, as does the group's second
+        // load for the CRC (its 192 bytes); a masked store (`WHOLE_CELL`)
         // writes that cell's 53 bytes, a plain one its 53 and the next
         // cell's first 11, and there is a next cell (first + 4 < len); the
         // pointers come from the whole of `cells`.
@@ -1304,7 +1318,11 @@ mod wide {
                         gs.add(i * PAYLOAD_LEN).wrapping_sub(HEADER_LEN).cast(),
                     )
                 });
-                acc.absorb_payloads(k4, &join, l);
+                if tuning.crc_from_sdu {
+                    acc.absorb(k4, contiguous(gs, 4));
+                } else {
+                    acc.absorb_payloads(k4, &join, l);
+                }
                 if tuning.plain_stores && first + 4 < len {
                     for (i, v) in l.into_iter().enumerate() {
                         _mm512_storeu_si512(out.add(i * CELL_LEN).cast(), v);
@@ -1689,9 +1707,12 @@ mod tests {
             return;
         }
         let tunings = [false, true].map(|plain_stores| {
-            [false, true].map(|prefetch| wide::Tuning {
-                plain_stores,
-                prefetch,
+            [false, true].map(|prefetch| {
+                [false, true].map(|crc_from_sdu| wide::Tuning {
+                    plain_stores,
+                    prefetch,
+                    crc_from_sdu,
+                })
             })
         });
         let (header, end) = ([1, 2, 3, 4, 5], [1, 2, 3, 4, 7]);
@@ -1702,7 +1723,7 @@ mod tests {
             let trailer = [0, 0, (len >> 8) as u8, len as u8, 0, 0, 0, 0];
             let mut want = vec![[0u8; CELL_LEN]; n];
             Crc32State::build_pdu(Kernel::Portable, &header, &end, &sdu, &trailer, &mut want);
-            for tuning in tunings.iter().flatten() {
+            for tuning in tunings.iter().flatten().flatten() {
                 // One cell more than the PDU's, which must stay as it is.
                 let mut got = vec![[0xA5u8; CELL_LEN]; n + 1];
                 // SAFETY: the CPU runs the kernel (checked above), and there
@@ -1717,7 +1738,7 @@ mod tests {
             let mut want = vec![[0u8; CELL_LEN]; cells];
             let mut reference = Crc32State::new(Kernel::Portable);
             reference.build_cells(&header, &src, &mut want);
-            for tuning in tunings.iter().flatten() {
+            for tuning in tunings.iter().flatten().flatten() {
                 let mut got = vec![[0xA5u8; CELL_LEN]; cells + 1];
                 let mut st = Crc32State::new(Kernel::Vpclmul);
                 // SAFETY: as above; `src` fills the cells.
