@@ -555,11 +555,11 @@ impl Crc32State {
             }
             Kernel::Vpclmul => {
                 #[cfg(target_arch = "x86_64")]
+                // Only a long run asks how this CPU is tuned.
+                let prefetch = cells.len() >= wide::PREFETCH_CELLS && wide::Tuning::here().prefetch;
                 // SAFETY: see `build_cells`; `cells` was cut to what `dst`
                 // holds.
-                unsafe {
-                    wide::drain_run(&mut self.lanes, cells, test, dst, wide::Tuning::here())
-                }
+                unsafe { wide::drain_run(&mut self.lanes, cells, test, dst, prefetch) }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Vpclmul kernel exists only on x86-64")
             }
@@ -849,7 +849,7 @@ mod wide {
     /// and reassembled 25 % faster with them; runs that stay in the
     /// first-level cache are 3 to 11 % slower, and the two are even near
     /// 512 cells (see BENCHMARKS.md).
-    const PREFETCH_CELLS: usize = 512;
+    pub(super) const PREFETCH_CELLS: usize = 512;
     /// How far ahead of a group its prefetches reach, in cells.
     const PREFETCH_AHEAD: usize = 16;
 
@@ -884,6 +884,7 @@ mod wide {
 
     impl Tuning {
         /// This CPU's: all on Intel CPUs, all off elsewhere.
+        #[inline]
         pub(super) fn here() -> Tuning {
             static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
             let intel = *INTEL.get_or_init(|| {
@@ -1532,7 +1533,7 @@ mod wide {
         }
     }
 
-    /// See `Crc32State::drain_run`; with `tuning.prefetch`, a run of
+    /// See `Crc32State::drain_run`; with `prefetch`, a run of
     /// [`PREFETCH_CELLS`] or more cells prefetches as [`build_run`] does.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
     pub(super) unsafe fn drain_run(
@@ -1540,10 +1541,29 @@ mod wide {
         cells: &[CellBytes],
         test: HeaderTest,
         dst: &mut [u8],
-        tuning: Tuning,
+        prefetch: bool,
+    ) -> (usize, bool) {
+        // Two copies of the loop, so that the one without prefetches is
+        // the loop as it was (a test inside it cost short runs 4-8 % here).
+        // SAFETY: this function's features are `drain`'s.
+        unsafe {
+            if prefetch && cells.len() >= PREFETCH_CELLS {
+                drain::<true>(lanes, cells, test, dst)
+            } else {
+                drain::<false>(lanes, cells, test, dst)
+            }
+        }
+    }
+
+    /// [`drain_run`], prefetching or not.
+    #[inline(always)]
+    unsafe fn drain<const PREFETCH: bool>(
+        lanes: &mut [u128; 12],
+        cells: &[CellBytes],
+        test: HeaderTest,
+        dst: &mut [u8],
     ) -> (usize, bool) {
         assert!(dst.len() >= cells.len() * PAYLOAD_LEN);
-        let prefetch = tuning.prefetch && cells.len() >= PREFETCH_CELLS;
         let mut c = 0;
         let mut ended = false;
         // SAFETY: `payload` reads inside one cell of `cells` (and
@@ -1579,7 +1599,7 @@ mod wide {
                     payload(&g[3]),
                 ];
                 let q = p.add(c * PAYLOAD_LEN);
-                if prefetch {
+                if PREFETCH {
                     prefetch_ahead(g.as_ptr().cast(), CELL_LEN, q, PAYLOAD_LEN);
                 }
                 for (i, v) in l[..3].iter().enumerate() {
@@ -1755,7 +1775,13 @@ mod tests {
                 // SAFETY: the CPU runs the kernel; the buffer holds the
                 // cells' payloads.
                 let (took, ended) = unsafe {
-                    wide::drain_run(&mut rx.lanes, &want, test, &mut back[..whole], *tuning)
+                    wide::drain_run(
+                        &mut rx.lanes,
+                        &want,
+                        test,
+                        &mut back[..whole],
+                        tuning.prefetch,
+                    )
                 };
                 assert_eq!((took, ended), (cells, false));
                 assert_eq!(back[..whole], src);
