@@ -167,6 +167,7 @@ fn pattern(n: usize, seed: u64) -> Vec<u8> {
 }
 
 /// memcpy bytes per second for blocks of `size` bytes, cache-resident.
+#[inline(never)]
 pub fn memcpy_rate(secs: f64, size: usize) -> f64 {
     let src = source(size, 1);
     let mut dst = Placed::new(0u8, size, APART);
@@ -459,6 +460,7 @@ impl Layout {
 }
 
 /// Scatter and gather bytes per second (of SDU) for `size`, cache-resident.
+#[inline(never)]
 fn layout_rates(secs: f64, size: usize) -> (f64, f64) {
     let sdu = source(size, 6);
     let mut cells = cells_after(aal5::cells_for(size), sdu.offset());
@@ -479,6 +481,7 @@ fn layout_rates(secs: f64, size: usize) -> (f64, f64) {
     (sc, ga)
 }
 
+#[inline(never)]
 fn aal5_seg_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
     let sdu = source(size, 2);
     let mut tx = Aal5Tx::with_kernel(VC, Format::Uni, kernel).expect("valid VC");
@@ -495,6 +498,7 @@ fn aal5_seg_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
 /// end to end, no cells read or written), in bytes of SDU a second: with
 /// the same kernel, a ceiling over both AAL5 rates (a floor under their
 /// time), since each folds every byte once and copies it too.
+#[inline(never)]
 fn crc_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
     let pdu = source(aal5::cpcs_len(size), 7);
     let mut crc = Crc32State::new(kernel);
@@ -512,6 +516,7 @@ fn crc_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
 /// byte with that kernel's instructions can beat it on this CPU: the
 /// arithmetic limit over the AAL5 rates. `None` for the portable kernel,
 /// which multiplies by table, or a kernel this CPU cannot run.
+#[inline(never)]
 fn multiply_limit_rate(secs: f64, kernel: Kernel) -> Option<f64> {
     if !kernel.supported() {
         return None;
@@ -594,6 +599,7 @@ fn rx_config(kernel: Kernel) -> RxConfig {
     }
 }
 
+#[inline(never)]
 fn aal5_reasm_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
     let sdu = pattern(size, 3);
     let mut tx = Aal5Tx::with_kernel(VC, Format::Uni, kernel).expect("valid VC");
@@ -626,6 +632,7 @@ fn aal5_reasm_rate(secs: f64, size: usize, kernel: Kernel) -> f64 {
 
 /// The stream case: many SDUs whose total exceeds the last-level cache, so
 /// every byte comes from and goes to DRAM.
+#[inline(never)]
 fn stream_rates(secs: f64, total: usize, kernel: Kernel) -> Stream {
     let size = 65535;
     let n = (total / size).max(1);
@@ -720,6 +727,12 @@ struct Stream {
     reasm: f64,
 }
 
+/// HEC generation, checking, and checking a run of one VC's cells, cells
+/// a second. Like every measuring function here, never inlined into
+/// [`run`], so that what is inlined into the loops measured does not
+/// depend on how large `run` has grown: inlined into it, the generation
+/// loop once lost the CRC-8's inlining and read a third of its rate.
+#[inline(never)]
 fn hec_rates(secs: f64) -> (f64, f64, f64) {
     let mut cells: Vec<CellBytes> = (0..1024u16)
         .map(|i| {
@@ -758,6 +771,7 @@ fn hec_rates(secs: f64) -> (f64, f64, f64) {
     (gen, check, run)
 }
 
+#[inline(never)]
 fn aal34_rates(secs: f64, size: usize, kernel: Kernel) -> (f64, f64) {
     let sdu = source(size, 5);
     let mut tx = Aal34Tx::with_kernel(VC, Format::Uni, kernel).expect("valid VC");
