@@ -1057,14 +1057,15 @@ mod tests {
                 assert_eq!(a[5..5 + payload], b[5..5 + payload], "cell {i} of {size}");
             }
             // 16 bytes more than asked for, which must stay as they are.
-            let mut out = vec![0u8; aal5::cpcs_len(size) + 16];
+            let mut out = vec![0xA5u8; aal5::cpcs_len(size) + 16];
             l.gather(&cells, &mut out[..aal5::cpcs_len(size)]);
             assert_eq!(&out[..size], &sdu[..], "{l:?} at {size}");
-            assert!(out[aal5::cpcs_len(size)..].iter().all(|&b| b == 0));
-            let mut exact = vec![0u8; size + 16];
+            let past = &out[aal5::cpcs_len(size)..];
+            assert!(past.iter().all(|&b| b == 0xA5), "{l:?} at {size}");
+            let mut exact = vec![0xA5u8; size + 16];
             l.gather(&cells, &mut exact[..size]);
             assert_eq!(exact[..size], sdu, "{l:?} at {size}");
-            assert!(exact[size..].iter().all(|&b| b == 0), "{l:?} at {size}");
+            assert!(exact[size..].iter().all(|&b| b == 0xA5), "{l:?} at {size}");
         }
     }
 }

@@ -555,11 +555,14 @@ impl Crc32State {
             }
             Kernel::Vpclmul => {
                 #[cfg(target_arch = "x86_64")]
-                // Only a long run asks how this CPU is tuned.
-                let prefetch = cells.len() >= wide::PREFETCH_CELLS && wide::Tuning::here().prefetch;
-                // SAFETY: see `build_cells`; `cells` was cut to what `dst`
-                // holds.
-                unsafe { wide::drain_run(&mut self.lanes, cells, test, dst, prefetch) }
+                {
+                    // Only a long run asks how this CPU is tuned.
+                    let prefetch =
+                        cells.len() >= wide::PREFETCH_CELLS && wide::Tuning::here().prefetch;
+                    // SAFETY: see `build_cells`; `cells` was cut to what
+                    // `dst` holds.
+                    unsafe { wide::drain_run(&mut self.lanes, cells, test, dst, prefetch) }
+                }
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("the Vpclmul kernel exists only on x86-64")
             }
@@ -838,9 +841,9 @@ mod wide {
     /// Bytes in a group of four payloads.
     const GROUP: usize = 4 * PAYLOAD_LEN;
 
-    /// Runs of at least this many cells (a PDU of 512 cells or more when
-    /// segmenting; a batch of cells handed to the receiver at once) are
-    /// built and drained with software prefetches where [`Tuning`] says
+    /// Runs of at least this many cells (a whole PDU of 512 cells or more,
+    /// or a run of as many cells built at once by the streaming segmenter
+    /// or handed to the receiver at once) are built and drained with software prefetches where [`Tuning`] says
     /// so: their payloads and cells together (about 52 KB at 512 cells) are
     /// more than a first-level data cache holds, so their lines come from
     /// further out, and the fold's work leaves the out-of-order window too
@@ -870,20 +873,10 @@ mod wide {
         /// Long runs prefetch ([`PREFETCH_CELLS`]). Measured only on the
         /// Intel Xeon, so only Intel CPUs do it.
         pub(super) prefetch: bool,
-        /// The segmenter folds its CRC from a second load of the SDU,
-        /// byte-reversed with three in-lane shuffles a group, rather than
-        /// from the cells' own registers joined by three two-source
-        /// permutes. On the Intel Xeon the multiplies and every byte
-        /// shuffle share one port, where a two-source permute takes two
-        /// cycles and a shuffle one, and the second load costs less than
-        /// the three cycles it saves: 4-5 % faster at 1500 to 65,535 bytes.
-        /// On Zen 4 the permutes were faster at 65,535 bytes and level at
-        /// 1500 and 9180 (session 10, see BENCHMARKS.md).
-        pub(super) crc_from_sdu: bool,
     }
 
     impl Tuning {
-        /// This CPU's: all on Intel CPUs, all off elsewhere.
+        /// This CPU's: both on Intel CPUs, both off elsewhere.
         #[inline]
         pub(super) fn here() -> Tuning {
             static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
@@ -896,7 +889,6 @@ mod wide {
             Tuning {
                 plain_stores: intel,
                 prefetch: intel,
-                crc_from_sdu: intel,
             }
         }
     }
@@ -1269,9 +1261,7 @@ mod wide {
     /// the lines of one further on ([`prefetch_ahead`]). With
     /// `tuning.plain_stores`, a group followed by another cell of `cells`
     /// is stored with plain stores that write that cell's first 11 bytes
-    /// too: the caller writes them again, with that cell. With
-    /// `tuning.crc_from_sdu`, a group's CRC blocks are loaded from the SDU
-    /// again rather than joined from its cells' registers.
+    /// too: the caller writes them again, with that cell.
     #[inline(always)]
     unsafe fn build_run(
         acc: &mut Acc,
@@ -1289,8 +1279,7 @@ mod wide {
         // lead's `contiguous` and `scatter` read its payloads and write its
         // cells. In a group, cell i's load names the address 5 bytes before
         // payload i but its mask (`CELL_PAYLOAD`) touches only that
-        // payload's 48 bytes, inside the SDU, as does the group's second
-        // load for the CRC (its 192 bytes); a masked store (`WHOLE_CELL`)
+        // payload's 48 bytes, inside the SDU; a masked store (`WHOLE_CELL`)
         // writes that cell's 53 bytes, a plain one its 53 and the next
         // cell's first 11, and there is a next cell (first + 4 < len); the
         // pointers come from the whole of `cells`.
@@ -1319,11 +1308,7 @@ mod wide {
                         gs.add(i * PAYLOAD_LEN).wrapping_sub(HEADER_LEN).cast(),
                     )
                 });
-                if tuning.crc_from_sdu {
-                    acc.absorb(k4, contiguous(gs, 4));
-                } else {
-                    acc.absorb_payloads(k4, &join, l);
-                }
+                acc.absorb_payloads(k4, &join, l);
                 if tuning.plain_stores && first + 4 < len {
                     for (i, v) in l.into_iter().enumerate() {
                         _mm512_storeu_si512(out.add(i * CELL_LEN).cast(), v);
@@ -1727,12 +1712,9 @@ mod tests {
             return;
         }
         let tunings = [false, true].map(|plain_stores| {
-            [false, true].map(|prefetch| {
-                [false, true].map(|crc_from_sdu| wide::Tuning {
-                    plain_stores,
-                    prefetch,
-                    crc_from_sdu,
-                })
+            [false, true].map(|prefetch| wide::Tuning {
+                plain_stores,
+                prefetch,
             })
         });
         let (header, end) = ([1, 2, 3, 4, 5], [1, 2, 3, 4, 7]);
@@ -1743,7 +1725,7 @@ mod tests {
             let trailer = [0, 0, (len >> 8) as u8, len as u8, 0, 0, 0, 0];
             let mut want = vec![[0u8; CELL_LEN]; n];
             Crc32State::build_pdu(Kernel::Portable, &header, &end, &sdu, &trailer, &mut want);
-            for tuning in tunings.iter().flatten().flatten() {
+            for tuning in tunings.iter().flatten() {
                 // One cell more than the PDU's, which must stay as it is.
                 let mut got = vec![[0xA5u8; CELL_LEN]; n + 1];
                 // SAFETY: the CPU runs the kernel (checked above), and there
@@ -1758,7 +1740,7 @@ mod tests {
             let mut want = vec![[0u8; CELL_LEN]; cells];
             let mut reference = Crc32State::new(Kernel::Portable);
             reference.build_cells(&header, &src, &mut want);
-            for tuning in tunings.iter().flatten().flatten() {
+            for tuning in tunings.iter().flatten() {
                 let mut got = vec![[0xA5u8; CELL_LEN]; cells + 1];
                 let mut st = Crc32State::new(Kernel::Vpclmul);
                 // SAFETY: as above; `src` fills the cells.
@@ -1791,6 +1773,12 @@ mod tests {
                 );
                 assert_eq!(rx.register(), reference.register());
             }
+            // And through the public path, which asks the CPU's tuning.
+            let mut back = vec![0u8; cells * PAYLOAD_LEN];
+            let mut rx = Crc32State::new(Kernel::Vpclmul);
+            rx.drain_cells(&want, &mut back);
+            assert_eq!(back, src);
+            assert_eq!(rx.register(), reference.register());
         }
     }
 
