@@ -1529,15 +1529,30 @@ mod wide {
         prefetch: bool,
     ) -> (usize, bool) {
         // Two copies of the loop, so that the one without prefetches is
-        // the loop as it was (a test inside it cost short runs 4-8 % here).
-        // SAFETY: this function's features are `drain`'s.
+        // the loop as it was (a test inside it cost short runs 4-8 % here),
+        // the other in a function of its own.
+        // SAFETY: this function's features are `drain`'s and
+        // `drain_prefetching`'s.
         unsafe {
             if prefetch && cells.len() >= PREFETCH_CELLS {
-                drain::<true>(lanes, cells, test, dst)
+                drain_prefetching(lanes, cells, test, dst)
             } else {
                 drain::<false>(lanes, cells, test, dst)
             }
         }
+    }
+
+    /// [`drain_run`] with prefetches.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi,vpclmulqdq,pclmulqdq,ssse3")]
+    #[inline(never)]
+    unsafe fn drain_prefetching(
+        lanes: &mut [u128; 12],
+        cells: &[CellBytes],
+        test: HeaderTest,
+        dst: &mut [u8],
+    ) -> (usize, bool) {
+        // SAFETY: this function's features are `drain`'s.
+        unsafe { drain::<true>(lanes, cells, test, dst) }
     }
 
     /// [`drain_run`], prefetching or not.
