@@ -843,11 +843,12 @@ mod wide {
 
     /// Runs of at least this many cells (a whole PDU of 512 cells or more,
     /// or a run of as many cells built at once by the streaming segmenter
-    /// or handed to the receiver at once) are built and drained with software prefetches where [`Tuning`] says
-    /// so: their payloads and cells together (about 52 KB at 512 cells) are
-    /// more than a first-level data cache holds, so their lines come from
-    /// further out, and the fold's work leaves the out-of-order window too
-    /// short to ask for them early enough. On the Intel Xeon a 65,535-byte
+    /// or handed to the receiver at once) are built and drained with
+    /// software prefetches where [`Tuning`] says so: their payloads and
+    /// cells together (about 52 KB at 512 cells) are more than a
+    /// first-level data cache holds, so their lines come from further out,
+    /// and the fold's work leaves the out-of-order window too short to ask
+    /// for them early enough. On the Intel Xeon a 65,535-byte
     /// PDU (1,366 cells, in the second-level cache) is segmented about 7 %
     /// and reassembled 25 % faster with them; runs that stay in the
     /// first-level cache are 3 to 11 % slower, and the two are even near
@@ -1190,16 +1191,17 @@ mod wide {
         let last = cells.len().min(4);
         let before = cells.len() - last;
         // The frame's first payload byte, and the SDU bytes after the first
-        // `before` cells' payloads (at most 48·last − 8, as the caller asserted the cell
-        // count: they end by frame byte 184, before the trailer's word).
+        // `before` cells' payloads (at most 48·last − 8, as the caller
+        // asserted the cell count: they end by frame byte 184, before the
+        // trailer's word).
         let lo = GROUP - PAYLOAD_LEN * last;
         let data = sdu.len() - PAYLOAD_LEN * before;
         // SAFETY: the features are this function's. `build_run` reads
         // sdu[..48·before], inside the SDU, and writes cells[..before] (and
         // the first 11 bytes of the cell after, which the frame's stores
-        // below write again). Frame byte f is SDU byte
-        // 48·before - lo + f; the loads take only frame bytes lo..lo+data,
-        // i.e. SDU bytes 48·before.., and masked-off bytes are not read (so
+        // below write again). Frame byte f is SDU byte 48·before - lo + f;
+        // the loads take only frame bytes lo..lo+data, i.e. SDU bytes
+        // 48·before.., and masked-off bytes are not read (so
         // the addresses before the SDU that a short PDU's frame names are
         // never touched). Each cell's stores write its bytes 0..8, 5..37
         // and 37..53, inside its own 53 bytes.
