@@ -209,6 +209,33 @@ fn verdict(ok: bool) -> &'static str {
     }
 }
 
+/// Runs `f`, and measures the most memory it held at once: the process's
+/// peak resident set during `f`, less its resident set before (with the
+/// heap's free memory given back first, so that `f` cannot reuse what
+/// earlier runs left). `None` where the peak cannot be reset.
+fn peak_bytes<T>(f: impl FnOnce() -> T) -> (Option<u64>, T) {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim takes no pointers and only hands free heap
+    // memory back to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    // Writing 5 resets the process's peak resident set (VmHWM) to its
+    // current one (Linux 4.0 and later).
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = crate::bench_soak::rss();
+    let out = f();
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map(|kb| kb * 1024);
+    let grew = peak.filter(|_| reset).map(|p| p.saturating_sub(before));
+    (grew, out)
+}
+
 /// Runs every case and prints a line per figure.
 pub fn main() -> Result<(), String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -327,17 +354,37 @@ pub fn main() -> Result<(), String> {
         "  1,000 nodes, median of {ROUNDS_MANY}: p99 late {p99:.0} us (<= 1000)  [{}]",
         verdict(load < 2.0 && p99 <= 1000.0)
     );
-    for k in [50usize, 500] {
+    let mut per_node = Vec::new();
+    for k in [50usize, 500, 1000] {
         let text = clusters(k, 19, 0, "50us");
-        let before = crate::bench_soak::rss();
-        let (r, secs, _) = go(&text, 100, Clock::Virtual, 1)?;
-        let after = crate::bench_soak::rss();
         let nodes = k * 20;
+        let (peak, run) = peak_bytes(|| go(&text, 100, Clock::Virtual, 1));
+        let (r, secs, _) = run?;
+        let Some(peak) = peak else {
+            println!(
+                "  {nodes} nodes, 100 ms virtual: {secs:.1} s, {} events; peak memory not \
+                 measured (this system does not let a process reset its peak resident set)",
+                r.events
+            );
+            continue;
+        };
         println!(
-            "  {nodes} nodes, 100 ms virtual: {:.1} s, {} events, {:.0} bytes per node",
-            secs,
+            "  {nodes} nodes, 100 ms virtual: {secs:.1} s, {} events, peak {:.1} MB, {:.0} bytes per node",
             r.events,
-            after.saturating_sub(before) as f64 / nodes as f64
+            peak as f64 / 1e6,
+            peak as f64 / nodes as f64
+        );
+        per_node.push((nodes, peak));
+    }
+    if let [.., (n1, m1), (n2, m2)] = per_node[..] {
+        // Linear: the nodes added cost what the nodes before cost each.
+        let added = m2.saturating_sub(m1) as f64 / (n2 - n1) as f64;
+        let each = m1 as f64 / n1 as f64;
+        let ok = added <= 1.25 * each;
+        println!(
+            "  memory per node added from {n1} to {n2} nodes: {added:.0} bytes, against {each:.0} \
+             at {n1} (<= 1.25 x: linear in nodes)  [{}]",
+            verdict(ok)
         );
     }
 
