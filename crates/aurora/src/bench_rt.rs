@@ -210,11 +210,11 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 /// Runs `f`, and measures the most memory it held at once: the process's
-/// peak resident set during `f`, less its resident set before (with the
-/// heap's free memory given back first, so that `f` cannot reuse what
-/// earlier runs left). `None` where the peak cannot be reset.
+/// peak resident set during `f`, less its resident set before (with glibc's
+/// free heap memory given back first, so that `f` cannot reuse what earlier
+/// runs left). `None` where the peak cannot be reset or read.
 fn peak_bytes<T>(f: impl FnOnce() -> T) -> (Option<u64>, T) {
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim takes no pointers and only hands free heap
     // memory back to the system.
     unsafe {
@@ -362,14 +362,14 @@ pub fn main() -> Result<(), String> {
         let (r, secs, _) = run?;
         let Some(peak) = peak else {
             println!(
-                "  {nodes} nodes, 100 ms virtual: {secs:.1} s, {} events; peak memory not \
-                 measured (this system does not let a process reset its peak resident set)",
+                "  {nodes} nodes, 100 ms virtual: {secs:.1} s, {} events; memory not measured \
+                 (the process's peak resident set could not be reset or read)",
                 r.events
             );
             continue;
         };
         println!(
-            "  {nodes} nodes, 100 ms virtual: {secs:.1} s, {} events, peak {:.1} MB, {:.0} bytes per node",
+            "  {nodes} nodes, 100 ms virtual: {secs:.1} s, {} events, {:.1} MB at the peak, {:.0} bytes per node",
             r.events,
             peak as f64 / 1e6,
             peak as f64 / nodes as f64

@@ -664,9 +664,9 @@ impl<F: Frame> Engine<F> {
                     }
                 })
             });
-            if let Some(o) = p.outbox.as_mut() {
-                o.track_drops(self.drop_tap.is_some());
-            }
+            p.outbox
+                .get_or_insert_with(Box::default)
+                .track_drops(self.drop_tap.is_some());
             p.boundary_tap = self.boundary_tap.clone().map(|t| -> BoundaryTap<F> {
                 Box::new(move |place, frames| {
                     if let Ok(mut t) = t.lock() {

@@ -296,13 +296,32 @@ impl Pace for crate::clock::Pacer {
     }
 }
 
+/// A value alone on its cache lines (and on the pair a CPU fetches
+/// together).
+#[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for Padded<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
 /// One partition.
 ///
-/// Aligned to 128 bytes: the partitions lie side by side in the engine's
-/// vector, each written on every event by its own worker, and must not
-/// share a cache line, or the pair of lines a CPU fetches together. (On
-/// an Intel Xeon, two workers ran 1.4 times one worker's events a second
-/// without it, 2 times with it and the outbox boxed.)
+/// Aligned to 128 bytes, as is its outbox: the partitions lie side by side
+/// in the engine's vector, each written on every event by its own worker,
+/// and must not share a cache line, or the pair of lines a CPU fetches
+/// together. (On an Intel Xeon, two workers ran 1.4 times one worker's
+/// events a second without this, 2 times with it and the outbox boxed.)
 #[repr(align(128))]
 pub(crate) struct Part<F: Frame> {
     /// Every node of the engine: the ones this partition runs, and
@@ -331,8 +350,9 @@ pub(crate) struct Part<F: Frame> {
     pub(crate) in_flight: u64,
     /// Where a running node puts what it sends, kept between events for
     /// its allocations; lent out, boxed, while a node runs (a move of one
-    /// pointer, not of the whole outbox, each event).
-    pub(crate) outbox: Option<Box<Outbox<F>>>,
+    /// pointer, not of the whole outbox, each event). See
+    /// `Part::lend_outbox`.
+    pub(crate) outbox: Option<Box<Padded<Outbox<F>>>>,
     pub(crate) tap: Option<Tap<F>>,
     /// No partition of the engine has external I/O, so a run can be
     /// repeated and the partition keeps digests of what its nodes receive.
@@ -625,7 +645,7 @@ impl<F: Frame> Part<F> {
     /// True if it read a whole batch (more may be waiting).
     fn device_turn(&mut self, i: usize, t: Instant) -> bool {
         let node = self.io.devs[i].node;
-        let mut out = self.outbox.take().unwrap_or_default();
+        let mut out = Self::lend_outbox(&mut self.outbox, &self.drop_tap);
         if self.nodes[node as usize].packet_port().is_none() {
             self.outbox = Some(out);
             return false;
@@ -769,7 +789,7 @@ impl<F: Frame> Part<F> {
                         self.next_delivery(dir);
                     } else {
                         let (node, port) = d.to;
-                        let mut out = self.outbox.take().unwrap_or_default();
+                        let mut out = Self::lend_outbox(&mut self.outbox, &self.drop_tap);
                         // An engine with external I/O cannot repeat its
                         // run, so it keeps no digest of it.
                         if self.repeatable {
@@ -1075,11 +1095,29 @@ impl<F: Frame> Part<F> {
         }
     }
 
+    /// The outbox, lent to a node about to run (put back with
+    /// `self.outbox = Some(out)`). It is always here between node runs;
+    /// only if a caller caught a panic from a node or tap can it be
+    /// missing, and a new one then reports drops as the taps ask. (A
+    /// function of the two fields, so that a link direction may stay
+    /// borrowed meanwhile.)
+    #[inline]
+    fn lend_outbox(
+        outbox: &mut Option<Box<Padded<Outbox<F>>>>,
+        drop_tap: &Option<DropTap<F>>,
+    ) -> Box<Padded<Outbox<F>>> {
+        outbox.take().unwrap_or_else(|| {
+            let mut out = Box::<Padded<Outbox<F>>>::default();
+            out.track_drops(drop_tap.is_some());
+            out
+        })
+    }
+
     /// Lets node `node` act (`f`), then routes what it sent and plans its
     /// next wake.
     #[inline]
     fn run_node(&mut self, node: u32, f: impl FnOnce(&mut dyn EngineNode<F>, &mut Outbox<F>)) {
-        let mut out = self.outbox.take().unwrap_or_default();
+        let mut out = Self::lend_outbox(&mut self.outbox, &self.drop_tap);
         f(&mut *self.nodes[node as usize], &mut out);
         self.route(node, &mut out);
         self.outbox = Some(out);
