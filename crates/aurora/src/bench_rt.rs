@@ -209,33 +209,6 @@ fn verdict(ok: bool) -> &'static str {
     }
 }
 
-/// Runs `f`, and measures the most memory it held at once: the process's
-/// peak resident set during `f`, less its resident set before (with glibc's
-/// free heap memory given back first, so that `f` cannot reuse what earlier
-/// runs left). `None` where the peak cannot be reset or read.
-fn peak_bytes<T>(f: impl FnOnce() -> T) -> (Option<u64>, T) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointers and only hands free heap
-    // memory back to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-    // Writing 5 resets the process's peak resident set (VmHWM) to its
-    // current one (Linux 4.0 and later).
-    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
-    let before = crate::bench_soak::rss();
-    let out = f();
-    let peak = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-            line.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map(|kb| kb * 1024);
-    let grew = peak.filter(|_| reset).map(|p| p.saturating_sub(before));
-    (grew, out)
-}
-
 /// Runs every case and prints a line per figure.
 pub fn main() -> Result<(), String> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -358,7 +331,7 @@ pub fn main() -> Result<(), String> {
     for k in [50usize, 500, 1000] {
         let text = clusters(k, 19, 0, "50us");
         let nodes = k * 20;
-        let (peak, run) = peak_bytes(|| go(&text, 100, Clock::Virtual, 1));
+        let (peak, run) = crate::bench_soak::peak_bytes(|| go(&text, 100, Clock::Virtual, 1));
         let (r, secs, _) = run?;
         let Some(peak) = peak else {
             println!(

@@ -69,6 +69,33 @@ pub fn rss() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
+/// Runs `f`, and measures the most memory it held at once: the process's
+/// peak resident set during `f`, less its resident set before (with glibc's
+/// free heap memory given back first, so that `f` cannot reuse what earlier
+/// runs left). `None` where the peak cannot be reset or read.
+pub fn peak_bytes<T>(f: impl FnOnce() -> T) -> (Option<u64>, T) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointers and only hands free heap
+    // memory back to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    // Writing 5 resets the process's peak resident set (VmHWM) to its
+    // current one (Linux 4.0 and later).
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let before = rss();
+    let out = f();
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map(|kb| kb * 1024);
+    let grew = peak.filter(|_| reset).map(|p| p.saturating_sub(before));
+    (grew, out)
+}
+
 /// What the soak found.
 pub struct Soak {
     /// (cells delivered to `b` so far, RSS bytes), one per sample.
